@@ -1,0 +1,12 @@
+"""The ``golden`` command line: thin click commands over the ``curation`` package.
+
+Each area has its own module in this package; importing it attaches its commands to ``main``.
+"""
+
+from __future__ import annotations
+
+from .base import main
+
+__all__ = ["main"]
+
+# One line per command module (keep the list sorted).

@@ -1,0 +1,49 @@
+"""The root ``golden`` group and options shared by several commands."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from .. import __version__
+from ..fileio import InputError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="golden")
+def main():
+    """golden: build the golden set a retrieval evaluation stands on.
+
+    \b
+    The path, in order:
+      golden sample      search log   -> stratified query set (queries.jsonl)
+      golden pool        system runs  -> blind judging pool (pool.jsonl)
+      golden serve       judges label pairs in the browser
+      golden export      versioned, immutable qrels with a manifest
+
+    Run `golden demo` to see the whole path on generated data, and
+    `golden COMMAND --help` for each command, with an example.
+    """
+
+
+def seed_option(func):
+    """``--seed``: every random choice is reproducible byte for byte from it."""
+    return click.option(
+        "--seed", type=int, default=0, show_default=True, help="Random seed; the same seed gives the same output."
+    )(func)
+
+
+def domain_errors(func):
+    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except InputError as exc:
+            raise click.ClickException(str(exc)) from None
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper

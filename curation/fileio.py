@@ -1,0 +1,81 @@
+"""File helpers: transparent gzip, whole-or-nothing writes, and input errors that name file and line."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+
+class InputError(ValueError):
+    """Bad input in a file, reported as ``path:line: message`` so a person can go straight to it."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    """True when the file starts with gzip's magic bytes (whatever its name)."""
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def open_binary(path: str | os.PathLike) -> IO[bytes]:
+    """Open a file for reading bytes, decompressing gzip transparently."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def open_text(path: str | os.PathLike, encoding: str = "utf-8") -> IO[str]:
+    """Open a file for reading text, decompressing gzip transparently."""
+    return io.TextIOWrapper(open_binary(path), encoding=encoding, newline="")
+
+
+def base_suffix(path: str | os.PathLike) -> str:
+    """The file's format suffix with any ``.gz`` removed: ``log.csv.gz`` -> ``.csv``."""
+    name = Path(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return Path(name).suffix
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes as stored (compressed files are hashed compressed)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Write ``path`` whole or not at all.
+
+    The content goes to a temporary file in the same folder, which replaces ``path`` only when the
+    block finishes without an exception; on an exception the temporary file is removed and ``path``
+    is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        if "b" in mode:
+            fh = os.fdopen(fd, mode)
+        else:
+            fh = os.fdopen(fd, mode, encoding=encoding, newline="\n")
+        with fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

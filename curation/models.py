@@ -1,0 +1,193 @@
+"""The project store's tables (SQLModel). These classes are the one source of the schema:
+Alembic revisions in ``migrations/`` are generated from them.
+
+Identifiers from the outside world (qid, docid, run names) are strings. Provenance that judges must
+never see (which system retrieved a pair, at what rank) lives only in ``PoolPair.systems_json``.
+A pair's final label is derived from Judgment and Adjudication rows by a stated policy; it is never
+stored twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Optional
+
+from sqlalchemy import Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+ROLES = ("judge", "lead", "admin")
+
+
+class Project(SQLModel, table=True):
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    scale: str = "0-2"  # "binary", "0-2" or "0-3"
+    grades_json: str = Field(sa_column=Column(Text, nullable=False))  # [{"grade", "name", "description"}]
+    corpus_fingerprint: Optional[str] = None
+    queries_sha256: Optional[str] = None
+    pool_sha256: Optional[str] = None
+    pool_depth: Optional[int] = None
+    hold_main: bool = True  # main-pool tasks held back until a lead releases them
+    released_at: Optional[datetime] = None
+    released_by_id: Optional[int] = Field(default=None, foreign_key="user.id")
+    released_agreement: Optional[float] = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class User(SQLModel, table=True):
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    role: str = "judge"  # one of ROLES
+    password_hash: str
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Query(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("project_id", "qid"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    qid: str
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    stratum_json: str = "{}"  # dimension -> value
+    stratum_key: str = ""  # a stable, readable form of the stratum, for grouping
+    traffic: float = 0.0
+    users: int = 0
+    weight: float = 0.0
+    stratum_share: float = 0.0
+    pii_json: Optional[str] = None  # flags from sampling, e.g. ["email"]
+    split: Optional[str] = None  # "tune" or "holdout"
+    leak_status: Optional[str] = None  # "clean", "leak", "too_short", None = not checked
+    status: str = "active"  # "active", "dropped", "rejudge"
+
+
+class Document(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("project_id", "docid"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    docid: str
+    title: Optional[str] = None
+    url: Optional[str] = None
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    excluded: bool = False  # excluded from the snapshot by a lead's leak decision
+
+
+class Run(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    name: str
+    sha256: str
+    depth: int
+    added_at: datetime = Field(default_factory=utcnow)
+
+
+class PoolPair(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("query_id", "document_id"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    query_id: int = Field(foreign_key="query.id", index=True)
+    document_id: int = Field(foreign_key="document.id", index=True)
+    shuffle_order: int = 0  # seeded shuffle within the query
+    systems_json: str = "{}"  # HIDDEN provenance: run name -> rank. Never rendered to judges.
+    batch: int = 0  # 0 for the first pool, +1 for each extension
+    seed_source: Optional[str] = None  # "ticket" or "click" when the pair came from a seed judgment
+
+
+class GuidelinesVersion(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("project_id", "version"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    version: int
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    sha256: str
+    note: Optional[str] = None
+    created_by_id: Optional[int] = Field(default=None, foreign_key="user.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Assignment(SQLModel, table=True):
+    """A pair in a judge's queue. Overlap pairs have one row per judge; a main pair has one row in
+    all, which ``exclusive_pair_id`` (unique, set only for main rows) enforces in the database."""
+
+    __table_args__ = (UniqueConstraint("pair_id", "judge_id"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    pair_id: int = Field(foreign_key="poolpair.id", index=True)
+    judge_id: int = Field(foreign_key="user.id", index=True)
+    kind: str = "main"  # "overlap" or "main"
+    exclusive_pair_id: Optional[int] = Field(default=None, unique=True)
+    position: int = 0  # order in the judge's queue (overlap first)
+    claimed_at: Optional[datetime] = None  # when the pair was last shown to this judge
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Judgment(SQLModel, table=True):
+    """Append-only: changing a label adds a row; the latest row of a (pair, judge) counts."""
+
+    __table_args__ = (UniqueConstraint("judge_id", "client_token"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    pair_id: int = Field(foreign_key="poolpair.id", index=True)
+    judge_id: int = Field(foreign_key="user.id", index=True)
+    grade: Optional[int] = None  # None when skipped
+    unsure: bool = False
+    skipped: bool = False
+    note: Optional[str] = None
+    guidelines_version_id: Optional[int] = Field(default=None, foreign_key="guidelinesversion.id")
+    source: str = "human"  # "human" or "import"
+    shown_at: Optional[datetime] = None
+    answered_at: datetime = Field(default_factory=utcnow)
+    client_token: Optional[str] = None  # one per shown pair: a resubmitted form records once
+
+
+class Adjudication(SQLModel, table=True):
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    pair_id: int = Field(foreign_key="poolpair.id", index=True)
+    lead_id: int = Field(foreign_key="user.id")
+    grade: int
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    guidelines_issue: bool = False  # the disagreement came from the guidelines
+    guidelines_version_id: Optional[int] = Field(default=None, foreign_key="guidelinesversion.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class LeakFinding(SQLModel, table=True):
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    query_id: int = Field(foreign_key="query.id", index=True)
+    chunk_id: str
+    mode: str  # "exact", "jaccard", "containment"
+    score: float
+    span: Optional[str] = None
+    decision: Optional[str] = None  # "exclude_chunk", "drop_query", "rejudge", "keep"
+    decided_by_id: Optional[int] = Field(default=None, foreign_key="user.id")
+    decided_at: Optional[datetime] = None
+
+
+class SeedJudgment(SQLModel, table=True):
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    qid: str
+    docid: str
+    source: str  # "ticket" or "click"
+    grade: int
+    imported_at: datetime = Field(default_factory=utcnow)
+
+
+class ExportVersion(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    name: str
+    parent: Optional[str] = None
+    state_sha256: str  # hash of the exported content: a different state under this name is refused
+    manifest_json: str = Field(sa_column=Column(Text, nullable=False))
+    created_by: Optional[str] = None
+    created_at: datetime = Field(default_factory=utcnow)

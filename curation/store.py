@@ -1,0 +1,60 @@
+"""Connecting to the project store: SQLite by default, PostgreSQL through ``DATABASE_URL``.
+
+SQLite runs in WAL mode with foreign keys on, so readers never block the judge who is writing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, create_engine
+
+DEFAULT_SQLITE = "golden.db"
+
+
+def default_url() -> str:
+    """``DATABASE_URL`` when set, else a SQLite file ``golden.db`` in the current folder."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        return normalize_url(url)
+    return f"sqlite:///{Path(DEFAULT_SQLITE).resolve()}"
+
+
+def normalize_url(url: str) -> str:
+    """Accept ``postgres://`` and ``postgresql://`` and use the psycopg 3 driver for them."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn, _record):
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
+
+
+def make_engine(url: str | None = None, **kwargs) -> Engine:
+    """An engine for ``url`` (default: :func:`default_url`) with golden's connection settings."""
+    url = normalize_url(url or default_url())
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        kwargs.setdefault("connect_args", {"check_same_thread": False, "timeout": 10})
+        engine = create_engine(url, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+    else:
+        kwargs.setdefault("pool_pre_ping", True)
+        engine = create_engine(url, **kwargs)
+    return engine
+
+
+def session(engine: Engine) -> Session:
+    """A new session; ``expire_on_commit`` off so returned rows stay readable after commit."""
+    return Session(engine, expire_on_commit=False)

@@ -1,0 +1,81 @@
+"""Shared fixtures: real SQLite and PostgreSQL databases, and the shared data folder."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
+PG_SERVER = os.environ.get("GOLDEN_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test (with the reason) where it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not available: {path}")
+    return path
+
+
+@pytest.fixture
+def shared():
+    return shared_path
+
+
+def _pg_reachable() -> str | None:
+    """None when PostgreSQL answers, else the reason it does not."""
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - psycopg is a dependency
+        return f"psycopg not importable: {exc}"
+    from sqlalchemy.engine import make_url
+
+    url = make_url(PG_SERVER)
+    try:
+        with psycopg.connect(
+            host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, connect_timeout=3
+        ):
+            return None
+    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+        return f"PostgreSQL not reachable at {url.host}:{url.port}: {exc}"
+
+
+@pytest.fixture(scope="session")
+def pg_reason():
+    return _pg_reachable()
+
+
+def _create_pg_database() -> tuple[str, callable]:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(PG_SERVER)
+    name = f"golden_test_{uuid.uuid4().hex[:12]}"
+    params = dict(host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True)
+    with psycopg.connect(**params) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        with psycopg.connect(**params) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return str(url.set(database=name).render_as_string(hide_password=False)), drop
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path, pg_reason):
+    """An empty database URL: a SQLite file, then a fresh PostgreSQL database when reachable."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'golden.db'}"
+        return
+    if pg_reason:
+        pytest.skip(pg_reason)
+    url, drop = _create_pg_database()
+    try:
+        yield url
+    finally:
+        drop()
