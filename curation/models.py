@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
-from sqlalchemy import Column, Text, UniqueConstraint
+from sqlalchemy import Column, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -36,6 +36,8 @@ class Project(SQLModel, table=True):
     released_at: Optional[datetime] = None
     released_by_id: Optional[int] = Field(default=None, foreign_key="user.id")
     released_agreement: Optional[float] = None
+    split_holdout: Optional[float] = None  # `golden split`: share of each stratum held out (fixed once set)
+    split_seed: Optional[int] = None  # `golden split`: seed of the per-stratum systematic split
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -189,5 +191,6 @@ class ExportVersion(SQLModel, table=True):
     parent: Optional[str] = None
     state_sha256: str  # hash of the exported content: a different state under this name is refused
     manifest_json: str = Field(sa_column=Column(Text, nullable=False))
+    archive: Optional[bytes] = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # frozen zip
     created_by: Optional[str] = None
     created_at: datetime = Field(default_factory=utcnow)
