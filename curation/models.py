@@ -12,15 +12,18 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
-from sqlalchemy import Column, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    """Now, timezone-aware in UTC: sqlmodel's datetime columns (UTCDateTime) refuse naive values
+    and return aware UTC datetimes on every database."""
+    return datetime.now(timezone.utc)
 
 
 ROLES = ("judge", "lead", "admin")
+MAIN_BASE = 1_000_000  # queue positions: overlap (calibration) rows below it, main rows from it
 
 
 class Project(SQLModel, table=True):
@@ -117,22 +120,47 @@ class Assignment(SQLModel, table=True):
     """A pair in a judge's queue. Overlap pairs have one row per judge; a main pair has one row in
     all, which ``exclusive_pair_id`` (unique, set only for main rows) enforces in the database."""
 
-    __table_args__ = (UniqueConstraint("pair_id", "judge_id"),)
+    __table_args__ = (
+        UniqueConstraint("pair_id", "judge_id"),
+        Index("ix_assignment_queue", "judge_id", "project_id", "position"),
+    )
     id: Optional[int] = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     pair_id: int = Field(foreign_key="poolpair.id", index=True)
     judge_id: int = Field(foreign_key="user.id", index=True)
     kind: str = "main"  # "overlap" or "main"
     exclusive_pair_id: Optional[int] = Field(default=None, unique=True)
-    position: int = 0  # order in the judge's queue (overlap first)
+    position: int = 0  # order in the judge's queue: overlap rows below MAIN_BASE, main rows from it
     claimed_at: Optional[datetime] = None  # when the pair was last shown to this judge
+    done_at: Optional[datetime] = None  # set when this judge's latest judgment is a label (not a skip)
+    skipped: bool = False  # this judge's latest judgment of the pair is a skip: offered again last
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class PairView(SQLModel, table=True):
+    """One showing of a pair to its judge, with the one-time token the answer must carry.
+
+    Submitting with a token records at most one judgment (``Judgment.client_token``), so a double
+    click or a resubmitted form is harmless; ``shown_at`` and the guidelines version in view are
+    taken from here."""
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    token: str = Field(index=True, unique=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    assignment_id: int = Field(foreign_key="assignment.id", index=True)
+    pair_id: int = Field(foreign_key="poolpair.id")
+    judge_id: int = Field(foreign_key="user.id")
+    guidelines_version_id: Optional[int] = Field(default=None, foreign_key="guidelinesversion.id")
+    shown_at: datetime = Field(default_factory=utcnow)
 
 
 class Judgment(SQLModel, table=True):
     """Append-only: changing a label adds a row; the latest row of a (pair, judge) counts."""
 
-    __table_args__ = (UniqueConstraint("judge_id", "client_token"),)
+    __table_args__ = (
+        UniqueConstraint("judge_id", "client_token"),
+        Index("ix_judgment_judge_pair", "judge_id", "pair_id"),
+    )
     id: Optional[int] = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     pair_id: int = Field(foreign_key="poolpair.id", index=True)

@@ -79,3 +79,15 @@ def db_url(request, tmp_path, pg_reason):
         yield url
     finally:
         drop()
+
+
+@pytest.fixture
+def engine(db_url):
+    """An engine on a fresh database migrated to head by the code behind `golden db upgrade`."""
+    from curation.migrate import upgrade
+    from curation.store import make_engine
+
+    eng = make_engine(db_url)
+    upgrade(eng)
+    yield eng
+    eng.dispose()

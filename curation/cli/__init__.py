@@ -10,3 +10,7 @@ from .base import main
 __all__ = ["main"]
 
 # One line per command module (keep the list sorted).
+from . import assign  # noqa: E402,F401
+from . import db  # noqa: E402,F401
+from . import project  # noqa: E402,F401
+from . import user  # noqa: E402,F401

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import click
 
@@ -47,3 +48,27 @@ def domain_errors(func):
             raise click.ClickException(str(exc)) from None
 
     return wrapper
+
+
+def db_option(func):
+    """``--db URL``: the project store (default: ``DATABASE_URL``, else ``golden.db`` here)."""
+    return click.option(
+        "--db",
+        "db_url",
+        metavar="URL",
+        envvar="DATABASE_URL",
+        default=None,
+        help="Database URL (sqlite:///path.db or postgresql://...); default: $DATABASE_URL, else ./golden.db.",
+    )(func)
+
+
+def open_db(db_url: str | None, *, check: bool = True):
+    """An engine on the store, refusing (with the command to run) one whose schema is out of date."""
+    from ..migrate import SchemaError, open_store
+
+    if db_url and "://" not in db_url:  # a plain path means a SQLite file
+        db_url = f"sqlite:///{os.path.abspath(db_url)}"
+    try:
+        return open_store(db_url, check=check)
+    except SchemaError as exc:
+        raise click.ClickException(str(exc)) from None

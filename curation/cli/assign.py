@@ -1,0 +1,79 @@
+"""``golden assign`` and ``golden release``: hand the pool out to judges."""
+
+from __future__ import annotations
+
+import click
+
+from .base import db_option, domain_errors, main, open_db, seed_option
+
+
+@main.command()
+@click.option("--judges", required=True, help="Comma-separated judge names, e.g. alice,bob.")
+@click.option("--overlap", type=click.IntRange(min=0), default=100, show_default=True,
+              help="Pairs every listed judge labels first (calibration and agreement); 0 for none.")
+@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@click.option("--hold/--no-hold", default=None,
+              help="Hold the main pairs back until a lead runs `golden release` (default: hold when there is an overlap set).")
+@seed_option
+@db_option
+@domain_errors
+def assign(judges, overlap, project_name, hold, seed, db_url):
+    """Assign the project's unassigned pairs to judges: an overlap set every judge labels first,
+    drawn across queries and strata, then the rest split evenly, a query's pairs with one judge.
+    Run it again after `golden project extend` to hand out only the new pairs.
+
+    \b
+    Example:
+      golden assign --project news --judges alice,bob,carol --overlap 100 --seed 7
+    """
+    from ..assignment import assign as do_assign
+    from ..projects import get_project
+    from ..store import session
+
+    names = [n.strip() for n in judges.split(",") if n.strip()]
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            proj = get_project(s, project_name)
+            rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
+    finally:
+        engine.dispose()
+    click.echo(
+        f"project {proj.name}: overlap set of {rep.overlap_pairs} pairs over {rep.overlap_queries} queries "
+        f"and {rep.overlap_strata} strata; {rep.new_main_pairs} new main pairs"
+    )
+    click.echo(f"{'judge':<16} {'overlap':>7} {'main':>6} {'queries':>7}")
+    for name, c in rep.per_judge.items():
+        click.echo(f"{name:<16} {c['overlap']:>7} {c['main']:>6} {c['queries']:>7}")
+    if rep.held:
+        click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME --agreement A")
+
+
+@main.command()
+@click.option("--lead", "lead_name", required=True, help="The lead releasing the work (role lead or admin).")
+@click.option("--agreement", type=float, default=None,
+              help="The agreement reviewed on the overlap set (e.g. Krippendorff's alpha), for the record.")
+@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@db_option
+@domain_errors
+def release(lead_name, agreement, project_name, db_url):
+    """Release the held-back main pairs to their judges, recording who did it and at what agreement.
+
+    \b
+    Example:
+      golden release --project news --lead lena --agreement 0.71
+    """
+    from ..assignment import release as do_release
+    from ..projects import get_project
+    from ..store import session
+    from ..users import require_user
+
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            proj = get_project(s, project_name)
+            rec = do_release(s, proj, require_user(s, lead_name), agreement=agreement)
+    finally:
+        engine.dispose()
+    at = "" if rec.agreement is None else f" at agreement {rec.agreement:.3f}"
+    click.echo(f"project {rec.project}: {rec.main_pairs} main pairs released by {rec.lead}{at}")

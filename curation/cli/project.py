@@ -1,0 +1,193 @@
+"""``golden project`` and ``golden guidelines``: load a project into the store, extend its pool,
+and version its guidelines."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .base import db_option, domain_errors, main, open_db
+
+SCALE_CHOICES = ["binary", "0-2", "0-3"]
+
+
+@main.group()
+def project():
+    """Load and list judging projects.
+
+    \b
+    Example:
+      golden project create news --queries queries.jsonl --pool pool.jsonl \\
+          --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-2
+      golden project list
+    """
+
+
+def _read_grades(path):
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise click.ClickException(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if isinstance(data, dict):
+        data = data.get("grades", data)
+    if not isinstance(data, list):
+        raise click.ClickException(f"{path}: expected a list of {{grade, name, description}} objects")
+    return data
+
+
+@project.command()
+@click.argument("name")
+@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Query set from `golden sample` (queries.jsonl).")
+@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Judging pool from `golden pool` (pool.jsonl).")
+@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Corpus file (JSONL, TSV or Parquet); repeat for several. Only pooled documents are stored.")
+@click.option("--guidelines", "guidelines_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The written definition of relevance (Markdown); becomes guidelines version 1.")
+@click.option("--scale", type=click.Choice(SCALE_CHOICES), default="0-2", show_default=True, help="Label scale.")
+@click.option("--grades", "grades_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="JSON list of {grade, name, description} overriding the scale's default names and descriptions.")
+@click.option("--allow-missing", is_flag=True,
+              help="Leave out pairs whose document is not in the corpus instead of stopping.")
+@db_option
+@domain_errors
+def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, grades_path, allow_missing, db_url):
+    """Create project NAME from a query set, a pool, the corpus and the guidelines.
+
+    \b
+    Example:
+      golden project create news --queries queries.jsonl --pool pool.jsonl \\
+          --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-3
+    """
+    from ..projects import create_project
+    from ..store import session
+
+    grades = _read_grades(grades_path)
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            rep = create_project(
+                s, name, queries_path=queries_path, pool_path=pool_path, corpus_paths=corpus_paths,
+                guidelines_path=guidelines_path, scale=scale, grades=grades, allow_missing=allow_missing,
+            )
+    finally:
+        engine.dispose()
+    click.echo(
+        f"project {rep.name}: {rep.queries} queries, {rep.pairs} pairs, {rep.documents} documents, "
+        f"scale {scale}, guidelines v{rep.guidelines_version}"
+    )
+    if rep.missing_docids:
+        shown = ", ".join(rep.missing_docids[:10]) + (" ..." if len(rep.missing_docids) > 10 else "")
+        click.echo(f"left out {len(rep.missing_docids)} pooled documents missing from the corpus: {shown}")
+    click.echo(f"next: golden assign --project {rep.name} --judges NAME,NAME")
+
+
+@project.command()
+@click.argument("name")
+@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The extended pool from `golden pool --extend`.")
+@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Corpus file(s) holding the new pairs' documents.")
+@click.option("--allow-missing", is_flag=True, help="Leave out new pairs whose document is not in the corpus.")
+@db_option
+@domain_errors
+def extend(name, pool_path, corpus_paths, allow_missing, db_url):
+    """Add the new pairs of an extended pool to project NAME (existing judgments are untouched).
+
+    \b
+    Example:
+      golden project extend news --pool pool.v2.jsonl --corpus corpus.jsonl
+      golden assign --project news --judges alice,bob     # hands out only the new pairs
+    """
+    from ..projects import extend_pool, get_project
+    from ..store import session
+
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            rep = extend_pool(s, get_project(s, name), pool_path=pool_path, corpus_paths=corpus_paths,
+                              allow_missing=allow_missing)
+    finally:
+        engine.dispose()
+    click.echo(f"project {rep.name}: {rep.new_pairs} new pairs, {rep.new_documents} new documents "
+               f"({rep.pairs} pairs in all)")
+    if rep.missing_docids:
+        click.echo(f"left out {len(rep.missing_docids)} documents missing from the corpus: "
+                   + ", ".join(rep.missing_docids[:10]))
+
+
+@project.command("list")
+@db_option
+def list_(db_url):
+    """List the projects in the store.
+
+    \b
+    Example:
+      golden project list --db golden.db
+    """
+    from ..projects import list_projects
+    from ..store import session
+
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            rows = list_projects(s)
+    finally:
+        engine.dispose()
+    if not rows:
+        click.echo("no projects yet: create one with `golden project create NAME ...`")
+        return
+    click.echo(f"{'name':<20} {'scale':<6} {'queries':>7} {'pairs':>7} {'docs':>7} {'guidelines':>10}  main work")
+    for r in rows:
+        click.echo(
+            f"{r.name:<20} {r.scale:<6} {r.queries:>7} {r.pairs:>7} {r.documents:>7} "
+            f"{'v' + str(r.guidelines_version) if r.guidelines_version else '-':>10}  "
+            f"{'released' if r.released else 'held'}"
+        )
+
+
+@main.group()
+def guidelines():
+    """Version the written definition of relevance judges work under.
+
+    \b
+    Example:
+      golden guidelines set GUIDELINES.md --project news --note "clarify partial answers"
+    """
+
+
+@guidelines.command("set")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@click.option("--note", default=None, help="What changed, for the history.")
+@db_option
+@domain_errors
+def set_(path, project_name, note, db_url):
+    """Make the text of PATH the project's guidelines: a changed text becomes a new version, and
+    judgments made from now on record it.
+
+    \b
+    Example:
+      golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
+    """
+    from ..projects import get_project, set_guidelines
+    from ..store import session
+
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            proj = get_project(s, project_name)
+            version, new = set_guidelines(s, proj, text, note=note)
+    finally:
+        engine.dispose()
+    if new:
+        click.echo(f"project {proj.name}: guidelines v{version.version} recorded")
+    else:
+        click.echo(f"project {proj.name}: guidelines unchanged (still v{version.version})")

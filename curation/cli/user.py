@@ -1,0 +1,105 @@
+"""``golden user``: add judges, leads and admins, and list them."""
+
+from __future__ import annotations
+
+import click
+
+from .base import db_option, domain_errors, main, open_db
+
+
+@main.group()
+def user():
+    """Manage the people who log in to the judging app.
+
+    \b
+    Example:
+      golden user add alice --role judge
+      golden user list
+    """
+
+
+@user.command("add")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["judge", "lead", "admin"]), default="judge", show_default=True,
+              help="judge labels pairs; lead also reviews agreement and releases work; admin manages.")
+@click.option("--password", default=None, help="The password; without it you are asked (empty: one is generated).")
+@click.option("--generate", is_flag=True, help="Generate a random password and print it.")
+@db_option
+@domain_errors
+def add(name, role, password, generate, db_url):
+    """Add a user NAME with a role and a password (hashed with werkzeug; never stored in clear).
+
+    \b
+    Example:
+      golden user add alice --role judge --generate
+      golden user add lena --role lead          # asks for the password
+    """
+    from ..store import session
+    from ..users import add_user, generate_password
+
+    shown = False
+    if password is None:
+        if generate:
+            password, shown = generate_password(), True
+        else:
+            password = click.prompt("Password (empty to generate one)", default="", hide_input=True,
+                                    confirmation_prompt=True, show_default=False)
+            if not password:
+                password, shown = generate_password(), True
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            u = add_user(s, name, role=role, password=password)
+    finally:
+        engine.dispose()
+    click.echo(f"added {u.role} {u.name}" + (f" with password {password}" if shown else ""))
+
+
+@user.command("list")
+@db_option
+def list_(db_url):
+    """List the users and their roles.
+
+    \b
+    Example:
+      golden user list
+    """
+    from ..store import session
+    from ..users import list_users
+
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            users = list_users(s)
+    finally:
+        engine.dispose()
+    if not users:
+        click.echo("no users yet: add one with `golden user add NAME --role judge`")
+    for u in users:
+        click.echo(f"{u.name:<20} {u.role:<6}{'' if u.active else '  (disabled)'}")
+
+
+@user.command("passwd")
+@click.argument("name")
+@click.option("--password", default=None, help="The new password; without it you are asked.")
+@db_option
+@domain_errors
+def passwd(name, password, db_url):
+    """Set NAME's password.
+
+    \b
+    Example:
+      golden user passwd alice
+    """
+    from ..store import session
+    from ..users import require_user, set_password
+
+    if password is None:
+        password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
+    engine = open_db(db_url)
+    try:
+        with session(engine) as s:
+            set_password(s, require_user(s, name), password)
+    finally:
+        engine.dispose()
+    click.echo(f"password of {name} changed")

@@ -1,0 +1,93 @@
+"""Schema migrations with Alembic: upgrade a store to the code's revision, and refuse to work on
+an out-of-date one.
+
+The revisions live in ``migrations/`` at the top of the repository; they are generated from the
+SQLModel tables in :mod:`curation.models` (``alembic revision --autogenerate``), one linear history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Engine
+
+from .store import make_engine, normalize_url
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+class SchemaError(RuntimeError):
+    """The store's schema does not match the code; the message says which command to run."""
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic config pointing at ``migrations/`` (and at ``url`` when given)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", normalize_url(url).replace("%", "%%"))
+    return cfg
+
+
+def head_revision() -> str:
+    """The revision the code expects (the single head of ``migrations/``)."""
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    if len(heads) != 1:
+        raise SchemaError(f"migrations/ has {len(heads)} heads ({', '.join(heads)}): merge them into one")
+    return heads[0]
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision the store is at (None for an empty database)."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str]:
+    """Migrate the store to ``revision`` (default: head); returns (revision before, revision after)."""
+    before = current_revision(engine)
+    cfg = alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+    return before, current_revision(engine)
+
+
+def schema_problem(engine: Engine) -> str | None:
+    """None when the store is at the head revision, else what is wrong and the command to run."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return None
+    where = engine.url.render_as_string(hide_password=True)
+    flag = "" if where.endswith("golden.db") else f" --db {where}"
+    if current is None:
+        return f"the database at {where} has no golden schema yet: run `golden db upgrade{flag}`"
+    return (
+        f"the database at {where} is at schema revision {current}, this golden needs {head}: "
+        f"run `golden db upgrade{flag}`"
+    )
+
+
+def check_schema(engine: Engine) -> None:
+    """Raise :class:`SchemaError` unless the store is at the head revision; the message says what
+    to run (``golden db upgrade``)."""
+    problem = schema_problem(engine)
+    if problem:
+        raise SchemaError(problem)
+
+
+def open_store(url: str | None = None, *, check: bool = True, **engine_kwargs) -> Engine:
+    """An engine for ``url`` (default: ``DATABASE_URL`` or golden.db), checked to be at head."""
+    engine = make_engine(url, **engine_kwargs)
+    if check:
+        try:
+            check_schema(engine)
+        except Exception:
+            engine.dispose()
+            raise
+    return engine
