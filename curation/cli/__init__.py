@@ -13,4 +13,5 @@ __all__ = ["main"]
 from . import assign  # noqa: E402,F401
 from . import db  # noqa: E402,F401
 from . import project  # noqa: E402,F401
+from . import serve  # noqa: E402,F401
 from . import user  # noqa: E402,F401

@@ -1,0 +1,51 @@
+"""``golden serve``: the judging app under waitress, a production WSGI server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .base import main
+
+
+def serve_app(app, *, host: str, port: int, threads: int, echo=click.echo) -> None:
+    """Serve ``app`` with waitress until interrupted, after printing where it listens."""
+    import waitress
+
+    echo(f"golden: serving the judging app at http://{host}:{port}/ with waitress ({threads} threads)")
+    echo("golden: press Ctrl+C to stop")
+    waitress.serve(app, host=host, port=port, threads=threads, ident="golden", _quiet=True)
+
+
+def build_app(db_url: str | None):
+    """The judging app for ``db_url``; an out-of-date schema becomes a clean CLI error."""
+    from judging_app import create_app
+    from ..migrate import SchemaError
+
+    if db_url and "://" not in db_url:  # a plain path means a SQLite file
+        db_url = f"sqlite:///{Path(db_url).resolve()}"
+    try:
+        return create_app({"DATABASE_URL": db_url} if db_url else None)
+    except SchemaError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface).")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option("--db", "db_url", metavar="URL", default=None, envvar="DATABASE_URL",
+              help="Store URL or SQLite file (default: $DATABASE_URL, else ./golden.db).")
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Worker threads.")
+def serve(host: str, port: int, db_url: str | None, threads: int):
+    """Serve the judging app so judges can label pairs in the browser.
+
+    Runs waitress, a production WSGI server, not Flask's development server. The app refuses to
+    start on a store whose schema is out of date and says which command to run.
+
+    \b
+    Example:
+      golden serve --db sqlite:///golden.db --port 8000
+    """
+    app = build_app(db_url)
+    serve_app(app, host=host, port=port, threads=threads)

@@ -1,0 +1,98 @@
+"""The judging web app: a thin Flask layer over ``curation``.
+
+``create_app`` builds the app (the Flask tutorial's app-factory pattern): one database engine per
+app, one session per request (:mod:`judging_app.db`), CSRF protection on every form
+(flask-wtf's ``CSRFProtect``), one error renderer (:mod:`judging_app.errors`) and two blueprints,
+``auth`` (log in / out) and ``judge`` (the judging page). Views parse input, call one ``curation``
+function and render; no SQL and no statistics are written here.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from datetime import timedelta
+from pathlib import Path
+
+from flask import Flask
+from flask_wtf.csrf import CSRFProtect
+
+from curation.store import default_url, make_engine, normalize_url
+
+ROOT = Path(__file__).resolve().parent.parent
+csrf = CSRFProtect()
+
+# A defence in depth under the escaping in the templates: no inline script, no third-party origin.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+def _secret_key(app: Flask) -> str:
+    """``GOLDEN_SECRET_KEY`` when set, else a random key kept in the instance folder (mode 0600),
+    so judges stay logged in across a server restart."""
+    key = os.environ.get("GOLDEN_SECRET_KEY")
+    if key:
+        return key
+    path = Path(app.instance_path) / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_hex(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
+    return key
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    """Build the judging app.
+
+    ``test_config`` overrides the configuration; the keys golden reads are ``DATABASE_URL``
+    (default: :func:`curation.store.default_url`, i.e. ``DATABASE_URL`` or ``./golden.db``),
+    ``SECRET_KEY`` and ``CLAIM_TIMEOUT_SECONDS``. The app refuses to start on a store whose schema
+    is not at the latest migration, with the command that fixes it.
+    """
+    app = Flask(
+        __name__,
+        instance_relative_config=True,
+        template_folder=str(ROOT / "templates"),
+        static_folder=str(ROOT / "static"),
+    )
+    app.config.from_mapping(
+        DATABASE_URL=None,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
+        WTF_CSRF_TIME_LIMIT=12 * 3600,  # a working day: a page left open over lunch still submits
+        CLAIM_TIMEOUT_SECONDS=15 * 60,
+        SEND_FILE_MAX_AGE_DEFAULT=3600,
+    )
+    if test_config:
+        app.config.from_mapping(test_config)
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = _secret_key(app)
+    app.config["DATABASE_URL"] = normalize_url(app.config["DATABASE_URL"] or default_url())
+
+    from . import db
+
+    db.init_app(app, make_engine(app.config["DATABASE_URL"]))
+    csrf.init_app(app)
+
+    from . import assets, auth, errors, judge
+
+    errors.init_app(app)
+    app.register_blueprint(assets.bp)
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(judge.bp)
+    app.add_url_rule("/", endpoint="index", view_func=judge.index)
+
+    @app.after_request
+    def security_headers(response):
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    return app

@@ -1,0 +1,179 @@
+"""The judging page: one pair at a time, keyboard first, htmx swapping in the next pair.
+
+Every view goes through :func:`_project_or_404` (the project must be one of the judge's) and calls
+:mod:`curation.judging`, which only ever reads or writes the logged-in judge's own assignments and
+returns records free of provenance and of other judges' labels. A request for anything else gets a
+404 that says nothing about what exists.
+
+Answers are POSTed to one endpoint with the one-time token of the pair on screen, so a double
+click or a resubmitted form records one judgment. Without htmx the endpoint redirects back to the
+page (post/redirect/get); with htmx it returns the partial for the next pair.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
+from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
+from markupsafe import Markup
+
+from curation import judging, projects
+
+from .auth import login_required
+from .db import get_db
+from .errors import is_htmx
+
+bp = Blueprint("judge", __name__, url_prefix="/projects")
+
+_markdown = MarkdownIt("js-default")
+
+
+def render_guidelines(text: str | None) -> Markup:
+    """The guidelines as HTML from a safe Markdown subset: raw HTML in the text is escaped, and
+    links with javascript:/data: schemes are not made links (markdown-it-py's js-default preset)."""
+    return Markup(_markdown.render(text or ""))
+
+
+def format_duration(seconds: float | None) -> str | None:
+    """'about 25 min', 'about 1 h 20 min', 'under a minute'; None when unknown."""
+    if seconds is None:
+        return None
+    minutes = int(round(seconds / 60))
+    if minutes < 1:
+        return "under a minute"
+    if minutes < 60:
+        return f"about {minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
+
+
+def _project_or_404(project_id: int):
+    """The project, when the logged-in user has work in it; else 404 (nothing is revealed)."""
+    for project in judging.judge_projects(get_db(), g.user):
+        if project.id == project_id:
+            return project
+    abort(404)
+
+
+def _stale_after() -> timedelta:
+    return timedelta(seconds=current_app.config.get("CLAIM_TIMEOUT_SECONDS") or 0) or judging.DEFAULT_STALE_AFTER
+
+
+def _task_at(project, position: int | None):
+    """The judge's own pair at ``position``, or None when there is none they may see."""
+    if position is None:
+        return None
+    try:
+        return judging.task_at(get_db(), project, g.user, position)
+    except judging.AccessDenied:
+        return None
+
+
+def _render(project, task, *, note: str | None = None):
+    """The judging page, or only its swappable part for an htmx request (one template serves both:
+    the page includes the partial)."""
+    db = get_db()
+    context = dict(
+        project=project,
+        task=task,
+        grades=projects.grades(project),
+        progress=judging.progress(db, project, g.user),
+        format_duration=format_duration,
+        note=note,
+    )
+    if is_htmx():
+        return render_template("judge/_pair.html", **context)
+    guidelines = projects.current_guidelines(db, project)
+    return render_template(
+        "judge/page.html",
+        guidelines=render_guidelines(guidelines.text if guidelines else ""),
+        guidelines_version=guidelines.version if guidelines else None,
+        **context,
+    )
+
+
+@login_required
+def index():
+    """Where a user lands: their only project's judging page, or the list of their projects."""
+    db = get_db()
+    mine = judging.judge_projects(db, g.user)
+    if len(mine) == 1:
+        return redirect(url_for("judge.page", project_id=mine[0].id))
+    rows = [(p, judging.progress(db, p, g.user)) for p in mine]
+    return render_template("judge/index.html", rows=rows)
+
+
+@bp.get("/<int:project_id>/judge")
+@login_required
+def page(project_id: int):
+    """The next pair to label; ``?at=N`` shows the judge's pair at queue position N (404 when it is
+    not theirs) and ``?before=N`` the pair they answered before position N (the back key)."""
+    project = _project_or_404(project_id)
+    db = get_db()
+    note = None
+    if "at" in request.args:
+        task = _task_at(project, request.args.get("at", type=int)) or abort(404)
+    elif "before" in request.args:
+        before = request.args.get("before", type=int)
+        task = judging.previous_task(db, project, g.user, before=before)
+        if task is None:  # nothing earlier: stay on the pair the judge was at
+            note = "There is no earlier pair."
+            task = _task_at(project, before) or judging.next_task(db, project, g.user, stale_after=_stale_after())
+    else:
+        task = judging.next_task(db, project, g.user, stale_after=_stale_after())
+    return _render(project, task, note=note)
+
+
+@bp.post("/<int:project_id>/judge")
+@login_required
+def answer(project_id: int):
+    """Record the answer to the pair shown with ``token``: ``grade=N``, ``action=skip``, or
+    ``action=unsure`` with an optional ``note`` (and optional grade); then show the next pair."""
+    project = _project_or_404(project_id)
+    db = get_db()
+    form = request.form
+    token = form.get("token", "")
+    action = form.get("action", "label")
+    grade = form.get("grade", "").strip()
+    if grade and not grade.isdigit():
+        abort(400, description="The grade must be a number of the project's scale.")
+    note_text = (form.get("note") or "").strip() if action == "unsure" else ""
+    note = None
+    try:
+        judging.submit(
+            db,
+            g.user,
+            token,
+            grade=int(grade) if grade else None,
+            unsure=action == "unsure",
+            note=note_text or None,
+            skip=action == "skip",
+        )
+    except judging.AccessDenied:
+        abort(404)
+    except judging.PairReassigned:
+        note = "That pair went to another judge after a long pause, so your answer was not recorded."
+    except ValueError as exc:
+        abort(400, description=str(exc))
+    if not is_htmx():
+        if note:
+            flash(note, "info")
+        return redirect(url_for("judge.page", project_id=project.id), code=303)
+    task = judging.next_task(db, project, g.user, stale_after=_stale_after())
+    return _render(project, task, note=note)
+
+
+@bp.get("/<int:project_id>/guidelines")
+@login_required
+def guidelines(project_id: int):
+    """The guidelines in force, on a page of their own (the judging page also has them one key away)."""
+    project = _project_or_404(project_id)
+    current = projects.current_guidelines(get_db(), project)
+    return render_template(
+        "judge/guidelines.html",
+        project=project,
+        grades=projects.grades(project),
+        guidelines=render_guidelines(current.text if current else ""),
+        guidelines_version=current.version if current else None,
+    )
