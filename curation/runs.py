@@ -15,13 +15,21 @@ JSONL form, one object a line: ``{"qid": "301", "docid": "FT911-3", "score": 12.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .fileio import InputError, base_suffix, open_text, sha256_file
+import numpy as np
+import pyarrow as pa
+from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from .fileio import InputError, base_suffix
 
 
 @dataclass
@@ -33,6 +41,8 @@ class Run:
     sha256: str
     rankings: dict[str, list[str]] = field(default_factory=dict)
     scores: dict[str, list[float]] = field(default_factory=dict)
+    #: When set, only each query's first ``depth`` documents were kept (see :func:`read_run`).
+    depth: int | None = None
 
     def top(self, qid: str, k: int) -> list[str]:
         """The first ``k`` docids of query ``qid`` (empty when the run has no line for it)."""
@@ -61,55 +71,214 @@ def _parse_score(raw, path, lineno) -> float:
     return score
 
 
-def read_run(path: str | os.PathLike, *, name: str | None = None) -> Run:
+def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | None = None) -> Run:
     """Read a TREC or JSONL run file (gzip allowed) into a :class:`Run` in trec_eval order.
 
     The format is taken from the name (``.jsonl``/``.json`` means JSONL, anything else TREC).
     Raises :class:`InputError` naming the file and line for a line with the wrong number of fields,
     a score that is not a number, or a docid repeated within one query.
+
+    ``depth`` keeps only each query's first ``depth`` documents (in trec_eval order); every line
+    is still read and checked. Pooling at depth k needs no more, and it is much faster.
+
+    A plain ASCII TREC file is parsed with pyarrow's CSV reader and numpy (the fast path); a file
+    the fast path cannot vouch for (other white space, a bad line, a repeated docid...) is read
+    line by line, which gives the same result or the error with its file and line.
     """
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be a positive integer or None, not {depth!r}")
     path = str(path)
     is_jsonl = base_suffix(path) in (".jsonl", ".json", ".ndjson")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    sha256 = hashlib.sha256(raw).hexdigest()
+    data = igzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    del raw
+    parsed = None if is_jsonl else _parse_trec_fast(data, depth)
+    if parsed is None:
+        parsed = _parse_lines(data, path, is_jsonl, depth)
+    rankings, scores, tags = parsed
+    if name is None:
+        name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
+    return Run(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
+
+
+def read_runs(
+    paths: list[str | os.PathLike],
+    *,
+    names: list[str | None] | None = None,
+    depth: int | None = None,
+    workers: int | None = None,
+    progress=None,
+) -> list[Run]:
+    """Read several runs with :func:`read_run`, in parallel threads, in the order given.
+
+    Decompressing, parsing (pyarrow) and sorting (numpy) release the GIL, so threads overlap.
+    When several files are bad, the error of the first one in ``paths`` order is raised.
+    ``progress``, when given, is called with each :class:`Run` as it is read (e.g. to tick a bar).
+    """
+    paths = list(paths)
+    if names is None:
+        names = [None] * len(paths)
+    if len(names) != len(paths):
+        raise ValueError(f"names must have one entry per path ({len(paths)}), not {len(names)}")
+    if workers is None:
+        workers = min(len(paths), os.cpu_count() or 1, 8)
+
+    def one(path_name):
+        run = read_run(path_name[0], name=path_name[1], depth=depth)
+        if progress is not None:
+            progress(run)
+        return run
+
+    if workers <= 1 or len(paths) <= 1:
+        return [one(pn) for pn in zip(paths, names)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, zip(paths, names)))
+
+
+def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
+    """The exact reader: line by line, every error with its line number."""
     per_query: dict[str, list[tuple[str, float]]] = {}
     seen: dict[str, set[str]] = {}
     tags: set[str] = set()
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            if is_jsonl:
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict) or "qid" not in obj or "docid" not in obj or "score" not in obj:
-                    raise InputError(path, lineno, "expected an object with qid, docid and score")
-                qid, docid = str(obj["qid"]), str(obj["docid"])
-                score = _parse_score(obj["score"], path, lineno)
-                if obj.get("run") is not None:
-                    tags.add(str(obj["run"]))
-            else:
-                parts = line.split()
-                if len(parts) != 6:
-                    raise InputError(
-                        path, lineno, f"has {len(parts)} fields, expected 6 (qid Q0 docid rank score tag)"
-                    )
-                qid, _, docid, _, raw_score, tag = parts
-                score = _parse_score(raw_score, path, lineno)
-                tags.add(tag)
-            docs = seen.setdefault(qid, set())
-            if docid in docs:
-                raise InputError(path, lineno, f"docid {docid!r} appears twice for query {qid!r}")
-            docs.add(docid)
-            per_query.setdefault(qid, []).append((docid, score))
-    if name is None:
-        name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
-    run = Run(name=name, path=path, sha256=sha256_file(path))
+    text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")
+    for lineno, line in enumerate(text, 1):
+        if not line.strip():
+            continue
+        if is_jsonl:
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict) or "qid" not in obj or "docid" not in obj or "score" not in obj:
+                raise InputError(path, lineno, "expected an object with qid, docid and score")
+            qid, docid = str(obj["qid"]), str(obj["docid"])
+            score = _parse_score(obj["score"], path, lineno)
+            if obj.get("run") is not None:
+                tags.add(str(obj["run"]))
+        else:
+            parts = line.split()
+            if len(parts) != 6:
+                raise InputError(
+                    path, lineno, f"has {len(parts)} fields, expected 6 (qid Q0 docid rank score tag)"
+                )
+            qid, _, docid, _, raw_score, tag = parts
+            score = _parse_score(raw_score, path, lineno)
+            tags.add(tag)
+        docs = seen.setdefault(qid, set())
+        if docid in docs:
+            raise InputError(path, lineno, f"docid {docid!r} appears twice for query {qid!r}")
+        docs.add(docid)
+        per_query.setdefault(qid, []).append((docid, score))
+    rankings: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
     for qid, results in per_query.items():
-        ordered = trec_order(results)
-        run.rankings[qid] = [d for d, _ in ordered]
-        run.scores[qid] = [s for _, s in ordered]
-    return run
+        ordered = trec_order(results)[:depth]
+        rankings[qid] = [d for d, _ in ordered]
+        scores[qid] = [s for _, s in ordered]
+    return rankings, scores, tags
+
+
+_TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
+# The white space str.split() splits on in ASCII, besides the delimiter and line ends.
+_OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+
+
+def _parse_trec_fast(data: bytes, depth: int | None):
+    """Parse a TREC run with pyarrow + numpy, or return None when the exact reader must decide.
+
+    Used only when every line is ASCII and fields are separated by exactly one tab (or one
+    space), so pyarrow's fields are exactly ``str.split()``'s. Anything unusual (a wrong field
+    count, an empty field, a score that is not a number or is NaN, a repeated docid) returns None
+    and the line-by-line reader reports it precisely.
+    """
+    if not data.isascii():
+        return None
+    first = data[: data.find(b"\n")]
+    delimiter, other = (b"\t", b" ") if b"\t" in first else (b" ", b"\t")
+    if data.find(other) >= 0 or any(data.find(c) >= 0 for c in _OTHER_ASCII_SPACE):
+        return None
+    try:
+        table = pa_csv.read_csv(
+            pa.py_buffer(data),
+            read_options=pa_csv.ReadOptions(column_names=_TREC_COLUMNS, use_threads=False, block_size=len(data) + 1),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter.decode(), quote_char=False, escape_char=False, newlines_in_values=False
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={c: (pa.float64() if c == "score" else pa.string()) for c in _TREC_COLUMNS}
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    n = table.num_rows
+    if n == 0:
+        return {}, {}, set()
+    cols = {c: table[c].combine_chunks() for c in _TREC_COLUMNS}
+    for c in _TREC_COLUMNS:
+        if c != "score" and (_offsets(cols[c])[1:] == _offsets(cols[c])[:-1]).any():
+            return None  # an empty field: str.split() would count one field fewer
+    score_arr = cols["score"]
+    if score_arr.null_count:
+        return None
+    score = np.frombuffer(score_arr.buffers()[1], dtype=np.float64, count=n, offset=score_arr.offset * 8)
+    if np.isnan(score).any():
+        return None
+    qid_arr = pc.dictionary_encode(cols["qid"])
+    doc_arr = pc.dictionary_encode(cols["docid"])
+    qc = _indices(qid_arr)
+    dc = _indices(doc_arr)
+    key = qc.astype(np.int64) * len(doc_arr.dictionary) + dc
+    key.sort()
+    if (key[1:] == key[:-1]).any():
+        return None  # a docid repeated within a query
+    # Group rows by query (codes are numbered in order of first appearance).
+    if (qc[1:] >= qc[:-1]).all():
+        order = np.arange(n)
+    else:
+        order = np.argsort(qc, kind="stable")
+    sorted_q = qc[order]
+    starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]])
+    ends = np.r_[starts[1:], n]
+    picks = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        seg = order[s:e]
+        if depth is not None and e - s > depth:
+            # Everything scoring at least the depth-th best score; ties at the cut are settled
+            # below by trec_order (docid descending).
+            sc = score[seg]
+            threshold = np.partition(sc, e - s - depth)[e - s - depth]
+            seg = seg[sc >= threshold]
+        picks.append(seg)
+    rows = np.concatenate(picks)
+    docids = doc_arr.dictionary.take(pa.array(dc[rows])).to_pylist()
+    values = score[rows].tolist()
+    qids = qid_arr.dictionary.to_pylist()
+    rankings: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    at = 0
+    for s, seg in zip(starts.tolist(), picks):
+        m = len(seg)
+        ordered = trec_order(list(zip(docids[at : at + m], values[at : at + m])))[:depth]
+        at += m
+        qid = qids[int(sorted_q[s])]
+        rankings[qid] = [d for d, _ in ordered]
+        scores[qid] = [v for _, v in ordered]
+    return rankings, scores, set(pc.unique(cols["tag"]).to_pylist())
+
+
+def _offsets(arr) -> np.ndarray:
+    """The int32 value offsets of a string array as a numpy view (no copy)."""
+    return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+
+
+def _indices(arr) -> np.ndarray:
+    """The int32 codes of a dictionary array as a numpy view (no copy)."""
+    ind = arr.indices
+    return np.frombuffer(ind.buffers()[1], dtype=np.int32, count=len(ind), offset=ind.offset * 4)
 
 
 def _name_from_path(path: str) -> str:
