@@ -323,13 +323,14 @@ def latest_labels(judgments: Iterable[Judgment]) -> dict[tuple[str, str], dict[s
     return {u: {judge: v[2] for judge, v in d.items()} for u, d in best.items()}
 
 
-def _check_scale(scale: Sequence[int] | None, grades: Iterable[int]) -> list[int]:
-    grades = set(grades)
+def _check_scale(scale: Sequence[int] | None, grades: Iterable[int], cut: int) -> list[int]:
+    """The scale given, or every integer from the lowest to the highest grade seen, widened so
+    that ``cut`` splits it."""
+    grades = {int(g) for g in grades}
     if scale is None:
-        if not grades:
-            return [0, 1]
-        lo, hi = min(grades), max(grades)
-        return list(range(lo, max(hi, lo + 1) + 1))
+        lo = min(grades | {int(cut) - 1})
+        hi = max(grades | {int(cut)})
+        return list(range(lo, hi + 1))
     scale = sorted({int(g) for g in scale})
     if len(scale) < 2:
         raise ValueError(f"scale: needs at least two grades, got {scale}")
@@ -861,7 +862,7 @@ def agreement_report(
     """
     judgments = list(judgments)
     labels = latest_labels(judgments)
-    scale = _check_scale(scale, (r.grade for d in labels.values() for r in d.values()))
+    scale = _check_scale(scale, (r.grade for d in labels.values() for r in d.values()), cut)
     cut = _check_cut(cut, scale)
     _validate(confidence, resamples)
     if verdict_on not in ("binary", "graded"):
