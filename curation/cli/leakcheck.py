@@ -1,0 +1,129 @@
+"""``golden leakcheck``: find golden queries whose text sits in the corpus."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .base import domain_errors, main
+
+EXIT_LEAKS = 3
+
+
+def _modes(ctx, param, value):
+    modes = [m.strip().lower() for m in value.split(",") if m.strip()]
+    from ..leakcheck import MODES
+
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise click.BadParameter(f"{', '.join(bad) or value!r}: use a comma-separated list of {', '.join(MODES)}")
+    return tuple(modes)
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_summary(report, out_path: str | None, *, top: int = 10) -> str:
+    """The summary a person reads after a run (also used by tests)."""
+    files = len({m.source for q in report.queries for m in q.matches})
+    rate = report.chunks / report.seconds if report.seconds > 0 else float("inf")
+    lines = [
+        f"leak check: {len(report.queries):,} queries against {report.chunks:,} chunks "
+        f"in {report.seconds:.1f} s ({rate:,.0f} chunks/s)",
+        f"modes {', '.join(report.modes)}; threshold {report.threshold:g}; n-grams {report.ngram}",
+        "",
+        f"{'':28}{'queries':>9}{'share':>9}",
+    ]
+    for what, n, share in report.summary_rows():
+        lines.append(f"{what:28}{n:>9,}{share:>9}")
+    short = [q for q in report.queries if q.status == "too_short"]
+    if short:
+        lines.append("")
+        lines.append(f"{len(short)} too short to judge (not clean): " + ", ".join(q.qid for q in short[:8])
+                     + (" ..." if len(short) > 8 else ""))
+    if report.boilerplate:
+        share = report.boilerplate_share
+        state = "discounted" if report.discounted else "NOT discounted (use --discount-boilerplate)"
+        lines.append("")
+        lines.append(f"boilerplate: {len(report.boilerplate)} query n-grams sit in >= {share:.0%} of chunks, {state}:")
+        for gram, count in report.boilerplate[:5]:
+            lines.append(f"  {_clip(repr(gram), 40):42}{count:>12,} chunks ({count / max(report.chunks, 1):.1%})")
+    leaked = report.leaked
+    if leaked:
+        lines.append("")
+        lines.append(f"flagged queries (best match; {min(top, len(leaked))} of {len(leaked)}):")
+        for q in leaked[:top]:
+            m = q.matches[0]
+            lines.append(
+                f"  {q.qid:14} {m.mode:11} {m.score:5.3f}  {_clip(m.chunk_id, 18):18}  "
+                f"{_clip(q.text, 36)!r}  ({q.n_matches} chunk match{'es' if q.n_matches != 1 else ''})"
+            )
+    if out_path:
+        lines.append("")
+        lines.append(f"every query's status and matches written to {out_path}")
+    return "\n".join(lines)
+
+
+@main.command()
+@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Golden queries (JSONL with qid and text, as written by `golden sample`).")
+@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Corpus files (JSONL, TSV or Parquet, gzip allowed); several may follow one --corpus.")
+@click.argument("more_corpus", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--mode", "modes", default="exact,jaccard,containment", show_default=True, callback=_modes,
+              help="Comma-separated: exact (verbatim), jaccard (the chunk is the query), containment "
+                   "(the query is quoted in the chunk).")
+@click.option("--threshold", type=float, default=0.85, show_default=True,
+              help="Flag jaccard/containment scores at or above this (0 < t <= 1).")
+@click.option("--ngram", default="word:3", show_default=True,
+              help="word:N or char:N (char:5 or more for containment).")
+@click.option("--workers", type=int, default=None, help="Processes to scan with [default: all cores].")
+@click.option("--dask", "dask_address", metavar="SCHEDULER", default=None,
+              help="Run the scan on a Dask cluster (e.g. tcp://10.0.0.5:8786); its workers must see the corpus paths.")
+@click.option("--boilerplate-share", type=float, default=0.05, show_default=True,
+              help="A query n-gram held by at least this share of the chunks is reported as boilerplate.")
+@click.option("--discount-boilerplate", is_flag=True,
+              help="Leave boilerplate n-grams out of the comparison (a second pass over the corpus).")
+@click.option("--max-matches", type=int, default=100, show_default=True,
+              help="Matching chunks kept per query (best first; all are counted).")
+@click.option("--fail-on-leak", is_flag=True, help=f"Exit with status {EXIT_LEAKS} when any query leaks (for CI).")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="JSONL: one line per query with its status and matching chunks (written whole or not at all).")
+@domain_errors
+def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, workers, dask_address,
+              boilerplate_share, discount_boilerplate, max_matches, fail_on_leak, out_path):
+    """Find golden queries whose text sits in the corpus (exact, Jaccard or containment of n-grams).
+
+    Every score is computed exactly on the normalised texts' n-gram sets; the corpus is streamed
+    once, on all cores. Queries with too few n-grams to judge are reported as too short, not clean.
+
+    \b
+    Example:
+      golden leakcheck --queries queries.jsonl --corpus shards/*.jsonl.gz \\
+          --mode exact,containment --threshold 0.85 --fail-on-leak --out leaks.jsonl
+    """
+    from ..leakcheck import leakcheck as run_leakcheck
+    from ..leakcheck import read_queries, write_report
+
+    queries = read_queries(queries_path)
+    report = run_leakcheck(
+        queries,
+        list(corpus_paths) + list(more_corpus),
+        modes=modes,
+        threshold=threshold,
+        ngram=ngram,
+        workers=workers,
+        dask=dask_address,
+        boilerplate_share=boilerplate_share,
+        discount_boilerplate=discount_boilerplate,
+        max_matches=max_matches,
+        progress=sys.stderr.isatty(),
+    )
+    write_report(report, out_path)
+    click.echo(format_summary(report, out_path))
+    if fail_on_leak and report.leaked:
+        click.echo(f"{len(report.leaked)} leaking queries: failing as asked (--fail-on-leak)", err=True)
+        sys.exit(EXIT_LEAKS)
