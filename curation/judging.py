@@ -19,12 +19,30 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
 
 from __future__ import annotations
 
+import secrets
+import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlmodel import Session
+from sqlalchemy import func, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
 
-from .models import Project, User
+from .assignment import main_visible
+from .models import (
+    MAIN_BASE,
+    Assignment,
+    Document,
+    GuidelinesVersion,
+    Judgment,
+    PairView,
+    PoolPair,
+    Project,
+    Query,
+    User,
+    utcnow,
+)
+from .projects import grades as project_grades
 
 DEFAULT_STALE_AFTER = timedelta(minutes=30)
 MAX_NOTE = 2000
@@ -85,9 +103,101 @@ class SubmitResult:
     position: int
 
 
+def _jid(judge: User | int) -> int:
+    return judge if isinstance(judge, int) else judge.id
+
+
+def _project(session: Session, project: Project | int) -> Project:
+    proj = session.get(Project, project if isinstance(project, int) else project.id)
+    if proj is None:
+        raise AccessDenied("no such project")
+    return proj
+
+
+def _visible(stmt, proj: Project):
+    """Restrict an Assignment query to what judges may see now (main rows only once released)."""
+    return stmt if main_visible(proj) else stmt.where(Assignment.kind == "overlap")
+
+
+def _plain_update(stmt):
+    return stmt.execution_options(synchronize_session=False)
+
+
 def judge_projects(session: Session, judge: User | int) -> list[Project]:
     """The projects in which ``judge`` has assignments, by name."""
-    raise NotImplementedError
+    ids = select(Assignment.project_id).where(Assignment.judge_id == _jid(judge)).distinct()
+    return list(session.exec(select(Project).where(Project.id.in_(ids)).order_by(Project.name)))
+
+
+def _first_open(session: Session, proj: Project, jid: int) -> Assignment | None:
+    stmt = select(Assignment).where(
+        Assignment.judge_id == jid, Assignment.project_id == proj.id, Assignment.done_at.is_(None)
+    )
+    stmt = _visible(stmt, proj).order_by(Assignment.skipped, Assignment.position, Assignment.id).limit(1)
+    return session.exec(stmt).first()
+
+
+def _show(session: Session, proj: Project, jid: int, a: Assignment, now: datetime) -> Task | None:
+    """Issue a token for assignment ``a`` and build its Task; None when ``a`` is no longer the judge's."""
+    gv = session.exec(
+        select(GuidelinesVersion.id, GuidelinesVersion.version)
+        .where(GuidelinesVersion.project_id == proj.id)
+        .order_by(GuidelinesVersion.version.desc())
+        .limit(1)
+    ).first()
+    token = secrets.token_urlsafe(24)
+    try:
+        res = session.execute(
+            _plain_update(
+                update(Assignment).where(Assignment.id == a.id, Assignment.judge_id == jid).values(claimed_at=now)
+            )
+        )
+        if res.rowcount != 1:
+            session.rollback()
+            return None
+        session.add(PairView(token=token, project_id=proj.id, assignment_id=a.id, pair_id=a.pair_id, judge_id=jid,
+                             guidelines_version_id=gv[0] if gv else None, shown_at=now))
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    pair, query, doc = session.exec(
+        select(PoolPair, Query, Document)
+        .join(Query, Query.id == PoolPair.query_id)
+        .join(Document, Document.id == PoolPair.document_id)
+        .where(PoolPair.id == a.pair_id)
+    ).one()
+    same_query = _visible(
+        select(Assignment.position)
+        .join(PoolPair, PoolPair.id == Assignment.pair_id)
+        .where(Assignment.judge_id == jid, Assignment.project_id == proj.id, PoolPair.query_id == query.id,
+               Assignment.kind == a.kind),
+        proj,
+    )
+    positions = sorted(session.exec(same_query).all())
+    latest = session.exec(
+        select(Judgment)
+        .where(Judgment.judge_id == jid, Judgment.pair_id == a.pair_id)
+        .order_by(Judgment.id.desc())
+        .limit(1)
+    ).first()
+    return Task(
+        token=token,
+        position=a.position,
+        qid=query.qid,
+        query_text=query.text,
+        docid=doc.docid,
+        doc_title=doc.title,
+        doc_text=doc.text,
+        doc_url=doc.url,
+        guidelines_version=gv[1] if gv else None,
+        query_pair_index=positions.index(a.position) + 1 if a.position in positions else 1,
+        query_pair_count=max(len(positions), 1),
+        current_grade=latest.grade if latest else None,
+        current_unsure=bool(latest.unsure) if latest else False,
+        current_note=latest.note if latest else None,
+        relabel=latest is not None and not latest.skipped,
+    )
 
 
 def next_task(
@@ -104,7 +214,22 @@ def next_task(
     main pairs), then pairs the judge skipped. When nothing is left and ``take_stale``, main pairs
     of a judge idle for ``stale_after`` are moved to this judge (a query's unanswered pairs at a
     time, atomically) and the first of them is returned."""
-    raise NotImplementedError
+    proj = _project(session, project)
+    jid = _jid(judge)
+    for _attempt in range(5):
+        now_ = now or utcnow()
+        a = _first_open(session, proj, jid)
+        if a is None or a.skipped:
+            # Before going back to skipped pairs, take over a walked-away judge's work, if any.
+            if take_stale and stale_after is not None and main_visible(proj):
+                if release_stale(session, proj, jid, stale_after=stale_after, now=now_):
+                    continue
+        if a is None:
+            return None
+        task = _show(session, proj, jid, a, now_)
+        if task is not None:
+            return task
+    return None
 
 
 def task_at(
@@ -113,7 +238,24 @@ def task_at(
     """The judge's pair at queue ``position`` (to go back or follow a link), with a fresh token.
     :class:`AccessDenied` when the judge has no visible pair there (another judge's pair, a held-back
     pair, or nothing)."""
-    raise NotImplementedError
+    proj = _project(session, project)
+    jid = _jid(judge)
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise AccessDenied("no such pair")
+    a = session.exec(
+        _visible(
+            select(Assignment).where(
+                Assignment.judge_id == jid, Assignment.project_id == proj.id, Assignment.position == position
+            ),
+            proj,
+        ).order_by(Assignment.id).limit(1)
+    ).first()
+    if a is None:
+        raise AccessDenied("no such pair")
+    task = _show(session, proj, jid, a, now or utcnow())
+    if task is None:
+        raise PairReassigned("this pair was moved to another judge")
+    return task
 
 
 def previous_task(
@@ -126,7 +268,19 @@ def previous_task(
 ) -> Task | None:
     """The pair the judge answered just before queue position ``before`` (default: their last
     answered pair in queue order), to relabel it; None when there is none."""
-    raise NotImplementedError
+    proj = _project(session, project)
+    jid = _jid(judge)
+    stmt = select(Assignment).where(
+        Assignment.judge_id == jid,
+        Assignment.project_id == proj.id,
+        (Assignment.done_at.is_not(None)) | (Assignment.skipped == True),  # noqa: E712 - SQL expression
+    )
+    if before is not None:
+        stmt = stmt.where(Assignment.position < int(before))
+    a = session.exec(_visible(stmt, proj).order_by(Assignment.position.desc(), Assignment.id.desc()).limit(1)).first()
+    if a is None:
+        return None
+    return _show(session, proj, jid, a, now or utcnow())
 
 
 def submit(
@@ -148,13 +302,108 @@ def submit(
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
     judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile; ValueError
     for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer at all."""
-    raise NotImplementedError
+    jid = _jid(judge)
+    if not isinstance(token, str) or not token or len(token) > 100:
+        raise AccessDenied("no such pair")
+    view = session.exec(select(PairView).where(PairView.token == token)).first()
+    if view is None or view.judge_id != jid:
+        raise AccessDenied("no such pair")
+    position = session.exec(select(Assignment.position).where(Assignment.id == view.assignment_id)).one()
+    done = _existing(session, jid, token)
+    if done is not None:
+        return SubmitResult(done, True, position)
+
+    proj = session.get(Project, view.project_id)
+    if grade is not None:
+        if isinstance(grade, bool):
+            raise ValueError(f"grade must be one of the scale's grades, got {grade!r}")
+        try:
+            grade = int(grade)
+        except (TypeError, ValueError):
+            raise ValueError(f"grade must be one of the scale's grades, got {grade!r}") from None
+        allowed = [g.grade for g in project_grades(proj)]
+        if grade not in allowed:
+            raise ValueError(f"grade {grade} is not on this project's scale {proj.scale} (grades {allowed})")
+    if note is not None:
+        note = str(note).strip() or None
+        if note and len(note) > MAX_NOTE:
+            raise ValueError(f"note is {len(note)} characters long; keep it under {MAX_NOTE}")
+    skip, unsure = bool(skip), bool(unsure)
+    if skip and grade is not None:
+        raise ValueError("skip: a skipped pair has no grade")
+    if not skip and not unsure and grade is None:
+        raise ValueError("grade: give a grade, mark the pair unsure, or skip it")
+
+    now = now or utcnow()
+    try:
+        res = session.execute(
+            _plain_update(
+                update(Assignment)
+                .where(Assignment.id == view.assignment_id, Assignment.judge_id == jid)
+                .values(done_at=None if skip else now, skipped=skip)
+            )
+        )
+        if res.rowcount != 1:
+            session.rollback()
+            raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
+        row = Judgment(
+            project_id=view.project_id, pair_id=view.pair_id, judge_id=jid, grade=grade, unsure=unsure,
+            skipped=skip, note=note, guidelines_version_id=view.guidelines_version_id, source="human",
+            shown_at=view.shown_at, answered_at=now, client_token=token,
+        )
+        session.add(row)
+        session.commit()
+    except IntegrityError:
+        # The same token committed by a concurrent request (a double click): report that one.
+        session.rollback()
+        done = _existing(session, jid, token)
+        if done is None:
+            raise
+        return SubmitResult(done, True, position)
+    except Exception:
+        session.rollback()
+        raise
+    return SubmitResult(row.id, False, position)
+
+
+def _existing(session: Session, jid: int, token: str) -> int | None:
+    return session.exec(
+        select(Judgment.id).where(Judgment.judge_id == jid, Judgment.client_token == token)
+    ).first()
 
 
 def progress(session: Session, project: Project | int, judge: User | int, *, recent: int = 200) -> Progress:
     """Done / assigned for the judge, and the time left at the median of their last ``recent``
     shown-to-answered times (the median resists the long gaps of a coffee break)."""
-    raise NotImplementedError
+    proj = _project(session, project)
+    jid = _jid(judge)
+    rows = session.exec(
+        select(Assignment.kind, Assignment.done_at.is_not(None), Assignment.skipped, func.count())
+        .where(Assignment.judge_id == jid, Assignment.project_id == proj.id)
+        .group_by(Assignment.kind, Assignment.done_at.is_not(None), Assignment.skipped)
+    ).all()
+    visible = main_visible(proj)
+    assigned = done = skipped = held = 0
+    for kind, is_done, is_skipped, n in rows:
+        if kind == "main" and not visible:
+            held += n
+            continue
+        assigned += n
+        if is_done:
+            done += n
+        elif is_skipped:
+            skipped += n
+    times = session.exec(
+        select(Judgment.shown_at, Judgment.answered_at)
+        .where(Judgment.judge_id == jid, Judgment.project_id == proj.id, Judgment.skipped == False,  # noqa: E712
+               Judgment.shown_at.is_not(None))
+        .order_by(Judgment.id.desc())
+        .limit(recent)
+    ).all()
+    secs = [max((b - a).total_seconds(), 0.0) for a, b in times]
+    median = statistics.median(secs) if secs else None
+    left = None if median is None else median * (assigned - done)
+    return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)
 
 
 def release_stale(
@@ -166,6 +415,67 @@ def release_stale(
     now: datetime | None = None,
 ) -> int:
     """Move to ``judge`` the unanswered released main pairs of one query whose owner has been idle
-    (nothing shown or answered) for ``stale_after``, with one compare-and-set update per query so
-    no pair can go to two judges; returns the number of pairs moved (0 when none is stale)."""
-    raise NotImplementedError
+    (nothing shown or answered, and nothing assigned or released) for ``stale_after``, with one
+    compare-and-set update (``WHERE judge_id = owner AND done_at IS NULL``) so no pair can go to two
+    judges; returns the number of pairs moved (0 when none is stale). The query taken is the one at
+    the end of the idle judge's queue, so a judge who comes back finds their current query intact."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    if not main_visible(proj):
+        return 0
+    now = now or utcnow()
+    cutoff = now - stale_after
+    owners = session.exec(
+        select(Assignment.judge_id, func.count(), func.max(Assignment.created_at))
+        .where(Assignment.project_id == proj.id, Assignment.kind == "main", Assignment.done_at.is_(None),
+               Assignment.judge_id != jid)
+        .group_by(Assignment.judge_id)
+        .order_by(func.count().desc(), Assignment.judge_id)
+    ).all()
+    for owner, _n, assigned_at in owners:
+        shown = session.exec(
+            select(func.max(PairView.shown_at)).where(PairView.judge_id == owner, PairView.project_id == proj.id)
+        ).one()
+        answered = session.exec(
+            select(func.max(Judgment.answered_at)).where(Judgment.judge_id == owner, Judgment.project_id == proj.id)
+        ).one()
+        last = max(t for t in (shown, answered, assigned_at, proj.released_at) if t is not None)
+        if last >= cutoff:
+            continue
+        tail = session.exec(
+            select(PoolPair.query_id)
+            .join(Assignment, Assignment.pair_id == PoolPair.id)
+            .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
+                   Assignment.done_at.is_(None))
+            .order_by(Assignment.position.desc())
+            .limit(1)
+        ).first()
+        if tail is None:
+            continue
+        rows = session.exec(
+            select(Assignment.id, Assignment.position)
+            .join(PoolPair, PoolPair.id == Assignment.pair_id)
+            .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
+                   Assignment.done_at.is_(None), PoolPair.query_id == tail)
+        ).all()
+        mine = session.exec(
+            select(func.max(Assignment.position)).where(Assignment.judge_id == jid, Assignment.project_id == proj.id)
+        ).one()
+        base = max((mine or 0) + 1, MAIN_BASE)
+        delta = base - min(pos for _, pos in rows)
+        try:
+            res = session.execute(
+                _plain_update(
+                    update(Assignment)
+                    .where(Assignment.id.in_([i for i, _ in rows]), Assignment.judge_id == owner,
+                           Assignment.done_at.is_(None))
+                    .values(judge_id=jid, position=Assignment.position + delta, claimed_at=None, skipped=False)
+                )
+            )
+            session.commit()
+        except Exception:
+            session.rollback()
+            raise
+        if res.rowcount:
+            return res.rowcount
+    return 0

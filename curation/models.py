@@ -144,6 +144,7 @@ class PairView(SQLModel, table=True):
     click or a resubmitted form is harmless; ``shown_at`` and the guidelines version in view are
     taken from here."""
 
+    __table_args__ = (Index("ix_pairview_judge_shown", "judge_id", "project_id", "shown_at"),)
     id: Optional[int] = Field(default=None, primary_key=True)
     token: str = Field(index=True, unique=True)
     project_id: int = Field(foreign_key="project.id", index=True)

@@ -156,8 +156,227 @@ def get_project(session: Session, name: str | None = None) -> Project:
 
 def list_projects(session: Session) -> list[ProjectSummary]:
     """A summary of each project, by name."""
-    raise NotImplementedError
+    def counts(model):
+        rows = session.exec(select(model.project_id, func.count()).group_by(model.project_id))
+        return dict(rows.all())
 
+    nq, npairs, ndocs = counts(Query), counts(PoolPair), counts(Document)
+    gv = dict(
+        session.exec(
+            select(GuidelinesVersion.project_id, func.max(GuidelinesVersion.version)).group_by(
+                GuidelinesVersion.project_id
+            )
+        ).all()
+    )
+    out = []
+    for p in session.exec(select(Project).order_by(Project.name)):
+        out.append(
+            ProjectSummary(
+                id=p.id, name=p.name, scale=p.scale, queries=nq.get(p.id, 0), pairs=npairs.get(p.id, 0),
+                documents=ndocs.get(p.id, 0), guidelines_version=gv.get(p.id),
+                released=(not p.hold_main) or p.released_at is not None, created_at=p.created_at,
+            )
+        )
+    return out
+
+
+# --- reading the input files -------------------------------------------------------------------
+
+def _jsonl(path) -> Iterable[tuple[int, dict]]:
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise InputError(path, lineno, "expected a JSON object")
+            yield lineno, obj
+
+
+def _ident(obj: dict, key: str, path, lineno) -> str:
+    value = obj.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()) or isinstance(value, (dict, list, bool)):
+        raise InputError(path, lineno, f"missing or empty {key!r}")
+    return str(value)
+
+
+def _number(obj: dict, key: str, path, lineno, default=0.0) -> float:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(path, lineno, f"{key!r} must be a number, got {value!r}")
+    return value
+
+
+def stratum_key(stratum: dict) -> str:
+    """A stable, readable form of a stratum for grouping: ``dim=value`` pairs sorted by dimension,
+    joined by ``; `` (``""`` for no stratum)."""
+    return "; ".join(f"{k}={stratum[k]}" for k in sorted(stratum))
+
+
+def read_queries(path) -> list[dict]:
+    """The rows of a queries file (``golden sample``'s format) as Query column values; InputError
+    (path:line) for a row without qid or text, a repeated qid, or a stratum that is not an object."""
+    rows, seen = [], set()
+    for lineno, obj in _jsonl(path):
+        qid = _ident(obj, "qid", path, lineno)
+        if qid in seen:
+            raise InputError(path, lineno, f"qid {qid!r} appears twice")
+        seen.add(qid)
+        text = obj.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, lineno, f"query {qid!r} has no text")
+        stratum = obj.get("stratum") or {}
+        if not isinstance(stratum, dict):
+            raise InputError(path, lineno, f"'stratum' must be an object (dimension -> value), got {stratum!r}")
+        pii = obj.get("pii")
+        users = obj.get("users")
+        rows.append(
+            dict(
+                qid=qid,
+                text=text,
+                stratum_json=json.dumps(stratum, ensure_ascii=False, sort_keys=True),
+                stratum_key=stratum_key(stratum),
+                traffic=float(_number(obj, "traffic", path, lineno)),
+                users=int(users) if isinstance(users, (int, float)) and not isinstance(users, bool) else 0,
+                weight=float(_number(obj, "weight", path, lineno)),
+                stratum_share=float(_number(obj, "stratum_share", path, lineno)),
+                pii_json=json.dumps(pii) if pii else None,
+                split=obj.get("split") if obj.get("split") in ("tune", "holdout") else None,
+            )
+        )
+    if not rows:
+        raise InputError(path, None, "no queries: is this the file `golden sample` wrote?")
+    return rows
+
+
+def read_pool(path) -> list[dict]:
+    """The rows of a pool file (``golden pool``'s format): dicts with qid, docid, order and systems
+    (run -> rank). InputError (path:line) for a row without qid or docid, a repeated pair, or
+    systems that is not an object."""
+    rows, seen = [], set()
+    for lineno, obj in _jsonl(path):
+        qid = _ident(obj, "qid", path, lineno)
+        docid = _ident(obj, "docid", path, lineno)
+        if (qid, docid) in seen:
+            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
+        seen.add((qid, docid))
+        systems = obj.get("systems") or {}
+        if not isinstance(systems, dict):
+            raise InputError(path, lineno, f"'systems' must be an object (run -> rank), got {systems!r}")
+        order = obj.get("order", 0)
+        if isinstance(order, bool) or not isinstance(order, int):
+            raise InputError(path, lineno, f"'order' must be an integer, got {order!r}")
+        rows.append(dict(qid=qid, docid=docid, order=order, systems=systems, lineno=lineno,
+                         seed_source=obj.get("seed_source") if isinstance(obj.get("seed_source"), str) else None))
+    if not rows:
+        raise InputError(path, None, "no pairs: is this the file `golden pool` wrote?")
+    return rows
+
+
+def pool_meta_path(pool_path) -> Path | None:
+    """The sidecar ``POOL.meta.json`` of ``POOL.jsonl[.gz]`` (or ``POOL.jsonl.meta.json``), when present."""
+    p = Path(pool_path)
+    name = p.name
+    for suffix in (".jsonl.gz", ".jsonl", ".json.gz", ".json", ".gz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    for cand in (p.with_name(name + ".meta.json"), p.with_name(p.name + ".meta.json")):
+        if cand.exists():
+            return cand
+    return None
+
+
+def read_pool_meta(pool_path) -> dict:
+    """The pool's sidecar metadata (``depth``, ``runs``), or ``{}`` when there is none."""
+    meta = pool_meta_path(pool_path)
+    if meta is None:
+        return {}
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(meta, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(meta, None, "expected a JSON object")
+    return data
+
+
+def _meta_runs(meta: dict) -> list[dict]:
+    """Run records from pool metadata: a list of names, of objects, or an object name -> info."""
+    runs = meta.get("runs") or []
+    out = []
+    if isinstance(runs, dict):
+        runs = [dict(info, name=name) if isinstance(info, dict) else {"name": name} for name, info in runs.items()]
+    for r in runs:
+        if isinstance(r, str):
+            r = {"name": r}
+        if not isinstance(r, dict) or not r.get("name"):
+            continue
+        depth = r.get("depth", meta.get("depth"))
+        out.append(dict(name=str(r["name"]), sha256=str(r.get("sha256") or r.get("file_sha256") or ""),
+                        depth=int(depth) if isinstance(depth, int) else 0))
+    return out
+
+
+def _load_documents(corpus_paths, wanted: set[str]) -> tuple[dict[str, object], list[str]]:
+    """Stream the corpus once, keeping the records of ``wanted`` docids; (found, missing sorted)."""
+    found: dict[str, object] = {}
+    if wanted:
+        for doc in iter_corpus(corpus_paths):
+            if doc.id in wanted and doc.id not in found:
+                found[doc.id] = doc
+                if len(found) == len(wanted):
+                    break
+    return found, sorted(wanted - found.keys())
+
+
+def _missing_error(corpus_paths, missing: list[str]) -> InputError:
+    shown = ", ".join(repr(d) for d in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+    where = corpus_paths[0] if len(corpus_paths) == 1 else ", ".join(str(c) for c in corpus_paths)
+    return InputError(
+        where, None,
+        f"{len(missing)} pooled documents are not in the corpus: {shown}; pass the corpus they come from "
+        "with --corpus, or --allow-missing to leave their pairs out",
+    )
+
+
+def corpus_fingerprint(corpus_paths) -> str:
+    """SHA-256 over the corpus files' own SHA-256s, in the order given (which corpus was loaded)."""
+    h = hashlib.sha256()
+    for p in corpus_paths:
+        h.update(sha256_file(p).encode("ascii"))
+    return h.hexdigest()
+
+
+def _project_id(project: Project | int) -> int:
+    return project if isinstance(project, int) else project.id
+
+
+def _insert_pairs(session: Session, project_id: int, pairs: list[dict], qids: dict[str, int],
+                  docs: dict[str, int], batch: int) -> int:
+    rows = [
+        dict(project_id=project_id, query_id=qids[p["qid"]], document_id=docs[p["docid"]], shuffle_order=p["order"],
+             systems_json=json.dumps(p["systems"], sort_keys=True), batch=batch, seed_source=p["seed_source"])
+        for p in pairs
+    ]
+    if rows:
+        session.execute(insert(PoolPair), rows)
+    return len(rows)
+
+
+def _insert_documents(session: Session, project_id: int, found: dict) -> dict[str, int]:
+    rows = [dict(project_id=project_id, docid=d.id, title=d.title, url=d.url, text=d.text) for d in found.values()]
+    if rows:
+        session.execute(insert(Document), rows)
+    return dict(session.exec(select(Document.docid, Document.id).where(Document.project_id == project_id)).all())
+
+
+# --- operations -----------------------------------------------------------------------------------
 
 def create_project(
     session: Session,
@@ -181,7 +400,61 @@ def create_project(
     (pairs without a text cannot be judged); with ``allow_missing`` their pairs are left out and
     listed in ``LoadReport.missing_docids``. A pool pair whose qid is not in the queries file is an
     error. ValueError when ``name`` is taken."""
-    raise NotImplementedError
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise ValueError(f"name {name!r}: give the project a name of 1-100 characters")
+    corpus_paths = [str(c) for c in corpus_paths]
+    if not corpus_paths:
+        raise ValueError("corpus_paths: give at least one corpus file")
+    scale_def = scale_grades(scale, grades)
+    if (guidelines_path is None) == (guidelines_text is None):
+        raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
+    if guidelines_path is not None:
+        with open_text(guidelines_path) as fh:
+            guidelines_text = fh.read()
+    if not guidelines_text.strip():
+        raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
+    if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
+        raise ValueError(f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`")
+
+    queries = read_queries(queries_path)
+    pool = read_pool(pool_path)
+    known = {q["qid"] for q in queries}
+    for p in pool:
+        if p["qid"] not in known:
+            raise InputError(pool_path, p["lineno"], f"qid {p['qid']!r} is not in {queries_path}: was the pool built from this query set?")
+    meta = read_pool_meta(pool_path)
+    found, missing = _load_documents(corpus_paths, {p["docid"] for p in pool})
+    if missing and not allow_missing:
+        raise _missing_error(corpus_paths, missing)
+    missing_set = set(missing)
+    pool = [p for p in pool if p["docid"] not in missing_set]
+
+    try:
+        project = Project(
+            name=name, scale=scale,
+            grades_json=json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def]),
+            corpus_fingerprint=corpus_fingerprint(corpus_paths), queries_sha256=sha256_file(queries_path),
+            pool_sha256=sha256_file(pool_path),
+            pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,
+        )
+        session.add(project)
+        session.flush()
+        pid = project.id
+        session.execute(insert(Query), [dict(q, project_id=pid) for q in queries])
+        qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
+        docs = _insert_documents(session, pid, found)
+        npairs = _insert_pairs(session, pid, pool, qids, docs, batch=0)
+        for r in _meta_runs(meta):
+            session.add(Run(project_id=pid, **r))
+        text_hash = hashlib.sha256(guidelines_text.encode("utf-8")).hexdigest()
+        session.add(GuidelinesVersion(project_id=pid, version=1, text=guidelines_text, sha256=text_hash,
+                                      created_by_id=created_by.id if created_by else None, note="initial"))
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
+                      new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1)
 
 
 def extend_pool(
@@ -196,7 +469,60 @@ def extend_pool(
     batch, with the texts of their new documents; the provenance of pairs already in the project is
     merged with the new runs'. Existing pairs, assignments and judgments are untouched; run
     ``golden assign`` again to hand the new pairs out."""
-    raise NotImplementedError
+    corpus_paths = [str(c) for c in corpus_paths]
+    pid = project.id
+    pool = read_pool(pool_path)
+    qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
+    for p in pool:
+        if p["qid"] not in qids:
+            raise InputError(pool_path, p["lineno"], f"qid {p['qid']!r} is not in project {project.name!r}: "
+                             "an extended pool adds documents to the project's queries, not new queries")
+    docs = dict(session.exec(select(Document.docid, Document.id).where(Document.project_id == pid)).all())
+    existing = {
+        (qid, docid): (pair_id, systems)
+        for pair_id, qid, docid, systems in session.exec(
+            select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json)
+            .join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .where(PoolPair.project_id == pid)
+        ).all()
+    }
+    new = [p for p in pool if (p["qid"], p["docid"]) not in existing]
+    found, missing = _load_documents(corpus_paths, {p["docid"] for p in new} - docs.keys())
+    if missing and not allow_missing:
+        raise _missing_error(corpus_paths, missing)
+    missing_set = set(missing)
+    new = [p for p in new if p["docid"] not in missing_set]
+    meta = read_pool_meta(pool_path)
+    try:
+        # Provenance of pairs already pooled: add what the new runs say (run -> rank).
+        for p in pool:
+            old = existing.get((p["qid"], p["docid"]))
+            if old is not None:
+                merged = dict(json.loads(old[1] or "{}"))
+                merged.update(p["systems"])
+                text = json.dumps(merged, sort_keys=True)
+                if text != old[1]:
+                    session.get(PoolPair, old[0]).systems_json = text
+        docs = _insert_documents(session, pid, found)
+        batch = (session.exec(select(func.max(PoolPair.batch)).where(PoolPair.project_id == pid)).one() or 0) + 1
+        added = _insert_pairs(session, pid, new, qids, docs, batch=batch)
+        known_runs = set(session.exec(select(Run.name).where(Run.project_id == pid)).all())
+        for r in _meta_runs(meta):
+            if r["name"] not in known_runs:
+                session.add(Run(project_id=pid, **r))
+        proj = session.get(Project, pid)
+        proj.pool_sha256 = sha256_file(pool_path)
+        if isinstance(meta.get("depth"), int):
+            proj.pool_depth = meta["depth"]
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    total = session.exec(select(func.count()).select_from(PoolPair).where(PoolPair.project_id == pid)).one()
+    return LoadReport(project_id=pid, name=project.name, queries=len(qids), pairs=total, documents=len(docs),
+                      new_pairs=added, new_documents=len(found), missing_docids=missing,
+                      guidelines_version=None)
 
 
 def set_guidelines(
@@ -210,14 +536,41 @@ def set_guidelines(
     """Record ``text`` as the project's guidelines and commit. A text that differs from the
     current version makes a new version (number + 1); the same text keeps the current one.
     Returns the version in force and whether it is new."""
-    raise NotImplementedError
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text: the guidelines are empty; write the definition of relevance")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    current = current_guidelines(session, project)
+    if current is not None and current.sha256 == digest:
+        return current, False
+    version = GuidelinesVersion(
+        project_id=_project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,
+        note=note, created_by_id=created_by.id if created_by else None,
+    )
+    session.add(version)
+    try:
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    session.refresh(version)
+    return version, True
 
 
 def current_guidelines(session: Session, project: Project | int) -> GuidelinesVersion | None:
     """The latest guidelines version of the project (None before any was set)."""
-    raise NotImplementedError
+    return session.exec(
+        select(GuidelinesVersion)
+        .where(GuidelinesVersion.project_id == _project_id(project))
+        .order_by(GuidelinesVersion.version.desc())
+    ).first()
 
 
 def guidelines_history(session: Session, project: Project | int) -> list[GuidelinesVersion]:
     """Every guidelines version of the project, oldest first."""
-    raise NotImplementedError
+    return list(
+        session.exec(
+            select(GuidelinesVersion)
+            .where(GuidelinesVersion.project_id == _project_id(project))
+            .order_by(GuidelinesVersion.version)
+        )
+    )

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 21:01:46.711864
+Create Date: 2026-11-29 21:05:30.996950
 """
 
 from __future__ import annotations
@@ -285,6 +285,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('pairview', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_pairview_assignment_id'), ['assignment_id'], unique=False)
+        batch_op.create_index('ix_pairview_judge_shown', ['judge_id', 'project_id', 'shown_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_pairview_project_id'), ['project_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_pairview_token'), ['token'], unique=True)
 
@@ -296,6 +297,7 @@ def downgrade() -> None:
     with op.batch_alter_table('pairview', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_pairview_token'))
         batch_op.drop_index(batch_op.f('ix_pairview_project_id'))
+        batch_op.drop_index('ix_pairview_judge_shown')
         batch_op.drop_index(batch_op.f('ix_pairview_assignment_id'))
 
     op.drop_table('pairview')
