@@ -57,6 +57,7 @@ class LogStats:
     empty_rows: int  # rows whose query is empty after normalisation (skipped)
     zero_traffic: int  # distinct queries whose searches sum to 0 (dropped)
     multi_stratum: int  # distinct queries seen under more than one stratum
+    moved_searches: int = 0  # searches counted in their query's stratum rather than their own row's
 
 
 @dataclass
@@ -416,6 +417,7 @@ class _Collapser:
         dominant = table.sort_values(["nid", "traffic", "srank"], ascending=[True, False, True], kind="stable")
         dominant = dominant.drop_duplicates("nid", keep="first")
         qn = dominant["nid"].to_numpy()
+        moved = int(table["traffic"].sum()) - int(dominant["traffic"].sum())
         total = per_query["sum"].reindex(qn).to_numpy(dtype=np.int64)
         keep = total > 0
         zero = int((~keep).sum())
@@ -433,7 +435,7 @@ class _Collapser:
         queries = pd.DataFrame(data)
         queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw_ids),
-                         empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi)
+                         empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
         return CollapsedLog(queries=queries, dimensions=self.strata, has_users=self.user_col is not None, stats=stats)
 
 
@@ -479,39 +481,45 @@ def collapse_log(
             if not os.path.exists(path):
                 raise InputError(path, None, "no such file")
             fmt = log_format(path)
-            first: dict | None = None
-            if fmt == "parquet":
-                import pyarrow.parquet as pq
-
-                try:
-                    present = pq.ParquetFile(path).schema_arrow.names
-                except (pa.ArrowInvalid, OSError) as exc:
-                    raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
-            else:
-                present = _header(path, fmt)
-                if fmt == "jsonl":
-                    with open_text(path, encoding="utf-8-sig") as fh:
-                        first = next(json.loads(line) for line in fh if line.strip())
-            _check_columns(path, fmt, present, columns)
-            # Read fast into a scratch collapser; on any doubt, re-read slowly for the exact line.
-            attempt = _Collapser(query_col, count_col, user_col, strata)
-            _adopt(attempt, collapser)
             try:
-                for batch in _fast_batches(path, fmt, columns, count_col, first):
-                    attempt.add(batch)
-                    bar.update(batch.num_rows)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, _Recheck, UnicodeDecodeError):
-                attempt = _Collapser(query_col, count_col, user_col, strata)
-                _adopt(attempt, collapser)
-                try:
-                    for batch in _slow_batches(path, fmt, columns, count_col):
-                        attempt.add(batch)
-                except UnicodeDecodeError as exc:
-                    raise InputError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-            collapser = attempt
+                collapser = _read_one(path, fmt, columns, collapser, bar)
+            except UnicodeDecodeError as exc:
+                raise InputError(path, None, f"not UTF-8 text ({exc.reason}); re-save the log as UTF-8") from None
     finally:
         bar.close()
     return collapser.finish()
+
+
+def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:
+    """Add one file to a copy of ``collapser`` and return the copy (``collapser`` is left as it was)."""
+    query_col, count_col, user_col, strata = collapser.query_col, collapser.count_col, collapser.user_col, collapser.strata
+    first: dict | None = None
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            present = pq.ParquetFile(path).schema_arrow.names
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
+    else:
+        present = _header(path, fmt)
+        if fmt == "jsonl":
+            with open_text(path, encoding="utf-8-sig") as fh:
+                first = next(json.loads(line) for line in fh if line.strip())
+    _check_columns(path, fmt, present, columns)
+    # Read fast into a scratch collapser; on any doubt, re-read slowly for the exact line.
+    attempt = _Collapser(query_col, count_col, user_col, strata)
+    _adopt(attempt, collapser)
+    try:
+        for batch in _fast_batches(path, fmt, columns, count_col, first):
+            attempt.add(batch)
+            bar.update(batch.num_rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, _Recheck, UnicodeDecodeError):
+        attempt = _Collapser(query_col, count_col, user_col, strata)
+        _adopt(attempt, collapser)
+        for batch in _slow_batches(path, fmt, columns, count_col):
+            attempt.add(batch)
+    return attempt
 
 
 def _adopt(target: _Collapser, source: _Collapser) -> None:

@@ -401,7 +401,9 @@ def sample_queries(
     if st.multi_stratum:
         warnings.append(
             f"{st.multi_stratum} queries occur in more than one stratum; each belongs to the stratum where it "
-            "has most traffic (its traffic counts all its searches)"
+            f"has most traffic, which moves {st.moved_searches / max(st.searches, 1):.1%} of searches out of "
+            "their row's stratum (strata describe queries; a dimension that varies per search, such as device, "
+            "is better left out)"
         )
 
     excluded: set[str] = set()

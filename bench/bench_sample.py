@@ -1,0 +1,140 @@
+"""Benchmark: `golden sample` on a generated 10-million-row search log.
+
+Generates a CSV log (gzip optional) with a heavy head and a long tail: queries drawn from a
+Zipf-like law over ~1M distinct queries (some written in several raw forms that normalise to one),
+users from a skewed pool, a `market` column of three values (a property of the query, mostly)
+and a `device` column of two (a property of each search, so not a stratum). Then runs
+`golden sample --stratum market --shape` on it in a fresh process (so the peak memory measured is the sampler's own,
+read from getrusage(RUSAGE_CHILDREN).ru_maxrss) and prints wall time and peak memory.
+
+Targets: under 60 s and under 3 GB for 10 million rows.
+
+    python bench/bench_sample.py                 # 10M rows, plain CSV
+    python bench/bench_sample.py --rows 1000000 --gzip
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+WORDS = (
+    "weather news login password reset account order refund shipping price cheap best review near me open "
+    "hours phone case laptop battery charger cable usb wifi router printer ink tax form return policy gift "
+    "card size chart shoes jacket winter summer sale discount code coupon track delivery status cancel "
+    "subscription upgrade plan invoice download app install update error fix how to what is why does "
+    "can i where buy rent hotel flight train ticket map restaurant pizza coffee recipe chicken pasta salad"
+).split()
+
+
+def make_vocab(n: int, rng: np.random.Generator) -> list[str]:
+    """``n`` distinct query strings of 1 to 5 words."""
+    out, seen = [], set()
+    words = np.array(WORDS, dtype=object)
+    while len(out) < n:
+        k = rng.integers(1, 6, size=n)
+        picks = rng.integers(0, len(words), size=(n, 5))
+        for i in range(n):
+            q = " ".join(words[picks[i, : k[i]]]) + ("" if k[i] > 2 else f" {picks[i, 4]}")
+            r = rng.random()
+            if r < 0.05:
+                q += f" {rng.integers(0, 10**6)}"
+            elif r < 0.051:  # a little personal data, as real logs have
+                q += f" {rng.choice(['jane.doe', 'j.smith', 'kim'])}@example.com" if r < 0.0505 else f" +1 555 {rng.integers(100, 999)} {rng.integers(1000, 9999)}"
+            if q not in seen:
+                seen.add(q)
+                out.append(q)
+                if len(out) == n:
+                    break
+    return out
+
+
+def generate(path: Path, rows: int, distinct: int, seed: int, gzip: bool) -> None:
+    rng = np.random.default_rng(seed)
+    vocab = make_vocab(distinct, rng)
+    # Raw variants: a fifth of the queries also appear capitalised or padded with spaces.
+    variants = vocab + [v.title() for v in vocab[: distinct // 10]] + [f"  {v}  " for v in vocab[distinct // 10: distinct // 5]]
+    ranks = np.arange(1, distinct + 1)
+    p = 1.0 / ranks**1.05
+    p /= p.sum()
+    market_of = rng.choice(3, size=distinct, p=[0.6, 0.3, 0.1])
+    chunk = 1_000_000
+    opts = pacsv.WriteOptions(include_header=True)
+    sink = pa.output_stream(str(path), compression="gzip" if gzip else None)
+    writer = None
+    for start in range(0, rows, chunk):
+        n = min(chunk, rows - start)
+        q = rng.choice(distinct, size=n, p=p)
+        variant = q.copy()
+        alt = rng.random(n) < 0.3
+        head = q < distinct // 10
+        mid = (q >= distinct // 10) & (q < distinct // 5)
+        variant[alt & head] = distinct + q[alt & head]
+        variant[alt & mid] = distinct + q[alt & mid]  # index into the padded block
+        market = market_of[q].copy()
+        stray = rng.random(n) < 0.05
+        market[stray] = rng.integers(0, 3, size=int(stray.sum()))
+        users = (rng.pareto(1.2, size=n) * 50_000).astype(np.int64) % 2_000_000
+        table = pa.table({
+            "query": pa.DictionaryArray.from_arrays(pa.array(variant, pa.int32()), pa.array(variants)).cast(pa.string()),
+            "user_id": pa.array([f"u{u}" for u in users.tolist()]),
+            "market": pa.DictionaryArray.from_arrays(pa.array(market, pa.int8()), pa.array(["us", "uk", "de"])).cast(pa.string()),
+            "device": pa.DictionaryArray.from_arrays(pa.array((rng.random(n) < 0.45).astype(np.int8)), pa.array(["desktop", "mobile"])).cast(pa.string()),
+        })
+        if writer is None:
+            writer = pacsv.CSVWriter(sink, table.schema, write_options=opts)
+        writer.write_table(table)
+    writer.close()
+    sink.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--distinct", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--gzip", action="store_true", help="write the log gzip-compressed")
+    ap.add_argument("--dir", default=None, help="keep the generated files here (default: a temporary folder)")
+    args = ap.parse_args()
+
+    tmp = tempfile.TemporaryDirectory(prefix="golden-bench-") if args.dir is None else None
+    folder = Path(args.dir or tmp.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / ("log.csv.gz" if args.gzip else "log.csv")
+    t0 = time.perf_counter()
+    if not log.exists():
+        generate(log, args.rows, args.distinct, args.seed, args.gzip)
+    gen = time.perf_counter() - t0
+    print(f"log: {args.rows:,} rows, ~{args.distinct:,} distinct queries, {log.stat().st_size / 2**20:,.0f} MiB "
+          f"({log.name}); generated in {gen:.1f} s")
+
+    out = folder / "queries.jsonl"
+    cmd = [sys.executable, "-c", "from curation.cli import main; main()", "sample", str(log),
+           "--query-col", "query", "--user-col", "user_id", "--stratum", "market",
+           "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7", "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        sys.exit(f"golden sample failed:\n{proc.stderr}")
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: KiB
+    print(proc.stdout.rstrip())
+    print(f"golden sample: {wall:.1f} s wall, peak memory {peak_mib:,.0f} MiB "
+          f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
