@@ -10,10 +10,12 @@ from .base import main
 __all__ = ["main"]
 
 # One line per command module (keep the list sorted).
+from . import agreement  # noqa: E402,F401
 from . import assign  # noqa: E402,F401
 from . import coverage  # noqa: E402,F401
 from . import db  # noqa: E402,F401
 from . import leakcheck  # noqa: E402,F401
+from . import pool  # noqa: E402,F401
 from . import project  # noqa: E402,F401
 from . import sample  # noqa: E402,F401
 from . import serve  # noqa: E402,F401
