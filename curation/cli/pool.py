@@ -1,0 +1,127 @@
+"""``golden pool``: candidate systems' runs -> one blind judging pool."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+from tqdm import tqdm
+
+from ..pooling import file_info, make_pool, pool_meta_path, read_pool, read_query_ids, write_pool
+from ..runs import read_runs
+from .base import domain_errors, main, seed_option
+
+
+def _split_run_arg(arg: str) -> tuple[str | None, str]:
+    """``PATH`` or ``NAME=PATH`` -> (name or None, path)."""
+    if os.path.exists(arg):
+        return None, arg
+    name, sep, path = arg.partition("=")
+    if sep and name and os.path.exists(path):
+        return name, path
+    raise click.BadParameter(f"{arg}: no such run file", param_hint="RUN")
+
+
+def _fmt_num(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) and not x.is_integer() else f"{int(x):,}"
+
+
+def _overlap_table(stats) -> list[str]:
+    """Mean top-k documents shared per query, as a lower-triangular matrix of run numbers."""
+    names = []
+    for a, b, _, _ in stats.overlap:
+        for n in (a, b):
+            if n not in names:
+                names.append(n)
+    mean = {}
+    for a, b, _, m in stats.overlap:
+        mean[(a, b)] = mean[(b, a)] = m
+    width = max(len(n) for n in names)
+    lines = [" " * (width + 6) + "".join(f"{j:>6}" for j in range(1, len(names)))]
+    for i, n in enumerate(names, 1):
+        if i == 1:
+            continue
+        cells = "".join(f"{mean[(n, names[j])]:6.1f}" for j in range(i - 1))
+        lines.append(f"  {i:>2} {n:<{width}} {cells}")
+    lines.insert(1, f"   1 {names[0]}")
+    return lines
+
+
+@main.command("pool")
+@click.argument("runs", nargs=-1, required=True, metavar="RUN...")
+@click.option(
+    "--queries",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Pool only these queries (a `golden sample` output, or any JSONL with qid); other qids are skipped and counted.",
+)
+@click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True, help="Top-k of each run to pool.")
+@seed_option
+@click.option(
+    "--extend",
+    type=click.Path(exists=True, dir_okay=False),
+    help="An existing pool: write only the pairs it lacks, ordered after its own (which keep their order).",
+)
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Pool file to write (JSONL).")
+@domain_errors
+def pool_command(runs, queries, depth, seed, extend, out):
+    """Pool the top DEPTH documents of each RUN into one blind judging pool.
+
+    Each RUN is a TREC run file (`qid Q0 docid rank score tag`, gzip allowed) or JSONL
+    (`{"qid", "docid", "score"}`); write NAME=PATH to name a run yourself (else its tag).
+    Documents are ordered as trec_eval orders them: score descending, ties broken by
+    docid descending, the rank column ignored. So the pool holds exactly the documents
+    that a depth-DEPTH metric will later see.
+
+    Each output line has qid, docid, order (a seeded shuffle within the query, so no
+    system's ranking shows through) and systems (run name -> rank; for engineers only,
+    never shown to judges). The pool's metadata (depth, seed, runs with their sha256)
+    goes to POOL.meta.json beside it. A bad line stops the command with its file and
+    line, and nothing is written.
+
+    \b
+    Example:
+      golden pool runs/*.trec.gz --queries queries.jsonl --depth 20 --seed 7 --out pool.jsonl
+      golden pool new=runs/new.trec --extend pool.jsonl --depth 20 --out pool-new.jsonl
+    """
+    parsed = [_split_run_arg(a) for a in runs]
+    if extend and os.path.abspath(extend) == os.path.abspath(out):
+        raise click.ClickException(
+            "--out must differ from --extend: the new pairs go to their own file (e.g. --out pool-new.jsonl)"
+        )
+    qids = read_query_ids(queries) if queries else None
+    existing = read_pool(extend) if extend else None
+    bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr, disable=not sys.stderr.isatty())
+    with bar:
+        run_list = read_runs(
+            [p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=lambda _: bar.update()
+        )
+    pool = make_pool(run_list, depth=depth, seed=seed, qids=qids, existing=existing)
+    if queries:
+        pool.queries_file = file_info(queries, queries=len(qids))
+    if extend:
+        pool.extends = file_info(extend, pairs=len(existing))
+    meta = write_pool(pool, out)
+
+    st = pool.stats
+    echo = click.echo
+    echo(f"Pooled {st.queries:,} queries from {st.runs} runs at depth {depth}: {st.pairs:,} pairs.")
+    echo(
+        f"  pairs per query: min {st.per_query_min}, median {_fmt_num(float(st.per_query_median))}, "
+        f"max {st.per_query_max}; ceiling {st.runs} runs x {depth} = {st.ceiling}"
+    )
+    if queries:
+        echo(f"  {len(pool.skipped_qids):,} queries of the runs are not in {queries}: skipped")
+        if pool.empty_qids:
+            shown = ", ".join(pool.empty_qids[:5]) + (" ..." if len(pool.empty_qids) > 5 else "")
+            echo(f"  {len(pool.empty_qids):,} queries of {queries} have no results in any run: {shown}")
+    if st.runs > 1:
+        echo(f"Top-{depth} documents two runs share, mean per query (max {depth}):")
+        for line in _overlap_table(st):
+            echo(line)
+    if extend:
+        echo(f"{pool.already_pooled:,} of these pairs are already in {extend}; {len(pool.pairs):,} are new.")
+    echo(f"Wrote {out} ({len(pool.pairs):,} pairs) and {meta}.")
+
+
+__all__ = ["pool_command", "pool_meta_path"]
