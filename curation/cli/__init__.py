@@ -14,9 +14,11 @@ from . import agreement  # noqa: E402,F401
 from . import assign  # noqa: E402,F401
 from . import coverage  # noqa: E402,F401
 from . import db  # noqa: E402,F401
+from . import export  # noqa: E402,F401
 from . import leakcheck  # noqa: E402,F401
 from . import pool  # noqa: E402,F401
 from . import project  # noqa: E402,F401
 from . import sample  # noqa: E402,F401
 from . import serve  # noqa: E402,F401
+from . import stats  # noqa: E402,F401
 from . import user  # noqa: E402,F401

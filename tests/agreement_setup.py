@@ -1,0 +1,60 @@
+"""Projects for the agreement, labels, import and lead-app tests, built through the same domain API
+as the CLI (files on disk -> create_project -> add_user)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from curation import projects, users
+from curation.store import session as new_session
+
+PASSWORD = "correct-horse-battery"
+
+
+def write_project_files(folder: Path, pairs, *, strata=("head", "tail")) -> dict[str, Path]:
+    """queries.jsonl, pool.jsonl, corpus.jsonl and GUIDELINES.md holding exactly ``pairs``
+    (an iterable of (qid, docid)); documents repeated across queries are written once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs = list(dict.fromkeys((str(q), str(d)) for q, d in pairs))
+    qids = list(dict.fromkeys(q for q, _ in pairs))
+    docids = list(dict.fromkeys(d for _, d in pairs))
+    queries = [{"qid": q, "text": f"query {q} <b>bold</b>", "stratum": {"freq": strata[i % len(strata)]},
+                "traffic": 1.0, "users": 1, "stratum_share": 0.5, "weight": 1.0, "pii": []}
+               for i, q in enumerate(qids)]
+    order = {}
+    pool = []
+    for q, d in pairs:
+        order[q] = order.get(q, -1) + 1
+        pool.append({"qid": q, "docid": d, "order": order[q], "systems": {"runA": order[q] + 1}})
+    corpus = [{"id": d, "title": f"Title of {d}", "text": f"Text of document {d}."} for d in docids]
+    paths = {k: folder / f"{k}.jsonl" for k in ("queries", "pool", "corpus")}
+    for key, rows in (("queries", queries), ("pool", pool), ("corpus", corpus)):
+        paths[key].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    paths["guidelines"] = folder / "GUIDELINES.md"
+    paths["guidelines"].write_text("# Relevance\n\nA document is relevant when it answers the query.\n")
+    return paths
+
+
+def make_project(engine, folder: Path, pairs, *, name: str = "p", scale: str = "0-2") -> int:
+    paths = write_project_files(folder, pairs)
+    with new_session(engine) as s:
+        report = projects.create_project(
+            s, name, queries_path=paths["queries"], pool_path=paths["pool"], corpus_paths=[paths["corpus"]],
+            guidelines_path=paths["guidelines"], scale=scale,
+        )
+        return report.project_id
+
+
+def add_users(engine, **roles: str) -> None:
+    """add_users(engine, alice="judge", lena="lead")"""
+    with new_session(engine) as s:
+        for name, role in roles.items():
+            if users.get_user(s, name) is None:
+                users.add_user(s, name, role=role, password=PASSWORD)
+
+
+def write_qrels(path: Path, rows) -> Path:
+    """rows of (qid, group, docid, grade)."""
+    path.write_text("".join(f"{q} {g} {d} {r}\n" for q, g, d, r in rows))
+    return path
