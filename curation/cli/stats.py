@@ -1,0 +1,490 @@
+"""``golden metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from ..fileio import atomic_write
+from ..metrics import QrelsIndex, evaluate, metric_choices, parse_metric
+from ..qrels import read_qrels
+from ..runs import read_run, read_runs
+from ..stats import CI_METHODS, WEIGHTINGS, attribute, compare, noise, pair_scores, power, read_queries, sweep
+from .base import domain_errors, main, seed_option
+
+_METRIC_HELP = "Metric, e.g. ndcg@10 (choices: " + ", ".join(metric_choices()) + ")."
+
+
+# ---------------------------------------------------------------------------------------------
+# shared options and loading
+
+
+def _qrels_option(func):
+    return click.option(
+        "--qrels", "qrels_path", required=True, type=click.Path(exists=True),
+        help="TREC qrels file, or an exported version folder (its qrels.txt, and queries.jsonl when present).",
+    )(func)
+
+
+def _rel_level_option(func):
+    return click.option(
+        "--rel-level", type=int, default=1, show_default=True,
+        help="Lowest grade that counts as relevant for binary metrics (trec_eval -l).",
+    )(func)
+
+
+def _resamples_option(func):
+    return click.option("--resamples", type=int, default=10_000, show_default=True,
+                        help="Bootstrap resamples.")(func)
+
+
+def _json_option(func):
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)
+
+
+def _metric_callback(ctx, param, value):
+    try:
+        if isinstance(value, tuple):
+            return tuple(parse_metric(v) for v in value)
+        return parse_metric(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _load_qrels(path: str) -> tuple[dict, str | None]:
+    """The qrels, and the export's queries.jsonl when ``path`` is an exported version folder."""
+    p = Path(path)
+    if p.is_dir():
+        qrels_file = p / "qrels.txt"
+        if not qrels_file.exists():
+            raise click.ClickException(f"{p}: an export folder must contain qrels.txt (is this the right folder?)")
+        queries = p / "queries.jsonl"
+        return read_qrels(qrels_file), str(queries) if queries.exists() else None
+    return read_qrels(p), None
+
+
+def _load_queries(queries_path: str | None, from_export: str | None):
+    path = queries_path or from_export
+    return (read_queries(path), path) if path else (None, None)
+
+
+def _read_runs(paths) -> list:
+    try:
+        return read_runs(list(paths))
+    except TypeError:  # pragma: no cover - older read_runs signature
+        return [read_run(p) for p in paths]
+
+
+def _unique_names(runs) -> None:
+    seen: dict[str, int] = {}
+    for r in runs:
+        if r.name in seen:
+            seen[r.name] += 1
+            r.name = f"{r.name}#{seen[r.name]}"
+        else:
+            seen[r.name] = 1
+
+
+def _echo_json(obj) -> None:
+    def default(o):
+        if hasattr(o, "tolist"):
+            return o.tolist()
+        return str(o)
+
+    def clean(o):
+        if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [clean(v) for v in o]
+        return o
+
+    click.echo(json.dumps(clean(obj), indent=2, default=default, ensure_ascii=False))
+
+
+def _score(run, index, spec):
+    return evaluate(run, index, [spec], rel_level=index.rel_level)[str(spec)]
+
+
+def _no_results_line(scores_by_run) -> str | None:
+    parts = [f"{name}: {len(s.no_results)}" for name, s in scores_by_run if s.no_results]
+    if not parts:
+        return None
+    return "queries with no results score 0 (as trec_eval -c): " + ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# golden metrics
+
+
+@main.command("metrics")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@_qrels_option
+@click.option("-m", "--metric", "metrics", multiple=True, default=("ndcg@10", "recall@100", "ap", "mrr@10"),
+              show_default=True, callback=_metric_callback, help=_METRIC_HELP + " Repeat for several.")
+@_rel_level_option
+@click.option("--per-query", is_flag=True, help="Print one line per query and metric (qid, value, judged).")
+@_json_option
+@domain_errors
+def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
+    """Per-query metrics of one or more runs, averaged, with judged@k beside each.
+
+    \b
+    Metrics are computed as trec_eval -c computes them (ranking by score, ties by
+    docid descending); queries without relevant documents are left out of
+    recall-type metrics and counted; a query a run has no result for scores 0.
+
+    \b
+    Example:
+      golden metrics runs/bm25.trec runs/rerank.trec --qrels exports/v3 -m ndcg@10 -m recall@100
+    """
+    qrels, _ = _load_qrels(qrels_path)
+    index = QrelsIndex.build(qrels, rel_level=rel_level)
+    loaded = _read_runs(runs)
+    _unique_names(loaded)
+    results = {r.name: evaluate(r, index, metrics, rel_level=rel_level) for r in loaded}
+    if as_json:
+        out = {"rel_level": rel_level, "queries": len(index.qids), "runs": {}}
+        for name, per in results.items():
+            out["runs"][name] = {
+                m: {"mean": s.mean, "judged": s.judged_mean, "n": len(s.qids), "dropped": s.dropped,
+                    "no_results": s.no_results, **({"per_query": s.as_dict()} if per_query else {})}
+                for m, s in per.items()
+            }
+        _echo_json(out)
+        return
+    if per_query:
+        click.echo("run\tmetric\tqid\tvalue\tjudged")
+        for name, per in results.items():
+            for m, s in per.items():
+                for q, v, j in zip(s.qids, s.values, s.judged):
+                    click.echo(f"{name}\t{m}\t{q}\t{v:.4f}\t{j:.4f}")
+        return
+    width = max(12, *(len(n) for n in results))
+    click.echo(f"{len(index.qids)} queries in the qrels; relevant = grade >= {rel_level}")
+    header = f"{'run':<{width}}" + "".join(f"  {str(m):>14}  {'judged':>6}" for m in metrics)
+    click.echo(header)
+    for name, per in results.items():
+        line = f"{name:<{width}}"
+        for m in metrics:
+            s = per[str(m)]
+            line += f"  {s.mean:>14.4f}  {100 * s.judged_mean:>5.1f}%"
+        click.echo(line)
+    for m in metrics:
+        first = next(iter(results.values()))[str(m)]
+        if first.dropped:
+            click.echo(f"{m}: {len(first.dropped)} queries with no relevant document left out "
+                       f"(mean over {len(first.qids)})")
+    line = _no_results_line([(n, next(iter(per.values()))) for n, per in results.items()])
+    if line:
+        click.echo(line)
+
+
+# ---------------------------------------------------------------------------------------------
+# golden compare
+
+
+def _print_comparison(c) -> None:
+    click.echo(f"{c.metric}: B = {c.name_b}  vs  A = {c.name_a}")
+    extra = []
+    if c.split:
+        extra.append(f"split {c.split}")
+    if c.cluster_col:
+        extra.append(f"cluster bootstrap on {c.cluster_col} ({c.clusters} clusters)")
+    click.echo(
+        f"{c.n} queries paired; weighting: {c.weighting}; {round(c.level * 100)}% {c.ci_method} bootstrap, "
+        f"{c.resamples} resamples, seed {c.seed}" + ("; " + "; ".join(extra) if extra else "")
+    )
+    if c.dropped:
+        reasons = ", ".join(f"{k}: {v}" for k, v in c.drop_reasons.items())
+        click.echo(f"dropped from both arms: {c.dropped} queries ({reasons})")
+    k = c.metric.split("@")[1] if "@" in c.metric else ""
+    w = max(len(c.name_a), len(c.name_b), 10)
+    click.echo("")
+    click.echo(f"     {'run':<{w}}  {'mean':>8}  {'judged@' + k if k else 'judged':>9}")
+    click.echo(f"  A  {c.name_a:<{w}}  {c.mean_a:>8.4f}  {100 * c.judged_a:>8.1f}%")
+    click.echo(f"  B  {c.name_b:<{w}}  {c.mean_b:>8.4f}  {100 * c.judged_b:>8.1f}%")
+    click.echo("")
+    click.echo(f"  delta B - A      {c.delta:+.4f}   [{c.low:+.4f}, {c.high:+.4f}]")
+    click.echo(f"  P(delta <= 0)    {c.p_delta_le_0:.4f}")
+    s = c.sign
+    click.echo(f"  queries          {s.better} better, {s.worse} worse, {s.tied} tied; "
+               f"sign test p = {s.pvalue:.4g}")
+    if c.mcnemar is not None:
+        m = c.mcnemar
+        click.echo(f"  McNemar (exact)  A only {m.a_only}, B only {m.b_only}; p = {m.pvalue:.4g}")
+    if c.strata:
+        click.echo("")
+        sw = max(len(x.label) for x in c.strata)
+        click.echo(f"  {'stratum':<{sw}}  {'n':>5}  {'weight':>6}  {'A':>7}  {'B':>7}  {'delta':>8}  interval")
+        for x in c.strata:
+            iv = "" if math.isnan(x.low) else f"[{x.low:+.4f}, {x.high:+.4f}]"
+            click.echo(f"  {x.label:<{sw}}  {x.n:>5}  {x.weight:>6.3f}  {x.mean_a:>7.4f}  {x.mean_b:>7.4f}  "
+                       f"{x.delta:>+8.4f}  {iv}")
+    for note in c.notes:
+        click.echo(f"note: {note}")
+    click.echo("")
+    tie = f" (declared tie ±{c.tie:g})" if c.tie else ""
+    click.echo(f"verdict: {c.verdict}{tie}")
+
+
+@main.command("compare")
+@click.argument("run_a", type=click.Path(exists=True))
+@click.argument("run_b", type=click.Path(exists=True))
+@_qrels_option
+@click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
+              help="queries.jsonl (golden sample / export): strata, weights, split, cluster columns.")
+@_rel_level_option
+@_resamples_option
+@seed_option
+@click.option("--tie", type=float, default=None,
+              help="Smallest difference that matters, declared before the run, e.g. 0.03.")
+@click.option("--weighting", type=click.Choice(WEIGHTINGS), default="unweighted", show_default=True,
+              help="How queries count in the mean: unweighted, traffic (queries.jsonl weight), stratum (equal per stratum).")
+@click.option("--split", default=None, help="Only the queries of this split, e.g. holdout.")
+@click.option("--cluster-col", default=None, help="queries.jsonl field whose queries are resampled together, e.g. user.")
+@click.option("--ci", type=click.Choice(CI_METHODS), default="percentile", show_default=True,
+              help="Bootstrap interval: percentile, or BCa (scipy).")
+@_json_option
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML report.")
+@domain_errors
+def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resamples, seed, tie, weighting,
+                split, cluster_col, ci, as_json, html_path):
+    """Paired comparison of two runs, query by query: is B better than A?
+
+    \b
+    Prints the delta of means B - A with a paired bootstrap interval, queries
+    better/worse/tied with an exact sign test (McNemar for binary metrics),
+    P(delta <= 0), per-stratum deltas with --queries, and a verdict: "B better",
+    "A better", "cannot distinguish at this query count", or "equivalent within
+    ±TIE" only when the whole interval lies inside ±TIE.
+
+    \b
+    Example:
+      golden compare runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 \\
+          --weighting traffic --split holdout --tie 0.02 --html report.html
+    """
+    qrels, export_queries = _load_qrels(qrels_path)
+    queries, _ = _load_queries(queries_path, export_queries)
+    if queries is None and (weighting != "unweighted" or split or cluster_col):
+        raise click.ClickException("--weighting/--split/--cluster-col need --queries QUERIES.jsonl (or an export folder)")
+    index = QrelsIndex.build(qrels, rel_level=rel_level)
+    ra, rb = _read_runs([run_a, run_b])
+    if ra.name == rb.name:
+        ra.name, rb.name = f"A:{ra.name}", f"B:{rb.name}"
+    paired = pair_scores(_score(ra, index, metric), _score(rb, index, metric), queries=queries, split=split)
+    result = compare(paired, queries=queries, weighting=weighting, cluster_col=cluster_col, resamples=resamples,
+                     seed=seed, ci=ci, tie=tie, split=split)
+    if html_path:
+        from ..report import render_comparison
+
+        with atomic_write(html_path) as fh:
+            fh.write(render_comparison(result))
+    if as_json:
+        _echo_json(result.as_dict())
+    else:
+        _print_comparison(result)
+        if html_path:
+            click.echo(f"report written to {html_path}")
+
+
+# ---------------------------------------------------------------------------------------------
+# golden power
+
+
+@main.command("power")
+@click.argument("runs", nargs=-1, type=click.Path(exists=True))
+@click.option("--qrels", "qrels_path", type=click.Path(exists=True), help="Qrels file or export folder (with two runs).")
+@click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
+@_rel_level_option
+@click.option("--sd-diff", type=float, default=None, help="Standard deviation of per-query differences (without runs).")
+@click.option("--queries", "n_queries", type=int, default=None, help="Number of queries (without runs).")
+@click.option("--delta", type=float, default=None, help="Difference to detect; prints the queries needed for it.")
+@_json_option
+@domain_errors
+def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as_json):
+    """What a query set can resolve: paired sd, standard error, minimum detectable
+    difference (80% power, 5% level) and the queries needed, n >= (2.8·s/δ)².
+
+    \b
+    Examples:
+      golden power runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 --delta 0.02
+      golden power --sd-diff 0.18 --queries 250 --delta 0.03
+    """
+    diff = None
+    if runs:
+        if len(runs) != 2 or not qrels_path:
+            raise click.ClickException("give two runs and --qrels, or --sd-diff with --queries and no runs")
+        qrels, _ = _load_qrels(qrels_path)
+        index = QrelsIndex.build(qrels, rel_level=rel_level)
+        ra, rb = _read_runs(runs)
+        paired = pair_scores(_score(ra, index, metric), _score(rb, index, metric))
+        diff = paired.diff
+    elif sd_diff is None or n_queries is None:
+        raise click.ClickException("give two runs and --qrels, or both --sd-diff and --queries N")
+    p = power(diff, sd=sd_diff, n=n_queries, delta=delta)
+    if as_json:
+        _echo_json(p.as_dict())
+        return
+    click.echo(f"queries                       {p.n}")
+    click.echo(f"paired sd of differences  s = {p.sd:.4f}")
+    click.echo(f"standard error    s/sqrt(n) = {p.se:.4f}")
+    click.echo(f"minimum detectable difference (80% power, 5% two-sided) = {p.multiplier:.2f} x se = {p.mdd:.4f}")
+    if p.observed is not None:
+        click.echo(f"observed delta B - A        = {p.observed:+.4f}")
+    if p.needed is not None:
+        click.echo(f"queries needed for delta {p.delta:.4f}: n >= ({p.multiplier:.2f} x {p.sd:.4f} / {p.delta:.4f})^2 "
+                   f"= {p.needed}")
+    for note in p.notes:
+        click.echo(f"note: {note}")
+
+
+# ---------------------------------------------------------------------------------------------
+# golden noise
+
+
+@main.command("noise")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@_qrels_option
+@click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
+@_rel_level_option
+@_resamples_option
+@seed_option
+@_json_option
+@domain_errors
+def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
+    """Noise floor from repeated runs of ONE configuration: sd, range, and the threshold
+    below which a change has not been shown to move the metric. The first two runs form
+    a null arm whose interval must contain 0; the command says loudly when it does not.
+
+    \b
+    Example:
+      golden noise runs/ann-seed1.trec runs/ann-seed2.trec runs/ann-seed3.trec --qrels exports/v3
+    """
+    qrels, _ = _load_qrels(qrels_path)
+    index = QrelsIndex.build(qrels, rel_level=rel_level)
+    loaded = _read_runs(runs)
+    _unique_names(loaded)
+    result = noise([_score(r, index, metric) for r in loaded], resamples=resamples, seed=seed)
+    if as_json:
+        _echo_json(result.as_dict())
+    else:
+        click.echo(f"{result.metric} over {result.n} queries, {len(result.runs)} repeated runs")
+        for name, m in zip(result.runs, result.means):
+            click.echo(f"  {name:<24} {m:.4f}")
+        click.echo(f"sd of the means   {result.sd:.4f}")
+        click.echo(f"range             {result.range:.4f}")
+        click.echo(f"threshold         {result.threshold:.4f}  (1.96 x sqrt(2) x sd: a delta below it has not "
+                   "been shown to move the metric)")
+        click.echo(f"null arm {result.runs[1]} - {result.runs[0]}: {result.null_delta:+.4f} "
+                   f"[{result.null_low:+.4f}, {result.null_high:+.4f}] "
+                   + ("contains 0, as it must" if result.null_ok else "EXCLUDES 0"))
+    for note in result.notes:
+        click.secho("!" * 72, fg="red", err=True)
+        click.secho(note, fg="red", bold=True, err=True)
+        click.secho("!" * 72, fg="red", err=True)
+    if not result.null_ok:
+        raise SystemExit(2)
+
+
+# ---------------------------------------------------------------------------------------------
+# golden sweep
+
+
+@main.command("sweep")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@_qrels_option
+@click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
+              help="queries.jsonl with a split field (default: the export folder's).")
+@_rel_level_option
+@click.option("--top", type=int, default=3, show_default=True, help="How many of the best to re-measure on holdout.")
+@click.option("--simulations", type=int, default=2000, show_default=True, help="Resamples for the optimism.")
+@seed_option
+@_json_option
+@domain_errors
+def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulations, seed, as_json):
+    """Rank many configurations on the tune split, show the optimism expected from
+    picking the best of that many, and re-measure only the top three on holdout.
+
+    \b
+    Example:
+      golden sweep runs/bm25-k1-*.trec --qrels exports/v3 --metric ndcg@10
+    """
+    qrels, export_queries = _load_qrels(qrels_path)
+    queries, _ = _load_queries(queries_path, export_queries)
+    if queries is None:
+        raise click.ClickException("sweep needs the split: give --queries QUERIES.jsonl (or an export folder)")
+    index = QrelsIndex.build(qrels, rel_level=rel_level)
+    loaded = _read_runs(runs)
+    _unique_names(loaded)
+    result = sweep([_score(r, index, metric) for r in loaded], queries=queries, top=top,
+                   simulations=simulations, seed=seed)
+    if as_json:
+        _echo_json(result.as_dict())
+        return
+    click.echo(f"{result.metric}: {result.configs} configurations, {result.n_tune} tune queries, "
+               f"{result.n_holdout} holdout queries")
+    w = max(12, *(len(r.run) for r in result.rows))
+    click.echo(f"  {'rank':>4}  {'run':<{w}}  {'tune':>7}  {'holdout':>7}  {'gap':>8}")
+    for r in result.rows:
+        hold = "" if r.holdout is None else f"{r.holdout:>7.4f}  {r.gap:>+8.4f}"
+        click.echo(f"  {r.rank:>4}  {r.run:<{w}}  {r.tune:>7.4f}  {hold}")
+    click.echo(f"expected optimism of the best of {result.configs} (simulated at the measured noise, "
+               f"se {result.noise_se:.4f}): {result.optimism:+.4f}")
+    top_row = result.rows[0]
+    click.echo(f"observed gap of the winner (tune - holdout): {top_row.gap:+.4f}")
+
+
+# ---------------------------------------------------------------------------------------------
+# golden attribute
+
+
+@main.command("attribute")
+@click.argument("base", type=click.Path(exists=True))
+@click.argument("a_only", type=click.Path(exists=True))
+@click.argument("b_only", type=click.Path(exists=True))
+@click.argument("both", type=click.Path(exists=True))
+@_qrels_option
+@click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
+@click.option("--a-name", default="A", show_default=True, help="Name of the first change.")
+@click.option("--b-name", default="B", show_default=True, help="Name of the second change.")
+@_rel_level_option
+@_resamples_option
+@seed_option
+@_json_option
+@domain_errors
+def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name, rel_level, resamples, seed,
+                  as_json):
+    """2x2 attribution of two changes: BASE (both off), A_ONLY, B_ONLY, BOTH on the same
+    queries. Prints each main effect under each state of the other and the interaction
+    computed both ways, each with a paired bootstrap interval.
+
+    \b
+    Example:
+      golden attribute base.trec rerank.trec expand.trec both.trec --qrels exports/v3 \\
+          --a-name rerank --b-name expansion
+    """
+    qrels, _ = _load_qrels(qrels_path)
+    index = QrelsIndex.build(qrels, rel_level=rel_level)
+    loaded = _read_runs([base, a_only, b_only, both])
+    _unique_names(loaded)
+    result = attribute(*[_score(r, index, metric) for r in loaded], a_name=a_name, b_name=b_name,
+                       resamples=resamples, seed=seed)
+    if as_json:
+        _echo_json(result.as_dict())
+        return
+    click.echo(f"{result.metric} over {result.n} queries; {round(result.level * 100)}% paired bootstrap, "
+               f"{result.resamples} resamples, seed {result.seed}")
+    labels = {"00": "both off", "10": f"{a_name} only", "01": f"{b_name} only", "11": "both on"}
+    for cell, label in labels.items():
+        click.echo(f"  {label:<16} {result.names[cell]:<24} {result.means[cell]:.4f}")
+    click.echo("")
+    w = max(len(e.name) for e in result.effects)
+    for e in result.effects:
+        click.echo(f"  {e.name:<{w}}  {e.delta:+.4f}  [{e.low:+.4f}, {e.high:+.4f}]")
