@@ -12,6 +12,7 @@ __all__ = ["main"]
 # One line per command module (keep the list sorted).
 from . import agreement  # noqa: E402,F401
 from . import assign  # noqa: E402,F401
+from . import corpus  # noqa: E402,F401
 from . import coverage  # noqa: E402,F401
 from . import db  # noqa: E402,F401
 from . import export  # noqa: E402,F401

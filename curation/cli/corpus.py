@@ -1,0 +1,56 @@
+"""``golden corpus-sample``: a small comparison corpus that still tells systems apart."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from tqdm import tqdm
+
+from ..corpus import read_docids, sample_corpus
+from .base import domain_errors, main, seed_option
+
+
+@main.command("corpus-sample")
+@click.argument("corpus", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--size", required=True, type=click.IntRange(min=1), help="Records in the sample, kept ones included.")
+@click.option(
+    "--keep",
+    "keep_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Docids to keep: a pool (JSONL), qrels, a run, or one docid a line. Repeatable.",
+)
+@seed_option
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Sample to write: .jsonl, .jsonl.gz or .parquet.")
+@domain_errors
+def corpus_sample_command(corpus, size, keep_files, seed, out):
+    """Sample a comparison corpus of SIZE records from CORPUS (JSONL, TSV or Parquet files).
+
+    Every judged or pooled document (--keep) is kept, so the sample can still score and
+    compare the systems; the rest is a uniform random draw from the whole corpus (reservoir
+    sampling: one pass, memory for SIZE records), never the newest files or one product
+    area. Prints how many records were kept and drawn, and the sample's fingerprint (a
+    content hash that ignores record order and file format).
+
+    \b
+    Example:
+      golden corpus-sample corpus.jsonl.gz --size 200000 --keep pool.jsonl --seed 7 --out sample.jsonl.gz
+    """
+    keep: list[str] = []
+    for path in keep_files:
+        keep.extend(read_docids(path))
+    keep = list(dict.fromkeys(keep))
+    bar = tqdm(desc="reading corpus", unit=" docs", file=sys.stderr, disable=not sys.stderr.isatty(), miniters=10_000)
+    with bar:
+        result = sample_corpus(corpus, keep=keep, size=size, seed=seed, out=out, progress=bar.update)
+    echo = click.echo
+    echo(f"Read {result.corpus_docs:,} records; corpus fingerprint {result.corpus_fingerprint.sha256}")
+    echo(f"Kept  {result.kept:,} judged or pooled documents (of {len(keep):,} listed)")
+    if result.keep_missing:
+        shown = ", ".join(result.keep_missing[:10]) + (" ..." if len(result.keep_missing) > 10 else "")
+        echo(f"  {len(result.keep_missing):,} listed documents are not in the corpus: {shown}")
+    echo(f"Drew  {result.drawn:,} of the other {result.corpus_docs - result.kept:,} records uniformly (seed {seed})")
+    if result.short:
+        echo(f"  the corpus has fewer than {size:,} records: the sample is the whole corpus")
+    echo(f"Wrote {out}: {result.fingerprint.docs:,} records, fingerprint {result.fingerprint.sha256}")
