@@ -488,7 +488,13 @@ def sample_queries(
         picked = idx[chosen]
         t_pick = traffic_arr[picked]
         if weighting == "traffic":
-            weights = (t_pick / pool_traffic) / probs
+            # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for certainty draws, and the same
+            # (T_h - certain traffic) / (T * draws left) for every other draw, computed once.
+            sure = probs == 1.0
+            weights = t_pick / pool_traffic
+            if not sure.all():
+                rest = (t_h[h] - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
+                weights = np.where(sure, weights, rest)
         else:
             weights = share * t_pick / t_pick.sum()
         order = np.lexsort((texts[picked], -t_pick))

@@ -187,10 +187,16 @@ def test_rows_have_the_promised_fields_and_weights_sum_to_one(log):
         rows = [r for r in result.rows if r["stratum"] == s.values]
         assert len(rows) == s.allocated
         assert sum(r["weight"] for r in rows) == pytest.approx(s.share, abs=1e-12)
+        certain = [r for r in rows if r["inclusion"] == 1]
+        share_left = s.share - sum(r["traffic"] for r in certain) / sum(x.traffic for x in result.strata)
         for r in rows:
             assert r["stratum_share"] == s.share
-            if r["inclusion"] < 1:  # not taken with certainty: stratum share / draws left over
-                assert 0 < r["inclusion"]
+            if r["inclusion"] < 1:  # every other draw stands for an equal part of what is left
+                assert r["weight"] == pytest.approx(share_left / (len(rows) - len(certain)), rel=1e-12)
+            else:  # a certainty draw stands for its own traffic
+                assert r["weight"] == pytest.approx(r["traffic"] / sum(x.traffic for x in result.strata), rel=1e-12)
+        if not certain:
+            assert all(r["weight"] == pytest.approx(s.share / s.allocated, rel=1e-12) for r in rows)
     assert {tuple(s.values) for s in result.strata} == {("market", "shape")}
     assert len({r["qid"] for r in result.rows}) == 40
 
