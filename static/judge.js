@@ -7,10 +7,23 @@
 //   g      show / hide the guidelines         Esc closes them
 (function () {
   "use strict";
-  var busy = false;
 
-  document.addEventListener("htmx:beforeRequest", function () { busy = true; });
-  document.addEventListener("htmx:afterRequest", function () { busy = false; });
+  // While an answer is on its way, keys are dropped (a second press meant for a pair not yet on
+  // screen, e.g. a double press). Once the next pair is on screen but htmx has not yet wired its
+  // forms (the settle step), a key is kept and replayed, so fast typing never submits natively.
+  var sending = false, settling = false, pending = null;
+  document.addEventListener("htmx:beforeRequest", function () { sending = true; });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    sending = false;
+    settling = !!event.detail.shouldSwap;
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    settling = false;
+    if (pending) { var key = pending; pending = null; handleKey(key, null); }
+  });
+  document.addEventListener("htmx:afterRequest", function () { sending = false; });
+  document.addEventListener("htmx:sendError", function () { sending = false; settling = false; });
+
   document.addEventListener("htmx:afterSwap", function (event) {
     // a new pair on screen clears an earlier error message
     var msg = document.getElementById("messages");
@@ -65,7 +78,7 @@
         if (event.key === "Escape") { event.preventDefault(); closeUnsure(); }
         else if (event.key === "Enter" && !event.shiftKey) {
           event.preventDefault();
-          if (!busy) { press("unsure-send"); }
+          if (!sending && !settling) { press("unsure-send"); }
         }
       }
       return;
@@ -75,18 +88,29 @@
       if (event.key === "g" || event.key === "?") { event.preventDefault(); dialog.close(); }
       return; // Esc is handled by the dialog itself
     }
-    if (busy) { if (/^[0-9bsug]$/.test(event.key)) { event.preventDefault(); } return; }
-    var key = event.key;
+    var ours = /^([0-9bsug?]|ArrowLeft)$/.test(event.key);
+    if (sending || settling) {
+      if (ours) {
+        event.preventDefault();
+        if (settling) { pending = event.key; }
+      }
+      return;
+    }
+    handleKey(event.key, event);
+  });
+
+  function handleKey(key, event) {
+    var prevent = function () { if (event) { event.preventDefault(); } };
     if (key === "ArrowLeft") { key = "b"; }
     if (key === "?") { key = "g"; }
     if (/^[0-9]$/.test(key) || key === "b" || key === "s") {
-      if (press(key)) { event.preventDefault(); }
+      if (press(key)) { prevent(); }
     } else if (key === "u") {
-      event.preventDefault();
+      prevent();
       openUnsure();
     } else if (key === "g") {
-      event.preventDefault();
+      prevent();
       toggleGuidelines();
     }
-  });
+  }
 })();

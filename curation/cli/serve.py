@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .base import main
+from .base import db_option, main
 
 
 def serve_app(app, *, host: str, port: int, threads: int, echo=click.echo) -> None:
@@ -34,8 +34,7 @@ def build_app(db_url: str | None):
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
-@click.option("--db", "db_url", metavar="URL", default=None, envvar="DATABASE_URL",
-              help="Store URL or SQLite file (default: $DATABASE_URL, else ./golden.db).")
+@db_option
 @click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Worker threads.")
 def serve(host: str, port: int, db_url: str | None, threads: int):
     """Serve the judging app so judges can label pairs in the browser.
