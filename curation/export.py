@@ -211,15 +211,46 @@ class _State:
 
     @property
     def sha256(self) -> str:
-        """Hash of what the version says: the three data files and the manifest's facts, excluding
-        the agreement figures (derived from the judgments already hashed) so that a newer numpy
-        cannot make a frozen state look different."""
-        stable = {k: v for k, v in self.body.items() if k != "agreement"}
-        payload = json.dumps(
-            {"files": {n: _sha(b) for n, b in sorted(self.files.items())}, "manifest": stable},
-            sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-        )
-        return _sha(payload.encode("utf-8"))
+        return state_hash({n: _sha(b) for n, b in self.files.items()}, self.body)
+
+
+# Manifest keys that are not part of the state: when and by whom, and the checksums themselves.
+_META_KEYS = ("version", "parent", "created_at", "created_by", "generator", "state_sha256", "files", "manifest_sha256")
+_SEAL = "0" * 64
+_SEAL_RE = re.compile(rb'"manifest_sha256": "([0-9a-f]{64})"')
+
+
+def state_hash(file_hashes: dict[str, str], body: dict) -> str:
+    """Hash of what a version says: the sha256 of its three data files and the manifest's facts,
+    excluding the agreement figures (derived from the judgments already hashed) so that a newer
+    numpy cannot make a frozen state look different."""
+    stable = {k: v for k, v in body.items() if k != "agreement" and k not in _META_KEYS}
+    payload = json.dumps(
+        {"files": {n: file_hashes[n] for n in ("qrels.txt", "qrels.jsonl", "queries.jsonl")}, "manifest": stable},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+    )
+    return _sha(payload.encode("utf-8"))
+
+
+def _sealed_manifest(manifest: dict) -> bytes:
+    """manifest.json's bytes, ending with ``manifest_sha256``: the sha256 of these very bytes with
+    that value written as 64 zeros, so a changed byte anywhere in the manifest is detected."""
+    draft = (json.dumps({**manifest, "manifest_sha256": _SEAL}, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    return _reseal(draft)
+
+
+def _reseal(draft: bytes) -> bytes:
+    m = list(_SEAL_RE.finditer(draft))[-1]
+    return draft[: m.start(1)] + _sha(draft).encode() + draft[m.end(1):]
+
+
+def _manifest_seal_ok(raw: bytes) -> bool:
+    found = list(_SEAL_RE.finditer(raw))
+    if not found:
+        return False
+    m = found[-1]
+    blank = raw[: m.start(1)] + _SEAL.encode() + raw[m.end(1):]
+    return _sha(blank) == m.group(1).decode()
 
 
 def _latest_judgments(session: Session, project: Project) -> dict[int, dict[str, dict]]:
@@ -727,7 +758,8 @@ def export_version(
         "state_sha256": state_sha,
         "files": {n: {"sha256": _sha(files[n]), "bytes": len(files[n])} for n in DATA_FILES},
     }
-    files[MANIFEST] = (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    files[MANIFEST] = _sealed_manifest(manifest)
+    manifest = json.loads(files[MANIFEST])
 
     row = ExportVersion(
         project_id=project.id, name=version, parent=parent, state_sha256=state_sha,
@@ -831,11 +863,17 @@ def verify(path: str | os.PathLike) -> VerifyReport:
     if not mpath.exists():
         problems.append(f"{mpath}: missing; is this an exported version folder?")
         return report
+    raw = mpath.read_bytes()
     try:
-        manifest = json.loads(mpath.read_bytes())
+        manifest = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         problems.append(f"{mpath}: not valid JSON ({exc})")
         return report
+    if not isinstance(manifest, dict):
+        problems.append(f"{mpath}: not a manifest (expected a JSON object)")
+        return report
+    if not _manifest_seal_ok(raw):
+        problems.append(f"{mpath}: its bytes do not match its manifest_sha256 (the manifest was changed)")
     report.version = manifest.get("version")
     if report.version != path.name:
         problems.append(f"{mpath}: version {report.version!r} but the folder is named {path.name!r}")
@@ -900,6 +938,10 @@ def verify(path: str | os.PathLike) -> VerifyReport:
             problems.append(f"{mpath}: counts.queries is {counts.get('queries')}, queries.jsonl has {len(qs)}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         problems.append(f"{path / 'queries.jsonl'}: unreadable ({exc})")
+    if {"qrels.txt", "qrels.jsonl", "queries.jsonl"} <= intact:
+        hashes = {n: listed[n]["sha256"] for n in ("qrels.txt", "qrels.jsonl", "queries.jsonl")}
+        if state_hash(hashes, manifest) != manifest.get("state_sha256"):
+            problems.append(f"{mpath}: state_sha256 does not match the files and the manifest's facts")
     counts = manifest.get("counts") or {}
     if counts.get("pairs") != len(qrels):
         problems.append(f"{mpath}: counts.pairs is {counts.get('pairs')}, qrels.txt has {len(qrels)}")
@@ -908,3 +950,49 @@ def verify(path: str | os.PathLike) -> VerifyReport:
     if listed_grades != dict(by_grade):
         problems.append(f"{mpath}: counts.grades {listed_grades} differ from qrels.txt {dict(sorted(by_grade.items()))}")
     return report
+
+
+# ------------------------------------------------------------------------------ for the versions page
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One exported version as the versions page lists it."""
+
+    project: str
+    name: str
+    parent: str | None
+    created_at: str | None
+    created_by: str | None
+    state_sha256: str
+    manifest: dict
+    zip_bytes: int
+    zip_sha256: str
+
+
+def versions_overview(session: Session, *, project: str | None = None) -> list[VersionInfo]:
+    """Every exported version (of ``project`` when given), by project name then export order."""
+    stmt = select(Project).order_by(Project.name)
+    if project is not None:
+        stmt = stmt.where(Project.name == project)
+    out = []
+    for proj in session.exec(stmt):
+        for row in list_versions(session, proj):
+            archive = row.archive or b""
+            out.append(VersionInfo(
+                proj.name, row.name, row.parent, _iso(row.created_at), row.created_by, row.state_sha256,
+                json.loads(row.manifest_json), len(archive), _sha(archive),
+            ))
+    return out
+
+
+def version_files(session: Session, project: str, version: str) -> tuple[VersionInfo, dict[str, bytes], bytes]:
+    """A frozen version's summary, its files by name and its zip, as stored; ValueError when absent."""
+    from .projects import get_project
+
+    proj = get_project(session, project)
+    row = get_version(session, proj, version)
+    archive = row.archive
+    info = VersionInfo(proj.name, row.name, row.parent, _iso(row.created_at), row.created_by, row.state_sha256,
+                       json.loads(row.manifest_json), len(archive), _sha(archive))
+    return info, read_archive(archive), archive

@@ -80,12 +80,13 @@ def create_app(test_config: dict | None = None) -> Flask:
     db.init_app(app, make_engine(app.config["DATABASE_URL"]))
     csrf.init_app(app)
 
-    from . import assets, auth, errors, judge
+    from . import assets, auth, errors, judge, versions
 
     errors.init_app(app)
     app.register_blueprint(assets.bp)
     app.register_blueprint(auth.bp)
     app.register_blueprint(judge.bp)
+    app.register_blueprint(versions.bp)
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
     @app.after_request

@@ -1,0 +1,82 @@
+"""The versions page: leads and admins see every exported version with its manifest and changes,
+and download any version as the deterministic zip frozen in the store (byte for byte the same on
+every download). Judges get a 403: manifests name judges and carry agreement figures.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from flask import Blueprint, Response, abort, g, render_template
+
+from curation import export
+
+from .auth import login_required
+from .db import get_db
+
+bp = Blueprint("versions", __name__, url_prefix="/versions")
+
+ALLOWED_ROLES = ("lead", "admin")
+
+
+def staff_required(view):
+    """Logged in as a lead or admin, else 403 (anonymous visitors go to the login page)."""
+
+    @functools.wraps(view)
+    @login_required
+    def wrapped(*args, **kwargs):
+        if g.user.role not in ALLOWED_ROLES:
+            abort(403)
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+@bp.get("/")
+@staff_required
+def index():
+    return render_template("versions/index.html", versions=export.versions_overview(get_db()))
+
+
+def _version_or_404(project: str, version: str):
+    try:
+        return export.version_files(get_db(), project, version)
+    except ValueError:
+        abort(404)
+
+
+@bp.get("/<project>/<version>")
+@staff_required
+def detail(project: str, version: str):
+    info, files, _ = _version_or_404(project, version)
+    return render_template(
+        "versions/detail.html",
+        info=info,
+        manifest_text=files[export.MANIFEST].decode("utf-8"),
+        changes_text=files.get("CHANGES.md", b"").decode("utf-8"),
+        files=[(name, len(files[name]), info.manifest.get("files", {}).get(name, {}).get("sha256"))
+               for name in export.ALL_FILES if name in files],
+    )
+
+
+@bp.get("/<project>/<version>.zip")
+@staff_required
+def download(project: str, version: str):
+    info, _, archive = _version_or_404(project, version)
+    filename = f"{info.project}-{info.name}.zip".replace('"', "")
+    return Response(
+        archive,
+        mimetype="application/zip",
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "ETag": f'"{info.zip_sha256}"',
+            "X-Content-SHA256": info.zip_sha256,
+            "Cache-Control": "private, max-age=0",
+        },
+    )
+
+
+@bp.app_template_filter("pretty_json")
+def pretty_json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
