@@ -266,6 +266,18 @@ class QueryIndex:
                     self.short_exact.setdefault(norm, []).append(qi)
         self._build_keys()
 
+    def vocab_array(self) -> pa.Array:
+        cached = self.__dict__.get("_vocab_array")
+        if cached is None:
+            cached = self.__dict__["_vocab_array"] = pa.array(self.vocab, pa.large_string())
+        return cached
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_vocab_array", None)
+        state.pop("_qset_cache", None)
+        return state
+
     # keys -------------------------------------------------------------------------------
     def _build_keys(self):
         n = self.spec.n
@@ -356,38 +368,49 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     arr = pc.ascii_lower(arr.fill_null(""))
     if not isinstance(arr, pa.StringArray):
         arr = arr.cast(pa.string())
-    off, data, buf = _string_parts(arr)
+    off, data, _ = _string_parts(arr)
     lo, hi = int(off[0]), int(off[-1])
-    isw = _IS_WORD[data[lo:hi]].view(np.int8)
-    # Break words at the boundary between two strings.
+    d = data[lo:hi]
+    # Word bytes of lower-cased ASCII: a-z, 0-9 and _ (uint8 arithmetic wraps, so one compare each).
+    isw = ((d - np.uint8(97)) < 26) | ((d - np.uint8(48)) < 10) | (d == 95)
+    flips = np.flatnonzero(isw[1:] != isw[:-1]) + 1
+    if len(isw) and isw[0]:
+        flips = np.concatenate([[0], flips])
+    if len(isw) and isw[-1]:
+        flips = np.concatenate([flips, [len(isw)]])
+    starts, ends = flips[0::2], flips[1::2]
+    # A word never runs from one string into the next.
     inner = off[1:-1] - lo
-    if len(inner):
-        edge = inner[(inner > 0) & (inner < hi - lo)]
-        edge = edge[(isw[edge] & isw[edge - 1]) > 0]
-    else:
-        edge = inner
-    padded = np.zeros(len(isw) + 2, dtype=np.int8)
-    padded[1:-1] = isw
-    step = np.diff(padded)
-    starts = np.flatnonzero(step == 1)
-    ends = np.flatnonzero(step == -1)
+    edge = inner[(inner > 0) & (inner < hi - lo)]
+    edge = edge[isw[edge] & isw[edge - 1]]
     if len(edge):
         starts = np.sort(np.concatenate([starts, edge]))
         ends = np.sort(np.concatenate([ends, edge]))
     if len(starts) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    bounds = np.empty(2 * len(starts), dtype=np.int32)
-    bounds[0::2] = starts + lo
-    bounds[1::2] = ends + lo
-    # Words and the gaps between them, as one string array over the same bytes (no copy).
-    pieces = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), buf)
     if index.vocab:
-        ids = pc.index_in(pieces, value_set=pa.array(index.vocab, pa.string()))
-        ids = ids.fill_null(-1).to_numpy(zero_copy_only=False)[0::2].astype(np.int64)
+        # The words alone, packed into a new string array, looked up among the query words.
+        lengths = ends - starts
+        offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        words_arr = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(d[isw]))
+        ids = _int_values(pc.index_in(words_arr, value_set=index.vocab_array()))
     else:
         ids = np.full(len(starts), -1, dtype=np.int64)
-    local_row = np.searchsorted(off[1:] - lo, starts, side="right")
+    # Strings' word counts from where each string starts among the words (starts are sorted).
+    per_string = np.diff(np.searchsorted(starts, off - lo))
+    local_row = np.repeat(np.arange(len(per_string)), per_string)
     return ids, rows[local_row]
+
+
+def _int_values(arr: pa.Array) -> np.ndarray:
+    """An int32 arrow array as int64 numpy, nulls as -1 (read from the buffers, no fill pass)."""
+    validity, values = arr.buffers()[0], arr.buffers()[1]
+    out = np.frombuffer(values, dtype=np.int32)[arr.offset : arr.offset + len(arr)].astype(np.int64)
+    if validity is not None and arr.null_count:
+        bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+        out[~bits[arr.offset : arr.offset + len(arr)].astype(bool)] = -1
+    return out
 
 
 def _word_gram_hits(index: QueryIndex, ids: np.ndarray, row: np.ndarray):
