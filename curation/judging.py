@@ -458,6 +458,8 @@ def release_stale(
             .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
                    Assignment.done_at.is_(None), PoolPair.query_id == tail)
         ).all()
+        if not rows:  # taken by another judge between the two reads
+            continue
         mine = session.exec(
             select(func.max(Assignment.position)).where(Assignment.judge_id == jid, Assignment.project_id == proj.id)
         ).one()
