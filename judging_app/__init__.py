@@ -80,13 +80,15 @@ def create_app(test_config: dict | None = None) -> Flask:
     db.init_app(app, make_engine(app.config["DATABASE_URL"]))
     csrf.init_app(app)
 
-    from . import assets, auth, errors, judge, versions
+    from . import assets, auth, errors, judge, lead, leaks, versions
 
     errors.init_app(app)
     app.register_blueprint(assets.bp)
     app.register_blueprint(auth.bp)
     app.register_blueprint(judge.bp)
     app.register_blueprint(versions.bp)
+    app.register_blueprint(lead.bp)
+    app.register_blueprint(leaks.bp)
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
     @app.after_request

@@ -58,3 +58,25 @@ def write_qrels(path: Path, rows) -> Path:
     """rows of (qid, group, docid, grade)."""
     path.write_text("".join(f"{q} {g} {d} {r}\n" for q, g, d, r in rows))
     return path
+
+
+def judge_queue(engine, project_id: int, judge: str, grade_of, *, start, seconds: float = 5.0,
+                limit: int | None = None) -> int:
+    """``judge`` labels their queue through the judging API (next_task -> submit), ``grade_of(docid)``
+    giving each grade, one pair every ``seconds`` from ``start``; returns how many were labelled."""
+    from datetime import timedelta
+
+    from curation import judging
+
+    done = 0
+    with new_session(engine) as s:
+        user = users.get_user(s, judge)
+        t = start
+        while limit is None or done < limit:
+            task = judging.next_task(s, project_id, user, now=t)
+            if task is None:
+                break
+            t = t + timedelta(seconds=seconds)
+            judging.submit(s, user, task.token, grade=grade_of(task.docid), now=t)
+            done += 1
+    return done

@@ -1,0 +1,297 @@
+"""The lead's side: agreement on the overlap set, the adjudication queue, new guidelines versions
+and releasing the held-back remainder of the pool.
+
+Every view is for leads and admins only (:func:`lead_required`: anyone else gets 403). The numbers
+come from :func:`curation.agreement.agreement_report`; the queue and decisions from
+:mod:`curation.adjudication`; the release from :func:`curation.assignment.release`. The charts
+(confusion heatmap, drift, label distributions) are inline SVG drawn here from those numbers: no
+script library, no CDN, and no inline style (the app's CSP forbids it; SVG presentation
+attributes are used instead).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
+from sqlmodel import select
+
+from curation import adjudication, assignment, projects, users
+from curation.agreement import MEASURES, Thresholds, agreement_report, format_estimate
+from curation.labels import load_judgments
+from curation.models import Project, Query, User
+
+from .auth import login_required
+from .db import get_db
+from .errors import is_htmx
+
+bp = Blueprint("lead", __name__, url_prefix="/lead")
+
+RESAMPLES = 1000
+
+
+def lead_required(view):
+    """Logged in (else the login page), and a lead or admin (else 403)."""
+
+    @functools.wraps(view)
+    @login_required
+    def wrapped(*args, **kwargs):
+        if not users.is_lead(g.user):
+            abort(403, description="Only leads and admins can see agreement and adjudicate.")
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+def _project_or_404(project_id: int) -> Project:
+    project = get_db().get(Project, project_id)
+    if project is None:
+        abort(404)
+    return project
+
+
+# ------------------------------------------------------------------------------ presentation helpers
+
+
+def fmt(est, percent: bool = False) -> str:
+    """An estimate for a table cell: the value, or "undefined" (the reason goes in a title)."""
+    if est is None or not est.defined:
+        return "undefined"
+    return f"{100 * est.value:.1f}%" if percent else f"{est.value:.3f}"
+
+
+def fmt_interval(est, percent: bool = False) -> str:
+    if est is None or not est.defined or est.low is None:
+        return ""
+    if percent:
+        return f"[{100 * est.low:.1f}, {100 * est.high:.1f}]"
+    return f"[{est.low:.3f}, {est.high:.3f}]"
+
+
+def _blend(t: float) -> str:
+    """A colour from pale to the accent teal for t in [0, 1] (sequential, readable when printed)."""
+    lo, hi = (0xF4, 0xF7, 0xF6), (0x1D, 0x5C, 0x60)
+    t = min(max(t, 0.0), 1.0)
+    return "#" + "".join(f"{round(a + (b - a) * t):02x}" for a, b in zip(lo, hi))
+
+
+def heatmap(confusion: list[list[int]], scale: list[int], judges: tuple[str, str], *, cell: int = 46) -> dict:
+    """Cells of a confusion-matrix heatmap: rows = first judge's grade, columns = second's; the
+    shade is the count over the largest count; diagonal cells (agreement) are outlined."""
+    k = len(scale)
+    top = max((n for row in confusion for n in row), default=0) or 1
+    margin = 40
+    cells = []
+    for i, row in enumerate(confusion):
+        for j, n in enumerate(row):
+            t = n / top
+            cells.append(dict(x=margin + j * cell, y=margin + i * cell, n=n, fill=_blend(math.sqrt(t)),
+                              ink="#ffffff" if math.sqrt(t) > 0.55 else "#1f2328", diag=i == j,
+                              label=f"{judges[0]} {scale[i]}, {judges[1]} {scale[j]}: {n} pairs"))
+    size = margin + k * cell + 8
+    return dict(cells=cells, cell=cell, margin=margin, width=size, height=size, scale=scale, judges=judges, k=k)
+
+
+def drift_chart(points, thresholds: Thresholds, *, width: int = 560, height: int = 180) -> dict | None:
+    """Polylines of the rolling and cumulative agreement against the number of completed pairs,
+    with the verdict thresholds as dashed lines."""
+    if not points:
+        return None
+    left, right, top, bottom = 40, 10, 10, 24
+    n = max(p.index for p in points)
+    span = max(n - 1, 1)
+
+    def x(i):
+        return left + (width - left - right) * ((i - 1) / span if n > 1 else 0.5)
+
+    def y(v):
+        return top + (height - top - bottom) * (1.0 - v)
+
+    rolling = " ".join(f"{x(p.index):.1f},{y(p.agreement):.1f}" for p in points)
+    cumulative = " ".join(f"{x(p.index):.1f},{y(p.cumulative):.1f}" for p in points)
+    lines = [dict(y=y(v), label=f"{100 * v:.0f}%") for v in (thresholds.usable, thresholds.marginal)]
+    ticks = [dict(y=y(v), label=f"{100 * v:.0f}%") for v in (0.0, 0.5, 1.0)]
+    return dict(width=width, height=height, rolling=rolling, cumulative=cumulative, lines=lines, ticks=ticks,
+                left=left, right=width - right, bottom=height - bottom, n=n, window=points[-1].window,
+                last=points[-1])
+
+
+GRADE_COLOURS = ("#d9d4c7", "#9cc5c7", "#4f9498", "#1d5c60", "#0d3a3d", "#062022", "#000000")
+
+
+def distribution_bars(distributions: dict, scale: list[int], *, width: int = 360) -> list[dict]:
+    """One stacked bar per judge: the share of each grade among their labels."""
+    out = []
+    for judge, dist in distributions.items():
+        total = sum(dist.values())
+        x = 0.0
+        parts = []
+        for idx, g in enumerate(scale):
+            n = dist.get(g, 0)
+            w = width * n / total if total else 0.0
+            parts.append(dict(x=x, w=w, n=n, grade=g, share=(n / total if total else 0.0),
+                              fill=GRADE_COLOURS[min(idx, len(GRADE_COLOURS) - 1)]))
+            x += w
+        out.append(dict(judge=judge, total=total, parts=parts))
+    return out
+
+
+def _float_arg(name: str, default: float) -> float:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        abort(400, description=f"{name} must be a number between 0 and 1.")
+    if value > 1.0:
+        value /= 100.0  # "70" means 70%
+    return value
+
+
+def _report(project: Project):
+    db = get_db()
+    scale = [gr.grade for gr in projects.grades(project)]
+    cut = request.args.get("cut", type=int)
+    if cut is None:
+        cut = 1 if scale[0] < 1 <= scale[-1] else scale[1]
+    try:
+        thresholds = Thresholds(usable=_float_arg("usable", 0.70), marginal=_float_arg("marginal", 0.60))
+        strata = dict(db.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == project.id)).all())
+        return agreement_report(
+            load_judgments(db, project, overlap_only=True), scale=scale, cut=cut,
+            strata={q: k or "(none)" for q, k in strata.items()}, thresholds=thresholds, resamples=RESAMPLES,
+            seed=0, timing_judgments=load_judgments(db, project),
+        )
+    except ValueError as exc:
+        abort(400, description=str(exc))
+
+
+# ------------------------------------------------------------------------------------------- views
+
+
+@bp.get("/")
+@lead_required
+def index():
+    """The projects a lead can review (straight to the dashboard when there is one)."""
+    rows = list(get_db().exec(select(Project).order_by(Project.name)).all())
+    if len(rows) == 1:
+        return redirect(url_for("lead.dashboard", project_id=rows[0].id))
+    return render_template("lead/index.html", projects=rows)
+
+
+@bp.get("/<int:project_id>")
+@lead_required
+def dashboard(project_id: int):
+    project = _project_or_404(project_id)
+    db = get_db()
+    report = _report(project)
+    released_by = db.get(User, project.released_by_id) if project.released_by_id else None
+    queue = adjudication.queue_counts(db, project)
+    held = project.hold_main and project.released_at is None
+    summary = assignment.queue_summary(db, project)
+    main_pairs = sum(v.get("main", 0) for v in summary.values())
+    return render_template(
+        "lead/dashboard.html", project=project, report=report, measures=MEASURES, fmt=fmt, fmt_interval=fmt_interval,
+        format_estimate=format_estimate, heatmaps=[
+            (c, heatmap(c.confusion, report.scale, c.judges)) for c in report.pairwise if c.confusion is not None
+        ],
+        bin_heatmaps=[(c, heatmap(c.binary_confusion, [0, 1], c.judges)) for c in report.pairwise
+                      if c.binary_confusion is not None],
+        drift=drift_chart(report.drift, report.verdict.thresholds),
+        bars=distribution_bars(report.distributions, report.scale), queue=queue, held=held,
+        released_by=released_by, main_pairs=main_pairs, grades=projects.grades(project),
+        guidelines=projects.current_guidelines(db, project),
+    )
+
+
+@bp.post("/<int:project_id>/release")
+@lead_required
+def release(project_id: int):
+    """Release the held-back main pairs, recording the lead and the agreement the verdict read.
+    Against a verdict other than "usable" the form must carry ``confirm``."""
+    project = _project_or_404(project_id)
+    report = _report(project)
+    if report.verdict.band != "usable" and request.form.get("confirm") != "yes":
+        flash(f"Not released: the verdict is {report.verdict.band}. Tick the box to release anyway.", "error")
+        return redirect(url_for("lead.dashboard", project_id=project.id))
+    try:
+        record = assignment.release(get_db(), project, g.user, agreement=report.verdict.value)
+    except ValueError as exc:
+        abort(400, description=str(exc))
+    at = "" if record.agreement is None else f" at agreement {100 * record.agreement:.1f}%"
+    flash(f"Released {record.main_pairs} main pairs to the judges (by {record.lead}{at}).", "info")
+    return redirect(url_for("lead.dashboard", project_id=project.id))
+
+
+def _queue_context(project: Project, *, pair_id: int | None = None, error: str | None = None, form=None):
+    db = get_db()
+    queue = adjudication.disagreements(db, project)
+    current = None
+    if pair_id is not None:
+        current = next((d for d in queue if d.pair_id == pair_id), None)
+    if current is None and queue:
+        current = queue[0]
+    counts = adjudication.queue_counts(db, project)
+    gv = projects.current_guidelines(db, project)
+    return dict(project=project, item=current, remaining=len(queue), counts=counts, grades=projects.grades(project),
+                guidelines=gv, error=error, form=form or {})
+
+
+@bp.get("/<int:project_id>/adjudicate")
+@lead_required
+def queue(project_id: int):
+    project = _project_or_404(project_id)
+    context = _queue_context(project, pair_id=request.args.get("pair", type=int))
+    if is_htmx():
+        return render_template("lead/_adjudication.html", **context)
+    return render_template("lead/adjudicate.html", **context)
+
+
+@bp.post("/<int:project_id>/adjudicate")
+@lead_required
+def decide(project_id: int):
+    """Record the lead's final grade with a reason; show the next disagreement (htmx: the partial)."""
+    project = _project_or_404(project_id)
+    form = request.form
+    pair_id = form.get("pair_id", type=int)
+    grade = form.get("grade", "").strip()
+    reason = form.get("reason", "")
+    if pair_id is None:
+        abort(400, description="The form lacks the pair.")
+    error = None
+    try:
+        adjudication.adjudicate(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade if grade else None,
+                                reason=reason, guidelines_issue=form.get("guidelines_issue") == "yes")
+    except ValueError as exc:
+        error = str(exc).split(": ", 1)[-1]
+    if error is None and not is_htmx():
+        flash("Final label recorded.", "info")
+        return redirect(url_for("lead.queue", project_id=project.id))
+    context = _queue_context(project, pair_id=pair_id if error else None, error=error,
+                             form=dict(form) if error else None)
+    status = 422 if error else 200
+    if is_htmx():
+        return render_template("lead/_adjudication.html", **context), status
+    return render_template("lead/adjudicate.html", **context), status
+
+
+@bp.post("/<int:project_id>/guidelines")
+@lead_required
+def new_guidelines(project_id: int):
+    """Write a new guidelines version from the adjudication screen."""
+    project = _project_or_404(project_id)
+    text = request.form.get("text", "")
+    note = (request.form.get("note") or "").strip() or None
+    try:
+        version, is_new = adjudication.open_guidelines_version(get_db(), project, lead=g.user, text=text, note=note)
+    except ValueError as exc:
+        abort(400, description=str(exc).split(": ", 1)[-1])
+    if is_new:
+        flash(f"Guidelines version {version.version} is in force; new judgments record it.", "info")
+    else:
+        flash(f"The text is the same as version {version.version}: nothing changed.", "info")
+    back = request.form.get("back", type=int)
+    return redirect(url_for("lead.queue", project_id=project.id, pair=back) if back else
+                    url_for("lead.queue", project_id=project.id))
