@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .base import domain_errors, main
+from .base import db_option, domain_errors, main, open_db
 
 EXIT_LEAKS = 3
 
@@ -67,6 +67,28 @@ def format_summary(report, out_path: str | None, *, top: int = 10) -> str:
     return "\n".join(lines)
 
 
+def record_in_project(out_path: str, project_name: str, db_url: str | None) -> str:
+    """Store the findings of ``out_path`` in the project; a line saying what was recorded."""
+    from sqlmodel import Session
+
+    from ..leakcheck import read_report
+    from ..leaks import record_findings
+    from ..projects import get_project
+
+    engine = open_db(db_url)
+    with Session(engine) as session:
+        project = get_project(session, project_name)
+        summary = record_findings(session, project, read_report(out_path))
+    line = (f"recorded in project {project_name!r}: {summary.queries} queries' leak status, "
+            f"{summary.findings} findings to review")
+    if summary.kept_decided:
+        line += f" ({summary.kept_decided} already decided kept)"
+    if summary.unknown_qids:
+        line += (f"; {len(summary.unknown_qids)} qids are not in the project "
+                 f"({', '.join(summary.unknown_qids[:5])}{' ...' if len(summary.unknown_qids) > 5 else ''})")
+    return line
+
+
 @main.command()
 @click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Golden queries (JSONL with qid and text, as written by `golden sample`).")
@@ -92,9 +114,12 @@ def format_summary(report, out_path: str | None, *, top: int = 10) -> str:
 @click.option("--fail-on-leak", is_flag=True, help=f"Exit with status {EXIT_LEAKS} when any query leaks (for CI).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="JSONL: one line per query with its status and matching chunks (written whole or not at all).")
+@click.option("--project", "project_name", default=None,
+              help="Also record the findings in this project (leads review them on its Leak check page).")
+@db_option
 @domain_errors
 def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, workers, dask_address,
-              boilerplate_share, discount_boilerplate, max_matches, fail_on_leak, out_path):
+              boilerplate_share, discount_boilerplate, max_matches, fail_on_leak, out_path, project_name, db_url):
     """Find golden queries whose text sits in the corpus (exact, Jaccard or containment of n-grams).
 
     Every score is computed exactly on the normalised texts' n-gram sets; the corpus is streamed
@@ -104,6 +129,8 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
     Example:
       golden leakcheck --queries queries.jsonl --corpus shards/*.jsonl.gz \\
           --mode exact,containment --threshold 0.85 --fail-on-leak --out leaks.jsonl
+      golden leakcheck --queries queries.jsonl --corpus corpus.parquet \\
+          --out leaks.jsonl --project news --db golden.db   # leads decide in the app
     """
     from ..leakcheck import leakcheck as run_leakcheck
     from ..leakcheck import read_queries, write_report
@@ -124,6 +151,8 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
     )
     write_report(report, out_path)
     click.echo(format_summary(report, out_path))
+    if project_name is not None:
+        click.echo(record_in_project(out_path, project_name, db_url))
     if fail_on_leak and report.leaked:
         click.echo(f"{len(report.leaked)} leaking queries: failing as asked (--fail-on-leak)", err=True)
         sys.exit(EXIT_LEAKS)
