@@ -1,0 +1,88 @@
+"""Projects for the export, split and seed tests, built through the same domain API as the CLI:
+files on disk -> create_project -> add_user -> import_judgments (qrels files) / adjudicate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from curation import projects, users
+from curation.importing import import_judgments
+from curation.store import session as new_session
+
+PASSWORD = "correct-horse-battery"
+
+
+def write_files(folder: Path, pairs, *, strata: dict[str, str] | None = None, texts: dict[str, str] | None = None,
+                runs: list[dict] | None = None, depth: int | None = None) -> dict[str, Path]:
+    """queries.jsonl, pool.jsonl (+ pool.meta.json when ``runs``), corpus.jsonl and GUIDELINES.md
+    holding exactly ``pairs`` ((qid, docid), in pool order)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs = list(dict.fromkeys((str(q), str(d)) for q, d in pairs))
+    qids = list(dict.fromkeys(q for q, _ in pairs))
+    docids = list(dict.fromkeys(d for _, d in pairs))
+    strata = strata or {q: ("head" if i % 2 == 0 else "tail") for i, q in enumerate(qids)}
+    texts = texts or {}
+    queries = [{"qid": q, "text": texts.get(q, f"query {q}"), "stratum": {"freq": strata[q]},
+                "traffic": float(10 + i), "users": 1 + i, "stratum_share": 0.5, "weight": 1.5, "pii": []}
+               for i, q in enumerate(qids)]
+    order: dict[str, int] = {}
+    pool = []
+    for q, d in pairs:
+        order[q] = order.get(q, -1) + 1
+        pool.append({"qid": q, "docid": d, "order": order[q], "systems": {"runA": order[q] + 1}})
+    corpus = [{"id": d, "title": f"Title of {d}", "text": f"Text of document {d}."} for d in docids]
+    paths = {k: folder / f"{k}.jsonl" for k in ("queries", "pool", "corpus")}
+    for key, rows in (("queries", queries), ("pool", pool), ("corpus", corpus)):
+        paths[key].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    if runs is not None:
+        (folder / "pool.meta.json").write_text(json.dumps({"depth": depth, "runs": runs}), encoding="utf-8")
+    paths["guidelines"] = folder / "GUIDELINES.md"
+    paths["guidelines"].write_text("# Relevance\n\nA document is relevant when it answers the query.\n")
+    return paths
+
+
+def make_project(engine, folder: Path, pairs, *, name: str = "p", scale: str = "0-2", **kwargs):
+    """Create the project and its users (judges alice, bob, carol; lead lena); returns the project."""
+    paths = write_files(folder, pairs, **kwargs)
+    with new_session(engine) as s:
+        projects.create_project(
+            s, name, queries_path=paths["queries"], pool_path=paths["pool"], corpus_paths=[paths["corpus"]],
+            guidelines_path=paths["guidelines"], scale=scale,
+        )
+        for user, role in (("alice", "judge"), ("bob", "judge"), ("carol", "judge"), ("lena", "lead")):
+            if users.get_user(s, user) is None:
+                users.add_user(s, user, role=role, password=PASSWORD)
+        return projects.get_project(s, name)
+
+
+_counter = [0]
+
+
+def judge(engine, folder: Path, who: str, labels: dict[tuple[str, str], int], *, project: str = "p") -> None:
+    """``who`` labels ``labels`` ((qid, docid) -> grade), through `golden import-judgments`'s code."""
+    _counter[0] += 1
+    path = folder / f"{who}-{_counter[0]}.qrels"
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in labels.items()))
+    with new_session(engine) as s:
+        report = import_judgments(s, path, judge=who, project=project)
+    assert report.imported == len(labels), report.summary()
+
+
+def adjudicate(engine, qid: str, docid: str, grade: int, *, project: str = "p", reason: str = "per guidelines") -> None:
+    from sqlmodel import select
+
+    from curation.adjudication import adjudicate as record
+    from curation.models import Document, PoolPair, Query
+
+    with new_session(engine) as s:
+        proj = projects.get_project(s, project)
+        pair = s.exec(
+            select(PoolPair).join(Query, Query.id == PoolPair.query_id).join(Document, Document.id == PoolPair.document_id)
+            .where(PoolPair.project_id == proj.id, Query.qid == qid, Document.docid == docid)
+        ).one()
+        record(s, proj, pair_id=pair.id, lead=users.get_user(s, "lena"), grade=grade, reason=reason)
+
+
+def read_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
