@@ -15,6 +15,7 @@ from . import assign  # noqa: E402,F401
 from . import corpus  # noqa: E402,F401
 from . import coverage  # noqa: E402,F401
 from . import db  # noqa: E402,F401
+from . import demo  # noqa: E402,F401
 from . import export  # noqa: E402,F401
 from . import leakcheck  # noqa: E402,F401
 from . import pool  # noqa: E402,F401

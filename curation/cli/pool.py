@@ -8,7 +8,7 @@ import sys
 import click
 from tqdm import tqdm
 
-from ..pooling import file_info, make_pool, pool_meta_path, read_pool, read_query_ids, write_pool
+from ..pooling import file_info, make_pool, read_pool, read_query_ids, write_pool
 from ..runs import read_runs
 from .base import domain_errors, main, seed_option
 
@@ -103,25 +103,30 @@ def pool_command(runs, queries, depth, seed, extend, out):
         pool.extends = file_info(extend, pairs=len(existing))
     meta = write_pool(pool, out)
 
+    for line in pool_summary(pool, queries=queries, extend=extend):
+        click.echo(line)
+    click.echo(f"Wrote {out} ({len(pool.pairs):,} pairs) and {meta}.")
+
+
+def pool_summary(pool, *, queries: str | None = None, extend: str | None = None) -> list[str]:
+    """The lines `golden pool` prints about a pool: sizes, ceiling, skipped queries, overlap."""
     st = pool.stats
-    echo = click.echo
-    echo(f"Pooled {st.queries:,} queries from {st.runs} runs at depth {depth}: {st.pairs:,} pairs.")
-    echo(
+    depth = pool.depth
+    lines = [
+        f"Pooled {st.queries:,} queries from {st.runs} runs at depth {depth}: {st.pairs:,} pairs.",
         f"  pairs per query: min {st.per_query_min}, median {_fmt_num(float(st.per_query_median))}, "
-        f"max {st.per_query_max}; ceiling {st.runs} runs x {depth} = {st.ceiling}"
-    )
+        f"max {st.per_query_max}; ceiling {st.runs} runs x {depth} = {st.ceiling}",
+    ]
     if queries:
-        echo(f"  {len(pool.skipped_qids):,} queries of the runs are not in {queries}: skipped")
+        lines.append(f"  {len(pool.skipped_qids):,} queries of the runs are not in {queries}: skipped")
         if pool.empty_qids:
             shown = ", ".join(pool.empty_qids[:5]) + (" ..." if len(pool.empty_qids) > 5 else "")
-            echo(f"  {len(pool.empty_qids):,} queries of {queries} have no results in any run: {shown}")
+            lines.append(f"  {len(pool.empty_qids):,} queries of {queries} have no results in any run: {shown}")
     if st.runs > 1:
-        echo(f"Top-{depth} documents two runs share, mean per query (max {depth}):")
-        for line in _overlap_table(st):
-            echo(line)
+        lines.append(f"Top-{depth} documents two runs share, mean per query (max {depth}):")
+        lines.extend(_overlap_table(st))
     if extend:
-        echo(f"{pool.already_pooled:,} of these pairs are already in {extend}; {len(pool.pairs):,} are new.")
-    echo(f"Wrote {out} ({len(pool.pairs):,} pairs) and {meta}.")
+        lines.append(f"{pool.already_pooled:,} of these pairs are already in {extend}; {len(pool.pairs):,} are new.")
+    return lines
 
-
-__all__ = ["pool_command", "pool_meta_path"]
+__all__ = ["pool_command", "pool_summary"]

@@ -1,0 +1,87 @@
+"""``golden demo``: generate a realistic data set and run the path on it."""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from .base import domain_errors, main, seed_option
+
+
+def demo_commands(result) -> dict[str, str]:
+    """The `golden` commands that do what the demo did, with the demo's own paths."""
+    from ..demo import POOL_DEPTH, SAMPLE_FLOOR, SAMPLE_SIZE
+
+    p = result.data.paths
+    seed = result.pool.seed
+    q = shlex.quote
+    sample = (
+        f"golden sample {q(str(p.log))} --query-col query --user-col user_id --stratum surface --shape "
+        f"--size {SAMPLE_SIZE} --floor {SAMPLE_FLOOR} --seed {seed} --handwritten {q(str(p.handwritten))} "
+        f"--out {q(str(p.queries))}"
+    )
+    pool = (
+        f"golden pool {' '.join(q(str(r)) for r in p.runs)} --queries {q(str(p.queries))} "
+        f"--depth {POOL_DEPTH} --seed {seed} --out {q(str(p.pool))}"
+    )
+    return {"sample": sample, "pool": pool}
+
+
+@main.command("demo")
+@click.option("--dir", "folder", default="golden-demo", show_default=True, type=click.Path(file_okay=False),
+              help="Folder to write the demo into (new, empty, or an earlier demo folder).")
+@seed_option
+@click.option("--no-serve", is_flag=True, help="Stop after sampling and pooling (for now the only behaviour).")
+@domain_errors
+def demo_command(folder, seed, no_serve):
+    """Generate a realistic demo data set in --dir, then sample its log and pool its runs.
+
+    The data imitate a help-centre search: a search log with a heavy head and a long tail
+    over three surfaces (web, app, chat), a corpus of a few thousand chunks, three candidate
+    systems of clearly different quality built from a hidden ground truth, relevance
+    guidelines on a 0-2 scale and a few hand-written queries. Then it runs `golden sample`
+    and `golden pool` on them (it prints the equivalent commands). Same --seed, same files.
+
+    \b
+    Example:
+      golden demo --dir golden-demo --seed 0 --no-serve
+    """
+    from ..demo import POOL_DEPTH, SYSTEMS, build_demo
+    from .pool import pool_summary
+    from .sample import format_strata_table
+
+    result = build_demo(folder, seed=seed)
+    data, paths = result.data, result.data.paths
+    echo = click.echo
+    rel = lambda p: p.relative_to(paths.folder).as_posix()  # noqa: E731
+    echo(f"Generated a demo data set in {paths.folder}/ (seed {seed}):")
+    echo(f"  {rel(paths.log):<18} {data.log_rows:,} searches, {data.distinct_queries:,} distinct queries, surfaces web/app/chat")
+    echo(f"  {rel(paths.corpus):<18} {data.corpus_docs:,} chunks, fingerprint {result.fetched.fingerprint.sha256[:16]}...")
+    echo(f"  {'runs/':<18} {', '.join(SYSTEMS)}: top 100 for each of {data.run_queries:,} queries")
+    echo(f"  {rel(paths.guidelines):<18} relevance on a 0-2 scale")
+    echo(f"  {rel(paths.handwritten):<18} {sum(1 for _ in open(paths.handwritten, encoding='utf-8'))} hand-written queries")
+    echo(f"  {rel(paths.hidden_qrels):<18} the hidden truth the runs were built from (for simulated judges only)")
+    commands = demo_commands(result)
+    echo("")
+    echo("Sampled the log, as:")
+    echo(f"  {commands['sample']}")
+    echo(format_strata_table(result.sample.strata))
+    st = result.sample.stats
+    pii = sum(1 for r in result.sample.rows if r["pii"])
+    echo(f"-> {rel(paths.queries)}: {st['size']} logged + {st['handwritten']} hand-written queries "
+         f"({pii} flagged as possible personal data)")
+    echo("")
+    echo("Pooled the runs for those queries, as:")
+    echo(f"  {commands['pool']}")
+    for line in pool_summary(result.pool, queries=rel(paths.queries)):
+        echo(line)
+    pooled_docs = len({p.docid for p in result.pool.pairs})
+    echo(f"-> {rel(paths.pool)} ({len(result.pool.pairs):,} pairs, depth {POOL_DEPTH}) and {rel(paths.pool_meta)}")
+    if result.fetched.missing:
+        echo(f"  {len(result.fetched.missing)} pooled documents are missing from the corpus: {', '.join(result.fetched.missing[:5])}")
+    else:
+        echo(f"  all {pooled_docs:,} pooled documents are in the corpus")
+    if not no_serve:
+        echo("")
+        echo("The judging app is not part of the demo yet: stopped after pooling (as with --no-serve).")
