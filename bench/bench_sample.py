@@ -128,9 +128,11 @@ def main() -> None:
     wall = time.perf_counter() - t0
     if proc.returncode:
         sys.exit(f"golden sample failed:\n{proc.stderr}")
-    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: KiB
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_mib = usage.ru_maxrss / 1024  # Linux: KiB
+    cpu = usage.ru_utime + usage.ru_stime
     print(proc.stdout.rstrip())
-    print(f"golden sample: {wall:.1f} s wall, peak memory {peak_mib:,.0f} MiB "
+    print(f"golden sample: {wall:.1f} s wall ({cpu:.1f} s CPU), peak memory {peak_mib:,.0f} MiB "
           f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
     if tmp is not None:
         tmp.cleanup()

@@ -40,7 +40,7 @@ from .normalize import normalize_text
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
-_BLOCK_BYTES = 1 << 24  # 16 MiB per CSV/JSON block
+_BLOCK_BYTES = 1 << 26  # 64 MiB per CSV/JSON block (about 1.5 million log rows)
 _PARQUET_ROWS = 1 << 20
 _SLOW_ROWS = 1 << 16
 _STRATUM_BITS = 24  # at most 16,777,216 strata (a few are sensible)
@@ -287,6 +287,65 @@ def _slow_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
 # Collapsing
 
 
+_ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"  # what Python's \s matches among ASCII characters
+
+
+def normalize_many(values: pa.Array) -> pa.Array:
+    """:func:`~curation.normalize.normalize_text` of every string in ``values``, in bulk.
+
+    Pure-ASCII strings (most of a log) are normalised with pyarrow kernels: for ASCII text NFKC
+    changes nothing, case folding is lower-casing, and there are no curly quotes or zero-width
+    characters, so only lower-casing and white-space collapsing remain. The rest goes through
+    ``normalize_text`` one by one. The two agree exactly (tested with hypothesis).
+    """
+    values = pc.fill_null(values, "")
+    is_ascii = pc.string_is_ascii(values).to_numpy(zero_copy_only=False)
+    fast = pc.ascii_lower(values.filter(pa.array(is_ascii)))
+    fast = pc.utf8_trim(pc.replace_substring_regex(fast, _ASCII_SPACE, " "), " ")
+    if is_ascii.all():
+        return fast
+    slow = pa.array([normalize_text(v) for v in values.filter(pa.array(~is_ascii)).to_pylist()], pa.string())
+    order = np.concatenate([np.flatnonzero(is_ascii), np.flatnonzero(~is_ascii)])
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return pa.concat_arrays([fast.cast(pa.string()), slow]).take(pa.array(inverse))
+
+
+class _Vocab:
+    """Distinct strings seen so far, each with an integer code.
+
+    A chunk's distinct values are looked up in a dict (measured faster than pyarrow's
+    ``index_in`` once the vocabulary holds a million strings, as it rebuilds its hash table per
+    call); only the strings not seen before are handed, in bulk, to ``make_codes``.
+    """
+
+    def __init__(self):
+        self.index: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def copy(self) -> "_Vocab":
+        other = _Vocab()
+        other.index, other.values = dict(self.index), list(self.values)
+        return other
+
+    def lookup(self, uniques: pa.Array, make_codes: Callable[[pa.Array], np.ndarray]) -> np.ndarray:
+        """Codes of distinct ``uniques``; ``make_codes`` gives the codes of strings not seen before."""
+        values = uniques.to_pylist()
+        get = self.index.get
+        out = np.fromiter((get(v, -1) for v in values), dtype=np.int64, count=len(values))
+        missing = np.flatnonzero(out < 0) if len(self.index) else np.arange(len(values))
+        if len(missing):
+            codes = np.asarray(make_codes(uniques.take(pa.array(missing))), dtype=np.int64)
+            out[missing] = codes
+            for j, code in zip(missing.tolist(), codes.tolist()):
+                self.index[values[j]] = code
+                self.values.append(values[j])
+        return out
+
+
 class _Recheck(Exception):
     """A chunk failed a check: read the file again slowly to report the exact line."""
 
@@ -294,45 +353,58 @@ class _Recheck(Exception):
 class _Collapser:
     def __init__(self, query_col: str, count_col: str | None, user_col: str | None, strata: Sequence[str]):
         self.query_col, self.count_col, self.user_col, self.strata = query_col, count_col, user_col, tuple(strata)
-        self.raw_ids: dict[str, int] = {}
-        self.norm_ids: dict[str, int] = {}
-        self.texts: list[str] = []
-        self.user_ids: dict[str, int] = {}
+        self.raw = _Vocab()  # raw query -> id of its normalised form
+        self.norms = _Vocab()  # normalised query -> id (its position)
+        self.empty_nid: int | None = None
+        self.users = _Vocab()  # user -> id, -1 for a blank user
+        self.next_user = 0
         self.stratum_ids: dict[str, int] = {}
         self.stratum_values: list[tuple[str, ...]] = []
         self.traffic_parts: list[pd.Series] = []
         self.traffic_len = 0
+        self.traffic_merge_at = _MERGE_AT
         self.pair_parts: list[np.ndarray] = []
         self.pairs_len = 0
+        self.pairs_merge_at = _MERGE_AT
         self.rows = 0
         self.searches = 0
         self.empty_rows = 0
 
     @staticmethod
-    def _encode(arr: pa.Array, index: dict, new: Callable[[str], int]) -> np.ndarray:
+    def _uniques(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        """(distinct values, index of each row's value) of a string column, nulls read as ""."""
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             arr = pc.cast(arr, pa.string())
-        arr = pc.fill_null(arr, "")
-        enc = pc.dictionary_encode(arr)
+        enc = pc.dictionary_encode(pc.fill_null(arr, ""))
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
-        values = enc.dictionary.to_pylist()
+        return enc.dictionary, enc.indices.to_numpy(zero_copy_only=False)
+
+    @staticmethod
+    def _encode(arr: pa.Array, index: dict, new: Callable[[str], int]) -> np.ndarray:
+        values, rows = _Collapser._uniques(arr)
+        values = values.to_pylist()
         lookup = np.fromiter((index[v] if v in index else new(v) for v in values), dtype=np.int64, count=len(values))
-        return lookup[enc.indices.to_numpy(zero_copy_only=False)]
+        return lookup[rows]
 
-    def _new_raw(self, raw: str) -> int:
-        norm = normalize_text(raw)
-        nid = self.norm_ids.get(norm)
-        if nid is None:
-            nid = self.norm_ids[norm] = len(self.texts)
-            self.texts.append(norm)
-        self.raw_ids[raw] = nid
-        return nid
+    def _new_norms(self, norms: pa.Array) -> np.ndarray:
+        codes = np.arange(len(self.norms), len(self.norms) + len(norms), dtype=np.int64)
+        empty = np.flatnonzero(pc.equal(norms, "").to_numpy(zero_copy_only=False))
+        if len(empty):
+            self.empty_nid = int(codes[empty[0]])
+        return codes
 
-    def _new_user(self, user: str) -> int:
-        uid = -1 if not user.strip() else len(self.user_ids)
-        self.user_ids[user] = uid
-        return uid
+    def _new_raw(self, raws: pa.Array) -> np.ndarray:
+        # New raw strings may share a normalised form ("Weather", "weather "): look up each form once.
+        values, rows = self._uniques(normalize_many(raws))
+        return self.norms.lookup(values, self._new_norms)[rows]
+
+    def _new_users(self, users: pa.Array) -> np.ndarray:
+        codes = np.arange(self.next_user, self.next_user + len(users), dtype=np.int64)
+        self.next_user += len(users)
+        blank = pc.equal(pc.utf8_trim_whitespace(users), "").to_numpy(zero_copy_only=False)
+        codes[blank] = -1  # a blank user is no user: the search counts, no one is added
+        return codes
 
     def _new_stratum(self, key: str) -> int:
         sid = self.stratum_ids[key] = len(self.stratum_values)
@@ -352,7 +424,8 @@ class _Collapser:
             counts = counts.to_numpy(zero_copy_only=False)
         else:
             counts = np.ones(n, dtype=np.int64)
-        nid = self._encode(batch.column(self.query_col), self.raw_ids, self._new_raw)
+        values, rows = self._uniques(batch.column(self.query_col))
+        nid = self.raw.lookup(values, self._new_raw)[rows]
         if self.strata:
             cols = [pc.fill_null(pc.cast(batch.column(c), pa.string()), "") for c in self.strata]
             joined = cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "\x1f")
@@ -363,7 +436,7 @@ class _Collapser:
             sid = np.zeros(n, dtype=np.int64)
         self.rows += n
         self.searches += int(counts.sum())
-        empty = self.norm_ids.get("")
+        empty = self.empty_nid
         if empty is not None:
             is_empty = nid == empty
             if is_empty.any():
@@ -375,16 +448,17 @@ class _Collapser:
         part = pd.Series(counts).groupby(keys, sort=False).sum()
         self.traffic_parts.append(part)
         self.traffic_len += len(part)
-        if self.traffic_len > _MERGE_AT:
-            self._merge_traffic()
+        if self.traffic_len > self.traffic_merge_at:  # merge when the parts doubled: amortised linear
+            self.traffic_merge_at = max(_MERGE_AT, 2 * len(self._merge_traffic()))
         if self.user_col is not None:
-            uid = self._encode(batch.column(self.user_col), self.user_ids, self._new_user)
+            values, rows = self._uniques(batch.column(self.user_col))
+            uid = self.users.lookup(values, self._new_users)[rows]
             known = uid >= 0
             pairs = pd.unique((nid[known] << 32) | uid[known])
             self.pair_parts.append(pairs)
             self.pairs_len += len(pairs)
-            if self.pairs_len > _MERGE_AT:
-                self._merge_pairs()
+            if self.pairs_len > self.pairs_merge_at:
+                self.pairs_merge_at = max(_MERGE_AT, 2 * len(self._merge_pairs()))
 
     def _merge_traffic(self) -> pd.Series:
         if len(self.traffic_parts) != 1:
@@ -422,19 +496,19 @@ class _Collapser:
         keep = total > 0
         zero = int((~keep).sum())
         qn, total, qsid = qn[keep], total[keep], dominant["sid"].to_numpy()[keep]
-        texts = np.array(self.texts, dtype=object)
-        data = {"text": pd.array(texts[qn], dtype="string") if len(qn) else pd.array([], dtype="string"),
+        texts = pa.array(self.norms.values, pa.string())
+        data = {"text": pd.array(texts.take(pa.array(qn, pa.int64())).to_numpy(zero_copy_only=False), dtype="string"),
                 "traffic": total}
         if self.user_col is not None:
             pairs = self._merge_pairs()
-            users = np.bincount(pairs >> 32, minlength=len(self.texts)) if len(pairs) else np.zeros(len(self.texts), np.int64)
+            users = np.bincount(pairs >> 32, minlength=len(texts)) if len(pairs) else np.zeros(len(texts), np.int64)
             data["users"] = users[qn].astype(np.int64)
         for j, dim in enumerate(self.strata):
             column = np.array([v[j] for v in self.stratum_values], dtype=object)
             data[dim] = pd.array(column[qsid], dtype="string") if len(qsid) else pd.array([], dtype="string")
         queries = pd.DataFrame(data)
         queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
-        stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw_ids),
+        stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
         return CollapsedLog(queries=queries, dimensions=self.strata, has_users=self.user_col is not None, stats=stats)
 
@@ -524,11 +598,12 @@ def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, ba
 
 def _adopt(target: _Collapser, source: _Collapser) -> None:
     """Start ``target`` from ``source``'s state (copies, so a failed attempt leaves ``source`` intact)."""
-    target.raw_ids, target.norm_ids, target.texts = dict(source.raw_ids), dict(source.norm_ids), list(source.texts)
-    target.user_ids = dict(source.user_ids)
+    target.raw, target.norms, target.users = source.raw.copy(), source.norms.copy(), source.users.copy()
+    target.empty_nid, target.next_user = source.empty_nid, source.next_user
     target.stratum_ids, target.stratum_values = dict(source.stratum_ids), list(source.stratum_values)
     target.traffic_parts, target.traffic_len = list(source.traffic_parts), source.traffic_len
     target.pair_parts, target.pairs_len = list(source.pair_parts), source.pairs_len
+    target.traffic_merge_at, target.pairs_merge_at = source.traffic_merge_at, source.pairs_merge_at
     target.rows, target.searches, target.empty_rows = source.rows, source.searches, source.empty_rows
 
 

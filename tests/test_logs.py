@@ -219,3 +219,18 @@ def test_options_naming_the_same_column_twice_are_refused(tmp_path):
     path = write_log(tmp_path / "log.csv")
     with pytest.raises(ValueError, match="different columns"):
         collapse_log(path, query_col="query", user_col="query")
+
+
+# ---- bulk normalisation agrees with the one-by-one contract -----------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ALPHABET = st.sampled_from(list("aB Z9?'\t\n\x0b\x0c\r\x1c\x1f") + ["\u00a0", "\u2019", "\u200b", "\u00df", "\uff21", "\u0130", "\u2003"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(_ALPHABET, max_size=12), st.text(max_size=8)), max_size=30))
+def test_normalize_many_matches_normalize_text(texts):
+    out = logs.normalize_many(pa.array(texts, pa.string())).to_pylist()
+    assert out == [normalize_text(t) for t in texts]
