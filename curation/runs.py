@@ -227,21 +227,25 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     score = np.frombuffer(score_arr.buffers()[1], dtype=np.float64, count=n, offset=score_arr.offset * 8)
     if np.isnan(score).any():
         return None
-    qid_arr = pc.dictionary_encode(cols["qid"])
     doc_arr = pc.dictionary_encode(cols["docid"])
-    qc = _indices(qid_arr)
     dc = _indices(doc_arr)
-    key = qc.astype(np.int64) * len(doc_arr.dictionary) + dc
-    key.sort()
-    if (key[1:] == key[:-1]).any():
-        return None  # a docid repeated within a query
-    # Group rows by query (codes are numbered in order of first appearance).
-    if (qc[1:] >= qc[:-1]).all():
+    # Group rows by query. Runs usually list each query in one block: then no hashing is needed.
+    qcol = cols["qid"]
+    change = pc.not_equal(qcol.slice(1), qcol.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.r_[0, np.flatnonzero(change) + 1]
+    qids = qcol.take(pa.array(starts)).to_pylist()
+    if len(set(qids)) == len(qids):
         order = np.arange(n)
+        sorted_q = qc = np.repeat(np.arange(len(starts), dtype=np.int32), np.diff(np.r_[starts, n]))
     else:
+        qid_arr = pc.dictionary_encode(qcol)  # codes numbered in order of first appearance
+        qc = _indices(qid_arr)
+        qids = qid_arr.dictionary.to_pylist()
         order = np.argsort(qc, kind="stable")
-    sorted_q = qc[order]
-    starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]])
+        sorted_q = qc[order]
+        starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]])
+    if _has_repeats(qc.astype(np.int64) * len(doc_arr.dictionary) + dc, len(qids) * len(doc_arr.dictionary)):
+        return None  # a docid repeated within a query
     ends = np.r_[starts[1:], n]
     picks = []
     for s, e in zip(starts.tolist(), ends.tolist()):
@@ -256,7 +260,6 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     rows = np.concatenate(picks)
     docids = doc_arr.dictionary.take(pa.array(dc[rows])).to_pylist()
     values = score[rows].tolist()
-    qids = qid_arr.dictionary.to_pylist()
     rankings: dict[str, list[str]] = {}
     scores: dict[str, list[float]] = {}
     at = 0
@@ -268,6 +271,16 @@ def _parse_trec_fast(data: bytes, depth: int | None):
         rankings[qid] = [d for d, _ in ordered]
         scores[qid] = [v for _, v in ordered]
     return rankings, scores, set(pc.unique(cols["tag"]).to_pylist())
+
+
+def _has_repeats(keys: np.ndarray, universe: int) -> bool:
+    """True when some value occurs twice in ``keys`` (all in ``range(universe)``)."""
+    if universe <= 1 << 25:  # a byte map is cheaper than sorting
+        seen = np.zeros(universe, dtype=np.bool_)
+        seen[keys] = True
+        return int(np.count_nonzero(seen)) != len(keys)
+    keys = np.sort(keys)
+    return bool((keys[1:] == keys[:-1]).any())
 
 
 def _offsets(arr) -> np.ndarray:
