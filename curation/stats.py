@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -335,13 +336,19 @@ def bootstrap_replicates(
             strata = np.asarray(strata)
             groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
     constant_den = len(groups) == 1 and np.all(unit_w == unit_w[0])
-    rng = np.random.default_rng(seed)
     out = np.empty((resamples, m))
     units = len(unit_w)
     block = _block(units, m)
+    starts = list(range(0, resamples, block))
+    # One generator per block, spawned from the seed: the figures do not depend on how many
+    # threads ran the blocks, or in which order.
+    seeds = np.random.SeedSequence(seed).spawn(len(starts))
     single = unit_s[:, 0] if m == 1 else None
-    for start in range(0, resamples, block):
+
+    def run_block(b: int) -> None:
+        start = starts[b]
         c = min(block, resamples - start)
+        rng = np.random.default_rng(seeds[b])
         num = np.zeros((c, m))
         den = np.zeros(c)
         for members in groups:
@@ -358,6 +365,15 @@ def bootstrap_replicates(
             den[:] = unit_w[0] * units
         with np.errstate(invalid="ignore", divide="ignore"):
             out[start : start + c] = num / den[:, None]
+
+    workers = min(len(starts), os.cpu_count() or 1, 8)
+    if workers > 1 and resamples * units * m >= 4_000_000:
+        # numpy releases the GIL while drawing, gathering and summing, so threads overlap.
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(run_block, range(len(starts))))
+    else:
+        for b in range(len(starts)):
+            run_block(b)
     return out[:, 0] if one else out
 
 

@@ -108,6 +108,16 @@ def test_same_seed_same_replicates_byte_for_byte():
     assert r1.tobytes() != bootstrap_replicates(d, resamples=1000, seed=43).tobytes()
 
 
+def test_replicates_do_not_depend_on_the_number_of_threads(monkeypatch):
+    import curation.stats as stats_module
+
+    d = np.random.default_rng(1).normal(size=2000)
+    monkeypatch.setattr(stats_module.os, "cpu_count", lambda: 2)
+    threaded = bootstrap_replicates(d, resamples=3000, seed=5)
+    monkeypatch.setattr(stats_module.os, "cpu_count", lambda: 1)
+    assert threaded.tobytes() == bootstrap_replicates(d, resamples=3000, seed=5).tobytes()
+
+
 def test_stratified_resampling_keeps_each_stratum_whole():
     # stratum 0 always differs by 1, stratum 1 by 0: equal-per-stratum mean is 0.5 in every replicate
     d = np.array([1.0] * 3 + [0.0] * 7)
