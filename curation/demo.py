@@ -392,18 +392,30 @@ def _write_log(path: Path, queries, rng: random.Random, nrng: np.random.Generato
     rows = []
     typed: dict[str, str] = {}
     start = 1_767_225_600  # 2026-01-01T00:00:00Z
-    for surface, share in SURFACES.items():
-        bias = SURFACE_AREA_BIAS[surface]
-        w = base * np.array([bias.get(TOPICS[t][1], 1.0) * (surface in s) for _, t, _, s in queries])
-        w /= w.sum()
-        count = int(round(20_000 * share))
-        picks = nrng.choice(n, size=count, p=w)
-        users = nrng.choice(n_users, size=count, p=user_weight)
-        times = np.sort(nrng.integers(0, 30 * 86_400, size=count))
-        for qi, u, t in zip(picks.tolist(), users.tolist(), times.tolist()):
-            text = _variant(rng, queries[qi][0])
-            typed.setdefault(normalize_text(text), queries[qi][0])
-            rows.append((start + t, f"u{u:05d}", surface, text))
+    # Each query has a home surface, where nearly all of its searches come from (a query's
+    # stratum is a property of the query): chat phrasings live in the chat; the others live on
+    # the web or in the app, leaning the way their topic's area does. The most popular query
+    # of all is a web query.
+    names = list(SURFACES)
+    home = []
+    for qi, (_, t, _, allowed) in enumerate(queries):
+        if allowed == ("chat",):
+            home.append(names.index("chat"))
+            continue
+        w = np.array([SURFACES[s] * SURFACE_AREA_BIAS[s].get(TOPICS[t][1], 1.0) * (s != "chat") for s in names])
+        home.append(int(nrng.choice(len(names), p=w / w.sum())))
+    home[int(np.argmax(base))] = names.index("web")
+    count = 20_000
+    picks = nrng.choice(n, size=count, p=base / base.sum())
+    users = nrng.choice(n_users, size=count, p=user_weight)
+    times = nrng.integers(0, 30 * 86_400, size=count)
+    strays = nrng.random(count) < 0.05  # the odd search of a query from another surface
+    for qi, u, t, stray in zip(picks.tolist(), users.tolist(), times.tolist(), strays.tolist()):
+        allowed = queries[qi][3]
+        surface = rng.choice(allowed) if stray else names[home[qi]]
+        text = _variant(rng, queries[qi][0])
+        typed.setdefault(normalize_text(text), queries[qi][0])
+        rows.append((start + t, f"u{u:05d}", surface, text))
     for text, _, _ in PII_QUERIES:
         typed.setdefault(normalize_text(text), normalize_text(text))
         for _ in range(rng.randint(1, 3)):
@@ -473,3 +485,65 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
     paths.pool_meta = write_pool(pool, paths.pool)
     fetched = fetch_docs([paths.corpus], {p.docid for p in pool.pairs})
     return DemoResult(data=data, sample=sample, pool=pool, fetched=fetched)
+
+
+# --------------------------------------------------------------------------------------------
+# The demo project in a judging store: two judges and a lead, an overlap set, ready to serve
+
+DEMO_JUDGES, DEMO_LEAD, DEMO_OVERLAP, DEMO_PROJECT = ("alice", "bob"), "lena", 60, "demo"
+
+
+@dataclass
+class DemoStore:
+    path: Path  # the SQLite file
+    url: str
+    project: str
+    logins: list[tuple[str, str, str]]  # (name, role, password)
+    assigned: object  # curation.assignment.AssignReport
+
+
+def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OVERLAP) -> DemoStore:
+    """Load the demo project into a new SQLite store ``golden.db`` in the demo folder: the sampled
+    queries, the pool with its hidden provenance, the pooled documents and the guidelines (0-2
+    scale); add the judges ``DEMO_JUDGES`` and the lead ``DEMO_LEAD`` with random passwords; assign
+    the pool with an overlap set of ``overlap`` pairs (main pairs held until the lead releases them).
+
+    The store is built under a temporary name and renamed into place, so an earlier demo's store is
+    replaced whole or not at all."""
+    from . import assignment, projects, users
+    from .migrate import upgrade
+    from .store import make_engine, session
+
+    paths = result.data.paths
+    final = paths.folder / "golden.db"
+    tmp = paths.folder / f".golden.db.{os.getpid()}.tmp"
+    for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        stale.unlink(missing_ok=True)
+    engine = make_engine(f"sqlite:///{tmp.resolve()}")
+    try:
+        upgrade(engine)
+        with session(engine) as db:
+            projects.create_project(
+                db, DEMO_PROJECT, queries_path=paths.queries, pool_path=paths.pool, corpus_paths=[paths.corpus],
+                guidelines_path=paths.guidelines, scale="0-2", allow_missing=bool(result.fetched.missing),
+            )
+            logins = []
+            for name, role in [(j, "judge") for j in DEMO_JUDGES] + [(DEMO_LEAD, "lead")]:
+                password = users.generate_password()  # secrets, not the seed: a password is never reproducible
+                users.add_user(db, name, role=role, password=password)
+                logins.append((name, role, password))
+            project = projects.get_project(db, DEMO_PROJECT)
+            report = assignment.assign(db, project, list(DEMO_JUDGES), overlap=overlap, seed=seed)
+        with engine.connect() as conn:  # fold the WAL into the file before it is renamed
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    except BaseException:
+        engine.dispose()
+        for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            stale.unlink(missing_ok=True)
+        raise
+    engine.dispose()
+    for stale in (Path(f"{final}-wal"), Path(f"{final}-shm"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        stale.unlink(missing_ok=True)
+    os.replace(tmp, final)
+    return DemoStore(path=final, url=f"sqlite:///{final.resolve()}", project=DEMO_PROJECT, logins=logins,
+                     assigned=report)

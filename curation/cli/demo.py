@@ -32,16 +32,20 @@ def demo_commands(result) -> dict[str, str]:
 @click.option("--dir", "folder", default="golden-demo", show_default=True, type=click.Path(file_okay=False),
               help="Folder to write the demo into (new, empty, or an earlier demo folder).")
 @seed_option
-@click.option("--no-serve", is_flag=True, help="Stop after sampling and pooling (for now the only behaviour).")
+@click.option("--no-serve", is_flag=True, help="Stop after loading the judging store; do not serve it.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to serve the judging app on.")
 @domain_errors
-def demo_command(folder, seed, no_serve):
-    """Generate a realistic demo data set in --dir, then sample its log and pool its runs.
+def demo_command(folder, seed, no_serve, port):
+    """Generate a realistic demo data set in --dir, sample, pool, load and serve it for judging.
 
     The data imitate a help-centre search: a search log with a heavy head and a long tail
     over three surfaces (web, app, chat), a corpus of a few thousand chunks, three candidate
     systems of clearly different quality built from a hidden ground truth, relevance
     guidelines on a 0-2 scale and a few hand-written queries. Then it runs `golden sample`
-    and `golden pool` on them (it prints the equivalent commands). Same --seed, same files.
+    and `golden pool` on them (it prints the equivalent commands), loads the project into
+    DIR/golden.db with two judges and a lead (their logins are printed), assigns the pool
+    with an overlap set, and serves the judging app with waitress on 127.0.0.1:PORT.
+    Same --seed, same files.
 
     \b
     Example:
@@ -69,6 +73,8 @@ def demo_command(folder, seed, no_serve):
     echo(format_strata_table(result.sample.strata))
     st = result.sample.stats
     pii = sum(1 for r in result.sample.rows if r["pii"])
+    for warning in result.sample.warnings:
+        echo(f"  note: {warning}")
     echo(f"-> {rel(paths.queries)}: {st['size']} logged + {st['handwritten']} hand-written queries "
          f"({pii} flagged as possible personal data)")
     echo("")
@@ -82,6 +88,31 @@ def demo_command(folder, seed, no_serve):
         echo(f"  {len(result.fetched.missing)} pooled documents are missing from the corpus: {', '.join(result.fetched.missing[:5])}")
     else:
         echo(f"  all {pooled_docs:,} pooled documents are in the corpus")
-    if not no_serve:
+    from ..demo import load_demo_store
+
+    store = load_demo_store(result, seed=seed)
+    a = store.assigned
+    echo("")
+    echo(f"Loaded project {store.project!r} into {rel(store.path)} and assigned it, as:")
+    q, db = shlex.quote, shlex.quote(str(store.path))
+    echo(f"  golden db upgrade --db {db}")
+    echo(f"  golden project create {store.project} --queries {q(str(paths.queries))} --pool {q(str(paths.pool))} "
+         f"--corpus {q(str(paths.corpus))} --guidelines {q(str(paths.guidelines))} --scale 0-2 --db {db}")
+    judges = [name for name, role, _ in store.logins if role == "judge"]
+    echo(f"  golden user add NAME --role judge|lead --db {db}   (for {', '.join(n for n, _, _ in store.logins)})")
+    echo(f"  golden assign --project {store.project} --judges {','.join(judges)} --overlap {a.overlap_pairs} "
+         f"--seed {seed} --db {db}")
+    echo(f"  overlap set: {a.overlap_pairs} pairs over {a.overlap_queries} queries, labelled by every judge first;"
+         f" the other {a.new_main_pairs} pairs are split by query" + (", held until the lead releases them" if a.held else ""))
+    echo("")
+    echo("Log in as (the passwords are new each run):")
+    for name, role, password in store.logins:
+        echo(f"  {role:<6} {name:<8} password {password}")
+    if no_serve:
         echo("")
-        echo("The judging app is not part of the demo yet: stopped after pooling (as with --no-serve).")
+        echo(f"Serve it with: golden serve --db {db}")
+        return
+    from .serve import build_app, serve_app
+
+    echo("")
+    serve_app(build_app(store.url), host="127.0.0.1", port=port, threads=8)
