@@ -30,7 +30,7 @@ svg{background:#fbfcfd;border:1px solid #e3e6ec;border-radius:.3rem}
 .axis{stroke:#8a93a3;stroke-width:1}.zero{stroke:#1d2330;stroke-width:1.2}
 .pos{fill:#2f8f4e}.neg{fill:#c0392b}.tie{fill:#9aa3b2}.bar{fill:#6d8fc7}
 .ci{stroke:#d98c00;stroke-width:2;stroke-dasharray:5 3}.obs{stroke:#1d2330;stroke-width:2}
-text{font:12px system-ui,sans-serif;fill:#3a4252}
+text{font:12px system-ui,sans-serif;fill:#3a4252}.tieband{fill:#f3e9c6;opacity:.7}
 """
 
 
@@ -79,19 +79,23 @@ def sorted_differences_svg(qids, diffs, *, width: int = 900, height: int = 260) 
     return "".join(parts)
 
 
-def bootstrap_svg(replicates, *, delta: float, low: float, high: float, bins: int = 60,
-                  width: int = 900, height: int = 240) -> str:
-    """Histogram of the bootstrap replicates of the delta, with 0, the observed delta and the interval."""
+def bootstrap_svg(replicates, *, delta: float, low: float, high: float, tie: float | None = None,
+                  bins: int = 60, width: int = 900, height: int = 240) -> str:
+    """Histogram of the bootstrap replicates of the delta, with 0, the observed delta, the interval
+    and (shaded) the declared tie band."""
     reps = np.asarray(replicates, dtype=float)
     reps = reps[np.isfinite(reps)]
-    lo_x = min(float(reps.min(initial=0)), 0.0, low)
-    hi_x = max(float(reps.max(initial=0)), 0.0, high)
+    lo_x = min(float(reps.min(initial=0)), 0.0, low, -tie if tie else 0.0)
+    hi_x = max(float(reps.max(initial=0)), 0.0, high, tie or 0.0)
     counts, edges = np.histogram(reps, bins=bins, range=(lo_x, hi_x) if hi_x > lo_x else None)
     pad_l, pad_r, pad_t, pad_b = 48, 10, 12, 26
     x = _scale(edges[0], edges[-1], pad_l, width - pad_r)
     y = _scale(0, max(int(counts.max(initial=1)), 1), height - pad_b, pad_t)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="bootstrap distribution of the delta">']
+    if tie:
+        parts.append(f'<rect class="tieband" x="{x(-tie):.2f}" y="{pad_t}" width="{x(tie) - x(-tie):.2f}" '
+                     f'height="{height - pad_b - pad_t}"><title>declared tie ±{tie:g}</title></rect>')
     for c, a, b in zip(counts, edges[:-1], edges[1:]):
         if c:
             parts.append(f'<rect class="bar" x="{x(a):.2f}" y="{y(c):.2f}" width="{max(x(b) - x(a) - 0.5, 0.5):.2f}" '
@@ -163,7 +167,7 @@ def render_comparison(c: Comparison, *, title: str | None = None) -> str:
         out.append(sorted_differences_svg(c.qids, c.diffs))
     if c.replicates is not None:
         out.append("<h2>Bootstrap distribution of the delta</h2>")
-        out.append(bootstrap_svg(c.replicates, delta=c.delta, low=c.low, high=c.high))
+        out.append(bootstrap_svg(c.replicates, delta=c.delta, low=c.low, high=c.high, tie=c.tie))
     out.append("<p class=\"sub\">Made by golden compare. Delta = mean over queries of (B − A); "
                "the interval comes from resampling queries with replacement.</p></body></html>")
     return "\n".join(out)

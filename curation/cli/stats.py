@@ -210,7 +210,8 @@ def _print_comparison(c) -> None:
     click.echo(f"  B  {c.name_b:<{w}}  {c.mean_b:>8.4f}  {100 * c.judged_b:>8.1f}%")
     click.echo("")
     click.echo(f"  delta B - A      {c.delta:+.4f}   [{c.low:+.4f}, {c.high:+.4f}]")
-    click.echo(f"  P(delta <= 0)    {c.p_delta_le_0:.4f}")
+    none = f" (none of {c.resamples} resamples)" if c.p_delta_le_0 == 0 else ""
+    click.echo(f"  P(delta <= 0)    {c.p_delta_le_0:.4f}{none}")
     s = c.sign
     click.echo(f"  queries          {s.better} better, {s.worse} worse, {s.tied} tied; "
                f"sign test p = {s.pvalue:.4g}")
