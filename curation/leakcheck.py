@@ -69,6 +69,7 @@ STATUSES = ("leak", "too_short", "clean")
 _TEXT_KEYS = ("text", "contents", "body")
 _WORD = re.compile(r"\w+")
 _MIN_CHAR_CONTAINMENT = 5
+_SMALL_CORPUS = 8 << 20  # bytes on disk under which one process scans everything
 _MASK64 = (1 << 64) - 1
 _HASH_MUL = 0x9E3779B97F4A7C15  # odd 64-bit multiplier (golden ratio), for keys that do not fit
 
@@ -194,6 +195,8 @@ class LeakReport:
     boilerplate: list[tuple[str, int]]  # (n-gram, chunks holding it), most common first
     boilerplate_share: float
     discounted: bool
+    tasks: int = 0  # pieces of the corpus scanned
+    processes: int = 0  # distinct processes that scanned them
 
     @property
     def leaked(self) -> list[QueryResult]:
@@ -211,7 +214,8 @@ class LeakReport:
         rows = []
         for status in STATUSES:
             n = sum(q.status == status for q in self.queries)
-            rows.append((f"queries {status}", n, f"{n / total:.1%}"))
+            label = {"too_short": "too short to judge"}.get(status, status)
+            rows.append((label, n, f"{n / total:.1%}"))
         for mode in self.modes:
             n = sum(1 for q in self.queries if q.modes.get(mode))
             rows.append((f"  flagged by {mode}", n, f"{n / total:.1%}"))
@@ -854,6 +858,7 @@ class TaskResult:
     matches: dict
     n_matches: dict
     seconds: float
+    pid: int
 
 
 def scan_task(task: Task, index: QueryIndex, *, batch_size: int = 4096, max_matches: int = 100) -> TaskResult:
@@ -862,12 +867,7 @@ def scan_task(task: Task, index: QueryIndex, *, batch_size: int = 4096, max_matc
     out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
-    return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0)
-
-
-def _scan_task_args(args):
-    task, index, batch_size, max_matches = args
-    return scan_task(task, index, batch_size=batch_size, max_matches=max_matches)
+    return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid())
 
 
 # --------------------------------------------------------------------------------------------
@@ -1008,6 +1008,8 @@ def leakcheck(
         raise ValueError("queries: qids must be unique")
     workers = workers or os.cpu_count() or 1
     tasks = plan_tasks(corpus)
+    if dask is None and sum(os.path.getsize(p) for p in {t.path for t in tasks}) < _SMALL_CORPUS:
+        workers = 1  # starting processes would cost more than the scan
     t0 = time.perf_counter()
     run = dict(workers=workers, dask=dask, batch_size=batch_size, max_matches=max_matches, progress=progress)
 
@@ -1028,7 +1030,9 @@ def leakcheck(
     chunks = 0
     heaps: dict[int, list] = {}
     n_matches: dict[int, int] = {}
+    pids = set()
     for res in _run_map(tasks, index, desc="leak check", **run):
+        pids.add(res.pid)
         chunks += res.chunks
         df += res.df
         for qi, items in res.matches.items():
@@ -1085,6 +1089,8 @@ def leakcheck(
         boilerplate=common,
         boilerplate_share=boilerplate_share,
         discounted=discount_boilerplate,
+        tasks=len(tasks),
+        processes=len(pids),
     )
 
 

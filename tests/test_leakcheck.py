@@ -181,8 +181,10 @@ def test_process_pool_matches_single_process(generated, monkeypatch):
 
     real_plan = lk.plan_tasks
     monkeypatch.setattr(lk, "plan_tasks", lambda paths: real_plan(paths, target_bytes=2000))
+    monkeypatch.setattr(lk, "_SMALL_CORPUS", 0)  # use the pool even for this small corpus
     two = leakcheck(queries, files, threshold=0.85, workers=2, max_matches=10_000)
     assert _found(two) == brute_force(queries, chunks, threshold=0.85)
+    assert two.processes == 2 and two.tasks >= 6
 
 
 def test_dask_cluster_runs_the_same_map(generated):
@@ -415,8 +417,8 @@ def test_cli_summary_output_file_and_exit_codes(stdlib_corpus, tmp_path):
     args = ["leakcheck", "--queries", str(s["qpath"]), "--corpus", str(s["path"]), "--workers", "1", "--out", str(out)]
     res = runner.invoke(main, args)
     assert res.exit_code == 0, res.output
-    assert "queries leak" in res.output and "flagged by containment" in res.output
-    assert "too short" not in res.output  # faq-short equals a chunk: exact flags it
+    assert re.search(r"^leak\s+4\s+80\.0%$", res.output, re.M) and "flagged by containment" in res.output
+    assert "too short to judge (not clean)" not in res.output  # faq-short equals a chunk: exact flags it
     records = {r["qid"]: r for r in read_report(out)}
     assert set(records) == set(QUESTIONS)
     assert records["faq-clean"]["status"] == "clean" and records["faq-clean"]["matches"] == []

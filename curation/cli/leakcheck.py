@@ -28,11 +28,11 @@ def _clip(text: str, width: int) -> str:
 
 def format_summary(report, out_path: str | None, *, top: int = 10) -> str:
     """The summary a person reads after a run (also used by tests)."""
-    files = len({m.source for q in report.queries for m in q.matches})
     rate = report.chunks / report.seconds if report.seconds > 0 else float("inf")
     lines = [
         f"leak check: {len(report.queries):,} queries against {report.chunks:,} chunks "
-        f"in {report.seconds:.1f} s ({rate:,.0f} chunks/s)",
+        f"in {report.seconds:.1f} s ({rate:,.0f} chunks/s, {report.tasks} piece{'s' if report.tasks != 1 else ''} "
+        f"on {report.processes} process{'es' if report.processes != 1 else ''})",
         f"modes {', '.join(report.modes)}; threshold {report.threshold:g}; n-grams {report.ngram}",
         "",
         f"{'':28}{'queries':>9}{'share':>9}",
@@ -59,7 +59,7 @@ def format_summary(report, out_path: str | None, *, top: int = 10) -> str:
             m = q.matches[0]
             lines.append(
                 f"  {q.qid:14} {m.mode:11} {m.score:5.3f}  {_clip(m.chunk_id, 18):18}  "
-                f"{_clip(q.text, 36)!r}  ({q.n_matches} chunk match{'es' if q.n_matches != 1 else ''})"
+                f"{_clip(q.text, 36)!r}  ({q.n_matches} match{'es' if q.n_matches != 1 else ''})"
             )
     if out_path:
         lines.append("")
