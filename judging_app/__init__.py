@@ -91,6 +91,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(leaks.bp)
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
+    app.jinja_env.globals["current_app"] = app  # templates link to blueprints only when registered
+
     @app.after_request
     def security_headers(response):
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)

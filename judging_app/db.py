@@ -1,6 +1,15 @@
-"""One database session per request, opened on first use and closed at teardown."""
+"""One database session per request, opened on first use and closed at teardown.
+
+On SQLite the app also keeps the query planner's statistics fresh (a sampled ``ANALYZE``, bounded
+by ``PRAGMA analysis_limit``, at start and then every few minutes): without them SQLite answers
+"this judge's latest judgments" through the project's index, which gets slower with every
+judgment in the store (about 100 ms per request at 100,000 judgments instead of a few ms).
+"""
 
 from __future__ import annotations
+
+import threading
+import time
 
 from flask import Flask, current_app, g
 from sqlalchemy.engine import Engine
@@ -19,6 +28,7 @@ def init_app(app: Flask, engine: Engine) -> None:
         engine.dispose()
         raise
     app.extensions["golden_engine"] = engine
+    app.extensions["golden_stats"] = PlannerStats(engine)
     app.teardown_appcontext(close_db)
 
 
@@ -37,3 +47,34 @@ def close_db(_exc: BaseException | None = None) -> None:
     db = g.pop("db", None)
     if db is not None:
         db.close()
+        current_app.extensions["golden_stats"].maybe_refresh()
+
+
+class PlannerStats:
+    """Refresh SQLite's planner statistics now and then (PostgreSQL's autovacuum does it there)."""
+
+    EVERY_SECONDS = 300
+    ANALYSIS_LIMIT = 1000  # rows sampled per index: ~30 ms on a store of 200,000 rows
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.enabled = engine.dialect.name == "sqlite"
+        self.last = 0.0
+        self.lock = threading.Lock()
+        self.refresh()
+
+    def refresh(self) -> None:
+        if not self.enabled or not self.lock.acquire(blocking=False):
+            return
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql(f"PRAGMA analysis_limit={self.ANALYSIS_LIMIT}")
+                conn.exec_driver_sql("ANALYZE")
+                conn.commit()
+            self.last = time.monotonic()
+        finally:
+            self.lock.release()
+
+    def maybe_refresh(self) -> None:
+        if self.enabled and time.monotonic() - self.last > self.EVERY_SECONDS:
+            self.refresh()

@@ -18,7 +18,7 @@ from flask import Blueprint, abort, current_app, flash, g, redirect, render_temp
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
 from markupsafe import Markup
 
-from curation import judging, projects
+from curation import judging, projects, users
 
 from .auth import login_required
 from .db import get_db
@@ -95,9 +95,12 @@ def _render(project, task, *, note: str | None = None):
 
 @login_required
 def index():
-    """Where a user lands: their only project's judging page, or the list of their projects."""
+    """Where a user lands: their only project's judging page, the list of their projects, or (a
+    lead with nothing to judge) the lead pages."""
     db = get_db()
     mine = judging.judge_projects(db, g.user)
+    if not mine and users.is_lead(g.user) and "lead.index" in current_app.view_functions:
+        return redirect(url_for("lead.index"))
     if len(mine) == 1:
         return redirect(url_for("judge.page", project_id=mine[0].id))
     rows = [(p, judging.progress(db, p, g.user)) for p in mine]

@@ -1,0 +1,412 @@
+"""Load test of the judging app: many judges claiming and submitting at once over HTTP.
+
+Builds a fresh store (SQLite by default; ``--postgres`` for a fresh PostgreSQL database at
+127.0.0.1:5432, or ``--db URL`` for an empty database of your own) with a project of
+``--queries x --docs`` pooled pairs assigned to ``--judges`` judges (an overlap set first, the rest
+split), preloads ``--preload`` judgments (default 100,000, bulk-inserted as the judges' own earlier
+work), starts ``golden serve`` (waitress) on a free loopback port, and runs the judges as threads
+over keep-alive HTTP for ``--seconds``: each logs in, opens the judging page and then answers as
+fast as it can with the htmx request the page sends (one POST = submit this pair + get the next),
+resending one answer in 50 as a double click would.
+
+Prints judgments/second, the p50/p99 latency of submit-and-next, then verifies from the database
+that no judgment was lost (every answered token has exactly one row) or duplicated, and that no
+non-overlap pair was judged by two judges. Exit status 1 when a check fails.
+
+Target: p99 < 50 ms on SQLite with 100,000 judgments already in the store.
+
+    python bench/bench_judging_load.py                 # SQLite
+    python bench/bench_judging_load.py --postgres      # PostgreSQL at 127.0.0.1:5432
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import http.client
+import json
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import uuid
+from datetime import timedelta
+from http.cookies import SimpleCookie
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import func, insert, update
+from sqlmodel import select
+
+from curation import assignment, projects, users
+from curation.migrate import upgrade
+from curation.models import Assignment, Judgment, User, utcnow
+from curation.store import make_engine, session as new_session
+
+PASSWORD = "bench-password-1"
+PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+TOKEN_RE = re.compile(r'name="token" value="([^"]+)"')
+CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+def write_project_files(folder: Path, n_queries: int, docs: int, seed: int) -> dict[str, Path]:
+    rng = random.Random(seed)
+    words = "oven pasta boil salt garlic onion bake roast sauce grill pepper lemon butter flour rice".split()
+    paths = {k: folder / f for k, f in
+             (("queries", "queries.jsonl"), ("pool", "pool.jsonl"), ("corpus", "corpus.jsonl"), ("guidelines", "GUIDELINES.md"))}
+    with open(paths["queries"], "w") as fq, open(paths["pool"], "w") as fp, open(paths["corpus"], "w") as fc:
+        for q in range(n_queries):
+            qid = f"q{q:05d}"
+            fq.write(json.dumps({"qid": qid, "text": " ".join(rng.sample(words, 3)), "stratum": {"freq": "head" if q % 3 else "tail"},
+                                 "traffic": 1.0, "users": 1, "stratum_share": 0.5, "weight": 1.0, "pii": []}) + "\n")
+            for d in range(docs):
+                docid = f"{qid}-d{d:02d}"
+                text = " ".join(rng.choices(words, k=60))
+                fc.write(json.dumps({"id": docid, "title": f"Recipe {docid}", "text": text}) + "\n")
+                fp.write(json.dumps({"qid": qid, "docid": docid, "order": d, "systems": {"runA": d + 1}}) + "\n")
+    paths["guidelines"].write_text("# Guidelines\n\nJudge each document against the query.\n")
+    return paths
+
+
+def build_store(url: str, folder: Path, args) -> tuple[int, list[str]]:
+    engine = make_engine(url)
+    upgrade(engine)
+    t0 = time.perf_counter()
+    paths = write_project_files(folder, args.queries, args.docs, args.seed)
+    judges = [f"judge{i:02d}" for i in range(1, args.judges + 1)]
+    with new_session(engine) as db:
+        report = projects.create_project(
+            db, "bench", queries_path=paths["queries"], pool_path=paths["pool"], corpus_paths=[paths["corpus"]],
+            guidelines_path=paths["guidelines"], scale="0-2",
+        )
+        for name in judges:
+            users.add_user(db, name, role="judge", password=PASSWORD)
+        project = projects.get_project(db, "bench")
+        assignment.assign(db, project, judges, overlap=args.overlap, seed=args.seed, hold=False)
+        project_id = project.id
+    print(f"store: {report.pairs:,} pairs in {args.queries:,} queries, {len(judges)} judges, overlap {args.overlap} "
+          f"({time.perf_counter() - t0:.1f} s)")
+    t0 = time.perf_counter()
+    preloaded = preload(engine, project_id, judges, args.preload)
+    print(f"store: {preloaded:,} judgments preloaded ({time.perf_counter() - t0:.1f} s)")
+    engine.dispose()
+    return project_id, judges
+
+
+def preload(engine, project_id: int, judges: list[str], n: int) -> int:
+    """Bulk-insert ``n`` judgments as the judges' own earlier work: the LAST main pairs of each
+    judge's queue are marked done (Assignment.done_at) with one judgment each, exactly the state
+    ``curation.judging.submit`` leaves, so the live run starts at the overlap pairs and goes on."""
+    rng = random.Random(1)
+    now = utcnow()
+    with new_session(engine) as db:
+        ids = dict(db.exec(select(User.name, User.id).where(User.name.in_(judges))).all())
+        per_judge = -(-n // len(judges))
+        left = n
+        for name in judges:
+            take = min(per_judge, left)
+            rows = db.exec(
+                select(Assignment.id, Assignment.pair_id).where(
+                    Assignment.judge_id == ids[name], Assignment.project_id == project_id, Assignment.kind == "main")
+                .order_by(Assignment.position.desc()).limit(take)
+            ).all()
+            if len(rows) < take:
+                raise SystemExit(f"preload: {name} has only {len(rows)} main pairs; use more --queries")
+            for start in range(0, len(rows), 5000):
+                chunk = rows[start:start + 5000]
+                db.execute(update(Assignment).where(Assignment.id.in_([a for a, _ in chunk])).values(done_at=now))
+                db.execute(insert(Judgment), [
+                    dict(project_id=project_id, pair_id=pair, judge_id=ids[name], grade=rng.randrange(3), unsure=False,
+                         skipped=False, source="human", shown_at=now - timedelta(seconds=20), answered_at=now,
+                         client_token=f"preload-{ids[name]}-{pair}")
+                    for _, pair in chunk
+                ])
+            left -= len(rows)
+        db.commit()
+    return n - left
+
+
+def fresh_pg_database() -> tuple[str, callable]:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(PG_SERVER)
+    name = f"golden_bench_{uuid.uuid4().hex[:10]}"
+    params = dict(host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True)
+    with psycopg.connect(**params) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        with psycopg.connect(**params) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return url.set(database=name).render_as_string(hide_password=False), drop
+
+
+# ---------------------------------------------------------------------------------------------
+# The server and the judges
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux /proc), to report server CPU per request: a
+    figure that, unlike latency, does not grow when other work shares the machine."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def start_server(url: str, port: int, threads: int) -> subprocess.Popen:
+    env = {**os.environ, "GOLDEN_SECRET_KEY": "bench-secret"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url,
+         "--port", str(port), "--threads", str(threads)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"golden serve exited: {proc.stderr.read().decode()}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/login")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("golden serve did not come up within 60 s")
+
+
+class Client:
+    """A keep-alive HTTP connection with a cookie jar, as a browser tab would have."""
+
+    def __init__(self, port: int):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.cookies: dict[str, str] = {}
+
+    def request(self, method: str, path: str, form: dict | None = None, htmx: bool = False) -> tuple[int, str]:
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        body = None
+        if form is not None:
+            body = urllib.parse.urlencode(form)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        if htmx:
+            headers["HX-Request"] = "true"
+        self.conn.request(method, path, body=body, headers=headers)
+        response = self.conn.getresponse()
+        data = response.read().decode()
+        for header in response.headers.get_all("Set-Cookie") or []:
+            jar = SimpleCookie()
+            jar.load(header)
+            for key, morsel in jar.items():
+                self.cookies[key] = morsel.value
+        return response.status, data
+
+
+class Judge(threading.Thread):
+    def __init__(self, name: str, port: int, project_id: int, ready: threading.Barrier, go: threading.Event, seed: int,
+                 think: float = 0.0):
+        super().__init__(daemon=True)
+        self.name_, self.port, self.project_id, self.ready, self.go = name, port, project_id, ready, go
+        self.deadline = 0.0  # set before ``go``
+        self.think = think
+        self.rng = random.Random(seed)
+        self.latencies: list[float] = []
+        self.answered: list[str] = []  # tokens answered with a 200 (first submit only)
+        self.double_submits = 0
+        self.errors: list[str] = []
+        self.ran_out = False
+
+    def run(self):
+        try:
+            self._run()
+        except Exception as exc:  # noqa: BLE001 - reported in the summary
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _run(self):
+        client = Client(self.port)
+        _, page = client.request("GET", "/login")
+        status, _ = client.request("POST", "/login", {"username": self.name_, "password": PASSWORD,
+                                                      "csrf_token": CSRF_RE.search(page).group(1)})
+        if status != 302:
+            raise RuntimeError(f"login answered {status}")
+        path = f"/projects/{self.project_id}/judge"
+        status, body = client.request("GET", path, htmx=True)
+        csrf = html.unescape(CSRF_RE.search(body).group(1))
+        self.ready.wait()
+        self.go.wait()
+        n = 0
+        while time.perf_counter() < self.deadline:
+            match = TOKEN_RE.search(body)
+            if not match:
+                self.ran_out = True
+                break
+            token = html.unescape(match.group(1))
+            if self.think:
+                time.sleep(self.think * self.rng.uniform(0.5, 1.5))
+            form = {"csrf_token": csrf, "token": token, "grade": str(self.rng.randrange(3))}
+            t0 = time.perf_counter()
+            status, body = client.request("POST", path, form, htmx=True)
+            self.latencies.append(time.perf_counter() - t0)
+            if status != 200:
+                self.errors.append(f"submit answered {status}: {body[:200]}")
+                status, body = client.request("GET", path, htmx=True)
+                continue
+            self.answered.append(token)
+            n += 1
+            if n % 50 == 0:  # a double click: the same answer again must record nothing
+                status, body = client.request("POST", path, form, htmx=True)
+                self.double_submits += 1
+                if status != 200:
+                    self.errors.append(f"double submit answered {status}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Verification
+
+
+def verify(url: str, project_id: int, judges: list[Judge], preloaded: int) -> list[str]:
+    problems = []
+    engine = make_engine(url)
+    with new_session(engine) as db:
+        ids = dict(db.exec(select(User.name, User.id)).all())
+        rows = db.exec(select(Judgment.judge_id, Judgment.client_token, Judgment.pair_id)
+                       .where(Judgment.project_id == project_id)).all()
+        live = [(j, t, p) for j, t, p in rows if not (t or "").startswith("preload-")]
+        expected = {(ids[j.name_], t) for j in judges for t in j.answered}
+        recorded = [(j, t) for j, t, _ in live]
+        if len(rows) - len(live) != preloaded:
+            problems.append(f"preloaded judgments: {len(rows) - len(live)} in the store, {preloaded} loaded")
+        lost = expected - set(recorded)
+        extra = set(recorded) - expected
+        dup = len(recorded) - len(set(recorded))
+        if lost:
+            problems.append(f"{len(lost)} answered judgments are missing from the store")
+        if extra:
+            problems.append(f"{len(extra)} judgments in the store that no judge answered")
+        if dup:
+            problems.append(f"{dup} duplicated judgments (same judge and token)")
+        per_pair = {}
+        for j, _, p in live:
+            per_pair.setdefault((j, p), 0)
+            per_pair[(j, p)] += 1
+        twice_same = sum(1 for c in per_pair.values() if c > 1)
+        if twice_same:
+            problems.append(f"{twice_same} pairs judged twice by the same judge in the run (no judge went back)")
+        overlap = set(db.exec(select(Assignment.pair_id).where(Assignment.project_id == project_id,
+                                                               Assignment.kind == "overlap")).all())
+        judged_by = db.exec(
+            select(Judgment.pair_id, func.count(func.distinct(Judgment.judge_id)))
+            .where(Judgment.project_id == project_id).group_by(Judgment.pair_id)
+            .having(func.count(func.distinct(Judgment.judge_id)) > 1)
+        ).all()
+        shared_main = [p for p, _ in judged_by if p not in overlap]
+        if shared_main:
+            problems.append(f"{len(shared_main)} non-overlap pairs judged by more than one judge")
+        print(f"verify: {len(rows):,} judgments in the store = {preloaded:,} preloaded + {len(live):,} from the run; "
+              f"{sum(len(j.answered) for j in judges):,} answered, {sum(j.double_submits for j in judges):,} double "
+              f"submits recorded nothing; {len(judged_by):,} pairs judged by several judges, all in the overlap set")
+    engine.dispose()
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--db", help="an EMPTY database URL to use (default: a fresh SQLite file)")
+    where.add_argument("--postgres", action="store_true", help=f"a fresh PostgreSQL database on {PG_SERVER}")
+    parser.add_argument("--judges", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--preload", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=3000)
+    parser.add_argument("--docs", type=int, default=40, help="pooled documents per query")
+    parser.add_argument("--overlap", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=8, help="waitress worker threads")
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="seconds each judge pauses between answers (default 0: as fast as it can)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    tmp = tempfile.TemporaryDirectory(prefix="golden-bench-")
+    folder = Path(tmp.name)
+    drop = None
+    if args.postgres:
+        url, drop = fresh_pg_database()
+    else:
+        url = args.db or f"sqlite:///{folder / 'golden.db'}"
+    backend = "PostgreSQL" if url.startswith("postgres") else "SQLite"
+    try:
+        project_id, names = build_store(url, folder, args)
+        port = free_port()
+        server = start_server(url, port, args.threads)
+        try:
+            ready, go = threading.Barrier(len(names) + 1), threading.Event()
+            judges = [Judge(name, port, project_id, ready, go, seed=args.seed + i, think=args.think) for i, name in enumerate(names)]
+            for j in judges:
+                j.start()
+            ready.wait()  # every judge has logged in and has a pair on screen
+            cpu0 = cpu_seconds(server.pid)
+            t0 = time.perf_counter()
+            for j in judges:
+                j.deadline = t0 + args.seconds
+            go.set()
+            for j in judges:
+                j.join()
+            elapsed = time.perf_counter() - t0
+            cpu1 = cpu_seconds(server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        lat = np.array([x for j in judges for x in j.latencies]) * 1000
+        answered = sum(len(j.answered) for j in judges)
+        errors = [e for j in judges for e in j.errors]
+        pace = f", pausing ~{args.think:g} s between answers" if args.think else ", as fast as they can"
+        print(f"\n{backend}: {len(judges)} judges{pace}, for {elapsed:.1f} s against golden serve "
+              f"(waitress, {args.threads} threads)")
+        print(f"  judgments/second        {answered / elapsed:8.1f}   ({answered:,} judgments)")
+        if len(lat):
+            print(f"  submit-and-next p50     {np.percentile(lat, 50):8.1f} ms")
+            print(f"  submit-and-next p99     {np.percentile(lat, 99):8.1f} ms   (max {lat.max():.1f} ms)")
+        requests = len(lat) + sum(j.double_submits for j in judges)
+        if cpu0 is not None and cpu1 is not None and requests:
+            print(f"  server CPU per request  {(cpu1 - cpu0) / requests * 1000:8.1f} ms   "
+                  f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        print(f"  errors                  {len(errors):8d}" + (f"   first: {errors[0]}" if errors else ""))
+        if any(j.ran_out for j in judges):
+            print("  note: some judges finished their queue before the time was up (use more --queries)")
+        problems = verify(url, project_id, judges, args.preload)
+        for p in problems:
+            print("FAIL:", p)
+        ok = not problems and not errors
+        if backend == "SQLite" and len(lat):
+            target = np.percentile(lat, 99) < 50
+            print(f"target p99 < 50 ms on SQLite: {'met' if target else 'MISSED'}")
+        print("checks: " + ("no judgment lost or duplicated; no non-overlap pair judged twice" if ok else "FAILED"))
+        return 0 if ok else 1
+    finally:
+        if drop:
+            drop()
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
