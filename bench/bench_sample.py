@@ -4,13 +4,14 @@ Generates a CSV log (gzip optional) with a heavy head and a long tail: queries d
 Zipf-like law over ~1M distinct queries (some written in several raw forms that normalise to one),
 users from a skewed pool, a `market` column of three values (a property of the query, mostly)
 and a `device` column of two (a property of each search, so not a stratum). Then runs
-`golden sample --stratum market --shape` on it in a fresh process (so the peak memory measured is the sampler's own,
-read from getrusage(RUSAGE_CHILDREN).ru_maxrss) and prints wall time and peak memory.
+`golden sample --stratum market --shape` on it in a fresh process, which reports its own
+peak memory (getrusage ru_maxrss); prints wall time, CPU time and peak memory. With --baseline it
+also times the obvious pandas version (read_csv, map normalize_text, groupby) on the same log.
 
 Targets: under 60 s and under 3 GB for 10 million rows.
 
     python bench/bench_sample.py                 # 10M rows, plain CSV
-    python bench/bench_sample.py --rows 1000000 --gzip
+    python bench/bench_sample.py --rows 1000000 --gzip --baseline
 """
 
 from __future__ import annotations
@@ -98,6 +99,40 @@ def generate(path: Path, rows: int, distinct: int, seed: int, gzip: bool) -> Non
     sink.close()
 
 
+BASELINE = """
+import sys
+import pandas as pd
+from curation.normalize import normalize_text
+df = pd.read_csv(sys.argv[1], dtype=str, keep_default_na=False)
+df["text"] = df["query"].map(normalize_text)
+g = df.groupby(["text", "market"]).agg(traffic=("user_id", "size"), users=("user_id", "nunique"))
+print(len(g))
+"""
+# Each child reports its own peak resident memory, so two children are measured apart.
+PEAK = "\nimport resource, sys\nprint('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+GOLDEN = """
+import sys
+from curation.cli import main
+try:
+    main(sys.argv[1:], standalone_mode=False)
+finally:
+""" + "\n".join("    " + line for line in PEAK.strip().splitlines())
+
+
+def run_child(cmd: list[str]) -> tuple[float, float, float, str]:
+    """Run ``cmd`` in a fresh process: (wall s, CPU s, peak MiB, stdout)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        sys.exit(f"benchmark child failed:\n{proc.stderr}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    peak = next(int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("PEAK_KIB"))
+    return wall, cpu, peak / 1024, proc.stdout  # Linux: ru_maxrss is in KiB
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -105,6 +140,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gzip", action="store_true", help="write the log gzip-compressed")
+    ap.add_argument("--baseline", action="store_true", help="also time the obvious pandas version on the same log")
     ap.add_argument("--dir", default=None, help="keep the generated files here (default: a temporary folder)")
     args = ap.parse_args()
 
@@ -113,27 +149,28 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / ("log.csv.gz" if args.gzip else "log.csv")
     t0 = time.perf_counter()
-    if not log.exists():
+    reused = log.exists()
+    if not reused:
         generate(log, args.rows, args.distinct, args.seed, args.gzip)
-    gen = time.perf_counter() - t0
+    made = "reused from an earlier run" if reused else f"generated in {time.perf_counter() - t0:.1f} s"
     print(f"log: {args.rows:,} rows, ~{args.distinct:,} distinct queries, {log.stat().st_size / 2**20:,.0f} MiB "
-          f"({log.name}); generated in {gen:.1f} s")
+          f"({log.name}); {made}")
 
     out = folder / "queries.jsonl"
-    cmd = [sys.executable, "-c", "from curation.cli import main; main()", "sample", str(log),
+    cmd = [sys.executable, "-c", GOLDEN, "sample", str(log),
            "--query-col", "query", "--user-col", "user_id", "--stratum", "market",
            "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7", "--out", str(out)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode:
-        sys.exit(f"golden sample failed:\n{proc.stderr}")
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    peak_mib = usage.ru_maxrss / 1024  # Linux: KiB
-    cpu = usage.ru_utime + usage.ru_stime
-    print(proc.stdout.rstrip())
+    wall, cpu, peak_mib, stdout = run_child(cmd)
+    print(stdout.rstrip())
     print(f"golden sample: {wall:.1f} s wall ({cpu:.1f} s CPU), peak memory {peak_mib:,.0f} MiB "
           f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
+    if args.baseline:
+        # The obvious pandas version (whole file in memory, normalise row by row, group by), which
+        # only collapses and counts (no sampling).
+        b_wall, b_cpu, b_peak, _ = run_child([sys.executable, "-c", BASELINE + PEAK, str(log)])
+        print(f"pandas read_csv + map + groupby: {b_wall:.1f} s wall ({b_cpu:.1f} s CPU), peak memory "
+              f"{b_peak:,.0f} MiB; golden: {b_wall / wall:.1f}x less wall time, {b_cpu / cpu:.1f}x less CPU, "
+              f"{b_peak / peak_mib:.1f}x less memory")
     if tmp is not None:
         tmp.cleanup()
 
