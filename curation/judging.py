@@ -19,12 +19,14 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
 
 from __future__ import annotations
 
+import json
 import secrets
 import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, update
+from sqlalchemy import and_, bindparam, case, func, insert, or_, update
+from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -129,70 +131,100 @@ def judge_projects(session: Session, judge: User | int) -> list[Project]:
     return list(session.exec(select(Project).where(Project.id.in_(ids)).order_by(Project.name)))
 
 
-def _first_open(session: Session, proj: Project, jid: int) -> Assignment | None:
-    stmt = select(Assignment).where(
-        Assignment.judge_id == jid, Assignment.project_id == proj.id, Assignment.done_at.is_(None)
-    )
-    stmt = _visible(stmt, proj).order_by(Assignment.skipped, Assignment.position, Assignment.id).limit(1)
-    return session.exec(stmt).first()
+# Hot paths are prebuilt SQLAlchemy Core statements with bound parameters: a judge's
+# submit-and-next runs a handful of indexed statements and no ORM object loading.
+_A = Assignment.__table__
+_PV = PairView.__table__
+_J = Judgment.__table__
+_PP = PoolPair.__table__
+_Q = Query.__table__
+_D = Document.__table__
+_GV = GuidelinesVersion.__table__
+_P = Project.__table__
+
+_MAIN_OK = or_(_A.c.kind == "overlap", _P.c.hold_main == False, _P.c.released_at.is_not(None))  # noqa: E712
+
+_FIRST_OPEN = (
+    core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped)
+    .join(_P, _P.c.id == _A.c.project_id)
+    .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), _MAIN_OK)
+    .order_by(_A.c.skipped, _A.c.position, _A.c.id)
+    .limit(1)
+)
+_CURRENT_GV = (
+    core_select(_GV.c.id, _GV.c.version)
+    .where(_GV.c.project_id == bindparam("pid"))
+    .order_by(_GV.c.version.desc())
+    .limit(1)
+)
+_CLAIM = (
+    update(_A)
+    .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
+    .values(claimed_at=bindparam("now"))
+)
+_PAIR_INFO = (
+    core_select(_Q.c.id, _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url)
+    .select_from(_PP.join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id))
+    .where(_PP.c.id == bindparam("pair_id"))
+)
+_QUERY_PAIRS = core_select(_PP.c.id).where(_PP.c.query_id == bindparam("query_id"))
+# Counting through the (pair_id, judge_id) unique index from the query's few pairs is much cheaper
+# than scanning the judge's whole queue, whatever the planner would pick for a join.
+_QUERY_PLACE = (
+    core_select(func.count(), func.coalesce(func.sum(case((_A.c.position <= bindparam("pos"), 1), else_=0)), 0))
+    .where(_A.c.pair_id.in_(bindparam("pair_ids", expanding=True)), _A.c.judge_id == bindparam("jid"),
+           _A.c.kind == bindparam("kind"))
+)
+_LATEST_OWN = (
+    core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
+    .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"))
+    .order_by(_J.c.id.desc())
+    .limit(1)
+)
 
 
-def _show(session: Session, proj: Project, jid: int, a: Assignment, now: datetime) -> Task | None:
-    """Issue a token for assignment ``a`` and build its Task; None when ``a`` is no longer the judge's."""
-    gv = session.exec(
-        select(GuidelinesVersion.id, GuidelinesVersion.version)
-        .where(GuidelinesVersion.project_id == proj.id)
-        .order_by(GuidelinesVersion.version.desc())
-        .limit(1)
-    ).first()
+def _first_open(session: Session, proj: Project, jid: int):
+    return session.connection().execute(_FIRST_OPEN, {"jid": jid, "pid": proj.id}).first()
+
+
+def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task | None:
+    """Issue a token for assignment ``a`` (a row with id, pair_id, position, kind) and build its
+    Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile)."""
     token = secrets.token_urlsafe(24)
     try:
-        res = session.execute(
-            _plain_update(
-                update(Assignment).where(Assignment.id == a.id, Assignment.judge_id == jid).values(claimed_at=now)
-            )
-        )
-        if res.rowcount != 1:
+        conn = session.connection()
+        gv = conn.execute(_CURRENT_GV, {"pid": proj.id}).first()
+        if conn.execute(_CLAIM, {"aid": a.id, "jid": jid, "now": now}).rowcount != 1:
             session.rollback()
             return None
-        session.add(PairView(token=token, project_id=proj.id, assignment_id=a.id, pair_id=a.pair_id, judge_id=jid,
-                             guidelines_version_id=gv[0] if gv else None, shown_at=now))
+        conn.execute(insert(_PV), {
+            "token": token, "project_id": proj.id, "assignment_id": a.id, "pair_id": a.pair_id, "judge_id": jid,
+            "guidelines_version_id": gv[0] if gv else None, "shown_at": now,
+        })
         session.commit()
     except Exception:
         session.rollback()
         raise
-    pair, query, doc = session.exec(
-        select(PoolPair, Query, Document)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
-        .where(PoolPair.id == a.pair_id)
+    conn = session.connection()
+    query_id, qid, qtext, docid, title, text, url = conn.execute(_PAIR_INFO, {"pair_id": a.pair_id}).one()
+    pair_ids = conn.execute(_QUERY_PAIRS, {"query_id": query_id}).scalars().all()
+    count, place = conn.execute(
+        _QUERY_PLACE, {"jid": jid, "pair_ids": pair_ids, "kind": a.kind, "pos": a.position}
     ).one()
-    same_query = _visible(
-        select(Assignment.position)
-        .join(PoolPair, PoolPair.id == Assignment.pair_id)
-        .where(Assignment.judge_id == jid, Assignment.project_id == proj.id, PoolPair.query_id == query.id,
-               Assignment.kind == a.kind),
-        proj,
-    )
-    positions = sorted(session.exec(same_query).all())
-    latest = session.exec(
-        select(Judgment)
-        .where(Judgment.judge_id == jid, Judgment.pair_id == a.pair_id)
-        .order_by(Judgment.id.desc())
-        .limit(1)
-    ).first()
+    latest = conn.execute(_LATEST_OWN, {"jid": jid, "pair_id": a.pair_id}).first()
+    session.commit()  # end the read transaction
     return Task(
         token=token,
         position=a.position,
-        qid=query.qid,
-        query_text=query.text,
-        docid=doc.docid,
-        doc_title=doc.title,
-        doc_text=doc.text,
-        doc_url=doc.url,
+        qid=qid,
+        query_text=qtext,
+        docid=docid,
+        doc_title=title,
+        doc_text=text,
+        doc_url=url,
         guidelines_version=gv[1] if gv else None,
-        query_pair_index=positions.index(a.position) + 1 if a.position in positions else 1,
-        query_pair_count=max(len(positions), 1),
+        query_pair_index=max(int(place), 1),
+        query_pair_count=max(int(count), 1),
         current_grade=latest.grade if latest else None,
         current_unsure=bool(latest.unsure) if latest else False,
         current_note=latest.note if latest else None,
@@ -305,15 +337,15 @@ def submit(
     jid = _jid(judge)
     if not isinstance(token, str) or not token or len(token) > 100:
         raise AccessDenied("no such pair")
-    view = session.exec(select(PairView).where(PairView.token == token)).first()
+    conn = session.connection()
+    view = conn.execute(_VIEW, {"token": token}).first()
     if view is None or view.judge_id != jid:
+        session.commit()  # end the read transaction
         raise AccessDenied("no such pair")
-    position = session.exec(select(Assignment.position).where(Assignment.id == view.assignment_id)).one()
-    done = _existing(session, jid, token)
-    if done is not None:
-        return SubmitResult(done, True, position)
+    if view.existing is not None:
+        session.commit()
+        return SubmitResult(view.existing, True, view.position)
 
-    proj = session.get(Project, view.project_id)
     if grade is not None:
         if isinstance(grade, bool):
             raise ValueError(f"grade must be one of the scale's grades, got {grade!r}")
@@ -321,9 +353,9 @@ def submit(
             grade = int(grade)
         except (TypeError, ValueError):
             raise ValueError(f"grade must be one of the scale's grades, got {grade!r}") from None
-        allowed = [g.grade for g in project_grades(proj)]
+        allowed = [int(g["grade"]) for g in json.loads(view.grades_json)]
         if grade not in allowed:
-            raise ValueError(f"grade {grade} is not on this project's scale {proj.scale} (grades {allowed})")
+            raise ValueError(f"grade {grade} is not on this project's scale {view.scale} (grades {allowed})")
     if note is not None:
         note = str(note).strip() or None
         if note and len(note) > MAX_NOTE:
@@ -336,22 +368,19 @@ def submit(
 
     now = now or utcnow()
     try:
-        res = session.execute(
-            _plain_update(
-                update(Assignment)
-                .where(Assignment.id == view.assignment_id, Assignment.judge_id == jid)
-                .values(done_at=None if skip else now, skipped=skip)
-            )
-        )
+        conn = session.connection()
+        # Write first: this takes the assignment row's lock, which serialises with a stale move.
+        res = conn.execute(_ANSWER, {"aid": view.assignment_id, "jid": jid, "done_at": None if skip else now,
+                                     "skipped": skip})
         if res.rowcount != 1:
             session.rollback()
             raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
-        row = Judgment(
-            project_id=view.project_id, pair_id=view.pair_id, judge_id=jid, grade=grade, unsure=unsure,
-            skipped=skip, note=note, guidelines_version_id=view.guidelines_version_id, source="human",
-            shown_at=view.shown_at, answered_at=now, client_token=token,
-        )
-        session.add(row)
+        row = conn.execute(insert(_J), {
+            "project_id": view.project_id, "pair_id": view.pair_id, "judge_id": jid, "grade": grade,
+            "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": view.guidelines_version_id,
+            "source": "human", "shown_at": view.shown_at, "answered_at": now, "client_token": token,
+        })
+        judgment_id = row.inserted_primary_key[0]
         session.commit()
     except IntegrityError:
         # The same token committed by a concurrent request (a double click): report that one.
@@ -359,47 +388,74 @@ def submit(
         done = _existing(session, jid, token)
         if done is None:
             raise
-        return SubmitResult(done, True, position)
+        return SubmitResult(done, True, view.position)
     except Exception:
         session.rollback()
         raise
-    return SubmitResult(row.id, False, position)
+    return SubmitResult(judgment_id, False, view.position)
+
+
+_VIEW = (
+    core_select(
+        _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
+        _PV.c.shown_at, _A.c.position, _J.c.id.label("existing"), _P.c.grades_json, _P.c.scale,
+    )
+    .select_from(
+        _PV.join(_A, _A.c.id == _PV.c.assignment_id)
+        .join(_P, _P.c.id == _PV.c.project_id)
+        .outerjoin(_J, and_(_J.c.judge_id == _PV.c.judge_id, _J.c.client_token == _PV.c.token))
+    )
+    .where(_PV.c.token == bindparam("token"))
+)
+_ANSWER = (
+    update(_A)
+    .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
+    .values(done_at=bindparam("done_at"), skipped=bindparam("skipped"))
+)
+_EXISTING = core_select(_J.c.id).where(_J.c.judge_id == bindparam("jid"), _J.c.client_token == bindparam("token"))
 
 
 def _existing(session: Session, jid: int, token: str) -> int | None:
-    return session.exec(
-        select(Judgment.id).where(Judgment.judge_id == jid, Judgment.client_token == token)
-    ).first()
+    return session.connection().execute(_EXISTING, {"jid": jid, "token": token}).scalar()
 
 
-def progress(session: Session, project: Project | int, judge: User | int, *, recent: int = 200) -> Progress:
+_COUNT_ALL = core_select(func.count()).where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"))
+_COUNT_OVERLAP = _COUNT_ALL.where(_A.c.kind == "overlap")
+_COUNT_OPEN = (
+    core_select(_A.c.kind, _A.c.skipped, func.count())
+    .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None))
+    .group_by(_A.c.kind, _A.c.skipped)
+)
+_PACE = (
+    core_select(_J.c.shown_at, _J.c.answered_at)
+    .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == False,  # noqa: E712
+           _J.c.shown_at.is_not(None))
+    .order_by(_J.c.id.desc())
+    .limit(bindparam("recent"))
+)
+
+
+def progress(session: Session, project: Project | int, judge: User | int, *, recent: int = 50) -> Progress:
     """Done / assigned for the judge, and the time left at the median of their last ``recent``
-    shown-to-answered times (the median resists the long gaps of a coffee break)."""
+    shown-to-answered times (the median resists the long gaps of a coffee break; the recent ones
+    follow the judge's pace as it settles)."""
     proj = _project(session, project)
     jid = _jid(judge)
-    rows = session.exec(
-        select(Assignment.kind, Assignment.done_at.is_not(None), Assignment.skipped, func.count())
-        .where(Assignment.judge_id == jid, Assignment.project_id == proj.id)
-        .group_by(Assignment.kind, Assignment.done_at.is_not(None), Assignment.skipped)
-    ).all()
-    visible = main_visible(proj)
-    assigned = done = skipped = held = 0
-    for kind, is_done, is_skipped, n in rows:
-        if kind == "main" and not visible:
-            held += n
-            continue
-        assigned += n
-        if is_done:
-            done += n
-        elif is_skipped:
-            skipped += n
-    times = session.exec(
-        select(Judgment.shown_at, Judgment.answered_at)
-        .where(Judgment.judge_id == jid, Judgment.project_id == proj.id, Judgment.skipped == False,  # noqa: E712
-               Judgment.shown_at.is_not(None))
-        .order_by(Judgment.id.desc())
-        .limit(recent)
-    ).all()
+    conn = session.connection()
+    params = {"jid": jid, "pid": proj.id}
+    total = conn.execute(_COUNT_ALL, params).scalar()
+    open_rows = conn.execute(_COUNT_OPEN, params).all()  # few: a judge's unanswered pairs
+    if main_visible(proj):
+        assigned, held = total, 0
+        counted = open_rows
+    else:
+        assigned = conn.execute(_COUNT_OVERLAP, params).scalar()
+        held = total - assigned
+        counted = [r for r in open_rows if r[0] == "overlap"]
+    done = assigned - sum(n for _, _, n in counted)
+    skipped = sum(n for _, is_skipped, n in counted if is_skipped)
+    times = conn.execute(_PACE, {"jid": jid, "pid": proj.id, "recent": int(recent)}).all()
+    session.commit()  # end the read transaction
     secs = [max((b - a).total_seconds(), 0.0) for a, b in times]
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * (assigned - done)

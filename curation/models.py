@@ -122,7 +122,8 @@ class Assignment(SQLModel, table=True):
 
     __table_args__ = (
         UniqueConstraint("pair_id", "judge_id"),
-        Index("ix_assignment_queue", "judge_id", "project_id", "position"),
+        # A judge's open pairs in queue order (done_at IS NULL, then skipped, then position).
+        Index("ix_assignment_queue", "judge_id", "project_id", "done_at", "skipped", "position"),
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
@@ -160,7 +161,8 @@ class Judgment(SQLModel, table=True):
 
     __table_args__ = (
         UniqueConstraint("judge_id", "client_token"),
-        Index("ix_judgment_judge_pair", "judge_id", "pair_id"),
+        Index("ix_judgment_judge_pair", "judge_id", "pair_id", "id"),  # a judge's latest label of a pair
+        Index("ix_judgment_judge_project", "judge_id", "project_id", "id"),  # a judge's recent labels
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 21:05:30.996950
+Create Date: 2026-11-29 21:16:44.202002
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_assignment_judge_id'), ['judge_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_assignment_pair_id'), ['pair_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_assignment_project_id'), ['project_id'], unique=False)
-        batch_op.create_index('ix_assignment_queue', ['judge_id', 'project_id', 'position'], unique=False)
+        batch_op.create_index('ix_assignment_queue', ['judge_id', 'project_id', 'done_at', 'skipped', 'position'], unique=False)
 
     op.create_table('judgment',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -263,7 +263,8 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('judgment', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_judgment_judge_id'), ['judge_id'], unique=False)
-        batch_op.create_index('ix_judgment_judge_pair', ['judge_id', 'pair_id'], unique=False)
+        batch_op.create_index('ix_judgment_judge_pair', ['judge_id', 'pair_id', 'id'], unique=False)
+        batch_op.create_index('ix_judgment_judge_project', ['judge_id', 'project_id', 'id'], unique=False)
         batch_op.create_index(batch_op.f('ix_judgment_pair_id'), ['pair_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_judgment_project_id'), ['project_id'], unique=False)
 
@@ -304,6 +305,7 @@ def downgrade() -> None:
     with op.batch_alter_table('judgment', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_judgment_project_id'))
         batch_op.drop_index(batch_op.f('ix_judgment_pair_id'))
+        batch_op.drop_index('ix_judgment_judge_project')
         batch_op.drop_index('ix_judgment_judge_pair')
         batch_op.drop_index(batch_op.f('ix_judgment_judge_id'))
 
