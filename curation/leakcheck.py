@@ -798,7 +798,7 @@ def _jsonl_docs(data: bytes, path: str, first_line: Callable[[], int]):
 
 
 def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
-    table = _json_table(data) if data.strip() else None
+    table = _json_table(data) if data else None
     cols = _table_columns(table, path) if table is not None else None
     if cols is None:
         yield from _python_batches(_jsonl_docs(data, path, first_line), batch_size)
@@ -927,15 +927,37 @@ def _check_options(modes, threshold, spec: NgramSpec, boilerplate_share, workers
     return modes
 
 
+def _mp_context():
+    """``fork`` where it is safe (POSIX, no other thread alive yet): workers start at once with
+    everything imported. Otherwise ``forkserver``/``spawn``, whose workers re-import the program."""
+    import multiprocessing as mp
+    import threading
+
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return mp.get_context("fork")
+    if "forkserver" in methods:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["curation.leakcheck"])
+        return ctx
+    return mp.get_context("spawn")
+
+
 def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, desc):
     """Run :func:`scan_task` over the tasks and yield results as they finish."""
     bar = None
-    if progress:
+
+    def make_bar():
+        # Made once the workers are up: tqdm's monitor thread must not exist when the pool forks.
+        if not progress:
+            return None
         from tqdm import tqdm
 
-        bar = tqdm(desc=desc, unit=" chunks", unit_scale=True, smoothing=0.1, leave=True, dynamic_ncols=True)
+        return tqdm(desc=desc, unit=" chunks", unit_scale=True, smoothing=0.1, leave=True, dynamic_ncols=True)
+
     try:
         if dask:
+            bar = make_bar()
             from distributed import Client, as_completed as dask_completed
 
             client = dask if not isinstance(dask, str) else Client(dask)
@@ -953,17 +975,16 @@ def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, 
                 if isinstance(dask, str):
                     client.close()
         elif workers == 1 or len(tasks) <= 1:
+            bar = make_bar()
             for task in tasks:
                 res = scan_task(task, index, batch_size=batch_size, max_matches=max_matches)
                 if bar is not None:
                     bar.update(res.chunks)
                 yield res
         else:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("forkserver" if os.name == "posix" else "spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
                 futures = [pool.submit(scan_task, t, index, batch_size=batch_size, max_matches=max_matches) for t in tasks]
+                bar = make_bar()
                 for fut in as_completed(futures):
                     res = fut.result()
                     if bar is not None:
