@@ -199,6 +199,9 @@ def _pool_seeds(session: Session, project: Project, keys, *, source: str, seed: 
         ):
             docs[d.docid] = d
     batch = session.exec(select(func.max(PoolPair.batch)).where(PoolPair.project_id == project.id)).one() or 0
+    pooled = {
+        (p.query_id, p.document_id): p for p in session.exec(select(PoolPair).where(PoolPair.project_id == project.id))
+    }
 
     new_by_query: dict[int, list[PoolPair]] = {}
     unknown_q: set[str] = set()
@@ -211,9 +214,7 @@ def _pool_seeds(session: Session, project: Project, keys, *, source: str, seed: 
         if doc is None:
             report.unknown_documents.append(f"{qid} {docid}")
             continue
-        pair = session.exec(
-            select(PoolPair).where(PoolPair.query_id == query.id, PoolPair.document_id == doc.id)
-        ).first()
+        pair = pooled.get((query.id, doc.id))
         if pair is not None:
             if pair.seed_source is None:
                 pair.seed_source = source
@@ -224,6 +225,7 @@ def _pool_seeds(session: Session, project: Project, keys, *, source: str, seed: 
             project_id=project.id, query_id=query.id, document_id=doc.id, systems_json="{}",
             batch=batch, seed_source=source,
         )
+        pooled[(query.id, doc.id)] = pair
         new_by_query.setdefault(query.id, []).append(pair)
         report.pooled_new += 1
     report.unknown_queries = sorted(unknown_q)
