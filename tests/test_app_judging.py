@@ -326,3 +326,15 @@ def test_the_app_refuses_an_out_of_date_schema(db_url):
 def test_serve_help_has_an_example():
     result = CliRunner().invoke(main, ["serve", "--help"])
     assert result.exit_code == 0 and "golden serve --db" in result.output and "waitress" in result.output
+
+
+def test_serve_says_when_the_port_is_taken(engine):
+    import socket
+
+    url = engine.url.render_as_string(hide_password=False)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--db", url, "--port", str(port)])
+    assert result.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in result.output and "--port" in result.output

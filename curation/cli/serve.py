@@ -10,12 +10,24 @@ from .base import db_option, main
 
 
 def serve_app(app, *, host: str, port: int, threads: int, echo=click.echo) -> None:
-    """Serve ``app`` with waitress until interrupted, after printing where it listens."""
-    import waitress
+    """Serve ``app`` with waitress until interrupted, after printing where it listens (port 0
+    picks a free port)."""
+    from waitress.server import create_server
 
-    echo(f"golden: serving the judging app at http://{host}:{port}/ with waitress ({threads} threads)")
-    echo("golden: press Ctrl+C to stop")
-    waitress.serve(app, host=host, port=port, threads=threads, ident="golden", _quiet=True)
+    try:
+        server = create_server(app, host=host, port=port, threads=threads, ident="golden")
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}): pick another port with --port"
+        ) from None
+    echo(f"golden: serving the judging app at http://{host}:{server.effective_port}/ "
+         f"with waitress ({threads} threads); Ctrl+C stops it")
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        echo("golden: stopped")
+    finally:
+        server.close()
 
 
 def build_app(db_url: str | None):
