@@ -46,6 +46,7 @@ __all__ = [
     "CI_METHODS",
     "QueryRow",
     "read_queries",
+    "parse_queries",
     "stratum_label",
     "Paired",
     "pair_scores",
@@ -127,31 +128,35 @@ def _number(value, path, lineno, name):
 
 def read_queries(path: str | os.PathLike) -> dict[str, QueryRow]:
     """Read queries.jsonl into ``{qid: QueryRow}`` (gzip allowed); errors name the file and line."""
-    path = str(path)
-    rows: dict[str, QueryRow] = {}
     with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "qid" not in obj:
-                raise InputError(path, lineno, "expected an object with at least a qid")
-            qid = str(obj["qid"])
-            if qid in rows:
-                raise InputError(path, lineno, f"qid {qid!r} appears twice")
-            stratum = obj.get("stratum") or {}
-            rows[qid] = QueryRow(
-                qid=qid,
-                text=str(obj.get("text", "")),
-                stratum=stratum,
-                traffic=_number(obj.get("traffic"), path, lineno, "traffic"),
-                weight=_number(obj.get("weight"), path, lineno, "weight"),
-                split=None if obj.get("split") is None else str(obj["split"]),
-                extra=obj,
-            )
+        return parse_queries(fh, path=str(path))
+
+
+def parse_queries(lines: Iterable[str], *, path: str = "queries.jsonl") -> dict[str, QueryRow]:
+    """Parse queries.jsonl lines (``path`` names them in errors) into ``{qid: QueryRow}``."""
+    rows: dict[str, QueryRow] = {}
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or "qid" not in obj:
+            raise InputError(path, lineno, "expected an object with at least a qid")
+        qid = str(obj["qid"])
+        if qid in rows:
+            raise InputError(path, lineno, f"qid {qid!r} appears twice")
+        stratum = obj.get("stratum") or {}
+        rows[qid] = QueryRow(
+            qid=qid,
+            text=str(obj.get("text", "")),
+            stratum=stratum,
+            traffic=_number(obj.get("traffic"), path, lineno, "traffic"),
+            weight=_number(obj.get("weight"), path, lineno, "weight"),
+            split=None if obj.get("split") is None else str(obj["split"]),
+            extra=obj,
+        )
     if not rows:
         raise InputError(path, None, "has no queries")
     return rows

@@ -80,7 +80,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     db.init_app(app, make_engine(app.config["DATABASE_URL"]))
     csrf.init_app(app)
 
-    from . import assets, auth, errors, judge, lead, leaks, versions
+    from . import assets, auth, errors, judge, lead, leaks, reports, versions
 
     errors.init_app(app)
     app.register_blueprint(assets.bp)
@@ -89,6 +89,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(versions.bp)
     app.register_blueprint(lead.bp)
     app.register_blueprint(leaks.bp)
+    app.register_blueprint(reports.bp)
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
     app.jinja_env.globals["current_app"] = app  # templates link to blueprints only when registered

@@ -1,0 +1,79 @@
+"""Comparison reports in the app: a lead or admin picks two pooled runs of an exported version and
+gets golden compare's self-contained HTML report (curation.pooled + curation.report).
+
+The form is a GET (it changes nothing, and the report's address can be shared); the report is the
+same document ``golden compare --html`` writes, served with its own Content-Security-Policy: no
+script at all, only its inline style.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, abort, render_template, request
+
+from curation import pooled
+from curation.metrics import METRICS
+from curation.report import render_comparison
+from curation.stats import WEIGHTINGS
+
+from .db import get_db
+from .versions import staff_required
+
+bp = Blueprint("reports", __name__, url_prefix="/reports")
+
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'self'")
+
+
+def _runs_or_404(project: str, version: str):
+    try:
+        return pooled.version_runs(get_db(), project, version)
+    except ValueError:
+        abort(404)
+
+
+def _form(project: str, version: str, runs, *, error: str | None = None, status: int = 200):
+    depth = min((r.depth for r in runs.values()), default=0)
+    choices = ", ".join(f"{m.name}@k" for m in METRICS.values() if m.cutoff != "none") + f" (k <= {depth})"
+    args = request.args
+    return render_template(
+        "reports/pick.html", project=project, version=version, runs=list(runs.values()), error=error,
+        a=args.get("a"), b=args.get("b"), metric=args.get("metric", f"ndcg@{min(10, depth) or 10}"),
+        weighting=args.get("weighting", "unweighted"), weightings=WEIGHTINGS, split=args.get("split"),
+        tie=args.get("tie"), choices=choices,
+    ), status
+
+
+def _number(text: str | None, name: str) -> float | None:
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{name}: {text!r} is not a number; write e.g. 0.02") from None
+
+
+@bp.get("/<project>/<version>")
+@staff_required
+def pick(project: str, version: str):
+    return _form(project, version, _runs_or_404(project, version))
+
+
+@bp.get("/<project>/<version>/compare")
+@staff_required
+def report(project: str, version: str):
+    runs = _runs_or_404(project, version)
+    args = request.args
+    try:
+        tie = _number(args.get("tie"), "tie")
+        result = pooled.compare_pooled(
+            get_db(), project, version, args.get("a", ""), args.get("b", ""),
+            metric=args.get("metric") or f"ndcg@{min(10, min(r.depth for r in runs.values())) if runs else 10}",
+            weighting=args.get("weighting", "unweighted"),
+            split=args.get("split") or None, tie=tie,
+        )
+    except ValueError as exc:
+        return _form(project, version, runs, error=str(exc), status=400)
+    title = f"{project} {version} · {result.metric}: {result.name_b} vs {result.name_a}"
+    response = Response(render_comparison(result, title=title), mimetype="text/html")
+    response.headers["Content-Security-Policy"] = REPORT_CSP
+    return response
