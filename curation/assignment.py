@@ -318,12 +318,14 @@ def assign(
 def release(session: Session, project: Project, lead: User, *, agreement: float | None = None) -> ReleaseRecord:
     """Release the held-back main pairs to their judges, recording who released them, when, and at
     what agreement (e.g. Krippendorff's alpha on the overlap set), and commit. ValueError when
-    ``lead`` is not a lead or admin, or ``agreement`` is not a number in [-1, 1]."""
+    ``lead`` is not a lead or admin, or ``agreement`` is not a finite number at most 1 (chance-corrected
+    measures go below 0, and alpha can go below -1 on small samples)."""
     if lead.role not in ("lead", "admin"):
         raise ValueError(f"lead: {lead.name!r} is a {lead.role}; only a lead or admin can release work")
     if agreement is not None:
-        if isinstance(agreement, bool) or not isinstance(agreement, (int, float)) or not (-1.0 <= agreement <= 1.0):
-            raise ValueError(f"agreement must be a number between -1 and 1, got {agreement!r}")
+        if isinstance(agreement, bool) or not isinstance(agreement, (int, float)) or not math.isfinite(agreement) \
+                or agreement > 1.0:
+            raise ValueError(f"agreement must be a finite number at most 1 (e.g. Krippendorff's alpha), got {agreement!r}")
         agreement = float(agreement)
     proj = session.get(Project, project.id)
     proj.released_at = utcnow()

@@ -214,6 +214,8 @@ def test_release_is_recorded_and_needs_a_lead(engine, tmp_path):
             release(s, project, alice, agreement=0.8)
         with pytest.raises(ValueError, match="agreement must be"):
             release(s, project, lena, agreement=1.5)
+        with pytest.raises(ValueError, match="agreement must be"):
+            release(s, project, lena, agreement=float("nan"))
         assert not main_visible(s.get(Project, project.id))
         rec = release(s, project, lena, agreement=0.72)
         proj = s.get(Project, project.id)
