@@ -76,37 +76,55 @@ def _pid(project: Project | int) -> int:
     return project if isinstance(project, int) else int(project.id)
 
 
-def _latest_labels(session: Session, pid: int, pair_ids: list[int] | None = None) -> dict[int, dict[str, JudgeLabel]]:
-    stmt = (
-        select(Judgment.pair_id, User.name, Judgment.grade, Judgment.note, Judgment.unsure,
-               GuidelinesVersion.version, Judgment.source, Judgment.answered_at)
-        .join(User, User.id == Judgment.judge_id)
-        .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Judgment.guidelines_version_id)
+def _split_pairs(session: Session, pid: int) -> dict[int, int]:
+    """``{pair_id: grade distance}`` of the pairs whose judges' latest labels differ, from a light
+    pass over the judgments (integers only, in answering order: the last row of a judge counts)."""
+    latest: dict[tuple[int, int], int] = {}
+    for pair_id, judge_id, grade in session.exec(
+        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
         .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None))  # noqa: E712
         .order_by(Judgment.answered_at, Judgment.id)
-    )
-    if pair_ids is not None:
-        stmt = stmt.where(Judgment.pair_id.in_(pair_ids))
+    ).all():
+        latest[(pair_id, judge_id)] = grade
+    lo: dict[int, int] = {}
+    hi: dict[int, int] = {}
+    for (pair_id, _), grade in latest.items():
+        if pair_id in lo:
+            lo[pair_id] = min(lo[pair_id], grade)
+            hi[pair_id] = max(hi[pair_id], grade)
+        else:
+            lo[pair_id] = hi[pair_id] = grade
+    return {p: hi[p] - lo[p] for p in lo if hi[p] != lo[p]}
+
+
+def _latest_labels(session: Session, pid: int, pair_ids: list[int]) -> dict[int, dict[str, JudgeLabel]]:
     out: dict[int, dict[str, JudgeLabel]] = defaultdict(dict)
-    for pair_id, judge, grade, note, unsure, version, source, at in session.exec(stmt).all():
-        out[pair_id][judge] = JudgeLabel(judge, int(grade), note, bool(unsure), version, source, at)  # latest wins
+    for start in range(0, len(pair_ids), 1000):
+        for pair_id, judge, grade, note, unsure, version, source, at in session.exec(
+            select(Judgment.pair_id, User.name, Judgment.grade, Judgment.note, Judgment.unsure,
+                   GuidelinesVersion.version, Judgment.source, Judgment.answered_at)
+            .join(User, User.id == Judgment.judge_id)
+            .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Judgment.guidelines_version_id)
+            .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None),  # noqa: E712
+                   Judgment.pair_id.in_(pair_ids[start:start + 1000]))
+            .order_by(Judgment.answered_at, Judgment.id)
+        ).all():
+            out[pair_id][judge] = JudgeLabel(judge, int(grade), note, bool(unsure), version, source, at)  # latest wins
     return out
 
 
-def _latest_adjudications(session: Session, pid: int, pair_ids: list[int] | None = None) -> dict[int, AdjudicationView]:
-    stmt = (
-        select(Adjudication.pair_id, User.name, Adjudication.grade, Adjudication.reason, Adjudication.guidelines_issue,
-               GuidelinesVersion.version, Adjudication.created_at)
-        .join(User, User.id == Adjudication.lead_id)
-        .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Adjudication.guidelines_version_id)
-        .where(Adjudication.project_id == pid)
-        .order_by(Adjudication.created_at, Adjudication.id)
-    )
-    if pair_ids is not None:
-        stmt = stmt.where(Adjudication.pair_id.in_(pair_ids))
+def _latest_adjudications(session: Session, pid: int, pair_ids: list[int]) -> dict[int, AdjudicationView]:
     out = {}
-    for pair_id, lead, grade, reason, issue, version, at in session.exec(stmt).all():
-        out[pair_id] = AdjudicationView(lead, int(grade), reason, bool(issue), version, at)
+    for start in range(0, len(pair_ids), 1000):
+        for pair_id, lead, grade, reason, issue, version, at in session.exec(
+            select(Adjudication.pair_id, User.name, Adjudication.grade, Adjudication.reason,
+                   Adjudication.guidelines_issue, GuidelinesVersion.version, Adjudication.created_at)
+            .join(User, User.id == Adjudication.lead_id)
+            .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Adjudication.guidelines_version_id)
+            .where(Adjudication.project_id == pid, Adjudication.pair_id.in_(pair_ids[start:start + 1000]))
+            .order_by(Adjudication.created_at, Adjudication.id)
+        ).all():
+            out[pair_id] = AdjudicationView(lead, int(grade), reason, bool(issue), version, at)  # latest wins
     return out
 
 
@@ -123,15 +141,33 @@ def disagreements(
     if limit is not None and limit < 0:
         raise ValueError(f"limit: must be >= 0, got {limit}")
     pid = _pid(project)
-    labels = _latest_labels(session, pid)
-    split = {p: d for p, d in labels.items() if len({lab.grade for lab in d.values()}) > 1}
-    adjs = _latest_adjudications(session, pid, sorted(split)) if split else {}
+    split = _split_pairs(session, pid)
+    adjs = _adjudicated(session, pid)
     if not include_resolved:
-        split = {p: d for p, d in split.items() if p not in adjs}
+        split = {p: dist for p, dist in split.items() if p not in adjs}
     if not split:
         return []
-    info = {}
+    # Details only for the pairs shown: the largest distances first, then by query and document.
+    keys = {}
     ids = sorted(split)
+    for start in range(0, len(ids), 1000):
+        for pair_id, qid, docid in session.exec(
+            select(PoolPair.id, Query.qid, Document.docid)
+            .join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .where(PoolPair.id.in_(ids[start:start + 1000]))
+        ).all():
+            keys[pair_id] = (-split[pair_id], qid, docid)
+    ids = sorted(ids, key=keys.__getitem__)
+    if limit is not None:
+        ids = ids[:limit]
+    return _entries(session, pid, ids, split)
+
+
+def _entries(session: Session, pid: int, ids: list[int], split: dict[int, int]) -> list[Disagreement]:
+    labels = _latest_labels(session, pid, ids)
+    views = _latest_adjudications(session, pid, ids)
+    info = {}
     for start in range(0, len(ids), 1000):
         for pair_id, qid, qtext, docid, title, text in session.exec(
             select(PoolPair.id, Query.qid, Query.text, Document.docid, Document.title, Document.text)
@@ -141,28 +177,34 @@ def disagreements(
         ).all():
             info[pair_id] = (qid, qtext, docid, title, text)
     out = []
-    for pair_id, by_judge in split.items():
+    for pair_id in ids:
         qid, qtext, docid, title, text = info[pair_id]
-        gs = [lab.grade for lab in by_judge.values()]
+        by_judge = labels[pair_id]
         out.append(Disagreement(pair_id, qid, qtext, docid, title, text,
-                                tuple(by_judge[j] for j in sorted(by_judge)), max(gs) - min(gs), adjs.get(pair_id)))
-    out.sort(key=lambda d: (-d.distance, d.qid, d.docid))
-    return out[:limit] if limit is not None else out
+                                tuple(by_judge[j] for j in sorted(by_judge)), split[pair_id], views.get(pair_id)))
+    return out
+
+
+def _adjudicated(session: Session, pid: int) -> set[int]:
+    return set(session.exec(select(Adjudication.pair_id).where(Adjudication.project_id == pid)).all())
 
 
 def queue_counts(session: Session, project: Project | int) -> QueueCounts:
-    """How many disagreements wait for a lead, and how many were adjudicated."""
-    every = disagreements(session, project, include_resolved=True)
-    resolved = sum(1 for d in every if d.resolved)
-    return QueueCounts(len(every) - resolved, resolved)
+    """How many disagreements wait for a lead, and how many were adjudicated (one light pass)."""
+    pid = _pid(project)
+    split = _split_pairs(session, pid)
+    done = _adjudicated(session, pid)
+    resolved = sum(1 for p in split if p in done)
+    return QueueCounts(len(split) - resolved, resolved)
 
 
 def disagreement(session: Session, project: Project | int, pair_id: int) -> Disagreement | None:
     """The queue entry of one pair (resolved or not), or None when its judges agree."""
-    for d in disagreements(session, project, include_resolved=True):
-        if d.pair_id == pair_id:
-            return d
-    return None
+    pid = _pid(project)
+    split = _split_pairs(session, pid)
+    if pair_id not in split:
+        return None
+    return _entries(session, pid, [pair_id], split)[0]
 
 
 def adjudicate(

@@ -43,7 +43,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from itertools import combinations
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import krippendorff
 import numpy as np
@@ -77,12 +77,12 @@ __all__ = [
 # --------------------------------------------------------------------------------------- records
 
 
-@dataclass(frozen=True)
-class Judgment:
+class Judgment(NamedTuple):
     """One label given by one judge to one (qid, docid) pair. ``grade=None`` is a skip (ignored).
 
-    ``answered_at`` and ``shown_at`` are datetimes or numbers of seconds; they order the labels
-    (the latest of a judge for a pair counts), draw the drift curve and time the judges.
+    ``answered_at`` and ``shown_at`` are datetimes (naive ones read as UTC) or numbers of seconds;
+    they order the labels (the latest of a judge for a pair counts), draw the drift curve and time
+    the judges. A NamedTuple: a project's hundreds of thousands of judgments load quickly.
     """
 
     qid: str
@@ -288,11 +288,36 @@ class Report:
 
 
 def _seconds(t) -> float | None:
-    if t is None:
-        return None
+    if t is None or type(t) is float:
+        return t
     if isinstance(t, datetime):
         return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()  # naive = UTC
     return float(t)
+
+
+def _in_seconds(judgments: Iterable[Judgment], memo: dict | None = None) -> list[Judgment]:
+    """The records with both times as float seconds, converted once for everything downstream
+    (``memo``, by record identity, shares the work between two lists holding the same records)."""
+    out = []
+    cache: dict = {}
+    memo = {} if memo is None else memo
+    for j in judgments:
+        done = memo.get(id(j))
+        if done is not None:
+            out.append(done)
+            continue
+        a, s = j.answered_at, j.shown_at
+        if (a is None or type(a) is float) and (s is None or type(s) is float):
+            new = j
+        else:
+            if a is not None and type(a) is not float:
+                a = cache[a] if a in cache else cache.setdefault(a, _seconds(a))
+            if s is not None and type(s) is not float:
+                s = cache[s] if s in cache else cache.setdefault(s, _seconds(s))
+            new = Judgment(j.qid, j.docid, j.judge, j.grade, a, s)
+        memo[id(j)] = new
+        out.append(new)
+    return out
 
 
 def _iso(t) -> str | None:
@@ -300,6 +325,8 @@ def _iso(t) -> str | None:
         return None
     if isinstance(t, datetime):
         return t.isoformat(timespec="seconds")
+    if isinstance(t, float) and t > 1e8:  # seconds since the epoch
+        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
     return str(t)
 
 
@@ -310,17 +337,24 @@ def latest_labels(judgments: Iterable[Judgment]) -> dict[tuple[str, str], dict[s
     times, count in input order (a later record wins). A skip after a label does not erase the
     label: a skip is "no decision", not a decision.
     """
-    best: dict[tuple[str, str], dict[str, tuple[float, int, Judgment]]] = defaultdict(dict)
-    for i, j in enumerate(judgments):
+    best: dict[tuple[str, str], dict[str, Judgment]] = {}
+    when: dict[tuple[str, str, str], float] = {}
+    minus_inf = float("-inf")
+    for j in judgments:
         if j.grade is None:
             continue
         t = _seconds(j.answered_at)
-        key = (float("-inf") if t is None else t, i)
-        unit = (str(j.qid), str(j.docid))
-        prev = best[unit].get(j.judge)
-        if prev is None or key >= prev[:2]:
-            best[unit][j.judge] = (key[0], key[1], j)
-    return {u: {judge: v[2] for judge, v in d.items()} for u, d in best.items()}
+        if t is None:
+            t = minus_inf
+        unit = (j.qid, j.docid)
+        d = best.get(unit)
+        if d is None:
+            best[unit] = d = {}
+        key = (j.qid, j.docid, j.judge)
+        if j.judge not in d or t >= when[key]:  # equal times: the later record wins
+            d[j.judge] = j
+            when[key] = t
+    return best
 
 
 def _check_scale(scale: Sequence[int] | None, grades: Iterable[int], cut: int) -> list[int]:
@@ -790,14 +824,18 @@ def drift(labels: Mapping[tuple[str, str], Mapping[str, Judgment]], judges: Sequ
     if max_points < 1:
         raise ValueError(f"max_points: must be at least 1, got {max_points}")
     done = []
-    for pos, (u, d) in enumerate(labels.items()):
+    for pos, d in enumerate(labels.values()):
         recs = [d[j] for j in judges if j in d]
         if len(recs) < 2:
             continue
-        times = [_seconds(r.answered_at) for r in recs]
-        t = None if any(x is None for x in times) else max(times)
-        last = max(recs, key=lambda r: _seconds(r.answered_at) or 0.0)
-        done.append((float("inf") if t is None else t, pos, len({r.grade for r in recs}) == 1, last.answered_at))
+        t, last, unknown = float("-inf"), recs[0], False
+        for r in recs:
+            x = _seconds(r.answered_at)
+            if x is None:
+                unknown = True
+            elif x >= t:
+                t, last = x, r
+        done.append((float("inf") if unknown else t, pos, len({r.grade for r in recs}) == 1, last.answered_at))
     if not done:
         return []
     done.sort(key=lambda x: (x[0], x[1]))
@@ -860,7 +898,8 @@ def agreement_report(
     ``strata``: qid -> stratum for the per-stratum table; ``timing_judgments``: the records to time
     the judges on (default: ``judgments``). Bootstrap: ``resamples`` query resamples, ``seed``.
     """
-    judgments = list(judgments)
+    memo: dict = {}
+    judgments = _in_seconds(judgments, memo)
     labels = latest_labels(judgments)
     scale = _check_scale(scale, (r.grade for d in labels.values() for r in d.values()), cut)
     cut = _check_cut(cut, scale)
@@ -890,7 +929,7 @@ def agreement_report(
         distributions=label_distributions(labels, judges, scale),
         strata=per_stratum(labels, judges, strata=strata or {}, scale=scale, cut=cut) if strata is not None else [],
         drift=drift(labels, judges, window=window),
-        timing=judge_timing(judgments if timing_judgments is None else timing_judgments),
+        timing=judge_timing(judgments if timing_judgments is None else _in_seconds(timing_judgments, memo)),
         resamples=resamples,
         seed=seed,
         confidence=confidence,

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from sqlmodel import Session, select
 
 from .agreement import Judgment as Label
-from .agreement import _seconds, latest_labels
+from .agreement import _seconds
 from .models import Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User
 
 POLICIES = ("adjudicated", "majority", "lead")
@@ -44,8 +44,7 @@ class Vote:
     order: float = 0.0  # larger = later (answered_at as seconds)
 
 
-@dataclass(frozen=True)
-class FinalLabel:
+class FinalLabel(NamedTuple):
     """The final label of one pair. ``grade`` is None for ``unresolved`` and ``unjudged`` pairs."""
 
     qid: str
@@ -126,15 +125,45 @@ def final_labels_from(
     ``adjudications`` and ``seeds`` keyed by (qid, docid), ``leads`` the judges whose label wins
     under the ``lead`` policy. Sorted by qid, docid."""
     _check_policy(policy)
-    adjudications = adjudications or {}
-    seeds = seeds or {}
-    leads = set(leads)
+    votes = {u: {j: (int(r.grade), _order(r.answered_at)) for j, r in d.items()} for u, d in labels.items()}
+    return _resolve_all(votes, policy=policy, adjudications=adjudications or {}, seeds=seeds or {},
+                        leads=set(leads))
+
+
+def _resolve_all(
+    votes: Mapping[tuple[str, str], Mapping[str, tuple[int, float]]],
+    *,
+    policy: str,
+    adjudications: Mapping[tuple[str, str], object],
+    seeds: Mapping[tuple[str, str], int],
+    leads: set[str],
+    pair_ids: Mapping[tuple[str, str], int] | None = None,
+) -> list[FinalLabel]:
+    """:func:`resolve` over every unit, with a fast path for the common cases (one judge, or
+    judges who agree, and no adjudication). ``adjudications`` map to a grade, or to a tuple
+    (grade, reason, lead name) whose reason and lead are kept on the label."""
+    pair_ids = pair_ids or {}
     out = []
-    for unit in sorted(set(labels) | set(adjudications) | set(seeds)):
-        by_judge = labels.get(unit, {})
-        votes = [Vote(j, int(r.grade), j in leads, _order(r.answered_at)) for j, r in sorted(by_judge.items())]
-        grade, source = resolve(votes, policy=policy, adjudication=adjudications.get(unit), seed=seeds.get(unit))
-        out.append(FinalLabel(unit[0], unit[1], grade, source, tuple((v.judge, v.grade) for v in votes)))
+    for unit in sorted(set(votes) | set(adjudications) | set(seeds)):
+        by_judge = votes.get(unit) or {}
+        adj = adjudications.get(unit)
+        pid = pair_ids.get(unit)
+        items = sorted(by_judge.items()) if len(by_judge) > 1 else list(by_judge.items())
+        pairs = tuple((j, g) for j, (g, _) in items)
+        if adj is None and pairs and not (policy == "lead" and any(j in leads for j, _ in pairs)):
+            first = pairs[0][1]
+            if len(pairs) == 1:
+                out.append(FinalLabel(unit[0], unit[1], first, "single", pairs, pid))
+                continue
+            if all(g == first for _, g in pairs):
+                out.append(FinalLabel(unit[0], unit[1], first, "unanimous", pairs, pid))
+                continue
+        adj_grade, reason, lead = (adj if isinstance(adj, tuple) else (adj, None, None))
+        vs = [Vote(j, g, j in leads, t) for j, (g, t) in items]
+        grade, source = resolve(vs, policy=policy, adjudication=adj_grade, seed=seeds.get(unit))
+        if source != "adjudicated":
+            reason = lead = None
+        out.append(FinalLabel(unit[0], unit[1], grade, source, pairs, pid, lead, reason))
     return out
 
 
@@ -169,15 +198,7 @@ def load_judgments(
         .order_by(Judgment.answered_at, Judgment.id)
     )
     rows = session.exec(stmt).all()
-    keep_pairs = None
-    if overlap_only:
-        judges_of: dict[int, set[str]] = defaultdict(set)
-        for r in rows:
-            if r[3] is not None and not r[7]:
-                judges_of[r[6]].add(r[2])
-        keep_pairs = {p for p, js in judges_of.items() if len(js) >= 2}
-        keep_pairs |= set(session.exec(
-            select(Assignment.pair_id).where(Assignment.project_id == pid, Assignment.kind == "overlap")).all())
+    keep_pairs = _overlap_pairs(session, pid, rows) if overlap_only else None
     out = []
     for qid, docid, judge, grade, answered, shown, pair_id, skipped in rows:
         if keep_pairs is not None and pair_id not in keep_pairs:
@@ -186,6 +207,39 @@ def load_judgments(
             continue
         out.append(Label(qid, docid, judge, None if skipped else grade, answered, shown))
     return out
+
+
+def _overlap_pairs(session: Session, pid: int, rows) -> set[int]:
+    judges_of: dict[int, set[str]] = defaultdict(set)
+    for r in rows:
+        if r[3] is not None and not r[7]:
+            judges_of[r[6]].add(r[2])
+    keep = {p for p, js in judges_of.items() if len(js) >= 2}
+    keep |= set(session.exec(
+        select(Assignment.pair_id).where(Assignment.project_id == pid, Assignment.kind == "overlap")).all())
+    return keep
+
+
+def overlap_only(session: Session, project: Project | int, judgments: Iterable[Label]) -> list[Label]:
+    """The records of ``judgments`` (as from :func:`load_judgments`) on the pairs agreement is
+    measured on: the overlap set's pairs and any pair labelled by two or more judges. Saves a
+    second load when a page needs both all judgments (timing) and the overlap ones."""
+    pid = _project_id(project)
+    judges_of: dict[tuple[str, str], set[str]] = defaultdict(set)
+    judgments = list(judgments)
+    for j in judgments:
+        if j.grade is not None:
+            judges_of[(j.qid, j.docid)].add(j.judge)
+    keep = {u for u, js in judges_of.items() if len(js) >= 2}
+    keep |= set(session.exec(
+        select(Query.qid, Document.docid)
+        .select_from(Assignment)
+        .join(PoolPair, PoolPair.id == Assignment.pair_id)
+        .join(Query, Query.id == PoolPair.query_id)
+        .join(Document, Document.id == PoolPair.document_id)
+        .where(Assignment.project_id == pid, Assignment.kind == "overlap")
+    ).all())
+    return [j for j in judgments if (j.qid, j.docid) in keep]
 
 
 def final_labels(
@@ -206,8 +260,6 @@ def final_labels(
     """
     _check_policy(policy)
     pid = _project_id(project)
-    labels = latest_labels(load_judgments(session, pid))
-    leads = set(session.exec(select(User.name).where(User.role.in_(LEAD_ROLES))).all())
     pair_ids = {
         (q, d): i
         for i, q, d in session.exec(
@@ -217,6 +269,18 @@ def final_labels(
             .where(PoolPair.project_id == pid)
         ).all()
     }
+    unit_of = {i: u for u, i in pair_ids.items()}
+    names = dict(session.exec(select(User.id, User.name)).all())
+    leads = {names[i] for i in session.exec(select(User.id).where(User.role.in_(LEAD_ROLES))).all()}
+    # Rows in the order they were answered: the last row of a (pair, judge) is its latest label.
+    # Only integers are read (no datetime parsing): this is the export's hot path.
+    votes: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
+    for n, (pair_id, judge_id, grade) in enumerate(session.exec(
+        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
+        .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None))  # noqa: E712
+        .order_by(Judgment.answered_at, Judgment.id)
+    ).all()):
+        votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
     adjudications: dict[tuple[str, str], tuple[int, str, str]] = {}
     for qid, docid, grade, reason, lead in session.exec(
         select(Query.qid, Document.docid, Adjudication.grade, Adjudication.reason, User.name)
@@ -235,13 +299,8 @@ def final_labels(
         .order_by(SeedJudgment.imported_at, SeedJudgment.id)
     ).all():
         seeds[(str(qid), str(docid))] = int(grade)
-    out = []
-    for fl in final_labels_from(
-        labels, policy=policy, adjudications={u: a[0] for u, a in adjudications.items()}, seeds=seeds, leads=leads
-    ):
-        adj = adjudications.get((fl.qid, fl.docid)) if fl.source == "adjudicated" else None
-        out.append(FinalLabel(fl.qid, fl.docid, fl.grade, fl.source, fl.votes, pair_ids.get((fl.qid, fl.docid)),
-                              adj[2] if adj else None, adj[1] if adj else None))
+    out = _resolve_all(votes, policy=policy, adjudications=adjudications, seeds=seeds, leads=leads,
+                       pair_ids=pair_ids)
     if include_unjudged:
         seen = {(f.qid, f.docid) for f in out}
         out.extend(FinalLabel(q, d, None, "unjudged", (), i) for (q, d), i in pair_ids.items() if (q, d) not in seen)

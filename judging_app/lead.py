@@ -19,7 +19,7 @@ from sqlmodel import select
 
 from curation import adjudication, assignment, projects, users
 from curation.agreement import MEASURES, Thresholds, agreement_report, format_estimate
-from curation.labels import load_judgments
+from curation.labels import load_judgments, overlap_only
 from curation.models import Project, Query, User
 
 from .auth import login_required
@@ -159,10 +159,11 @@ def _report(project: Project):
     try:
         thresholds = Thresholds(usable=_float_arg("usable", 0.70), marginal=_float_arg("marginal", 0.60))
         strata = dict(db.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == project.id)).all())
+        every = load_judgments(db, project)
         return agreement_report(
-            load_judgments(db, project, overlap_only=True), scale=scale, cut=cut,
+            overlap_only(db, project, every), scale=scale, cut=cut,
             strata={q: k or "(none)" for q, k in strata.items()}, thresholds=thresholds, resamples=RESAMPLES,
-            seed=0, timing_judgments=load_judgments(db, project),
+            seed=0, timing_judgments=every,
         )
     except ValueError as exc:
         abort(400, description=str(exc))
@@ -227,15 +228,13 @@ def release(project_id: int):
 
 def _queue_context(project: Project, *, pair_id: int | None = None, error: str | None = None, form=None):
     db = get_db()
-    queue = adjudication.disagreements(db, project)
-    current = None
-    if pair_id is not None:
-        current = next((d for d in queue if d.pair_id == pair_id), None)
-    if current is None and queue:
-        current = queue[0]
+    current = adjudication.disagreement(db, project, pair_id) if pair_id is not None else None
+    if current is None or current.resolved:
+        first = adjudication.disagreements(db, project, limit=1)
+        current = first[0] if first else None
     counts = adjudication.queue_counts(db, project)
     gv = projects.current_guidelines(db, project)
-    return dict(project=project, item=current, remaining=len(queue), counts=counts, grades=projects.grades(project),
+    return dict(project=project, item=current, remaining=counts.open, counts=counts, grades=projects.grades(project),
                 guidelines=gv, error=error, form=form or {})
 
 

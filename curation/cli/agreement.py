@@ -12,7 +12,7 @@ from .base import db_option, domain_errors, main, open_db, seed_option
 
 def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pairs, verdict_on, window):
     from ..agreement import Thresholds, agreement_report
-    from ..labels import load_judgments
+    from ..labels import load_judgments, overlap_only
     from ..models import Query
     from ..projects import get_project, grades
     from sqlmodel import select
@@ -20,8 +20,8 @@ def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pair
     proj = get_project(s, project_name)
     scale = [g.grade for g in grades(proj)]
     strata = dict(s.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == proj.id)).all())
-    overlap = load_judgments(s, proj, overlap_only=True)
     timing = load_judgments(s, proj)
+    overlap = overlap_only(s, proj, timing)
     report = agreement_report(
         overlap, scale=scale, cut=cut, strata={q: k or "(none)" for q, k in strata.items()},
         thresholds=Thresholds(usable=usable, marginal=marginal, min_pairs=min_pairs), verdict_on=verdict_on,
