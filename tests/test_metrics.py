@@ -86,7 +86,7 @@ def test_missing_query_scores_zero_like_trec_eval_dash_c(shared, tmp_path):
 
 @pytest.fixture(scope="module")
 def robust03():
-    from tests.conftest import shared_path
+    from conftest import shared_path
 
     root = shared_path("robust03")
     qrels = read_qrels(root / "qrels" / "robust03_qrels.txt")
