@@ -958,9 +958,18 @@ def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, 
     try:
         if dask:
             bar = make_bar()
-            from distributed import Client, as_completed as dask_completed
+            try:
+                from distributed import Client, as_completed as dask_completed
+            except ImportError:
+                raise ValueError("dask: the Dask scan needs dask.distributed: pip install 'golden[dask]'") from None
 
-            client = dask if not isinstance(dask, str) else Client(dask)
+            if isinstance(dask, str):
+                try:
+                    client = Client(dask, timeout="20s")
+                except (OSError, TimeoutError) as exc:
+                    raise ValueError(f"dask: cannot reach the scheduler at {dask!r} ({exc})") from None
+            else:
+                client = dask
             try:
                 [shared] = client.scatter([index], broadcast=True)
                 futures = client.map(

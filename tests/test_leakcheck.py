@@ -453,3 +453,10 @@ def test_cli_takes_several_corpus_files_after_one_flag(generated, tmp_path):
 def test_help_has_an_example():
     res = CliRunner().invoke(main, ["leakcheck", "--help"])
     assert res.exit_code == 0 and "Example:" in res.output and "golden leakcheck --queries" in res.output
+
+
+def test_unreachable_dask_scheduler_is_a_clean_error(generated):
+    pytest.importorskip("distributed")
+    queries, _, files = generated
+    with pytest.raises(ValueError, match="dask: cannot reach the scheduler"):
+        leakcheck(queries, files, dask="tcp://127.0.0.1:9")
