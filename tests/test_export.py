@@ -249,7 +249,8 @@ def test_dropped_queries_and_excluded_documents_are_left_out_and_counted(complet
         q.status = "dropped"
         d = s.exec(select(Document).where(Document.docid == "d10")).one()
         d.excluded = True
-        s.add(q), s.add(d)
+        s.add(q)
+        s.add(d)
         s.commit()
     res = do_export(complete, tmp_path / "out")
     assert (tmp_path / "out" / "v1" / "qrels.txt").read_text() == "007 0 d1 2\n007 0 d2 0\n10 0 d1 1\n10 0 d3 0\n"

@@ -10,6 +10,8 @@ from collections import Counter
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binomtest
 from sqlmodel import select
 
@@ -71,6 +73,27 @@ def test_queries_arriving_later_never_move_the_earlier_ones():
         for qid, split in history.items():
             assert known[qid].split == split
         # After every arrival, each stratum still holds out floor or ceil of its share.
+        _within_floor_ceil({q: s.split for q, s in known.items()}, list(known.values()), holdout)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=12), min_size=1, max_size=6),
+    batches=st.integers(min_value=1, max_value=4),
+    holdout=st.floats(min_value=0.05, max_value=0.95),
+    seed=st.integers(min_value=0, max_value=2**31),
+)
+def test_any_arrival_order_keeps_splits_and_proportions(sizes, batches, holdout, seed):
+    """Strata of any size, queries arriving in any number of batches: nobody moves, and every
+    stratum holds out floor or ceil of its share after each batch."""
+    everyone = [SplitQuery(f"s{k}-{i}", f"s{k}") for k, n in enumerate(sizes) for i in range(n)]
+    known: dict[str, SplitQuery] = {}
+    for b in range(batches):
+        arriving = everyone[b::batches]
+        new = assign_splits(list(known.values()) + arriving, holdout=holdout, seed=seed)
+        assert set(new) == {q.qid for q in arriving}
+        for q in arriving:
+            known[q.qid] = SplitQuery(q.qid, q.stratum, new[q.qid])
         _within_floor_ceil({q: s.split for q, s in known.items()}, list(known.values()), holdout)
 
 
