@@ -77,7 +77,8 @@ def test_floors_exceeding_size_explain_the_fix(tmp_path):
     result = CliRunner().invoke(main, ["sample", str(log), "--query-col", "query", "--stratum", "market",
                                        "--size", "5", "--floor", "3", "--out", str(tmp_path / "q.jsonl")])
     assert result.exit_code == 1
-    assert "floors alone need 6 queries" in result.output and "raise size to at least 6" in result.output
+    assert "floors alone need 6 queries" in result.output
+    assert "more than --size 5: raise --size to at least 6, lower --floor to at most 2" in result.output
 
 
 def test_warnings_go_to_stderr(tmp_path):

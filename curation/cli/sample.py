@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from .base import domain_errors, main, seed_option
@@ -64,13 +66,19 @@ def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed
       golden sample searches.csv.gz --query-col query --user-col user_id \\
           --stratum market --shape --size 300 --floor 20 --seed 7 --out queries.jsonl
     """
+    from ..fileio import InputError
     from ..sampling import sample_queries, write_queries
 
-    result = sample_queries(
-        list(log), query_col=query_col, count_col=count_col, user_col=user_col, strata=strata, shape=shape,
-        size=size, floor=floor, seed=seed, weighting=weighting, handwritten=handwritten,
-        exclude=list(exclude), progress=True,
-    )
+    try:
+        result = sample_queries(
+            list(log), query_col=query_col, count_col=count_col, user_col=user_col, strata=strata, shape=shape,
+            size=size, floor=floor, seed=seed, weighting=weighting, handwritten=handwritten,
+            exclude=list(exclude), progress=True,
+        )
+    except InputError:
+        raise
+    except ValueError as exc:  # the library names its parameters; say them as options here
+        raise click.ClickException(re.sub(r"\b(size|floor)\b", r"--\1", str(exc))) from None
     write_queries(result.rows, out)
     st = result.stats
     click.echo(
