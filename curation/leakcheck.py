@@ -71,6 +71,7 @@ _WORD = re.compile(r"\w+")
 _MIN_CHAR_CONTAINMENT = 5
 _SMALL_CORPUS = 8 << 20  # bytes on disk under which one process scans everything
 _MASK64 = (1 << 64) - 1
+_POSITIONAL_LIMIT = 2**62  # keys below this are exact positional numbers, else 64-bit hashes
 _HASH_MUL = 0x9E3779B97F4A7C15  # odd 64-bit multiplier (golden ratio), for keys that do not fit
 
 
@@ -290,13 +291,13 @@ class QueryIndex:
             self.vocab = vocab
             self.vocab_ids = {w: i for i, w in enumerate(vocab)}
             V = max(len(vocab), 1)
-            self.positional = V ** n < 2**62
+            self.positional = V**n < _POSITIONAL_LIMIT
             self.base = V
             keys = [self._word_key([self.vocab_ids[w] for w in g]) for g in self.grams]
             key_gram = {}
         else:
             self.vocab, self.vocab_ids = [], {}
-            self.positional = n <= 7
+            self.positional = 256**n < _POSITIONAL_LIMIT  # n <= 7 bytes
             keys, key_gram = [], {}
             for gi, g in enumerate(self.grams):
                 raw = g.encode("utf-8")

@@ -138,6 +138,19 @@ def test_no_false_negatives_against_brute_force(generated, threshold, ngram):
     assert report.chunks == len(chunks)
 
 
+@pytest.mark.parametrize("ngram", ["word:2", "char:5", "char:9"])
+def test_hashed_keys_lose_nothing(generated, ngram, monkeypatch):
+    """With n-gram keys hashed to 64 bits (forced here; used when exact keys would not fit), a
+    collision can only add a candidate, which verification removes: still exactly brute force."""
+    from curation import leakcheck as lk
+
+    monkeypatch.setattr(lk, "_POSITIONAL_LIMIT", 0)
+    queries, chunks, files = generated
+    unit, n = ngram.split(":")
+    report = leakcheck(queries, files, threshold=0.5, ngram=ngram, workers=1, max_matches=10_000)
+    assert _found(report) == brute_force(queries, chunks, threshold=0.5, unit=unit, n=int(n))
+
+
 def test_scores_are_the_exact_set_measures(generated):
     queries, chunks, files = generated
     text = dict(chunks)
