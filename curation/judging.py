@@ -25,7 +25,7 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, case, func, insert, or_, update
+from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -45,6 +45,9 @@ from .models import (
     utcnow,
 )
 from .projects import grades as project_grades
+
+_A_T = Assignment.__table__
+_P_T = Project.__table__
 
 DEFAULT_STALE_AFTER = timedelta(minutes=30)
 MAX_NOTE = 2000
@@ -127,8 +130,14 @@ def _plain_update(stmt):
 
 def judge_projects(session: Session, judge: User | int) -> list[Project]:
     """The projects in which ``judge`` has assignments, by name."""
-    ids = select(Assignment.project_id).where(Assignment.judge_id == _jid(judge)).distinct()
-    return list(session.exec(select(Project).where(Project.id.in_(ids)).order_by(Project.name)))
+    # One index probe per project (few) instead of a walk over the judge's whole queue.
+    ids = session.connection().execute(_JUDGE_PROJECTS, {"jid": _jid(judge)}).scalars().all()
+    return sorted((session.get(Project, i) for i in ids), key=lambda p: p.name)
+
+
+_JUDGE_PROJECTS = core_select(_P_T.c.id).where(
+    exists().where(_A_T.c.project_id == _P_T.c.id, _A_T.c.judge_id == bindparam("jid"))
+)
 
 
 # Hot paths are prebuilt SQLAlchemy Core statements with bound parameters: a judge's
@@ -145,7 +154,7 @@ _P = Project.__table__
 _MAIN_OK = or_(_A.c.kind == "overlap", _P.c.hold_main == False, _P.c.released_at.is_not(None))  # noqa: E712
 
 _FIRST_OPEN = (
-    core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped)
+    core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped, _A.c.done_at)
     .join(_P, _P.c.id == _A.c.project_id)
     .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), _MAIN_OK)
     .order_by(_A.c.skipped, _A.c.position, _A.c.id)
@@ -211,7 +220,10 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
     count, place = conn.execute(
         _QUERY_PLACE, {"jid": jid, "pair_ids": pair_ids, "kind": a.kind, "pos": a.position}
     ).one()
-    latest = conn.execute(_LATEST_OWN, {"jid": jid, "pair_id": a.pair_id}).first()
+    # An open pair that was never skipped has no answer from this judge (answers set done_at or
+    # skipped on the judge's own row), so only a revisited pair needs the look-up.
+    fresh = a.done_at is None and not a.skipped
+    latest = None if fresh else conn.execute(_LATEST_OWN, {"jid": jid, "pair_id": a.pair_id}).first()
     session.commit()  # end the read transaction
     return Task(
         token=token,
@@ -426,13 +438,21 @@ _COUNT_OPEN = (
     .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None))
     .group_by(_A.c.kind, _A.c.skipped)
 )
-_PACE = (
-    core_select(_J.c.shown_at, _J.c.answered_at)
+def _seconds_between(dialect: str, start, end):
+    """``end - start`` in seconds, computed by the database (no datetime parsing in Python)."""
+    if dialect == "sqlite":
+        return (func.julianday(end) - func.julianday(start)) * 86400.0
+    return func.extract("epoch", end - start)
+
+
+_PACE = {
+    dialect: core_select(_seconds_between(dialect, _J.c.shown_at, _J.c.answered_at))
     .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == False,  # noqa: E712
            _J.c.shown_at.is_not(None))
     .order_by(_J.c.id.desc())
     .limit(bindparam("recent"))
-)
+    for dialect in ("sqlite", "postgresql")
+}
 
 
 def progress(session: Session, project: Project | int, judge: User | int, *, recent: int = 50) -> Progress:
@@ -454,9 +474,9 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
         counted = [r for r in open_rows if r[0] == "overlap"]
     done = assigned - sum(n for _, _, n in counted)
     skipped = sum(n for _, is_skipped, n in counted if is_skipped)
-    times = conn.execute(_PACE, {"jid": jid, "pid": proj.id, "recent": int(recent)}).all()
+    pace = _PACE.get(conn.dialect.name, _PACE["postgresql"])
+    secs = [max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()]
     session.commit()  # end the read transaction
-    secs = [max((b - a).total_seconds(), 0.0) for a, b in times]
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * (assigned - done)
     return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)
