@@ -928,6 +928,14 @@ def _check_options(modes, threshold, spec: NgramSpec, boilerplate_share, workers
     return modes
 
 
+def _available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it, else all)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _mp_context():
     """``fork`` where it is safe (POSIX, no other thread alive yet): workers start at once with
     everything imported. Otherwise ``forkserver``/``spawn``, whose workers re-import the program."""
@@ -1037,7 +1045,7 @@ def leakcheck(
     queries = [(str(q), str(t)) for q, t in queries]
     if len({q for q, _ in queries}) != len(queries):
         raise ValueError("queries: qids must be unique")
-    workers = workers or os.cpu_count() or 1
+    workers = workers or _available_cores()
     tasks = plan_tasks(corpus)
     if dask is None and sum(os.path.getsize(p) for p in {t.path for t in tasks}) < _SMALL_CORPUS:
         workers = 1  # starting processes would cost more than the scan
