@@ -15,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from .store import make_engine, normalize_url
+from .store import DEFAULT_SQLITE, make_engine, normalize_url
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -64,7 +64,11 @@ def schema_problem(engine: Engine) -> str | None:
     if current == head:
         return None
     where = engine.url.render_as_string(hide_password=True)
-    flag = "" if where.endswith("golden.db") else f" --db {where}"
+    # Name the store in the command for a SQLite file other than ./golden.db; a server database
+    # usually comes from DATABASE_URL (and its password must not be printed).
+    default = Path(DEFAULT_SQLITE).resolve()
+    is_other_file = engine.url.get_backend_name() == "sqlite" and Path(engine.url.database or "").resolve() != default
+    flag = f" --db {where}" if is_other_file else ""
     if current is None:
         return f"the database at {where} has no golden schema yet: run `golden db upgrade{flag}`"
     return (

@@ -71,6 +71,10 @@ def test_schema_check_says_which_command_to_run(db_url):
     try:
         problem = schema_problem(eng)
         assert "no golden schema yet" in problem and "golden db upgrade" in problem
+        if db_url.startswith("sqlite"):  # a file other than ./golden.db is named in the command
+            assert problem.endswith(f"run `golden db upgrade --db {db_url}`")
+        else:  # a server database comes from DATABASE_URL; its URL (password) is not echoed
+            assert problem.endswith("run `golden db upgrade`")
         with pytest.raises(SchemaError, match="golden db upgrade"):
             check_schema(eng)
         with pytest.raises(SchemaError, match="golden db upgrade"):
