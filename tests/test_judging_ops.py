@@ -405,3 +405,22 @@ def test_concurrent_stale_moves_never_split_a_main_pair(db_url, engine, tmp_path
         assert len(main_owners) > 1  # work did move between judges
     finally:
         eng.dispose()
+
+
+def test_queue_summary_and_holding_again(setup):
+    from curation.assignment import hold, queue_summary
+
+    engine, project, alice, bob, lena = setup
+    with session(engine) as s:
+        release(s, project, lena)
+        for _ in range(6):  # 4 overlap + 2 main
+            t = next_task(s, project, alice)
+            submit(s, alice, t.token, grade=1)
+        t = next_task(s, project, bob)
+        submit(s, bob, t.token, skip=True)
+        summary = queue_summary(s, project)
+        assert summary["alice"] == {"overlap": 4, "main": 5, "done": 6, "remaining": 3}
+        assert summary["bob"] == {"overlap": 4, "main": 5, "done": 0, "remaining": 9}
+        hold(s, project)
+        assert next_task(s, project, alice) is None  # main work hidden again
+        assert (progress(s, project, alice).assigned, progress(s, project, alice).held) == (4, 5)

@@ -178,15 +178,21 @@ def test_cli_user_add_generates_or_prompts(engine, db_url):
     assert res.exit_code == 1 and "taken" in res.output
     res = runner.invoke(main, ["user", "list", "--db", db_url])
     assert "alice" in res.output and "lead" in res.output
+    res = runner.invoke(main, ["user", "passwd", "alice", "--db", db_url], input="new-password\nnew-password\n")
+    assert res.exit_code == 0 and "password of alice changed" in res.output
+    res = runner.invoke(main, ["user", "passwd", "nobody", "--password", "whatever12", "--db", db_url])
+    assert res.exit_code == 1 and "no user 'nobody'" in res.output
     with session(engine) as s:
-        assert authenticate(s, "alice", password) is not None
+        assert authenticate(s, "alice", password) is None
+        assert authenticate(s, "alice", "new-password") is not None
         assert authenticate(s, "lena", "lead-password").role == "lead"
         assert get_user(s, "lena").password_hash.startswith(("scrypt:", "pbkdf2:"))
 
 
 def test_every_store_command_has_help_with_an_example():
     runner = CliRunner()
-    for args in (["db", "upgrade"], ["db", "current"], ["user", "add"], ["user", "list"], ["project", "create"],
+    for args in (["db", "upgrade"], ["db", "current"], ["user", "add"], ["user", "list"], ["user", "passwd"],
+                 ["project", "create"],
                  ["project", "list"], ["project", "extend"], ["guidelines", "set"], ["assign"], ["release"]):
         res = runner.invoke(main, args + ["--help"])
         assert res.exit_code == 0 and "Example" in res.output, args
