@@ -172,13 +172,18 @@ class Comparison:
 class Thresholds:
     """Verdict bands on percent agreement: ``>= usable`` usable for a paired comparison,
     ``[marginal, usable)`` marginal, ``< marginal`` the definition of relevance is not usable
-    (more queries will not fix it). Fewer than ``min_pairs`` shared pairs: too early to say."""
+    (more queries will not fix it). Fewer than ``min_pairs`` shared pairs: too early to say.
+    A usable or marginal percent agreement with Krippendorff's alpha under ``chance_alpha`` gets a
+    caveat: the agreement is then mostly the prevalence of one grade, not shared judgment."""
 
     usable: float = 0.70
     marginal: float = 0.60
     min_pairs: int = 30
+    chance_alpha: float = 0.20  # below this Krippendorff's alpha, a high percent agreement gets a caveat
 
     def __post_init__(self):
+        if not -1.0 <= self.chance_alpha <= 1.0:
+            raise ValueError(f"thresholds: chance_alpha must be in [-1, 1], got {self.chance_alpha}")
         if not 0.0 <= self.marginal <= self.usable <= 1.0:
             raise ValueError(
                 f"thresholds: need 0 <= marginal <= usable <= 1, got marginal={self.marginal}, usable={self.usable}"
@@ -195,6 +200,7 @@ class Verdict:
     on: str  # which agreement was read, e.g. "binary (grade >= 1 relevant)"
     pairs: int
     thresholds: Thresholds
+    caveat: str | None = None  # e.g. a high percent agreement that chance explains
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -473,7 +479,8 @@ def _alpha_from_coincidence(o: np.ndarray, level: str) -> np.ndarray:
 
 
 def cohen_kappa(y1: Sequence[int], y2: Sequence[int], *, scale: Sequence[int], weights: str | None = None,
-                judges: tuple[str, str] = ("judge 1", "judge 2")) -> Estimate:
+                judges: tuple[str, str] = ("judge 1", "judge 2"),
+                grade_names: Mapping[int, str] | None = None) -> Estimate:
     """Cohen's kappa of two judges' grades on the same pairs, by scikit-learn's
     ``cohen_kappa_score(y1, y2, labels=scale, weights=weights)``; an undefined :class:`Estimate`
     (never NaN) when the pairs are none or both judges gave one and the same grade everywhere.
@@ -500,7 +507,8 @@ def cohen_kappa(y1: Sequence[int], y2: Sequence[int], *, scale: Sequence[int], w
     note = None
     for name, g in zip(judges, (g1, g2)):
         if g.size == 1:
-            note = f"{name} gave grade {int(g[0])} to every shared pair: kappa is 0 whatever the other judge does"
+            what = grade_names[int(g[0])] if grade_names else f"grade {int(g[0])}"
+            note = f"{name} gave {what} to every shared pair: kappa is 0 whatever the other judge does"
     return Estimate(float(value), note=note)
 
 
@@ -553,6 +561,7 @@ def _bootstrap_reason(n_queries: int, resamples: int) -> str | None:
     return None
 
 
+BINARY_NAMES = {0: "'not relevant'", 1: "'relevant'"}
 FEW_QUERIES = 10  # below this many queries a query bootstrap interval is rough
 
 
@@ -618,7 +627,7 @@ def compare_pair(
         measures["alpha_ordinal"] = krippendorff_alpha(rel_data, scale=scale, level="ordinal")
     binary = {
         "agreement": _percent(int((b1 == b2).sum()), len(units)),
-        "kappa": cohen_kappa(b1, b2, scale=[0, 1], judges=(a, b)),
+        "kappa": cohen_kappa(b1, b2, scale=[0, 1], judges=(a, b), grade_names=BINARY_NAMES),
         "alpha_nominal": krippendorff_alpha(
             np.vstack([b1, b2]).astype(np.float64) if units else np.zeros((2, 0)), scale=[0, 1], level="nominal"),
     }
@@ -785,7 +794,15 @@ def verdict(comparison: Comparison, *, thresholds: Thresholds = Thresholds(), on
         band, msg = "not usable", (
             f"agreement {pct} < {100 * thresholds.marginal:.0f}%: the definition of relevance is not usable; "
             "more queries will not fix it: revise the guidelines and re-judge the overlap set")
-    return Verdict(band, msg, v, what, comparison.pairs, thresholds)
+    caveat = None
+    alpha = (comparison.binary if on == "binary" else comparison.measures).get("alpha_nominal")
+    if band != "not usable" and alpha is not None:
+        if not alpha.defined:
+            caveat = f"Krippendorff's alpha is undefined ({alpha.undefined}): the percent agreement says little"
+        elif alpha.value < thresholds.chance_alpha:
+            caveat = (f"Krippendorff's alpha is {alpha.value:.2f} (< {thresholds.chance_alpha:.2f}): beyond chance the "
+                      "judges hardly agree; the percent agreement mostly reflects how common one grade is")
+    return Verdict(band, msg, v, what, comparison.pairs, thresholds, caveat)
 
 
 def label_distributions(labels: Mapping[tuple[str, str], Mapping[str, Judgment]], judges: Sequence[str],

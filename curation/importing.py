@@ -60,7 +60,7 @@ class ImportReport:
         if self.already:
             out.append(f"{self.already} lines were imported before for {self.judge}: left as they are")
         if self.missing:
-            ex = ", ".join(f"{q}/{d}" for q, d in self.missing_examples)
+            ex = ", ".join(f"{q}/{d}" for q, d in self.missing_examples[:3])
             out.append(f"{self.missing} pairs are not in the pool and were skipped (e.g. {ex})")
         if self.out_of_scale:
             out.append(f"{self.out_of_scale} grades outside the scale were skipped (--clip maps them to its ends)")

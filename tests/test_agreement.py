@@ -246,6 +246,21 @@ def test_verdict_bands_and_thresholds():
     assert verdict(comp(20, n=20), on="graded").band == "too few pairs"
     with pytest.raises(ValueError, match="thresholds"):
         Thresholds(usable=0.5, marginal=0.6)
+    # 90% agreement that chance explains: judge a calls everything relevant, b nearly everything.
+    recs = []
+    for i in range(100):
+        recs += [Judgment(f"q{i % 10}", f"d{i}", "a", 1), Judgment(f"q{i % 10}", f"d{i}", "b", 0 if i % 10 == 0 else 1)]
+    c = compare_all(latest_labels(recs), ["a", "b"], scale=[0, 1], cut=1, resamples=0)
+    v = verdict(c, on="graded")
+    assert v.band == "usable" and v.value == pytest.approx(0.9)
+    assert "beyond chance the judges hardly agree" in v.caveat
+    assert verdict(comp(75), on="graded").caveat  # comp's judge a gives one grade only: chance again
+    balanced = []
+    for i in range(100):
+        g = i % 2
+        balanced += [Judgment(f"q{i % 10}", f"d{i}", "a", g), Judgment(f"q{i % 10}", f"d{i}", "b", g if i % 10 else 1 - g)]
+    v = verdict(compare_all(latest_labels(balanced), ["a", "b"], scale=[0, 1], cut=1, resamples=0), on="graded")
+    assert v.band == "usable" and v.caveat is None
 
 
 def test_cut_must_split_the_scale():

@@ -110,7 +110,7 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
     first = data["pairwise"][0]
     assert first["judges"] == ["assessor0", "assessor1"]
     assert abs(first["measures"]["kappa_linear"]["value"] - report.pairwise[0].measures["kappa_linear"].value) < 1e-12
-    assert data["verdict"]["thresholds"] == {"usable": 0.7, "marginal": 0.6, "min_pairs": 30}
+    assert data["verdict"]["thresholds"] == {"usable": 0.7, "marginal": 0.6, "min_pairs": 30, "chance_alpha": 0.2}
     assert data["bootstrap"] == {"resamples": 50, "seed": 0, "confidence": 0.95, "unit": "query"}
     res = runner.invoke(main, ["agreement", "--project", "trec", "--resamples", "50",
                                "--db", engine.url.render_as_string(hide_password=False)])

@@ -50,6 +50,8 @@ def print_report(proj_name: str, report) -> None:
     t = v.thresholds
     click.echo(f"project {proj_name}: scale {report.scale[0]}-{report.scale[-1]}, judges {', '.join(report.judges) or '-'}")
     click.echo(f"verdict: {v.band.upper()} - {v.message}")
+    if v.caveat:
+        click.echo(f"  caveat: {v.caveat}")
     click.echo(f"  on {v.on}; thresholds: usable >= {100 * t.usable:.0f}%, marginal >= {100 * t.marginal:.0f}%, "
                f"at least {t.min_pairs} pairs")
     for note in report.notes:
@@ -73,6 +75,8 @@ def print_report(proj_name: str, report) -> None:
                     continue
                 shown = _fmt_pct(est) if name == "agreement" else _fmt(est)
                 click.echo(f"    {MEASURES[name].title:<32} {shown}")
+                if est.note:
+                    click.echo(f"    {'':<32} note: {est.note}")
         if c.confusion is not None and c.pairs:
             click.echo(f"  confusion (rows {c.judges[0]}, columns {c.judges[1]}):")
             click.echo("      " + "".join(f"{g:>6}" for g in report.scale))
@@ -91,9 +95,10 @@ def print_report(proj_name: str, report) -> None:
             fast = "-" if tm.share_under_2s is None else f"{100 * tm.share_under_2s:.0f}%"
             click.echo(f"  {tm.judge:<16} {med:>8} {fast:>6}  ({tm.judgments} timed)")
     if len(report.strata) > 1:
-        click.echo("\nper stratum (all judges):")
+        width = max(len(st.stratum) for st in report.strata)
+        click.echo("\nper stratum (all judges): pairs, percent agreement, Krippendorff's alpha (nominal)")
         for st in report.strata:
-            click.echo(f"  {st.stratum:<24} {st.pairs:>5} pairs  {_fmt_pct(st.agreement)}  alpha {_fmt(st.alpha_nominal)}")
+            click.echo(f"  {st.stratum:<{width}} {st.pairs:>6}  {_fmt_pct(st.agreement):>7}  {_fmt(st.alpha_nominal)}")
 
 
 @main.command("agreement")
