@@ -185,8 +185,9 @@ def _topic_queries(topic) -> list[tuple[str, str, tuple[str, ...]]]:
         (f"why can't i {action}", "troubleshoot", everywhere),
         (f"{kws[0]} limit", "policy", everywhere), (f"is {thing} free", "policy", everywhere),
         (f"who can {action.replace('my ', 'our ')}", "policy", everywhere),
-        (f"hi, can you help me {_you(action).replace('your ', 'my ')}", "howto", chat),
-        (f"i keep getting {problem}, what should i do", "troubleshoot", chat),
+        (f"can you help me {_you(action).replace('your ', 'my ')}?", "howto", chat),
+        (f"i need help with {kws[0]}", "howto", chat),
+        (f"what should i do about {problem}?", "troubleshoot", chat),
     ]
     return [(normalize_text(t), a, s) for t, a, s in out]
 
