@@ -104,6 +104,10 @@ class ExportResult:
 # ----------------------------------------------------------------------------------- small helpers
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _check_version(version: str) -> str:
     if not isinstance(version, str) or not _VERSION_RE.match(version) or version in (".", ".."):
         raise ValueError(
@@ -687,7 +691,8 @@ def _frozen_message(session: Session, project: Project, row: ExportVersion, stat
         old_labels = {(r["qid"], r["docid"]): r for r in _parse_jsonl(files["qrels.jsonl"])}
         old_queries = {r["qid"]: r for r in _parse_jsonl(files["queries.jsonl"])}
         d = diff_versions(old_labels, state.labels, old_queries, state.queries)
-        parts = [f"{len(v)} {k.replace('_', ' ')}" for k, v in d.items() if v]
+        parts = [_count(len(v), k.replace("_", " ").replace("pairs", "pair").replace("queries", "query"),
+                        k.replace("_", " ")) for k, v in d.items() if v]
         old_policy = json.loads(row.manifest_json).get("policy")
         if old_policy != state.body["policy"]:
             parts.append(f"policy {old_policy} -> {state.body['policy']}")
@@ -791,10 +796,12 @@ def _blocked_message(state: _State) -> str:
     parts = []
     if state.unjudged:
         eg = ", ".join(f"{q}/{d}" for q, d in state.unjudged[:3])
-        parts.append(f"{len(state.unjudged)} pooled pairs have no human label yet (e.g. {eg})")
+        n = len(state.unjudged)
+        parts.append(f"{_count(n, 'pooled pair has', 'pooled pairs have')} no human label yet (e.g. {eg})")
     if state.unresolved:
         eg = ", ".join(f"{q}/{d}" for q, d in state.unresolved[:3])
-        parts.append(f"{len(state.unresolved)} disagreements are unresolved (e.g. {eg})")
+        n = len(state.unresolved)
+        parts.append(f"{_count(n, 'disagreement is', 'disagreements are')} unresolved (e.g. {eg})")
     return (
         "export blocked: " + "; ".join(parts) + ". Finish judging and adjudicate the disagreements (or choose "
         "--policy majority), or pass --allow-incomplete to export what is labelled; the manifest counts the gaps."

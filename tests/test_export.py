@@ -168,7 +168,7 @@ def test_a_frozen_version_refuses_a_changed_state(complete, tmp_path):
     with pytest.raises(export.VersionFrozen) as exc:
         do_export(complete, tmp_path / "out")
     msg = str(exc.value)
-    assert "'v1'" in msg and "frozen" in msg and "--version v2" in msg and "1 pairs relabelled" in msg
+    assert "'v1'" in msg and "frozen" in msg and "--version v2" in msg and "1 pair relabelled" in msg
     with pytest.raises(export.VersionFrozen):
         do_export(complete, tmp_path / "elsewhere")
     assert not (tmp_path / "elsewhere" / "v1").exists()
