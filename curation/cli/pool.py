@@ -112,10 +112,11 @@ def pool_summary(pool, *, queries: str | None = None, extend: str | None = None)
     """The lines `golden pool` prints about a pool: sizes, ceiling, skipped queries, overlap."""
     st = pool.stats
     depth = pool.depth
+    runs = f"{st.runs} run" + ("s" if st.runs != 1 else "")
     lines = [
-        f"Pooled {st.queries:,} queries from {st.runs} runs at depth {depth}: {st.pairs:,} pairs.",
+        f"Pooled {st.queries:,} queries from {runs} at depth {depth}: {st.pairs:,} pairs.",
         f"  pairs per query: min {st.per_query_min}, median {_fmt_num(float(st.per_query_median))}, "
-        f"max {st.per_query_max}; ceiling {st.runs} runs x {depth} = {st.ceiling}",
+        f"max {st.per_query_max}; ceiling {runs} x {depth} = {st.ceiling}",
     ]
     if queries:
         lines.append(f"  {len(pool.skipped_qids):,} queries of the runs are not in {queries}: skipped")
