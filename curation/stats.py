@@ -573,6 +573,8 @@ def compare(
 
     ``ci``: "percentile" (this module's vectorised bootstrap) or "bca" (scipy.stats.bootstrap,
     not available with stratified resampling, i.e. ``traffic``/``stratum`` weighting).
+    Per-stratum intervals use at most 2,000 resamples each (percentile, within the stratum).
+    The sign test and McNemar count queries, unweighted, among those with a positive weight.
     """
     if ci not in CI_METHODS:
         raise ValueError(f"ci must be one of {', '.join(CI_METHODS)}, not {ci!r}")

@@ -99,6 +99,10 @@ def test_export_folder_gives_strata_weights_split_and_clusters(files, tmp_path):
               "--resamples", "500", "--json")
     out = json.loads(res.output)
     assert out["n"] == 15 and out["split"] == "holdout" and out["clusters"] == 10
+    res = run("compare", files["a"], files["b"], "--qrels", export, "--cluster-col", "user", "--ci", "bca",
+              "--resamples", "500", "--json")
+    out = json.loads(res.output)
+    assert out["ci_method"] == "bca" and out["clusters"] == 10 and out["low"] <= out["delta"] <= out["high"]
 
 
 def test_compare_html_is_self_contained_and_escaped(files, tmp_path):
