@@ -4,7 +4,7 @@ A log row is one search (or, with a count column, that many searches). Logs come
 JSONL or Parquet; the text forms may be gzip-compressed (detected by content). They are read in
 chunks with pyarrow's streaming readers, so memory grows with the number of *distinct* queries,
 users and (query, user) pairs, never with the number of rows: a 10-million-row log collapses in
-well under a minute and a few hundred MB (see ``bench/bench_sample.py``).
+about 17 CPU-seconds and 1.3 GB peak (see ``bench/bench_sample.py``).
 
 How the collapsing works, per chunk: each distinct raw query string is normalised once
 (:func:`curation.normalize.normalize_text`, cached across chunks) and mapped to an integer id of
