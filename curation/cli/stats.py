@@ -439,7 +439,8 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
     click.echo(f"expected optimism of the best of {result.configs} (simulated at the measured noise, "
                f"se {result.noise_se:.4f}): {result.optimism:+.4f}")
     top_row = result.rows[0]
-    click.echo(f"observed gap of the winner (tune - holdout): {top_row.gap:+.4f}")
+    click.echo(f"observed gap of the winner (tune - holdout): {top_row.gap:+.4f} "
+               "(includes any difference in difficulty between the splits)")
 
 
 # ---------------------------------------------------------------------------------------------
