@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import click
+from tqdm import tqdm
 
 from ..fileio import atomic_write
 from ..metrics import QrelsIndex, evaluate, metric_choices, parse_metric
 from ..qrels import read_qrels
-from ..runs import read_run, read_runs
+from ..runs import read_runs
 from ..stats import CI_METHODS, WEIGHTINGS, attribute, compare, noise, pair_scores, power, read_queries, sweep
 from .base import domain_errors, main, seed_option
 
@@ -72,10 +74,11 @@ def _load_queries(queries_path: str | None, from_export: str | None):
 
 
 def _read_runs(paths) -> list:
-    try:
-        return read_runs(list(paths))
-    except TypeError:  # pragma: no cover - older read_runs signature
-        return [read_run(p) for p in paths]
+    """Read the runs (in parallel), with a progress bar on stderr when it is a terminal."""
+    paths = list(paths)
+    with tqdm(total=len(paths), desc="reading runs", unit="run", file=sys.stderr,
+              disable=len(paths) < 3 or not sys.stderr.isatty()) as bar:
+        return read_runs(paths, progress=lambda _run: bar.update())
 
 
 def _unique_names(runs) -> None:
