@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 
-from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
 from sqlmodel import select
 
 from curation import adjudication, assignment, projects, users
@@ -29,6 +29,12 @@ from .errors import is_htmx
 bp = Blueprint("lead", __name__, url_prefix="/lead")
 
 RESAMPLES = 1000
+
+
+@bp.context_processor
+def _lead_links() -> dict:
+    """Links to the other lead pages that this app has (the leak check lives in its own blueprint)."""
+    return {"has_leaks": "leaks.index" in current_app.view_functions}
 
 
 def lead_required(view):
