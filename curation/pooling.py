@@ -36,6 +36,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
 from . import __version__
 from .fileio import InputError, atomic_write, open_text, sha256_file
 from .runs import Run
@@ -158,34 +159,48 @@ def make_pool(
         for p in existing:
             old_order.setdefault(p.qid, {})[p.docid] = p.order
 
+    run_index = {r.name: i for i, r in enumerate(runs)}
     pairs: list[PoolPair] = []
     pooled_qids: list[str] = []
     empty: list[str] = []
     sizes: list[int] = []
     already = 0
-    overlap_sum = {(a, b): 0 for a, b in combinations(range(len(runs)), 2)}
+    # Which runs retrieved each pooled pair, as an incidence matrix (pairs x runs); the
+    # documents two runs share, summed over queries, are then one matrix product.
+    hit_rows: list[int] = []
+    hit_cols: list[int] = []
+    n_pooled = 0
+    seed_prefix = f"{seed}\x00"
     for qid in wanted:
         systems: dict[str, dict[str, int]] = {}
-        tops = []
         for r in runs:
-            top = r.top(qid, depth)
-            tops.append(set(top))
-            for rank, docid in enumerate(top, 1):
-                systems.setdefault(docid, {})[r.name] = rank
+            for rank, docid in enumerate(r.rankings.get(qid, ())[:depth], 1):
+                got = systems.get(docid)
+                if got is None:
+                    systems[docid] = {r.name: rank}
+                else:
+                    got[r.name] = rank
         if not systems:
             empty.append(qid)
             continue
         pooled_qids.append(qid)
         sizes.append(len(systems))
-        for a, b in overlap_sum:
-            overlap_sum[(a, b)] += len(tops[a] & tops[b])
+        for i, found in enumerate(systems.values(), n_pooled):
+            for name in found:
+                hit_rows.append(i)
+                hit_cols.append(run_index[name])
+        n_pooled += len(systems)
         old = old_order.get(qid, {})
         new_docs = [d for d in systems if d not in old]
         already += len(systems) - len(new_docs)
-        new_docs.sort(key=lambda d: order_key(seed, qid, d))
+        prefix = f"{seed_prefix}{qid}\x00"
+        new_docs.sort(key=lambda d: hashlib.sha256(f"{prefix}{d}".encode("utf-8")).digest())  # = order_key
         start = max(old.values(), default=0)
         for i, docid in enumerate(new_docs, start + 1):
             pairs.append(PoolPair(qid, docid, i, systems[docid]))
+    incidence = np.zeros((n_pooled, len(runs)), dtype=np.int32)
+    incidence[hit_rows, hit_cols] = 1
+    shared = incidence.T @ incidence
 
     n_q = len(pooled_qids)
     stats = PoolStats(
@@ -198,8 +213,8 @@ def make_pool(
         per_query_max=max(sizes, default=0),
         ceiling=len(runs) * depth,
         overlap=[
-            (runs[a].name, runs[b].name, total, total / n_q if n_q else 0.0)
-            for (a, b), total in overlap_sum.items()
+            (runs[a].name, runs[b].name, int(shared[a, b]), int(shared[a, b]) / n_q if n_q else 0.0)
+            for a, b in combinations(range(len(runs)), 2)
         ],
     )
     infos = [RunInfo(r.name, r.path, r.sha256, sum(1 for q in pooled_qids if r.rankings.get(q))) for r in runs]

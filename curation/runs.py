@@ -234,7 +234,8 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     change = pc.not_equal(qcol.slice(1), qcol.slice(0, n - 1)).to_numpy(zero_copy_only=False)
     starts = np.r_[0, np.flatnonzero(change) + 1]
     qids = qcol.take(pa.array(starts)).to_pylist()
-    if len(set(qids)) == len(qids):
+    contiguous = len(set(qids)) == len(qids)
+    if contiguous:
         order = np.arange(n)
         sorted_q = qc = np.repeat(np.arange(len(starts), dtype=np.int32), np.diff(np.r_[starts, n]))
     else:
@@ -247,6 +248,29 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     if _has_repeats(qc.astype(np.int64) * len(doc_arr.dictionary) + dc, len(qids) * len(doc_arr.dictionary)):
         return None  # a docid repeated within a query
     ends = np.r_[starts[1:], n]
+    tags = _distinct(cols["tag"])
+    ranked = _top_presorted(score, dc, doc_arr.dictionary, starts, ends, depth) if contiguous else None
+    if ranked is None:
+        ranked = _top_any_order(score, dc, doc_arr.dictionary, order, starts, ends, depth)
+    rankings: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    for s, (docs, values) in zip(starts.tolist(), ranked):
+        qid = qids[int(sorted_q[s])]
+        rankings[qid] = docs
+        scores[qid] = values
+    return rankings, scores, tags
+
+
+def _distinct(col) -> set[str]:
+    """The distinct values of a string column (usually one: a run's tag)."""
+    first = col[0]
+    if pc.all(pc.equal(col, first)).as_py():
+        return {first.as_py()}
+    return set(pc.unique(col).to_pylist())
+
+
+def _top_any_order(score, dc, dictionary, order, starts, ends, depth):
+    """Per query block, the first ``depth`` (docid, score) in trec_eval order, whatever the file order."""
     picks = []
     for s, e in zip(starts.tolist(), ends.tolist()):
         seg = order[s:e]
@@ -258,19 +282,56 @@ def _parse_trec_fast(data: bytes, depth: int | None):
             seg = seg[sc >= threshold]
         picks.append(seg)
     rows = np.concatenate(picks)
-    docids = doc_arr.dictionary.take(pa.array(dc[rows])).to_pylist()
+    docids = dictionary.take(pa.array(dc[rows])).to_pylist()
     values = score[rows].tolist()
-    rankings: dict[str, list[str]] = {}
-    scores: dict[str, list[float]] = {}
+    out = []
     at = 0
-    for s, seg in zip(starts.tolist(), picks):
+    for seg in picks:
         m = len(seg)
         ordered = trec_order(list(zip(docids[at : at + m], values[at : at + m])))[:depth]
         at += m
-        qid = qids[int(sorted_q[s])]
-        rankings[qid] = [d for d, _ in ordered]
-        scores[qid] = [v for _, v in ordered]
-    return rankings, scores, set(pc.unique(cols["tag"]).to_pylist())
+        out.append(([d for d, _ in ordered], [v for _, v in ordered]))
+    return out
+
+
+def _top_presorted(score, dc, dictionary, starts, ends, depth):
+    """The same as :func:`_top_any_order` for a file whose queries come in blocks already in
+    descending score order (as runs are usually written), mostly without a Python loop; None
+    when a block is not in that order."""
+    n = len(score)
+    step = score[1:] - score[:-1]
+    inner = np.ones(n - 1 if n else 0, dtype=np.bool_)
+    inner[starts[1:] - 1] = False  # pairs of rows that straddle two queries
+    if (step[inner] > 0).any():
+        return None
+    counts = ends - starts
+    take = counts.copy() if depth is None else np.minimum(counts, depth)
+    if depth is not None:
+        # Rows tied with the last one kept are candidates too (trec_order settles them).
+        for b in np.flatnonzero(counts > depth).tolist():
+            s, e = int(starts[b]), int(ends[b])
+            stop = s + depth
+            while stop < e and score[stop] == score[stop - 1]:
+                stop += 1
+            take[b] = stop - s
+    pos = np.arange(n) - np.repeat(starts, counts)
+    keep = pos < np.repeat(take, counts)
+    rows = np.flatnonzero(keep)
+    docids = dictionary.take(pa.array(dc[rows])).to_pylist()
+    values = score[rows].tolist()
+    tie = np.zeros(n, dtype=np.bool_)
+    tie[:-1] = (step == 0) & inner & keep[:-1] & keep[1:]
+    has_tie = np.add.reduceat(tie, starts) > 0 if n else np.zeros(0, dtype=np.bool_)
+    out = []
+    at = 0
+    for m, tied in zip(take.tolist(), has_tie.tolist()):
+        docs, vals = docids[at : at + m], values[at : at + m]
+        at += m
+        if tied:
+            ordered = trec_order(list(zip(docs, vals)))[:depth]
+            docs, vals = [d for d, _ in ordered], [v for _, v in ordered]
+        out.append((docs, vals))
+    return out
 
 
 def _has_repeats(keys: np.ndarray, universe: int) -> bool:

@@ -201,6 +201,10 @@ def test_jsonl_runs_pool_like_trec(tmp_path):
         "1 Q0 b 1 2 s \n1  Q0 a 2 2 s\n",  # trailing and double spaces
         "1 Q0 caf\u00e9 1 2 s\n1 Q0 cafe 2 2 s\n",  # non-ASCII docid
         "1 Q0 a 1 2 s1\n1 Q0 b 2 3 s2\n",  # two tags: the name comes from the file
+        "1\tQ0\tb\t1\t5\ts\n1\tQ0\ta\t2\t4\ts\n1\tQ0\tc\t3\t4\ts\n1\tQ0\td\t4\t4\ts\n2\tQ0\tz\t1\t1\ts\n",  # sorted, ties at the cut
+        "1\tQ0\ta\t1\t3\ts\n1\tQ0\tb\t2\t3\ts\n1\tQ0\tc\t3\t1\ts\n2\tQ0\tx\t1\t2\ts\n2\tQ0\ty\t2\t2\ts\n",  # sorted, ties inside
+        "1\tQ0\ta\t1\t1\ts\n1\tQ0\tb\t2\t3\ts\n1\tQ0\tc\t3\t2\ts\n2\tQ0\tx\t1\t2\ts\n",  # blocks, not sorted
+        "1\tQ0\ta\t1\t1\ts\n2\tQ0\tb\t1\t3\ts\n1\tQ0\tc\t2\t2\ts\n2\tQ0\td\t2\t5\ts\n",  # interleaved, last row last group
         "",
     ],
 )
