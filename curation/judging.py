@@ -25,7 +25,7 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, update
+from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, union, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -153,10 +153,17 @@ _P = Project.__table__
 
 _MAIN_OK = or_(_A.c.kind == "overlap", _P.c.hold_main == False, _P.c.released_at.is_not(None))  # noqa: E712
 
+# A pair whose query a lead dropped, or whose document was excluded (leak decisions), is retired:
+# no longer shown, and no longer counted as work to do.
+_RETIRED = or_(_Q.c.status == "dropped", _D.c.excluded == True)  # noqa: E712
+_OPEN_ROWS = (
+    _A.join(_PP, _PP.c.id == _A.c.pair_id).join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id)
+)
 _FIRST_OPEN = (
     core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped, _A.c.done_at)
-    .join(_P, _P.c.id == _A.c.project_id)
-    .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), _MAIN_OK)
+    .select_from(_OPEN_ROWS.join(_P, _P.c.id == _A.c.project_id))
+    .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), _MAIN_OK,
+           ~_RETIRED)
     .order_by(_A.c.skipped, _A.c.position, _A.c.id)
     .limit(1)
 )
@@ -438,6 +445,22 @@ _COUNT_OPEN = (
     .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None))
     .group_by(_A.c.kind, _A.c.skipped)
 )
+# Retired pairs of a project, found from the (usually empty) index ranges of dropped queries and
+# excluded documents; then the judge's open rows among them through the (pair_id, judge_id) index.
+_RETIRED_PAIRS = union(
+    core_select(_PP.c.id).join(_Q, _Q.c.id == _PP.c.query_id)
+    .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == "dropped"),
+    core_select(_PP.c.id).join(_D, _D.c.id == _PP.c.document_id)
+    .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == True),  # noqa: E712
+)
+_COUNT_RETIRED_OPEN = (
+    core_select(_A.c.kind, _A.c.skipped, func.count())
+    .where(_A.c.pair_id.in_(bindparam("pair_ids", expanding=True)), _A.c.judge_id == bindparam("jid"),
+           _A.c.done_at.is_(None))
+    .group_by(_A.c.kind, _A.c.skipped)
+)
+
+
 def _seconds_between(dialect: str, start, end):
     """``end - start`` in seconds, computed by the database (no datetime parsing in Python)."""
     if dialect == "sqlite":
@@ -464,7 +487,11 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
     conn = session.connection()
     params = {"jid": jid, "pid": proj.id}
     total = conn.execute(_COUNT_ALL, params).scalar()
-    open_rows = conn.execute(_COUNT_OPEN, params).all()  # few: a judge's unanswered pairs
+    open_rows = [(k, sk, n, False) for k, sk, n in conn.execute(_COUNT_OPEN, params).all()]
+    retired_ids = conn.execute(_RETIRED_PAIRS, params).scalars().all()
+    for i in range(0, len(retired_ids), 5000):
+        chunk = {"jid": jid, "pair_ids": retired_ids[i:i + 5000]}
+        open_rows += [(k, sk, n, True) for k, sk, n in conn.execute(_COUNT_RETIRED_OPEN, chunk).all()]
     if main_visible(proj):
         assigned, held = total, 0
         counted = open_rows
@@ -472,8 +499,12 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
         assigned = conn.execute(_COUNT_OVERLAP, params).scalar()
         held = total - assigned
         counted = [r for r in open_rows if r[0] == "overlap"]
-    done = assigned - sum(n for _, _, n in counted)
-    skipped = sum(n for _, is_skipped, n in counted if is_skipped)
+    # Open rows of retired pairs are in the plain count too: they are no longer work to do.
+    retired_open = sum(n for _, _, n, retired in counted if retired)
+    assigned -= retired_open
+    done = assigned - (sum(n for _, _, n, retired in counted if not retired) - retired_open)
+    skipped = sum(n for _, sk, n, retired in counted if sk and not retired) - sum(
+        n for _, sk, n, retired in counted if sk and retired)
     pace = _PACE.get(conn.dialect.name, _PACE["postgresql"])
     secs = [max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()]
     session.commit()  # end the read transaction
@@ -521,8 +552,10 @@ def release_stale(
         tail = session.exec(
             select(PoolPair.query_id)
             .join(Assignment, Assignment.pair_id == PoolPair.id)
+            .join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
             .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
-                   Assignment.done_at.is_(None))
+                   Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == False)  # noqa: E712
             .order_by(Assignment.position.desc())
             .limit(1)
         ).first()

@@ -54,7 +54,10 @@ class User(SQLModel, table=True):
 
 
 class Query(SQLModel, table=True):
-    __table_args__ = (UniqueConstraint("project_id", "qid"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "qid"),
+        Index("ix_query_project_status", "project_id", "status"),  # finding dropped queries
+    )
     id: Optional[int] = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     qid: str
@@ -72,7 +75,10 @@ class Query(SQLModel, table=True):
 
 
 class Document(SQLModel, table=True):
-    __table_args__ = (UniqueConstraint("project_id", "docid"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "docid"),
+        Index("ix_document_project_excluded", "project_id", "excluded"),  # finding excluded documents
+    )
     id: Optional[int] = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     docid: str

@@ -424,3 +424,29 @@ def test_queue_summary_and_holding_again(setup):
         hold(s, project)
         assert next_task(s, project, alice) is None  # main work hidden again
         assert (progress(s, project, alice).assigned, progress(s, project, alice).held) == (4, 5)
+
+
+def test_pairs_of_dropped_queries_and_excluded_documents_are_retired(setup):
+    engine, project, alice, bob, lena = setup
+    with session(engine) as s:
+        release(s, project, lena)
+        mine = s.exec(
+            select(Query.qid, Document.docid)
+            .join(PoolPair, PoolPair.query_id == Query.id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .join(Assignment, Assignment.pair_id == PoolPair.id)
+            .where(Assignment.judge_id == alice.id)
+        ).all()
+        dropped_qid = next(q for q, _ in mine if sum(1 for x, _ in mine if x == q) >= 2)
+        excluded_docid = next(d for q, d in mine if q != dropped_qid)
+        s.exec(select(Query).where(Query.qid == dropped_qid)).one().status = "dropped"
+        s.exec(select(Document).where(Document.docid == excluded_docid)).one().excluded = True
+        s.commit()
+        retired = sum(1 for q, d in mine if q == dropped_qid or d == excluded_docid)
+        p = progress(s, project, alice)
+        assert (p.done, p.assigned) == (0, len(mine) - retired)
+        seen = [(t.qid, t.docid) for t in _label_all(s, project, alice)]
+        assert len(seen) == len(mine) - retired
+        assert dropped_qid not in {q for q, _ in seen} and excluded_docid not in {d for _, d in seen}
+        p = progress(s, project, alice)
+        assert p.done == p.assigned == len(mine) - retired

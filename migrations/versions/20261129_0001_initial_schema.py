@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 21:16:44.202002
+Create Date: 2026-11-29 21:33:49.474475
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def upgrade() -> None:
     sa.UniqueConstraint('project_id', 'docid')
     )
     with op.batch_alter_table('document', schema=None) as batch_op:
+        batch_op.create_index('ix_document_project_excluded', ['project_id', 'excluded'], unique=False)
         batch_op.create_index(batch_op.f('ix_document_project_id'), ['project_id'], unique=False)
 
     op.create_table('exportversion',
@@ -126,6 +127,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('query', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_query_project_id'), ['project_id'], unique=False)
+        batch_op.create_index('ix_query_project_status', ['project_id', 'status'], unique=False)
 
     op.create_table('run',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -342,6 +344,7 @@ def downgrade() -> None:
 
     op.drop_table('run')
     with op.batch_alter_table('query', schema=None) as batch_op:
+        batch_op.drop_index('ix_query_project_status')
         batch_op.drop_index(batch_op.f('ix_query_project_id'))
 
     op.drop_table('query')
@@ -355,6 +358,7 @@ def downgrade() -> None:
     op.drop_table('exportversion')
     with op.batch_alter_table('document', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_document_project_id'))
+        batch_op.drop_index('ix_document_project_excluded')
 
     op.drop_table('document')
     with op.batch_alter_table('project', schema=None) as batch_op:
