@@ -638,14 +638,17 @@ def _write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
         if not target.is_dir():
             raise ValueError(f"out_dir: {target} exists and is not a folder; choose another --out")
         names = sorted(p.name for p in target.iterdir())
-        ours = False
-        if names and set(names) <= set(ALL_FILES) and MANIFEST in names:
+        # Only a folder holding nothing but export files, whose manifest (when readable) names this
+        # version of this project, is replaced: a damaged export is restored, anything else is kept.
+        ours = set(names) <= set(ALL_FILES)
+        if ours and MANIFEST in names:
             try:
                 old = json.loads((target / MANIFEST).read_bytes())
                 new = json.loads(files[MANIFEST])
-                ours = (old.get("version"), old.get("project")) == (new.get("version"), new.get("project"))
+                ours = not isinstance(old, dict) or \
+                    (old.get("version"), old.get("project")) == (new.get("version"), new.get("project"))
             except (ValueError, UnicodeDecodeError):
-                ours = False
+                ours = True
         if names and not ours:
             raise ValueError(
                 f"out_dir: {target} already holds files that are not this version's export; "

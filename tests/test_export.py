@@ -202,6 +202,22 @@ def test_an_unrelated_folder_in_the_way_is_not_overwritten(complete, tmp_path):
         do_export(complete, tmp_path / "out")
     assert (tmp_path / "out" / "v1" / "notes.txt").read_text() == "mine"
     assert versions_in_store(complete) == []  # nothing frozen either: whole or nothing
+    do_export(complete, tmp_path / "ok")
+    with pytest.raises(ValueError, match="already holds files"):  # another version's folder renamed v2
+        shutil.copytree(tmp_path / "ok" / "v1", tmp_path / "ok" / "v2")
+        do_export(complete, tmp_path / "ok", "v2")
+    assert [v.name for v in versions_in_store(complete)] == ["v1"]
+
+
+def test_a_damaged_export_folder_is_restored_from_the_store(complete, tmp_path):
+    do_export(complete, tmp_path / "out")
+    good = read_files(tmp_path / "out" / "v1")
+    (tmp_path / "out" / "v1" / "manifest.json").write_text("{ not json")
+    (tmp_path / "out" / "v1" / "qrels.txt").unlink()
+    assert not export.verify(tmp_path / "out" / "v1").ok
+    with new_session(complete) as s:
+        export.write_frozen(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out")
+    assert read_files(tmp_path / "out" / "v1") == good
 
 
 # ------------------------------------------------------------------------------------ blocking rules
