@@ -274,6 +274,37 @@ def test_dropped_queries_and_excluded_documents_are_left_out_and_counted(complet
     assert res.manifest["query_set"]["dropped"] == ["9"] and res.manifest["counts"]["queries"] == 2
 
 
+def test_leak_check_results_and_decisions_reach_the_export(complete, tmp_path):
+    from curation.leaks import decide, record_findings
+    from curation.models import LeakFinding
+    from curation.users import get_user
+
+    records = [
+        {"qid": "007", "status": "leak", "matches": [{"chunk_id": "d10", "mode": "exact", "score": 1.0},
+                                                      {"chunk_id": "d10", "mode": "jaccard", "score": 0.9}]},
+        {"qid": "10", "status": "leak", "matches": [{"chunk_id": "other", "mode": "containment", "score": 0.8}]},
+        {"qid": "9", "status": "clean", "matches": []},
+    ]
+    with new_session(complete) as s:
+        proj = get_project(s, "p")
+        record_findings(s, proj, records)
+        lena = get_user(s, "lena")
+        by_chunk = {f.chunk_id: f.id for f in s.exec(select(LeakFinding))}
+        decide(s, proj, by_chunk["d10"], "exclude_chunk", lena)  # 007/d10 leaves the snapshot
+        decide(s, proj, by_chunk["other"], "keep", lena)
+    res = do_export(complete, tmp_path / "out")
+    assert "d10" not in (tmp_path / "out" / "v1" / "qrels.txt").read_text()
+    leak = res.manifest["leak_check"]
+    assert leak["queries"] == {"clean": 1, "leak": 2}
+    assert leak["findings"] == 3 and leak["by_mode"] == {"containment": 1, "exact": 1, "jaccard": 1}
+    assert leak["decisions"] == {"exclude_chunk": 2, "keep": 1}
+    assert res.manifest["corpus"]["excluded_documents"] == 1
+    assert res.manifest["counts"]["left_out"]["excluded_document"] == 1
+    statuses = {json.loads(x)["qid"]: json.loads(x)["leak_status"]
+                for x in (tmp_path / "out" / "v1" / "queries.jsonl").read_text().splitlines()}
+    assert statuses == {"007": "leak", "10": "leak", "9": "clean"}
+
+
 # ----------------------------------------------------------------------------------------- verify
 
 
