@@ -116,3 +116,19 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
                                "--db", engine.url.render_as_string(hide_password=False)])
     assert res.exit_code == 0, res.output
     assert "verdict: USABLE" in res.output and "Cohen's kappa, linear weights" in res.output
+
+
+def test_imported_labels_count_as_done_in_the_judges_queue(engine, tmp_path):
+    from curation import judging
+    from curation.users import get_user
+    from judging_setup import build_project
+
+    setup = build_project(engine, tmp_path / "p", n_queries=2, docs_per_query=3, judges=("alice",), overlap=6)
+    with new_session(engine) as s:
+        alice = get_user(s, "alice")
+        first = judging.next_task(s, setup.project_id, alice)
+        path = write_qrels(tmp_path / "earlier.qrels", [(first.qid, 0, first.docid, 2)])
+        assert import_judgments(s, path, judge="alice", project=setup.project_name).imported == 1
+        assert judging.progress(s, setup.project_id, alice).done == 1
+        nxt = judging.next_task(s, setup.project_id, alice)
+        assert (nxt.qid, nxt.docid) != (first.qid, first.docid)  # not asked again

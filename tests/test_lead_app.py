@@ -10,8 +10,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from agreement_setup import judge_queue
+from agreement_setup import judge_queue, write_qrels
 from curation.agreement import agreement_report
+from curation.importing import import_judgments
 from curation.labels import final_labels, load_judgments
 from curation.models import Project, User
 from curation.projects import current_guidelines
@@ -112,11 +113,19 @@ def test_dashboard_shows_the_reports_numbers_and_a_heatmap(app, engine, setup):
     assert r.status_code == 400
 
 
-def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup):
+def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup, tmp_path):
+    # Earlier labels of the document holding <script>: 0 against 2, the largest distance, first.
+    with new_session(engine) as s:
+        for judge, grade in (("alice", 0), ("bob", 2)):
+            path = write_qrels(tmp_path / f"{judge}.qrels", [("q000", 0, "d000_00", grade)])
+            import_judgments(s, path, judge=judge)
     lead = login(app.test_client(), "lena")
     page = lead.get(f"/lead/{setup.project_id}/adjudicate")
     assert page.status_code == 200
     pair_id = int(re.search(rb'name="pair_id" value="(\d+)"', page.data).group(1))
+    # The largest grade distance comes first: the untrusted document, shown as text.
+    assert b"d000_00" in page.data and b"<script>window.__xss" not in page.data
+    assert b"&lt;script&gt;window.__xss" in page.data and b"<img src=x" not in page.data
     with new_session(engine) as s:
         before = {f.pair_id: f for f in final_labels(s, setup.project_id)}
     assert before[pair_id].source == "unresolved"
@@ -125,7 +134,7 @@ def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup):
     r = lead.post(f"/lead/{setup.project_id}/adjudicate", data={**data, "csrf_token": csrf(page.data)}, headers=HTMX)
     assert r.status_code == 200
     assert r.data.lstrip().startswith(b'<section id="adjudication"')  # the partial, for htmx to swap
-    assert f'value="{pair_id}"'.encode() not in r.data  # the next disagreement, not the same one
+    assert f'name="pair_id" value="{pair_id}"'.encode() not in r.data  # the next disagreement
     with new_session(engine) as s:
         after = {f.pair_id: f for f in final_labels(s, setup.project_id)}
     assert (after[pair_id].grade, after[pair_id].source, after[pair_id].adjudicated_by) == (1, "adjudicated", "lena")
@@ -133,7 +142,7 @@ def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup):
     nxt = int(re.search(rb'name="pair_id" value="(\d+)"', r.data).group(1))
     r = lead.post(f"/lead/{setup.project_id}/adjudicate",
                   data={"pair_id": nxt, "grade": "2", "reason": " ", "csrf_token": csrf(page.data)}, headers=HTMX)
-    assert r.status_code == 422 and b"say why" in r.data and f'value="{nxt}"'.encode() in r.data
+    assert r.status_code == 422 and b"say why" in r.data and f'name="pair_id" value="{nxt}"'.encode() in r.data
 
 
 def test_release_records_the_lead_and_the_agreement(app, engine, setup):
