@@ -478,6 +478,25 @@ def test_cli_export_verify_and_refusals(complete, tmp_path):
     assert res.exit_code == 0 and "INCOMPLETE: 0 pooled pairs unjudged, 1 disagreements unresolved" in res.output
 
 
+def test_the_export_folder_feeds_the_statistics_as_is(engine, tmp_path):
+    """`golden compare --qrels DIR/v1 --split holdout` reads qrels.txt and queries.jsonl unchanged."""
+    from curation.split import split_project
+
+    pairs = [(f"q{i:02d}", f"d{j}") for i in range(12) for j in range(3)]
+    make_project(engine, tmp_path / "in", pairs)
+    judge(engine, tmp_path, "alice", {p: (2 if p[1] == "d0" else 0) for p in pairs})
+    with new_session(engine) as s:
+        split_project(s, get_project(s, "p"), holdout=0.5, seed=1)
+    do_export(engine, tmp_path / "out")
+    run_a, run_b = tmp_path / "a.trec", tmp_path / "b.trec"
+    run_a.write_text("".join(f"q{i:02d} Q0 d{j} {j + 1} {3 - j} a\n" for i in range(12) for j in range(3)))
+    run_b.write_text("".join(f"q{i:02d} Q0 d{j} {3 - j} {j + 1} b\n" for i in range(12) for j in range(3)))
+    res = CliRunner().invoke(main, ["compare", str(run_a), str(run_b), "--qrels", str(tmp_path / "out" / "v1"),
+                                    "--split", "holdout"])
+    assert res.exit_code == 0, res.output
+    assert "6 queries paired" in res.output and "split holdout" in res.output
+
+
 def test_every_command_has_help_with_an_example():
     runner = CliRunner()
     for cmd in ("export", "verify", "split", "seed-judgments"):
