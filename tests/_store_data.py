@@ -52,3 +52,14 @@ def create(session, folder: Path, name: str = "demo", **kwargs):
     create_project(session, name, queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
                    corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"], **kwargs)
     return get_project(session, name), paths
+
+
+def sqlite_store(folder: Path):
+    """An engine on a migrated SQLite store in ``folder``, for tests of logic that does not depend on
+    the database (input validation): they need not pay for a PostgreSQL database."""
+    from curation.migrate import upgrade
+    from curation.store import make_engine
+
+    eng = make_engine(f"sqlite:///{folder / 'golden.db'}")
+    upgrade(eng)
+    return eng

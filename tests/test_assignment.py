@@ -8,7 +8,7 @@ import random
 from collections import Counter, defaultdict
 
 import pytest
-from _store_data import create, write_inputs
+from _store_data import create, sqlite_store, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
@@ -18,6 +18,14 @@ from curation.models import MAIN_BASE, Assignment, Document, PoolPair, Project, 
 from curation.projects import extend_pool
 from curation.store import session
 from curation.users import add_user
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path):
+    """SQLite only: for tests of input checks and pure logic that do not depend on the database."""
+    eng = sqlite_store(tmp_path)
+    yield eng
+    eng.dispose()
 
 
 def _users(s, *names, role="judge"):
@@ -119,8 +127,8 @@ def test_assign_overlap_first_then_balanced_main(engine, tmp_path):
         assert rep.held and not main_visible(s.get(Project, project.id))
 
 
-def test_assign_is_reproducible(engine, tmp_path):
-    with session(engine) as s:
+def test_assign_is_reproducible(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         a, _ = create(s, tmp_path / "a", name="a")
         b, _ = create(s, tmp_path / "b", name="b")
         _users(s, "alice", "bob", "carol")
@@ -167,8 +175,8 @@ def test_reassign_after_extension_adds_only_new_pairs(engine, tmp_path):
         assert assign(s, project, ["alice", "bob", "carol"], seed=1).new_main_pairs == 0
 
 
-def test_new_queries_pairs_without_a_listed_owner_are_balanced(engine, tmp_path):
-    with session(engine) as s:
+def test_new_queries_pairs_without_a_listed_owner_are_balanced(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         project, _ = create(s, tmp_path)
         _users(s, "alice", "bob")
         rep = assign(s, project, ["alice"], overlap=0)
@@ -176,8 +184,8 @@ def test_new_queries_pairs_without_a_listed_owner_are_balanced(engine, tmp_path)
         assert main_visible(s.get(Project, project.id))  # nothing to review: not held
 
 
-def test_overlap_larger_than_pool_and_dropped_queries(engine, tmp_path):
-    with session(engine) as s:
+def test_overlap_larger_than_pool_and_dropped_queries(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         project, _ = create(s, tmp_path)
         _users(s, "alice", "bob")
         q4 = s.exec(select(Query).where(Query.qid == "q4")).one()
@@ -188,8 +196,8 @@ def test_overlap_larger_than_pool_and_dropped_queries(engine, tmp_path):
         assert {r[0] for r in _rows(s, project)} == {"q1", "q2", "q3"}
 
 
-def test_assign_validates_its_inputs(engine, tmp_path):
-    with session(engine) as s:
+def test_assign_validates_its_inputs(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         project, _ = create(s, tmp_path)
         _users(s, "alice")
         with pytest.raises(ValueError, match="no user 'zed'.*golden user add zed"):

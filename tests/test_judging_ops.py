@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from _store_data import create
+from _store_data import create, sqlite_store
 from sqlmodel import select
 
 from curation.assignment import assign, release
@@ -32,9 +32,7 @@ from curation.store import make_engine, session
 from curation.users import add_user
 
 
-@pytest.fixture
-def setup(engine, tmp_path):
-    """A 14-pair project, judges alice and bob with 4 overlap pairs each, lead lena; main held."""
+def _setup(engine, tmp_path):
     with session(engine) as s:
         project, _ = create(s, tmp_path)
         alice = add_user(s, "alice", password="password1")
@@ -42,6 +40,21 @@ def setup(engine, tmp_path):
         lena = add_user(s, "lena", role="lead", password="password1")
         assign(s, project, [alice, bob], overlap=4, seed=3)
     return engine, project, alice, bob, lena
+
+
+@pytest.fixture
+def setup(engine, tmp_path):
+    """A 14-pair project, judges alice and bob with 4 overlap pairs each, lead lena; main held.
+    On SQLite and PostgreSQL."""
+    return _setup(engine, tmp_path)
+
+
+@pytest.fixture
+def setup_sqlite(tmp_path):
+    """The same on SQLite only, for checks that do not depend on the database."""
+    eng = sqlite_store(tmp_path)
+    yield _setup(eng, tmp_path)
+    eng.dispose()
 
 
 def _pair_of(s, task_or_token) -> tuple[str, str]:
@@ -84,8 +97,8 @@ def test_overlap_first_then_held_until_release(setup):
         assert [p.name for p in judge_projects(s, alice)] == ["demo"]
 
 
-def test_tasks_reveal_no_provenance_and_no_other_labels(setup):
-    engine, project, alice, bob, lena = setup
+def test_tasks_reveal_no_provenance_and_no_other_labels(setup_sqlite):
+    engine, project, alice, bob, lena = setup_sqlite
     with session(engine) as s:
         bob_tasks = _label_all(s, project, bob, grade=2)
         alice_first = next_task(s, project, alice)
@@ -171,8 +184,8 @@ def test_skip_comes_back_last_and_unsure_counts_as_answered(setup):
         assert (p.done, p.assigned, p.skipped) == (4, 4, 0)
 
 
-def test_invalid_answers_are_refused(setup):
-    engine, project, alice, bob, lena = setup
+def test_invalid_answers_are_refused(setup_sqlite):
+    engine, project, alice, bob, lena = setup_sqlite
     with session(engine) as s:
         t = next_task(s, project, alice)
         with pytest.raises(ValueError, match="not on this project's scale 0-2"):

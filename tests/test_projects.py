@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _store_data import GUIDELINES, create, write_inputs
+from _store_data import GUIDELINES, create, sqlite_store, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
@@ -26,6 +26,14 @@ from curation.projects import (
     set_guidelines,
 )
 from curation.store import session
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path):
+    """SQLite only: for tests of input checks and pure logic that do not depend on the database."""
+    eng = sqlite_store(tmp_path)
+    yield eng
+    eng.dispose()
 
 
 def test_create_loads_queries_pairs_and_only_pooled_documents(engine, tmp_path):
@@ -70,11 +78,11 @@ def test_missing_documents_are_named(engine, tmp_path):
         assert rep.missing_docids == ["q2-d1", "q4-d0"] and rep.pairs == 12 and rep.documents == 12
 
 
-def test_pool_rows_are_checked_against_the_queries(engine, tmp_path):
+def test_pool_rows_are_checked_against_the_queries(sqlite_engine, tmp_path):
     paths = write_inputs(tmp_path)
     with open(paths["pool.jsonl"], "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"qid": "q9", "docid": "q1-d0", "order": 0, "systems": {}}) + "\n")
-    with session(engine) as s:
+    with session(sqlite_engine) as s:
         with pytest.raises(InputError, match=r"pool.jsonl:15: qid 'q9' is not in"):
             create_project(s, "p", queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
                            corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"])
@@ -89,19 +97,19 @@ def test_pool_rows_are_checked_against_the_queries(engine, tmp_path):
         ("not json", "pool.jsonl:15: not valid JSON"),
     ],
 )
-def test_bad_pool_lines_name_file_and_line(engine, tmp_path, line, message):
+def test_bad_pool_lines_name_file_and_line(sqlite_engine, tmp_path, line, message):
     paths = write_inputs(tmp_path)
     with open(paths["pool.jsonl"], "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
-    with session(engine) as s:
+    with session(sqlite_engine) as s:
         with pytest.raises(InputError) as err:
             create_project(s, "p", queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
                            corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"])
         assert message in str(err.value)
 
 
-def test_duplicate_project_name_is_refused(engine, tmp_path):
-    with session(engine) as s:
+def test_duplicate_project_name_is_refused(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         create(s, tmp_path / "a", name="news")
         with pytest.raises(ValueError, match="a project called 'news' exists"):
             create(s, tmp_path / "b", name="news")
@@ -121,8 +129,8 @@ def test_scales_have_a_name_and_description_per_grade():
         scale_grades("1-5")
 
 
-def test_project_scale_is_stored(engine, tmp_path):
-    with session(engine) as s:
+def test_project_scale_is_stored(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         project, _ = create(s, tmp_path, scale="0-3", grades=[
             {"grade": 0, "name": "Off"}, {"grade": 1}, {"grade": 2}, {"grade": 3, "name": "Perfect"}])
         assert [(g.grade, g.name) for g in grades(project)] == [(0, "Off"), (1, "Related"), (2, "Highly relevant"),
@@ -162,16 +170,16 @@ def test_extend_adds_only_new_pairs_and_merges_provenance(engine, tmp_path):
         assert again.new_pairs == 0
 
 
-def test_extend_refuses_new_queries(engine, tmp_path):
-    with session(engine) as s:
+def test_extend_refuses_new_queries(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         project, _ = create(s, tmp_path / "v1")
         other = write_inputs(tmp_path / "v2", queries={"q1": 2, "q9": 1})
         with pytest.raises(InputError, match="qid 'q9' is not in project 'demo'"):
             extend_pool(s, project, pool_path=other["pool.jsonl"], corpus_paths=[other["corpus.jsonl"]])
 
 
-def test_get_project_needs_a_name_when_there_are_several(engine, tmp_path):
-    with session(engine) as s:
+def test_get_project_needs_a_name_when_there_are_several(sqlite_engine, tmp_path):
+    with session(sqlite_engine) as s:
         with pytest.raises(ValueError, match="no project in the store"):
             get_project(s)
         create(s, tmp_path / "a", name="alpha")

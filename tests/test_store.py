@@ -8,6 +8,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from _store_data import sqlite_store
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
@@ -27,6 +28,14 @@ from curation.migrate import (
 )
 from curation.store import make_engine, session
 from curation.users import add_user, authenticate, get_user, list_users, set_active, set_password
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path):
+    """SQLite only: for tests of input checks and pure logic that do not depend on the database."""
+    eng = sqlite_store(tmp_path)
+    yield eng
+    eng.dispose()
 
 
 def test_migrations_have_exactly_one_head():
@@ -126,8 +135,8 @@ def test_users_passwords_are_hashed_and_checked(engine):
         assert authenticate(s, "alice", "battery staple") is None
 
 
-def test_user_validation(engine):
-    with session(engine) as s:
+def test_user_validation(sqlite_engine):
+    with session(sqlite_engine) as s:
         add_user(s, "lena", role="lead", password="12345678")
         with pytest.raises(ValueError, match="taken"):
             add_user(s, "lena", role="judge", password="12345678")
