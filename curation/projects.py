@@ -16,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from sqlalchemy import func, insert
 from sqlmodel import Session, select
+from tqdm import tqdm
 
 from .corpus import iter_corpus
 from .fileio import InputError, open_text, sha256_file
@@ -327,7 +329,10 @@ def _load_documents(corpus_paths, wanted: set[str]) -> tuple[dict[str, object], 
     """Stream the corpus once, keeping the records of ``wanted`` docids; (found, missing sorted)."""
     found: dict[str, object] = {}
     if wanted:
-        for doc in iter_corpus(corpus_paths):
+        # tqdm progress on stderr, shown only on a terminal (disable=None).
+        docs = tqdm(iter_corpus(corpus_paths), desc="reading corpus", unit=" docs", disable=None, leave=False,
+                    file=sys.stderr)
+        for doc in docs:
             if doc.id in wanted and doc.id not in found:
                 found[doc.id] = doc
                 if len(found) == len(wanted):
