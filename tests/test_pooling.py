@@ -145,6 +145,10 @@ def test_extend_writes_only_new_pairs_after_the_old_order(two_runs, tmp_path):
     assert "1 of these pairs are already in" in res.output
     meta = json.loads(pool_meta_path(new_path).read_text())
     assert meta["extends"]["pairs"] == len(old)
+    # Extending at another depth would mix depths in one pool.
+    res = runner.invoke(main, ["pool", str(two_runs[1]), "--depth", "3", "--extend", str(first), "--out", str(tmp_path / "x.jsonl")])
+    assert res.exit_code == 1 and "was pooled at depth 2: extend it with --depth 2" in res.output
+    assert not (tmp_path / "x.jsonl").exists()
     # The old pool is untouched and --out cannot overwrite it.
     before = first.read_bytes()
     res = runner.invoke(main, ["pool", str(two_runs[1]), "--extend", str(first), "--out", str(first)])
