@@ -39,6 +39,7 @@ import os
 import re
 import shutil
 import tempfile
+import sys
 import zipfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -47,11 +48,13 @@ from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
+from tqdm import tqdm
 
 from . import __version__
 from .fileio import sha256_file
 from .labels import POLICIES, final_labels, load_judgments
 from .models import (
+    Adjudication,
     Document,
     ExportVersion,
     GuidelinesVersion,
@@ -280,8 +283,6 @@ def _latest_judgments(session: Session, project: Project) -> dict[int, dict[str,
 
 
 def _adjudication_versions(session: Session, project: Project) -> dict[int, int | None]:
-    from .models import Adjudication
-
     out: dict[int, int | None] = {}
     for pair_id, gv in session.exec(
         select(Adjudication.pair_id, GuidelinesVersion.version)
@@ -319,7 +320,7 @@ def _agreement_summary(session: Session, project: Project, scale: list[int]) -> 
     })
 
 
-def _gather(session: Session, project: Project, *, policy: str) -> _State:
+def _gather(session: Session, project: Project, *, policy: str, bar=None) -> _State:
     pid = project.id
     grades_list = json.loads(project.grades_json or "[]")
     scale = sorted(int(g["grade"]) for g in grades_list) or [0, 1]
@@ -349,6 +350,7 @@ def _gather(session: Session, project: Project, *, policy: str) -> _State:
 
     latest = _latest_judgments(session, project)
     adj_versions = _adjudication_versions(session, project)
+    _step(bar, "final labels")
     finals = final_labels(session, project, policy=policy, include_unjudged=True)
 
     records: dict[tuple[str, str], dict] = {}
@@ -455,6 +457,9 @@ def _gather(session: Session, project: Project, *, policy: str) -> _State:
         seed_grade = max(s["grade"] for s in rows)
         seed_confirm["confirmed" if (rec["grade"] > 0) == (seed_grade > 0) else "rejected"] += 1
 
+    _step(bar, "agreement")
+    agreement = _agreement_summary(session, project, scale)
+    _step(bar, "files")
     body = {
         "format": FORMAT,
         "project": project.name,
@@ -499,7 +504,7 @@ def _gather(session: Session, project: Project, *, policy: str) -> _State:
             ],
         },
         "judges": judges,
-        "agreement": _agreement_summary(session, project, scale),
+        "agreement": agreement,
         "leak_check": {
             "queries": {k: leak_status[k] for k in sorted(leak_status)},
             "findings": len(findings),
@@ -717,6 +722,7 @@ def export_version(
     out_dir: str | os.PathLike,
     allow_incomplete: bool = False,
     created_by: str | None = None,
+    progress: bool = False,
 ) -> ExportResult:
     """Export ``project``'s golden set as ``version`` into ``out_dir/version`` and freeze it.
 
@@ -726,16 +732,32 @@ def export_version(
     byte); from another state :class:`VersionFrozen` is raised and nothing is written.
     :class:`ExportBlocked` when pooled pairs are unjudged or disagreements unresolved and
     ``allow_incomplete`` is off. Queries that arrived since ``golden split`` are assigned first.
+    ``progress``: show the steps as a tqdm bar on stderr.
     """
     _check_version(version)
     if policy not in POLICIES:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
     out_dir = Path(out_dir)
 
-    assign_pending(session, project)
-    state = _gather(session, project, policy=policy)
-    state_sha = state.sha256
+    with tqdm(total=5, desc=f"export {version}", unit="step", disable=not progress, file=sys.stderr, leave=False) as bar:
+        _step(bar, "split")
+        assign_pending(session, project)
+        state = _gather(session, project, policy=policy, bar=bar)
+        state_sha = state.sha256
+        _step(bar, "write")
+        return _store_and_write(session, project, version, state, state_sha, out_dir=out_dir,
+                                allow_incomplete=allow_incomplete, created_by=created_by)
 
+
+def _step(bar, name: str) -> None:
+    if bar is not None:
+        bar.set_postfix_str(name, refresh=False)
+        bar.update(1)
+
+
+def _store_and_write(session: Session, project: Project, version: str, state: _State, state_sha: str, *,
+                     out_dir: Path, allow_incomplete: bool, created_by: str | None) -> ExportResult:
+    """The second half of :func:`export_version`: compare with a stored version, or freeze a new one."""
     row = session.exec(
         select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.name == version)
     ).first()

@@ -5,7 +5,6 @@ by hand from the labels each test gives."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 from pathlib import Path

@@ -4,6 +4,7 @@ immutable qrels with a manifest, the held-out split, and seed judgments from tic
 from __future__ import annotations
 
 import getpass
+import sys
 
 import click
 
@@ -60,7 +61,8 @@ def export_cmd(version, project_name, policy, allow_incomplete, frozen, out_dir,
                 res = write_frozen(s, proj, version, out_dir=out_dir)
             else:
                 res = export_version(s, proj, version, policy=policy, out_dir=out_dir,
-                                     allow_incomplete=allow_incomplete, created_by=created_by or _whoami())
+                                     allow_incomplete=allow_incomplete, created_by=created_by or _whoami(),
+                                     progress=sys.stderr.isatty())
     finally:
         engine.dispose()
     m = res.manifest
