@@ -41,9 +41,11 @@ def _from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
         text = obj.get("contents", obj.get("body"))
     if text is None:
         raise InputError(path, lineno, f"record {docid!r} has no text")
+    # An empty title or url (as a TSV column left blank) is no title or url, so the same records
+    # read from any format are equal (and have the same fingerprint).
     title = obj.get("title")
     url = obj.get("url")
-    return Doc(docid, str(text), None if title is None else str(title), None if url is None else str(url))
+    return Doc(docid, str(text), str(title) if title not in (None, "") else None, str(url) if url not in (None, "") else None)
 
 
 def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[Doc]:

@@ -72,6 +72,9 @@ def test_fingerprint_follows_its_definition_and_ignores_order_and_format(tmp_pat
                       "title": [d.title for d in DOCS], "url": [d.url for d in DOCS]})
     pq.write_table(table, tmp_path / "d.parquet")
     assert corpus_fingerprint(tmp_path / "d.parquet") == fp
+    tsv = tmp_path / "e.tsv"
+    tsv.write_text("id\ttitle\ttext\turl\n" + "".join(f"{d.id}\t{d.title or ''}\t{d.text}\t{d.url or ''}\n" for d in DOCS[::-1]))
+    assert corpus_fingerprint(tsv) == fp
 
 
 def test_fingerprint_changes_with_any_content_change(tmp_path):
