@@ -209,7 +209,8 @@ def _parse_trec_fast(data: bytes, depth: int | None):
                 delimiter=delimiter.decode(), quote_char=False, escape_char=False, newlines_in_values=False
             ),
             convert_options=pa_csv.ConvertOptions(
-                column_types={c: (pa.float64() if c == "score" else pa.string()) for c in _TREC_COLUMNS}
+                column_types={c: (pa.float64() if c == "score" else pa.string()) for c in _TREC_COLUMNS},
+                check_utf8=False,  # the bytes are ASCII (checked above)
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
