@@ -44,7 +44,6 @@ from .models import (
     User,
     utcnow,
 )
-from .projects import grades as project_grades
 
 _A_T = Assignment.__table__
 _P_T = Project.__table__
@@ -513,6 +512,23 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
     return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)
 
 
+_U = User.__table__
+_OTHER_USERS = core_select(_U.c.id).where(_U.c.id != bindparam("jid")).order_by(_U.c.id)
+_OPEN_MAIN = core_select(func.count(), func.max(_A.c.created_at)).where(
+    _A.c.judge_id == bindparam("owner"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None),
+    _A.c.kind == "main",
+)
+_LAST_SHOWN = core_select(func.max(_PV.c.shown_at)).where(
+    _PV.c.judge_id == bindparam("owner"), _PV.c.project_id == bindparam("pid")
+)
+_LAST_ANSWERED = (
+    core_select(_J.c.answered_at)
+    .where(_J.c.judge_id == bindparam("owner"), _J.c.project_id == bindparam("pid"))
+    .order_by(_J.c.id.desc())
+    .limit(1)
+)
+
+
 def release_stale(
     session: Session,
     project: Project | int,
@@ -532,20 +548,19 @@ def release_stale(
         return 0
     now = now or utcnow()
     cutoff = now - stale_after
-    owners = session.exec(
-        select(Assignment.judge_id, func.count(), func.max(Assignment.created_at))
-        .where(Assignment.project_id == proj.id, Assignment.kind == "main", Assignment.done_at.is_(None),
-               Assignment.judge_id != jid)
-        .group_by(Assignment.judge_id)
-        .order_by(func.count().desc(), Assignment.judge_id)
-    ).all()
-    for owner, _n, assigned_at in owners:
-        shown = session.exec(
-            select(func.max(PairView.shown_at)).where(PairView.judge_id == owner, PairView.project_id == proj.id)
-        ).one()
-        answered = session.exec(
-            select(func.max(Judgment.answered_at)).where(Judgment.judge_id == owner, Judgment.project_id == proj.id)
-        ).one()
+    conn = session.connection()
+    # Per other user (few): their open main rows (count, newest assignment) from the queue index,
+    # and their latest activity from the indexes on shown pairs and on their judgments.
+    owners = []
+    for owner in conn.execute(_OTHER_USERS, {"jid": jid}).scalars():
+        n, assigned_at = conn.execute(_OPEN_MAIN, {"owner": owner, "pid": proj.id}).one()
+        if n:
+            owners.append((-n, owner, assigned_at))
+    owners.sort()
+    for _n, owner, assigned_at in owners:
+        conn = session.connection()  # anew: a failed move below ends the transaction
+        shown = conn.execute(_LAST_SHOWN, {"owner": owner, "pid": proj.id}).scalar()
+        answered = conn.execute(_LAST_ANSWERED, {"owner": owner, "pid": proj.id}).scalar()
         last = max(t for t in (shown, answered, assigned_at, proj.released_at) if t is not None)
         if last >= cutoff:
             continue
