@@ -239,12 +239,10 @@ def _pandas_top(path: Path, depth: int) -> pd.DataFrame:
     return df[df["rank"] <= depth]
 
 
-@pytest.fixture(scope="module")
-def robust_runs():
-    from conftest import shared_path
-
-    files = sorted(shared_path("robust03", "runs").glob("input.*.gz"))[:6]
-    return files
+@pytest.fixture
+def robust_runs(shared):
+    """Six of the 17 TREC 2003 Robust runs (skipped where ../shared/data is absent)."""
+    return sorted(shared("robust03", "runs").glob("input.*.gz"))[:6]
 
 
 def test_robust03_pool_matches_pandas(robust_runs):
