@@ -23,7 +23,6 @@ the runs for the sampled queries (:func:`curation.pooling.make_pool`).
 from __future__ import annotations
 
 import csv
-import json
 import os
 import random
 from dataclasses import dataclass
