@@ -107,6 +107,8 @@ def test_cli_writes_pool_and_metadata(two_runs, tmp_path):
     res = CliRunner().invoke(main, ["pool", *map(str, two_runs), "--depth", "2", "--seed", "3", "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "pairs per query: min 1, median 2, max 3; ceiling 2 runs x 2 = 4" in res.output
+    # A has no line for query 3, B none for query 2.
+    assert "runs with results for only some of the pooled queries: A (2 of 3), B (2 of 3)" in res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [list(r) for r in rows[:1]] == [["qid", "docid", "order", "systems"]]
     assert len(rows) == 6

@@ -143,6 +143,9 @@ def pool_summary(pool, *, queries: str | None = None, extend: str | None = None)
         if pool.empty_qids:
             shown = ", ".join(pool.empty_qids[:5]) + (" ..." if len(pool.empty_qids) > 5 else "")
             lines.append(f"  {len(pool.empty_qids):,} queries of {queries} have no results in any run: {shown}")
+    partial = [f"{r.name} ({r.queries:,} of {st.queries:,})" for r in pool.runs if r.queries < st.queries]
+    if partial:
+        lines.append(f"  runs with results for only some of the pooled queries: {', '.join(partial)}")
     if st.runs > 1:
         lines.append(f"Top-{depth} documents two runs share, mean per query (max {depth}):")
         lines.extend(_overlap_table(st))
