@@ -266,11 +266,14 @@ def decide(project_id: int):
     if pair_id is None:
         abort(400, description="The form lacks the pair.")
     error = None
-    try:
-        adjudication.adjudicate(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade if grade else None,
-                                reason=reason, guidelines_issue=form.get("guidelines_issue") == "yes")
-    except ValueError as exc:
-        error = str(exc).split(": ", 1)[-1]
+    if not grade:
+        error = "choose the final grade first (press its digit)"
+    else:
+        try:
+            adjudication.adjudicate(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade, reason=reason,
+                                    guidelines_issue=form.get("guidelines_issue") == "yes")
+        except ValueError as exc:
+            error = str(exc).split(": ", 1)[-1]
     if error is None and not is_htmx():
         flash("Final label recorded.", "info")
         return redirect(url_for("lead.queue", project_id=project.id))
