@@ -193,3 +193,28 @@ def test_a_project_without_judgments_shows_undefined_not_nan(engine, tmp_path):
         assert r.status_code == 200 and "No disagreement waits" in text_of(r.data)
     finally:
         app.extensions["golden_engine"].dispose()
+
+
+def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_path):
+    from agreement_setup import add_users, make_project
+
+    pairs = [(f"q{q}", f"d{q}{d}") for q in range(4) for d in range(3)]
+    pid = make_project(engine, tmp_path / "three", pairs, name="three")
+    add_users(engine, ann="judge", ben="judge", cat="judge", lena="lead")
+    with new_session(engine) as s:
+        for i, judge in enumerate(("ann", "ben", "cat")):
+            rows = [(q, 0, d, (int(d[-1]) + (1 if (judge == "cat" and d.endswith("2")) else 0)) % 3) for q, d in pairs]
+            import_judgments(s, write_qrels(tmp_path / f"{judge}.qrels", rows), judge=judge)
+    app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
+                      "TESTING": True})
+    try:
+        r = login(app.test_client(), "lena").get(f"/lead/{pid}")
+        page = text_of(r.data)
+        assert r.status_code == 200 and "all 3 judges" in page
+        assert len(re.findall(rb'<svg class="heatmap"', r.data)) == 3  # ann x ben, ann x cat, ben x cat
+        assert "Cohen's kappa is for two judges" in page  # the all-judges kappa cell says why it is empty
+        with new_session(engine) as s:
+            report = agreement_report(load_judgments(s, pid, overlap_only=True), scale=[0, 1, 2], cut=1)
+        assert f"{report.overall.measures['alpha_nominal'].value:.3f}" in page
+    finally:
+        app.extensions["golden_engine"].dispose()
