@@ -54,16 +54,26 @@ class Run:
 
 
 def trec_order(results: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Sort ``(docid, score)`` pairs as trec_eval does: score descending, then docid descending."""
+    """Sort ``(docid, score)`` pairs as trec_eval does: score descending, then docid descending.
+
+    Scores should already be at trec_eval's precision (:func:`as_trec_score`), so that two scores
+    trec_eval sees as tied are tied here too.
+    """
     # Two stable sorts: docid descending first, then score descending keeps docid order on ties.
     ordered = sorted(results, key=lambda r: r[0], reverse=True)
     ordered.sort(key=lambda r: r[1], reverse=True)
     return ordered
 
 
+def as_trec_score(score: float) -> float:
+    """``score`` rounded to a 32-bit float, the precision trec_eval keeps (``float sim`` in its
+    results struct): scores that differ only beyond it are ties there, broken by docid."""
+    return float(np.float32(score))
+
+
 def _parse_score(raw, path, lineno) -> float:
     try:
-        score = float(raw)
+        score = as_trec_score(float(raw))
     except (TypeError, ValueError):
         raise InputError(path, lineno, f"score {raw!r} is not a number") from None
     if math.isnan(score):
@@ -226,6 +236,7 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     if score_arr.null_count:
         return None
     score = np.frombuffer(score_arr.buffers()[1], dtype=np.float64, count=n, offset=score_arr.offset * 8)
+    score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
     if np.isnan(score).any():
         return None
     doc_arr = pc.dictionary_encode(cols["docid"])

@@ -106,12 +106,10 @@ def _rank_scores(run):
 
 def test_ir_measures_agrees_on_robust03_with_its_own_ordering(robust03):
     # nDCG, P, R, AP, RR come from pytrec_eval (trec_eval's C code), which sorts as trec_eval does:
-    # score descending, docid descending. trec_eval holds scores as 32-bit floats, so two scores
-    # equal in float32 tie there (InexpC2 and oce03noXbmD have such pairs); both sides get the
-    # float32 values, and the ranking is ours (trec_order), not a hand-made one.
+    # score descending, docid descending, on scores held as 32-bit floats (InexpC2 and
+    # oce03noXbmD have scores equal only at that precision). read_run keeps that precision, so
+    # its ranking must be the one pytrec_eval makes from the same scores.
     import ir_measures
-
-    from curation.runs import trec_order
 
     qrels, runs = robust03
     specs = [parse_metric(m) for m in ["ndcg@10", "ndcg@100", "p@10", "recall@100", "ap", "ap@100", "mrr"]]
@@ -120,8 +118,8 @@ def test_ir_measures_agrees_on_robust03_with_its_own_ordering(robust03):
     evaluator = ir_measures.evaluator([ir_measures.parse_measure(n) for n in names], qrels)
     compared = 0
     for run in runs:
-        raw = {q: {d: float(np.float32(s)) for d, s in zip(run.rankings[q], run.scores[q])} for q in run.rankings}
-        ours = evaluate({q: [d for d, _ in trec_order(list(r.items()))] for q, r in raw.items()}, index, specs)
+        raw = {q: dict(zip(run.rankings[q], run.scores[q])) for q in run.rankings}
+        ours = evaluate(run.rankings, index, specs)
         for m in evaluator.iter_calc(raw):
             assert ours[names[str(m.measure)]].as_dict()[m.query_id] == pytest.approx(m.value, abs=1e-9)
             compared += 1

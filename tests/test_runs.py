@@ -47,3 +47,11 @@ def test_bad_lines_name_file_and_line(tmp_path, content, line, words):
     assert info.value.line == line
     assert str(info.value).startswith(f"{path}:{line}: ")
     assert words in str(info.value)
+
+
+def test_scores_equal_at_trec_eval_precision_are_ties(tmp_path):
+    # trec_eval keeps scores as 32-bit floats: these two differ only beyond float32, so trec_eval
+    # sees a tie and puts the larger docid first, although "a" has the larger double.
+    path = tmp_path / "run.trec"
+    path.write_text("1 Q0 a 1 0.30000001 s\n1 Q0 b 2 0.3 s\n1 Q0 c 3 0.2 s\n")
+    assert read_run(path).rankings["1"] == ["b", "a", "c"]
