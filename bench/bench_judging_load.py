@@ -178,17 +178,20 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def start_server(url: str, port: int, threads: int) -> subprocess.Popen:
+def start_server(url: str, port: int, threads: int, log: Path) -> subprocess.Popen:
+    """Start `golden serve`; its stderr goes to ``log`` (a pipe nobody reads would fill up with
+    waitress's "Task queue depth" warnings and block the server)."""
     env = {**os.environ, "GOLDEN_SECRET_KEY": "bench-secret"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url,
-         "--port", str(port), "--threads", str(threads)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-    )
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url,
+             "--port", str(port), "--threads", str(threads)],
+            stdout=subprocess.DEVNULL, stderr=err, env=env,
+        )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"golden serve exited: {proc.stderr.read().decode()}")
+            raise SystemExit(f"golden serve exited: {log.read_text()}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/login")
@@ -362,7 +365,7 @@ def main(argv=None) -> int:
     try:
         project_id, names = build_store(url, folder, args)
         port = free_port()
-        server = start_server(url, port, args.threads)
+        server = start_server(url, port, args.threads, folder / "serve.log")
         try:
             ready, go = threading.Barrier(len(names) + 1), threading.Event()
             judges = [Judge(name, port, project_id, ready, go, seed=args.seed + i, think=args.think) for i, name in enumerate(names)]

@@ -35,11 +35,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until_up(url: str, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+def wait_until_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"golden serve exited with {proc.returncode}: {proc.stderr.read().decode()}")
+            raise RuntimeError(f"golden serve exited with {proc.returncode}: {log.read_text()}")
         try:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if response.status == 200:
@@ -62,14 +62,16 @@ def server(tmp_path_factory):
                               judges=("carol",), overlap=0)
     port = free_port()
     env = {**os.environ, "GOLDEN_SECRET_KEY": "browser-test-secret"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from curation.cli import main; main()", "serve",
-         "--db", url, "--port", str(port), "--threads", "4"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
+    log = folder / "serve.log"  # a file, not a pipe: an unread pipe fills up and blocks the server
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from curation.cli import main; main()", "serve",
+             "--db", url, "--port", str(port), "--threads", "4"],
+            stdout=err, stderr=err, env=env,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_up(base + "/login", proc)
+        wait_until_up(base + "/login", proc, log)
         yield {"base": base, "engine": engine, "main": main, "untrusted": untrusted}
     finally:
         proc.terminate()

@@ -12,7 +12,18 @@ from .base import db_option, main
 def serve_app(app, *, host: str, port: int, threads: int, echo=click.echo) -> None:
     """Serve ``app`` with waitress until interrupted, after printing where it listens (port 0
     picks a free port)."""
+    import faulthandler
+    import gc
+    import signal
+
     from waitress.server import create_server
+
+    # What exists now (modules, table metadata, the app) lives as long as the server: move it out of
+    # the collector's view, so a full collection no longer pauses every thread for ~100 ms.
+    gc.collect()
+    gc.freeze()
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID` prints every thread's stack to stderr
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     try:
         server = create_server(app, host=host, port=port, threads=threads, ident="golden")
