@@ -23,7 +23,10 @@ def serve_app(app, *, host: str, port: int, threads: int, echo=click.echo) -> No
     gc.collect()
     gc.freeze()
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID` prints every thread's stack to stderr
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        try:
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
+        except (ValueError, OSError):  # stderr is not a real file (e.g. under a test runner)
+            pass
 
     try:
         server = create_server(app, host=host, port=port, threads=threads, ident="golden")
