@@ -25,7 +25,8 @@ from sqlalchemy import func, insert
 from sqlmodel import Session, select
 from tqdm import tqdm
 
-from .corpus import iter_corpus
+from .corpus import fetch_docs
+from .pooling import pool_meta_path
 from .fileio import InputError, open_text, sha256_file
 from .models import (
     Document,
@@ -280,24 +281,10 @@ def read_pool(path) -> list[dict]:
     return rows
 
 
-def pool_meta_path(pool_path) -> Path | None:
-    """The sidecar ``POOL.meta.json`` of ``POOL.jsonl[.gz]`` (or ``POOL.jsonl.meta.json``), when present."""
-    p = Path(pool_path)
-    name = p.name
-    for suffix in (".jsonl.gz", ".jsonl", ".json.gz", ".json", ".gz"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    for cand in (p.with_name(name + ".meta.json"), p.with_name(p.name + ".meta.json")):
-        if cand.exists():
-            return cand
-    return None
-
-
 def read_pool_meta(pool_path) -> dict:
     """The pool's sidecar metadata (``depth``, ``runs``), or ``{}`` when there is none."""
     meta = pool_meta_path(pool_path)
-    if meta is None:
+    if not meta.exists():
         return {}
     try:
         data = json.loads(meta.read_text(encoding="utf-8"))
@@ -325,19 +312,12 @@ def _meta_runs(meta: dict) -> list[dict]:
     return out
 
 
-def _load_documents(corpus_paths, wanted: set[str]) -> tuple[dict[str, object], list[str]]:
-    """Stream the corpus once, keeping the records of ``wanted`` docids; (found, missing sorted)."""
-    found: dict[str, object] = {}
-    if wanted:
-        # tqdm progress on stderr, shown only on a terminal (disable=None).
-        docs = tqdm(iter_corpus(corpus_paths), desc="reading corpus", unit=" docs", disable=None, leave=False,
-                    file=sys.stderr)
-        for doc in docs:
-            if doc.id in wanted and doc.id not in found:
-                found[doc.id] = doc
-                if len(found) == len(wanted):
-                    break
-    return found, sorted(wanted - found.keys())
+def _load_documents(corpus_paths, wanted: set[str]):
+    """Stream the corpus once (curation.corpus.fetch_docs), keeping the records of ``wanted``
+    docids and computing the snapshot fingerprint `golden corpus-sample` also prints."""
+    # tqdm progress on stderr, shown only on a terminal (disable=None).
+    with tqdm(desc="reading corpus", unit=" docs", disable=None, leave=False, file=sys.stderr) as bar:
+        return fetch_docs(corpus_paths, wanted, progress=bar.update)
 
 
 def _missing_error(corpus_paths, missing: list[str]) -> InputError:
@@ -348,14 +328,6 @@ def _missing_error(corpus_paths, missing: list[str]) -> InputError:
         f"{len(missing)} pooled documents are not in the corpus: {shown}; pass the corpus they come from "
         "with --corpus, or --allow-missing to leave their pairs out",
     )
-
-
-def corpus_fingerprint(corpus_paths) -> str:
-    """SHA-256 over the corpus files' own SHA-256s, in the order given (which corpus was loaded)."""
-    h = hashlib.sha256()
-    for p in corpus_paths:
-        h.update(sha256_file(p).encode("ascii"))
-    return h.hexdigest()
 
 
 def _project_id(project: Project | int) -> int:
@@ -428,7 +400,8 @@ def create_project(
         if p["qid"] not in known:
             raise InputError(pool_path, p["lineno"], f"qid {p['qid']!r} is not in {queries_path}: was the pool built from this query set?")
     meta = read_pool_meta(pool_path)
-    found, missing = _load_documents(corpus_paths, {p["docid"] for p in pool})
+    fetched = _load_documents(corpus_paths, {p["docid"] for p in pool})
+    found, missing = fetched.docs, fetched.missing
     if missing and not allow_missing:
         raise _missing_error(corpus_paths, missing)
     missing_set = set(missing)
@@ -438,7 +411,7 @@ def create_project(
         project = Project(
             name=name, scale=scale,
             grades_json=json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def]),
-            corpus_fingerprint=corpus_fingerprint(corpus_paths), queries_sha256=sha256_file(queries_path),
+            corpus_fingerprint=fetched.fingerprint.sha256, queries_sha256=sha256_file(queries_path),
             pool_sha256=sha256_file(pool_path),
             pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,
         )
@@ -493,7 +466,8 @@ def extend_pool(
         ).all()
     }
     new = [p for p in pool if (p["qid"], p["docid"]) not in existing]
-    found, missing = _load_documents(corpus_paths, {p["docid"] for p in new} - docs.keys())
+    fetched = _load_documents(corpus_paths, {p["docid"] for p in new} - docs.keys())
+    found, missing = fetched.docs, fetched.missing
     if missing and not allow_missing:
         raise _missing_error(corpus_paths, missing)
     missing_set = set(missing)
