@@ -103,3 +103,12 @@ def test_download_gives_the_frozen_zip_byte_for_byte(client, engine, exported):
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
     # The zip is the one frozen in the store: a rebuild from the files gives the same bytes.
     assert export.build_archive("v1", read_files(exported / "v1")) == first.data
+
+
+def test_versions_are_reachable_from_the_top_bar_and_link_to_the_run_comparison(client):
+    login(client, "root")
+    home = client.get("/versions/").data.decode()
+    assert 'href="/versions/"' in home
+    detail = client.get("/versions/p/v2").data.decode()
+    assert 'href="/reports/p/v2"' in detail
+    assert client.get("/reports/p/v2").status_code == 200
