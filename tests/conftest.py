@@ -10,6 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
+# Users are created by the hundred here: a cheap werkzeug method instead of scrypt (curation.users).
+os.environ.setdefault("GOLDEN_PASSWORD_HASH_METHOD", "pbkdf2:sha256:1000")
+
 PG_SERVER = os.environ.get("GOLDEN_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 

@@ -205,3 +205,16 @@ def test_every_store_command_has_help_with_an_example():
                  ["project", "list"], ["project", "extend"], ["guidelines", "set"], ["assign"], ["release"]):
         res = runner.invoke(main, args + ["--help"])
         assert res.exit_code == 0 and "Example" in res.output, args
+
+
+def test_passwords_are_hashed_with_scrypt_unless_the_test_override_is_set(monkeypatch):
+    from werkzeug.security import check_password_hash
+
+    from curation.users import hash_password
+
+    monkeypatch.delenv("GOLDEN_PASSWORD_HASH_METHOD", raising=False)
+    stored = hash_password("correct horse")
+    assert stored.startswith("scrypt:") and "correct horse" not in stored
+    assert check_password_hash(stored, "correct horse") and not check_password_hash(stored, "wrong horse")
+    monkeypatch.setenv("GOLDEN_PASSWORD_HASH_METHOD", "pbkdf2:sha256:1000")
+    assert hash_password("correct horse").startswith("pbkdf2:sha256:1000$")
