@@ -35,11 +35,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+def wait_until_up(url: str, proc: subprocess.Popen, log: Path | None = None, timeout: float = 60.0) -> None:
+    """Poll ``url`` until it answers 200; fail with the server's output (``log``, else its stderr
+    pipe) when it exits first. Other browser tests import this too."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"golden serve exited with {proc.returncode}: {log.read_text()}")
+            output = log.read_text() if log else (proc.stderr.read().decode() if proc.stderr else "")
+            raise RuntimeError(f"golden serve exited with {proc.returncode}: {output}")
         try:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if response.status == 200:
