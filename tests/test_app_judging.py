@@ -225,6 +225,8 @@ def test_a_judge_cannot_reach_another_judges_pairs(app, setup, engine):
     lead = app.test_client()
     login(lead, "lena")
     assert judge_page(lead, setup).status_code == 404
+    assert lead.get("/").headers["Location"].endswith("/lead/")  # she lands on the lead pages
+    assert alice.get("/").headers["Location"].endswith(f"/projects/{setup.project_id}/judge")
 
 
 def test_no_response_reveals_provenance_or_other_judges_labels(app, setup, engine):
