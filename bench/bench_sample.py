@@ -17,7 +17,6 @@ Targets: under 60 s and under 3 GB for 10 million rows.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import subprocess
 import sys

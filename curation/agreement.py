@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import statistics
 import warnings
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from itertools import combinations

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Sequence
 
 from sqlalchemy import func, insert

@@ -51,7 +51,13 @@ def make_engine(url: str | None = None, **kwargs) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
         kwargs.setdefault("pool_pre_ping", True)
-        engine = create_engine(url, **kwargs)
+        # Plan every statement for its actual values. psycopg 3 prepares a statement server-side
+        # after five runs, and PostgreSQL may then switch to a generic plan that ignores the judge
+        # and project ids: "this judge's first open pair" took 0.3-0.7 s at 120,000 pairs that way,
+        # against ~5 ms with custom plans.
+        connect_args = dict(kwargs.pop("connect_args", {}))
+        connect_args.setdefault("options", "-c plan_cache_mode=force_custom_plan")
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
     return engine
 
 

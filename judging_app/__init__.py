@@ -77,7 +77,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     from . import db
 
-    db.init_app(app, make_engine(app.config["DATABASE_URL"], **db.engine_options(app.config["DATABASE_URL"])))
+    db.init_app(app, make_engine(app.config["DATABASE_URL"]))
     csrf.init_app(app)
 
     from . import assets, auth, errors, judge, lead, leaks, reports, versions

@@ -12,24 +12,11 @@ import threading
 import time
 
 from flask import Flask, current_app, g
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from curation.migrate import SchemaError, check_schema  # noqa: F401 - SchemaError re-exported
 from curation.store import session as new_session
-
-
-def engine_options(url: str) -> dict:
-    """Engine settings for serving many small queries.
-
-    PostgreSQL: plan every statement for its actual values (``plan_cache_mode=force_custom_plan``).
-    psycopg 3 prepares a statement server-side once a connection has run it five times, and
-    PostgreSQL may then switch to a generic plan that ignores the judge and project ids; for "this
-    judge's first open pair" that plan took 0.3-0.7 s per call at 120,000 pairs instead of ~5 ms.
-    """
-    if make_url(url).get_backend_name() == "postgresql":
-        return {"connect_args": {"options": "-c plan_cache_mode=force_custom_plan"}}
-    return {}
 
 
 def init_app(app: Flask, engine: Engine) -> None:

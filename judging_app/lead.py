@@ -133,10 +133,10 @@ def distribution_bars(distributions: dict, scale: list[int], *, width: int = 360
         total = sum(dist.values())
         x = 0.0
         parts = []
-        for idx, g in enumerate(scale):
-            n = dist.get(g, 0)
+        for idx, grade in enumerate(scale):
+            n = dist.get(grade, 0)
             w = width * n / total if total else 0.0
-            parts.append(dict(x=x, w=w, n=n, grade=g, share=(n / total if total else 0.0),
+            parts.append(dict(x=x, w=w, n=n, grade=grade, share=(n / total if total else 0.0),
                               fill=GRADE_COLOURS[min(idx, len(GRADE_COLOURS) - 1)]))
             x += w
         out.append(dict(judge=judge, total=total, parts=parts))

@@ -108,7 +108,7 @@ def test_size_above_the_queries_available_fails():
         allocate([10, 10], [3, 4], size=8, floor=0)
 
 
-def test_bad_arguments_name_the_parameter():
+def test_bad_allocation_arguments_name_the_parameter():
     with pytest.raises(ValueError, match="size"):
         allocate([1], [1], size=-1)
     with pytest.raises(ValueError, match="floor"):
@@ -331,7 +331,7 @@ def test_format_query_is_compact_and_keeps_unicode():
     assert format_query({"qid": "q1", "text": "café", "pii": []}) == '{"qid":"q1","text":"café","pii":[]}'
 
 
-def test_bad_arguments_name_the_parameter(log):
+def test_bad_sampling_arguments_name_the_parameter(log):
     with pytest.raises(ValueError, match="weighting"):
         _sample(log, weighting="zipf")
     with pytest.raises(ValueError, match="seed"):
