@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .fileio import InputError, atomic_write, base_suffix, open_text
+from .fileio import InputError, atomic_write, base_suffix, iter_jsonl, open_text
 
 _ID_KEYS = ("id", "docid", "_id", "doc_id")
 
@@ -65,17 +65,8 @@ def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iter
             for lineno, row in enumerate(reader, 2):
                 yield _from_mapping(row, path, lineno)
     elif suffix in (".jsonl", ".json", ".ndjson"):
-        with open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise InputError(path, lineno, "expected a JSON object")
-                yield _from_mapping(obj, path, lineno)
+        for lineno, obj in iter_jsonl(path):
+            yield _from_mapping(obj, path, lineno)
     else:
         raise InputError(path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)")
 

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import hashlib
 import io
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -79,3 +80,27 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def iter_jsonl_lines(lines, path: str | os.PathLike, *, expect: str = "a JSON object") -> Iterator[tuple[int, dict]]:
+    """Yield ``(line number, object)`` for each non-blank line of JSON-lines text.
+
+    A line that is not valid JSON, or not an object, raises :class:`InputError` naming ``path`` and
+    the line; ``expect`` completes the message "expected ..." for the second case.
+    """
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise InputError(path, lineno, f"expected {expect}")
+        yield lineno, obj
+
+
+def iter_jsonl(path: str | os.PathLike, *, expect: str = "a JSON object", encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
+    """:func:`iter_jsonl_lines` over a file (gzip allowed)."""
+    with open_text(path, encoding=encoding) as fh:
+        yield from iter_jsonl_lines(fh, path, expect=expect)

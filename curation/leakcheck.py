@@ -61,7 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .corpus import _ID_KEYS, _from_mapping, iter_corpus_file
-from .fileio import InputError, base_suffix, is_gzip, open_binary, open_text
+from .fileio import InputError, base_suffix, is_gzip, iter_jsonl, open_binary
 from .normalize import normalize_text
 
 MODES = ("exact", "jaccard", "containment")
@@ -883,24 +883,17 @@ def read_queries(path: str | os.PathLike) -> list[tuple[str, str]]:
     path = str(path)
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "qid" not in obj:
-                raise InputError(path, lineno, "expected an object with qid and text")
-            text = obj.get("text", obj.get("query"))
-            if text is None:
-                raise InputError(path, lineno, f"query {obj['qid']!r} has no text (expected a 'text' field)")
-            qid = str(obj["qid"])
-            if qid in seen:
-                raise InputError(path, lineno, f"qid {qid!r} appears twice")
-            seen.add(qid)
-            out.append((qid, str(text)))
+    for lineno, obj in iter_jsonl(path, expect="an object with qid and text"):
+        if "qid" not in obj:
+            raise InputError(path, lineno, "expected an object with qid and text")
+        text = obj.get("text", obj.get("query"))
+        if text is None:
+            raise InputError(path, lineno, f"query {obj['qid']!r} has no text (expected a 'text' field)")
+        qid = str(obj["qid"])
+        if qid in seen:
+            raise InputError(path, lineno, f"qid {qid!r} appears twice")
+        seen.add(qid)
+        out.append((qid, str(text)))
     return out
 
 
@@ -1150,15 +1143,9 @@ def read_report(path: str | os.PathLike) -> list[dict]:
     """Read a file written by :func:`write_report` back as dicts."""
     path = str(path)
     out = []
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "qid" not in obj or "status" not in obj:
-                raise InputError(path, lineno, "expected a leak-check record with qid and status")
-            out.append(obj)
+    expect = "a leak-check record with qid and status"
+    for lineno, obj in iter_jsonl(path, expect=expect):
+        if "qid" not in obj or "status" not in obj:
+            raise InputError(path, lineno, f"expected {expect}")
+        out.append(obj)
     return out

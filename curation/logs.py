@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .fileio import InputError, base_suffix, is_gzip, open_text
+from .fileio import InputError, base_suffix, is_gzip, iter_jsonl_lines, open_text
 from .normalize import normalize_text
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
@@ -220,15 +220,7 @@ def _slow_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | Non
         return
     with open_text(path, encoding="utf-8-sig") as fh:
         if fmt == "jsonl":
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise InputError(path, lineno, "expected a JSON object")
+            for lineno, obj in iter_jsonl_lines(fh, path):
                 yield lineno, [obj.get(c) for c in columns]
             return
         kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}

@@ -38,7 +38,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from . import __version__
-from .fileio import InputError, atomic_write, open_text, sha256_file
+from .fileio import InputError, atomic_write, iter_jsonl, open_text, sha256_file
 from .runs import Run
 
 POOL_FORMAT = "golden.pool/1"
@@ -308,25 +308,19 @@ def read_pool(path: str | os.PathLike) -> list[PoolPair]:
         raise InputError(path, None, "no such file")
     pairs: list[PoolPair] = []
     seen: set[tuple[str, str]] = set()
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "qid" not in obj or "docid" not in obj:
-                raise InputError(path, lineno, "expected an object with qid, docid and order")
-            order = obj.get("order")
-            if not isinstance(order, int) or isinstance(order, bool) or order < 1:
-                raise InputError(path, lineno, f"order must be a positive integer, not {order!r}")
-            qid, docid = str(obj["qid"]), str(obj["docid"])
-            if (qid, docid) in seen:
-                raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
-            seen.add((qid, docid))
-            systems = obj.get("systems") or {}
-            pairs.append(PoolPair(qid, docid, order, {str(k): int(v) for k, v in systems.items()}))
+    expect = "an object with qid, docid and order"
+    for lineno, obj in iter_jsonl(path, expect=expect):
+        if "qid" not in obj or "docid" not in obj:
+            raise InputError(path, lineno, f"expected {expect}")
+        order = obj.get("order")
+        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
+            raise InputError(path, lineno, f"order must be a positive integer, not {order!r}")
+        qid, docid = str(obj["qid"]), str(obj["docid"])
+        if (qid, docid) in seen:
+            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
+        seen.add((qid, docid))
+        systems = obj.get("systems") or {}
+        pairs.append(PoolPair(qid, docid, order, {str(k): int(v) for k, v in systems.items()}))
     return pairs
 
 

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from .corpus import fetch_docs
 from .pooling import pool_meta_path
-from .fileio import InputError, open_text, sha256_file
+from .fileio import InputError, iter_jsonl, open_text, sha256_file
 from .models import (
     Document,
     GuidelinesVersion,
@@ -184,18 +184,7 @@ def list_projects(session: Session) -> list[ProjectSummary]:
 
 # --- reading the input files -------------------------------------------------------------------
 
-def _jsonl(path) -> Iterable[tuple[int, dict]]:
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise InputError(path, lineno, "expected a JSON object")
-            yield lineno, obj
+_jsonl = iter_jsonl
 
 
 def _ident(obj: dict, key: str, path, lineno) -> str:

@@ -269,7 +269,7 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
     """
     import csv
 
-    from .fileio import InputError, base_suffix, open_text
+    from .fileio import InputError, base_suffix, iter_jsonl_lines, open_text
     from .normalize import normalize_text
 
     path = str(path)
@@ -279,15 +279,7 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     with open_text(path, encoding="utf-8-sig") as fh:
         if suffix in (".jsonl", ".ndjson", ".json"):
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise InputError(path, lineno, "expected a JSON object with a \"text\" field")
+            for lineno, obj in iter_jsonl_lines(fh, path, expect='a JSON object with a "text" field'):
                 text = obj.get("text", obj.get("query"))
                 if not isinstance(text, str):
                     raise InputError(path, lineno, "needs a \"text\" (or \"query\") field holding a string")

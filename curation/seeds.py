@@ -30,7 +30,7 @@ from typing import Iterator
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from .fileio import InputError, base_suffix, open_text
+from .fileio import InputError, base_suffix, iter_jsonl_lines, open_text
 from .models import Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment
 
 SOURCES = ("ticket", "click")
@@ -83,15 +83,7 @@ def read_seeds(path: str | os.PathLike) -> Iterator[Seed]:
     suffix = base_suffix(path)
     with open_text(path) as fh:
         if suffix in (".jsonl", ".json", ".ndjson"):
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise InputError(path, lineno, "expected a JSON object with qid and docid")
+            for lineno, obj in iter_jsonl_lines(fh, path, expect="a JSON object with qid and docid"):
                 for key in ("qid", "docid"):
                     if obj.get(key) in (None, ""):
                         raise InputError(path, lineno, f"missing {key!r}")

@@ -38,7 +38,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from .fileio import InputError, open_text
+from .fileio import InputError, iter_jsonl_lines, open_text
 from .metrics import MetricSpec, QueryScores
 
 __all__ = [
@@ -135,14 +135,8 @@ def read_queries(path: str | os.PathLike) -> dict[str, QueryRow]:
 def parse_queries(lines: Iterable[str], *, path: str = "queries.jsonl") -> dict[str, QueryRow]:
     """Parse queries.jsonl lines (``path`` names them in errors) into ``{qid: QueryRow}``."""
     rows: dict[str, QueryRow] = {}
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict) or "qid" not in obj:
+    for lineno, obj in iter_jsonl_lines(lines, path, expect="an object with at least a qid"):
+        if "qid" not in obj:
             raise InputError(path, lineno, "expected an object with at least a qid")
         qid = str(obj["qid"])
         if qid in rows:
