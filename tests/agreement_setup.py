@@ -8,21 +8,19 @@ from pathlib import Path
 
 from curation import projects, users
 from curation.store import session as new_session
+from judging_setup import PASSWORD
 
-PASSWORD = "correct-horse-battery"
 
-
-def write_project_files(folder: Path, pairs, *, strata=("head", "tail")) -> dict[str, Path]:
-    """queries.jsonl, pool.jsonl, corpus.jsonl and GUIDELINES.md holding exactly ``pairs``
+def write_pair_files(folder: Path, pairs, query) -> dict[str, Path]:
+    """queries.jsonl (``query(i, qid)`` is the row of the i-th query), pool.jsonl (runA ranking each
+    query's documents in the order given), corpus.jsonl and GUIDELINES.md holding exactly ``pairs``
     (an iterable of (qid, docid)); documents repeated across queries are written once."""
     folder.mkdir(parents=True, exist_ok=True)
     pairs = list(dict.fromkeys((str(q), str(d)) for q, d in pairs))
     qids = list(dict.fromkeys(q for q, _ in pairs))
     docids = list(dict.fromkeys(d for _, d in pairs))
-    queries = [{"qid": q, "text": f"query {q} <b>bold</b>", "stratum": {"freq": strata[i % len(strata)]},
-                "traffic": 1.0, "users": 1, "stratum_share": 0.5, "weight": 1.0, "pii": []}
-               for i, q in enumerate(qids)]
-    order = {}
+    queries = [query(i, q) for i, q in enumerate(qids)]
+    order: dict[str, int] = {}
     pool = []
     for q, d in pairs:
         order[q] = order.get(q, -1) + 1
@@ -34,6 +32,13 @@ def write_project_files(folder: Path, pairs, *, strata=("head", "tail")) -> dict
     paths["guidelines"] = folder / "GUIDELINES.md"
     paths["guidelines"].write_text("# Relevance\n\nA document is relevant when it answers the query.\n")
     return paths
+
+
+def write_project_files(folder: Path, pairs, *, strata=("head", "tail")) -> dict[str, Path]:
+    """write_pair_files with queries "query <qid> <b>bold</b>" whose strata cycle through ``strata``."""
+    return write_pair_files(folder, pairs, lambda i, q: {
+        "qid": q, "text": f"query {q} <b>bold</b>", "stratum": {"freq": strata[i % len(strata)]}, "traffic": 1.0,
+        "users": 1, "stratum_share": 0.5, "weight": 1.0, "pii": []})
 
 
 def make_project(engine, folder: Path, pairs, *, name: str = "p", scale: str = "0-2") -> int:

@@ -94,3 +94,21 @@ def engine(db_url):
     upgrade(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright, one per test module (tests/browser_support.py)."""
+    from browser_support import chromium
+
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser):
+    """A page in a fresh browser context (no cookies from other tests), 10 s timeouts."""
+    from browser_support import new_page
+
+    with new_page(browser) as fresh:
+        yield fresh

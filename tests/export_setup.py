@@ -10,35 +10,24 @@ from curation import projects, users
 from curation.importing import import_judgments
 from curation.store import session as new_session
 
-PASSWORD = "correct-horse-battery"
+from agreement_setup import write_pair_files
+from judging_setup import PASSWORD
 
 
 def write_files(folder: Path, pairs, *, strata: dict[str, str] | None = None, texts: dict[str, str] | None = None,
                 runs: list[dict] | None = None, depth: int | None = None) -> dict[str, Path]:
     """queries.jsonl, pool.jsonl (+ pool.meta.json when ``runs``), corpus.jsonl and GUIDELINES.md
     holding exactly ``pairs`` ((qid, docid), in pool order)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    pairs = list(dict.fromkeys((str(q), str(d)) for q, d in pairs))
-    qids = list(dict.fromkeys(q for q, _ in pairs))
-    docids = list(dict.fromkeys(d for _, d in pairs))
-    strata = strata or {q: ("head" if i % 2 == 0 else "tail") for i, q in enumerate(qids)}
     texts = texts or {}
-    queries = [{"qid": q, "text": texts.get(q, f"query {q}"), "stratum": {"freq": strata[q]},
-                "traffic": float(10 + i), "users": 1 + i, "stratum_share": 0.5, "weight": 1.5, "pii": []}
-               for i, q in enumerate(qids)]
-    order: dict[str, int] = {}
-    pool = []
-    for q, d in pairs:
-        order[q] = order.get(q, -1) + 1
-        pool.append({"qid": q, "docid": d, "order": order[q], "systems": {"runA": order[q] + 1}})
-    corpus = [{"id": d, "title": f"Title of {d}", "text": f"Text of document {d}."} for d in docids]
-    paths = {k: folder / f"{k}.jsonl" for k in ("queries", "pool", "corpus")}
-    for key, rows in (("queries", queries), ("pool", pool), ("corpus", corpus)):
-        paths[key].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    def query(i: int, q: str) -> dict:
+        freq = strata[q] if strata else ("head" if i % 2 == 0 else "tail")
+        return {"qid": q, "text": texts.get(q, f"query {q}"), "stratum": {"freq": freq}, "traffic": float(10 + i),
+                "users": 1 + i, "stratum_share": 0.5, "weight": 1.5, "pii": []}
+
+    paths = write_pair_files(folder, pairs, query)
     if runs is not None:
         (folder / "pool.meta.json").write_text(json.dumps({"depth": depth, "runs": runs}), encoding="utf-8")
-    paths["guidelines"] = folder / "GUIDELINES.md"
-    paths["guidelines"].write_text("# Relevance\n\nA document is relevant when it answers the query.\n")
     return paths
 
 

@@ -4,107 +4,33 @@ untrusted documents shown as text that runs nothing."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 from sqlmodel import select
 
-from curation.migrate import upgrade
+from browser_support import golden_serve, require_chromium, sqlite_store
+from browser_support import log_in as submit_login
 from curation.models import Judgment, User
-from curation.store import make_engine, session as new_session
-from judging_setup import PASSWORD, build_project
+from curation.store import session as new_session
+from judging_setup import build_project
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_up(url: str, proc: subprocess.Popen, log: Path | None = None, timeout: float = 60.0) -> None:
-    """Poll ``url`` until it answers 200; fail with the server's output (``log``, else its stderr
-    pipe) when it exits first. Other browser tests import this too."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            output = log.read_text() if log else (proc.stderr.read().decode() if proc.stderr else "")
-            raise RuntimeError(f"golden serve exited with {proc.returncode}: {output}")
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"golden serve did not answer at {url} within {timeout} s")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed (.ci/run installs it)")
+    require_chromium()
     folder = tmp_path_factory.mktemp("browser")
-    url = f"sqlite:///{folder / 'golden.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    main = build_project(engine, folder / "recipes", name="recipes", n_queries=8, docs_per_query=4, overlap=3)
-    untrusted = build_project(engine, folder / "untrusted", name="untrusted", n_queries=1, docs_per_query=3,
-                              judges=("carol",), overlap=0)
-    port = free_port()
-    env = {**os.environ, "GOLDEN_SECRET_KEY": "browser-test-secret"}
-    log = folder / "serve.log"  # a file, not a pipe: an unread pipe fills up and blocks the server
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from curation.cli import main; main()", "serve",
-             "--db", url, "--port", str(port), "--threads", "4"],
-            stdout=err, stderr=err, env=env,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(base + "/login", proc, log)
-        yield {"base": base, "engine": engine, "main": main, "untrusted": untrusted}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    yield page
-    context.close()
+    with sqlite_store(folder) as (url, engine):
+        main = build_project(engine, folder / "recipes", name="recipes", n_queries=8, docs_per_query=4, overlap=3)
+        untrusted = build_project(engine, folder / "untrusted", name="untrusted", n_queries=1, docs_per_query=3,
+                                  judges=("carol",), overlap=0)
+        with golden_serve(url, folder, secret="browser-test-secret", threads=4) as base:
+            yield {"base": base, "engine": engine, "main": main, "untrusted": untrusted}
 
 
 def log_in(page, base: str, name: str) -> None:
-    page.goto(base + "/")
-    page.fill("#username", name)
-    page.fill("#password", PASSWORD)
-    page.press("#password", "Enter")
+    """Log in from the start page and wait for the first pair."""
+    submit_login(page, base, name, path="/")
     page.wait_for_selector("#pair")
     page.wait_for_load_state("load")  # htmx and the key handler are in place
 

@@ -4,108 +4,39 @@ the keyboard alone (the final label changes), and a judge refused with 403."""
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
 from agreement_setup import judge_queue
+from browser_support import golden_serve, require_chromium, sqlite_store
+from browser_support import log_in as submit_login
 from curation.agreement import agreement_report
 from curation.labels import final_labels, load_judgments
-from curation.migrate import upgrade
-from curation.store import make_engine, session as new_session
-from judging_setup import PASSWORD, build_project
+from curation.store import session as new_session
+from judging_setup import build_project
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_until_up(url: str, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"golden serve exited with {proc.returncode}: {proc.stderr.read().decode()}")
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"golden serve did not answer at {url} within {timeout} s")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed (.ci/run installs it)")
+    require_chromium()
     folder = tmp_path_factory.mktemp("lead")
-    url = f"sqlite:///{folder / 'golden.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    setup = build_project(engine, folder / "recipes", n_queries=6, docs_per_query=5, overlap=12, hold=True)
-    judge_queue(engine, setup.project_id, "alice", lambda d: int(d[-1]) % 3, start=T0, seconds=6.0)
-    judge_queue(engine, setup.project_id, "bob", lambda d: 0 if d.endswith("1") else int(d[-1]) % 3, start=T0,
-                seconds=4.0)
-    port = _free_port()
-    env = {**os.environ, "GOLDEN_SECRET_KEY": "browser-lead-secret"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url, "--port", str(port),
-         "--threads", "4"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(base + "/login", proc)
-        yield {"base": base, "engine": engine, "setup": setup}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    yield page
-    context.close()
+    with sqlite_store(folder) as (url, engine):
+        setup = build_project(engine, folder / "recipes", n_queries=6, docs_per_query=5, overlap=12, hold=True)
+        judge_queue(engine, setup.project_id, "alice", lambda d: int(d[-1]) % 3, start=T0, seconds=6.0)
+        judge_queue(engine, setup.project_id, "bob", lambda d: 0 if d.endswith("1") else int(d[-1]) % 3, start=T0,
+                    seconds=4.0)
+        with golden_serve(url, folder, secret="browser-lead-secret", threads=4) as base:
+            yield {"base": base, "engine": engine, "setup": setup}
 
 
 def log_in(page, base: str, name: str, then: str) -> None:
-    page.goto(base + "/login?next=" + then)
-    page.fill("#username", name)
-    page.fill("#password", PASSWORD)
-    page.press("#password", "Enter")
-    page.wait_for_load_state("load")
+    submit_login(page, base, name, path="/login?next=" + then)
 
 
 def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page):

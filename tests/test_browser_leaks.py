@@ -4,21 +4,16 @@ section in place (htmx, CSRF header), and untrusted chunk ids show as text."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
+from browser_support import golden_serve, log_in, require_chromium, sqlite_store
 from curation.cli import main as golden
-from curation.migrate import upgrade
 from curation.models import LeakFinding, Query, User
-from curation.store import make_engine, session as new_session
-from judging_setup import PASSWORD, build_project
-from test_browser_judging import CHROMIUM, CHROMIUM_ARGS, free_port, wait_until_up
+from curation.store import session as new_session
+from judging_setup import build_project
 
 pytestmark = pytest.mark.browser
 
@@ -27,54 +22,25 @@ WEB = "web-<img src=x onerror=\"window.__leak=1\">"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
+    require_chromium()
     folder = tmp_path_factory.mktemp("leaks-browser")
-    url = f"sqlite:///{folder / 'golden.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    setup = build_project(engine, folder / "p", n_queries=3, docs_per_query=2)
-    corpus = folder / "corpus.jsonl"
-    corpus.write_text(json.dumps({"id": WEB, "text": "How to cook dish 2"}) + "\n"
-                      + json.dumps({"id": "d001_01", "text": "Our FAQ: how to cook dish 1, step by step."}) + "\n")
-    res = CliRunner().invoke(golden, ["leakcheck", "--queries", str(folder / "p" / "queries.jsonl"), "--corpus",
-                                      str(corpus), "--out", str(folder / "leaks.jsonl"), "--project", "recipes",
-                                      "--db", url, "--workers", "1"])
-    assert res.exit_code == 0, res.output
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url, "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "GOLDEN_SECRET_KEY": "leaks-secret"},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(base + "/login", proc)
-        yield {"base": base, "engine": engine, "project_id": setup.project_id}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        engine.dispose()
-
-
-@pytest.fixture
-def page():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(10_000)
-        yield page
-        browser.close()
+    with sqlite_store(folder) as (url, engine):
+        setup = build_project(engine, folder / "p", n_queries=3, docs_per_query=2)
+        corpus = folder / "corpus.jsonl"
+        corpus.write_text(json.dumps({"id": WEB, "text": "How to cook dish 2"}) + "\n"
+                          + json.dumps({"id": "d001_01", "text": "Our FAQ: how to cook dish 1, step by step."}) + "\n")
+        res = CliRunner().invoke(golden, ["leakcheck", "--queries", str(folder / "p" / "queries.jsonl"), "--corpus",
+                                          str(corpus), "--out", str(folder / "leaks.jsonl"), "--project", "recipes",
+                                          "--db", url, "--workers", "1"])
+        assert res.exit_code == 0, res.output
+        with golden_serve(url, folder, secret="leaks-secret") as base:
+            yield {"base": base, "engine": engine, "project_id": setup.project_id}
 
 
 def test_lead_drops_a_leaking_query_in_place(server, page):
     from playwright.sync_api import expect
 
-    page.goto(server["base"] + "/login")
-    page.fill("#username", "lena")
-    page.fill("#password", PASSWORD)
-    page.press("#password", "Enter")
-    page.wait_for_load_state("load")
+    log_in(page, server["base"], "lena")
     page.goto(f"{server['base']}/lead/{server['project_id']}/leaks")
     page.wait_for_load_state("load")
     expect(page.get_by_test_id("count-leak")).to_have_text("2")

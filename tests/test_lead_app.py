@@ -11,14 +11,14 @@ from datetime import datetime, timezone
 import pytest
 
 from agreement_setup import judge_queue, write_qrels
+from client_support import app_on, csrf, login
 from curation.agreement import agreement_report
 from curation.importing import import_judgments
 from curation.labels import final_labels, load_judgments
 from curation.models import Project, User
 from curation.projects import current_guidelines
 from curation.store import session as new_session
-from judging_app import create_app
-from judging_setup import PASSWORD, build_project
+from judging_setup import build_project
 
 HTMX = {"HX-Request": "true"}
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -42,21 +42,8 @@ def setup(engine, tmp_path):
 
 @pytest.fixture
 def app(engine, setup):
-    app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
-                      "TESTING": True})
-    yield app
-    app.extensions["golden_engine"].dispose()
-
-
-def csrf(body: bytes) -> str:
-    return html.unescape(re.search(r'name="csrf_token" value="([^"]*)"', body.decode()).group(1))
-
-
-def login(client, name: str):
-    page = client.get("/login")
-    r = client.post("/login", data={"username": name, "password": PASSWORD, "csrf_token": csrf(page.data)})
-    assert r.status_code == 302
-    return client
+    with app_on(engine) as app:
+        yield app
 
 
 def text_of(body: bytes) -> str:
@@ -180,9 +167,7 @@ def test_new_guidelines_version_from_the_adjudication_screen(app, engine, setup)
 
 def test_a_project_without_judgments_shows_undefined_not_nan(engine, tmp_path):
     s = build_project(engine, tmp_path / "empty", name="empty", n_queries=2, docs_per_query=2, overlap=2)
-    app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
-                      "TESTING": True})
-    try:
+    with app_on(engine) as app:
         lead = login(app.test_client(), "lena")
         r = lead.get(f"/lead/{s.project_id}")
         assert r.status_code == 200
@@ -191,8 +176,6 @@ def test_a_project_without_judgments_shows_undefined_not_nan(engine, tmp_path):
         assert "nan" not in page.lower().split()
         r = lead.get(f"/lead/{s.project_id}/adjudicate")
         assert r.status_code == 200 and "No disagreement waits" in text_of(r.data)
-    finally:
-        app.extensions["golden_engine"].dispose()
 
 
 def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_path):
@@ -205,9 +188,7 @@ def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_p
         for i, judge in enumerate(("ann", "ben", "cat")):
             rows = [(q, 0, d, (int(d[-1]) + (1 if (judge == "cat" and d.endswith("2")) else 0)) % 3) for q, d in pairs]
             import_judgments(s, write_qrels(tmp_path / f"{judge}.qrels", rows), judge=judge)
-    app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
-                      "TESTING": True})
-    try:
+    with app_on(engine) as app:
         r = login(app.test_client(), "lena").get(f"/lead/{pid}")
         page = text_of(r.data)
         assert r.status_code == 200 and "all 3 judges" in page
@@ -216,5 +197,3 @@ def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_p
         with new_session(engine) as s:
             report = agreement_report(load_judgments(s, pid, overlap_only=True), scale=[0, 1, 2], cut=1)
         assert f"{report.overall.measures['alpha_nominal'].value:.3f}" in page
-    finally:
-        app.extensions["golden_engine"].dispose()

@@ -3,7 +3,6 @@ who and when, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import html
 import json
 import re
 
@@ -11,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
+from client_support import app_on, csrf, login
 from curation.cli import main
 from curation.leaks import decide, leak_overview, record_findings
 from curation.models import Document, LeakFinding, Query, User
 from curation.store import session as new_session
-from judging_app import create_app
-from judging_setup import PASSWORD, build_project
+from judging_setup import build_project
 
 HTMX = {"HX-Request": "true"}
 SCRIPT = "<script>window.__leak = 1</script>"
@@ -101,21 +100,8 @@ def test_decisions_apply_and_record_who_and_when(engine, setup):
 
 @pytest.fixture
 def app(engine, setup):
-    app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
-                      "TESTING": True})
-    yield app
-    app.extensions["golden_engine"].dispose()
-
-
-def csrf(body: bytes) -> str:
-    return html.unescape(re.search(r'name="csrf_token" value="([^"]*)"', body.decode()).group(1))
-
-
-def login(client, name: str):
-    page = client.get("/login")
-    r = client.post("/login", data={"username": name, "password": PASSWORD, "csrf_token": csrf(page.data)})
-    assert r.status_code == 302
-    return client
+    with app_on(engine) as app:
+        yield app
 
 
 def test_only_leads_see_the_page(app, setup):

@@ -3,9 +3,7 @@ on SQLite and PostgreSQL, with values checked by hand."""
 
 from __future__ import annotations
 
-import html
 import json
-import re
 
 import pytest
 
@@ -13,8 +11,8 @@ from curation import export, projects, users
 from curation.pooled import pooled_runs
 from curation.projects import get_project
 from curation.store import session as new_session
-from judging_app import create_app
 
+from client_support import app_on, login as client_login
 from export_setup import PASSWORD, judge, write_files
 
 EVIL = "runB<script>alert(1)</script>"
@@ -44,17 +42,12 @@ def exported(engine, tmp_path):
 
 @pytest.fixture
 def client(exported):
-    app = create_app({"DATABASE_URL": exported.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
-                      "TESTING": True})
-    yield app.test_client()
-    app.extensions["golden_engine"].dispose()
+    with app_on(exported) as app:
+        yield app.test_client()
 
 
 def login(client, name):
-    page = client.get("/login")
-    token = html.unescape(re.search(r'name="csrf_token" value="([^"]*)"', page.data.decode()).group(1))
-    res = client.post("/login", data={"username": name, "password": PASSWORD, "csrf_token": token})
-    assert res.status_code in (302, 303)
+    client_login(client, name, redirects=(302, 303))
 
 
 def test_pooled_runs_are_rebuilt_from_the_pool(exported):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import html
 import io
-import re
 import zipfile
 
 import pytest
@@ -15,8 +14,8 @@ from curation import export
 from curation.projects import get_project
 from curation.store import session as new_session
 from curation.users import add_user
-from judging_app import create_app
 
+from client_support import app_on, login as client_login
 from export_setup import PASSWORD, judge, make_project, read_files
 
 PAIRS = [("q1", "d1"), ("q1", "d2"), ("q2", "d3")]
@@ -39,17 +38,12 @@ def exported(engine, tmp_path):
 
 @pytest.fixture
 def client(engine, exported):
-    app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
-                      "TESTING": True})
-    yield app.test_client()
-    app.extensions["golden_engine"].dispose()
+    with app_on(engine) as app:
+        yield app.test_client()
 
 
 def login(client, name):
-    page = client.get("/login")
-    token = html.unescape(re.search(r'name="csrf_token" value="([^"]*)"', page.data.decode()).group(1))
-    res = client.post("/login", data={"username": name, "password": PASSWORD, "csrf_token": token})
-    assert res.status_code in (302, 303), res.data[:300]
+    client_login(client, name, redirects=(302, 303))
 
 
 def test_only_leads_and_admins_see_versions(client):
