@@ -51,7 +51,7 @@ from sqlmodel import Session, func, select
 from tqdm import tqdm
 
 from . import __version__
-from .fileio import sha256_file
+from .fileio import default_mode, sha256_file
 from .labels import POLICIES, final_labels, load_judgments
 from .models import (
     Adjudication,
@@ -661,6 +661,7 @@ def _write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
             )
     tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".tmp", dir=out_dir))
     try:
+        os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it 0700
         for name in ALL_FILES:
             with open(tmp / name, "wb") as fh:
                 fh.write(files[name])

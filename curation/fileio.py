@@ -57,6 +57,17 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def default_mode(*, directory: bool = False) -> int:
+    """The permission bits a plain ``open()`` (or ``mkdir``) would give under the current umask.
+
+    ``tempfile`` creates files 0600 and folders 0700; what golden writes through a temporary name
+    gets these bits before it is renamed, so other users and CI can read the output as usual.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    return (0o777 if directory else 0o666) & ~mask
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write ``path`` whole or not at all.
@@ -75,6 +86,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             fh = os.fdopen(fd, mode, encoding=encoding, newline="\n")
         with fh:
             yield fh
+        os.chmod(tmp, default_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

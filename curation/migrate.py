@@ -13,9 +13,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
-from .store import DEFAULT_SQLITE, make_engine, normalize_url
+from .store import DEFAULT_SQLITE, default_url, make_engine, normalize_url
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -85,8 +85,18 @@ def check_schema(engine: Engine) -> None:
         raise SchemaError(problem)
 
 
-def open_store(url: str | None = None, *, check: bool = True, **engine_kwargs) -> Engine:
-    """An engine for ``url`` (default: ``DATABASE_URL`` or golden.db), checked to be at head."""
+def open_store(url: str | None = None, *, check: bool = True, refuse_missing: bool | None = None,
+               **engine_kwargs) -> Engine:
+    """An engine for ``url`` (default: ``DATABASE_URL`` or golden.db), checked to be at head.
+
+    A SQLite file that does not exist is refused (SchemaError, with the command that creates the
+    store) before connecting, which would leave an empty file behind; ``refuse_missing`` sets this
+    apart from ``check`` (default: the same)."""
+    if check if refuse_missing is None else refuse_missing:
+        parsed = make_url(normalize_url(url or default_url()))
+        database = parsed.database or ""
+        if parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:") and not Path(database).exists():
+            raise SchemaError(f"there is no store at {database}: create it with `golden db upgrade --db {database}`")
     engine = make_engine(url, **engine_kwargs)
     if check:
         try:

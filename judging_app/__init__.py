@@ -17,7 +17,8 @@ from pathlib import Path
 from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
-from curation.store import default_url, make_engine, normalize_url
+from curation.migrate import open_store
+from curation.store import default_url, normalize_url
 
 ROOT = Path(__file__).resolve().parent.parent
 csrf = CSRFProtect()
@@ -77,7 +78,9 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     from . import db
 
-    db.init_app(app, make_engine(app.config["DATABASE_URL"]))
+    # open_store refuses a missing SQLite file before connecting would create an empty one;
+    # init_app then checks the schema is at head.
+    db.init_app(app, open_store(app.config["DATABASE_URL"], check=False, refuse_missing=True))
     csrf.init_app(app)
 
     from . import assets, auth, errors, judge, lead, leaks, reports, versions

@@ -340,3 +340,15 @@ def test_serve_says_when_the_port_is_taken(engine):
         port = sock.getsockname()[1]
         result = CliRunner().invoke(main, ["serve", "--db", url, "--port", str(port)])
     assert result.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in result.output and "--port" in result.output
+
+
+def test_serving_a_missing_store_says_how_to_create_it_and_creates_nothing(tmp_path):
+    from click.testing import CliRunner
+
+    from curation.cli import main
+
+    missing = tmp_path / "old.db"
+    result = CliRunner().invoke(main, ["serve", "--db", str(missing), "--port", "0"])
+    assert result.exit_code != 0
+    assert "golden db upgrade" in result.output
+    assert not missing.exists()

@@ -501,3 +501,17 @@ def test_every_command_has_help_with_an_example():
     for cmd in ("export", "verify", "split", "seed-judgments"):
         res = runner.invoke(main, [cmd, "--help"])
         assert res.exit_code == 0 and "Example:" in res.output, cmd
+
+
+def test_the_export_folder_and_files_get_the_usual_permissions(complete, tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        do_export(complete, tmp_path / "out")
+    finally:
+        os.umask(old)
+    folder = tmp_path / "out" / "v1"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert {stat.S_IMODE((folder / name).stat().st_mode) for name in export.ALL_FILES} == {0o644}

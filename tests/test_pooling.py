@@ -295,3 +295,18 @@ def test_read_pool_rejects_bad_lines(tmp_path):
     path = write(tmp_path / "p.jsonl", '{"qid": "1", "docid": "a", "order": 1}\n{"qid": "1", "docid": "a", "order": 2}\n')
     with pytest.raises(InputError, match=r"p.jsonl:2: pair \('1', 'a'\) appears twice"):
         read_pool(path)
+
+
+def test_written_files_get_the_usual_permissions_not_tempfiles(tmp_path):
+    import os
+    import stat
+
+    from curation.fileio import atomic_write
+
+    old = os.umask(0o022)
+    try:
+        with atomic_write(tmp_path / "out.jsonl") as fh:
+            fh.write("{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o644

@@ -218,3 +218,15 @@ def test_passwords_are_hashed_with_scrypt_unless_the_test_override_is_set(monkey
     assert check_password_hash(stored, "correct horse") and not check_password_hash(stored, "wrong horse")
     monkeypatch.setenv("GOLDEN_PASSWORD_HASH_METHOD", "pbkdf2:sha256:1000")
     assert hash_password("correct horse").startswith("pbkdf2:sha256:1000$")
+
+
+def test_a_missing_sqlite_store_is_refused_without_creating_a_file(tmp_path):
+    from click.testing import CliRunner
+
+    from curation.cli import main
+
+    missing = tmp_path / "old.db"
+    result = CliRunner().invoke(main, ["project", "list", "--db", str(missing)])
+    assert result.exit_code != 0
+    assert "golden db upgrade" in result.output and str(missing) in result.output
+    assert not missing.exists()
