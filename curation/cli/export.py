@@ -135,12 +135,14 @@ def split_cmd(project_name, holdout, seed, db_url):
     new_h = sum(1 for v in rep.assigned.values() if v == "holdout")
     click.echo(f"project {rep.project}: holdout {rep.holdout}, seed {rep.seed}; assigned {new} new queries "
                f"({new - new_h} tune, {new_h} holdout)")
-    click.echo(f"{'stratum':<24} {'tune':>6} {'holdout':>8} {'share':>7}")
+    width = max([len("stratum"), len("total")] + [len(stratum or "(none)") for stratum in rep.totals])
+    click.echo(f"{'stratum':<{width}} {'tune':>6} {'holdout':>8} {'share':>7}")
     for stratum, c in sorted(rep.totals.items()):
         n = c["tune"] + c["holdout"]
-        click.echo(f"{(stratum or '(none)')[:24]:<24} {c['tune']:>6} {c['holdout']:>8} {c['holdout'] / n:>7.1%}")
+        click.echo(f"{stratum or '(none)':<{width}} {c['tune']:>6} {c['holdout']:>8} {c['holdout'] / n:>7.1%}")
     t = rep.counts
-    click.echo(f"{'total':<24} {t['tune']:>6} {t['holdout']:>8} {t['holdout'] / max(1, t['tune'] + t['holdout']):>7.1%}")
+    click.echo(f"{'total':<{width}} {t['tune']:>6} {t['holdout']:>8} "
+               f"{t['holdout'] / max(1, t['tune'] + t['holdout']):>7.1%}")
 
 
 @main.command("seed-judgments")
