@@ -242,6 +242,10 @@ def test_cli_assign_and_release(engine, db_url, tmp_path):
     assert res.exit_code == 0, res.output
     assert "overlap set of 4 pairs over 4 queries and 2 strata; 10 new main pairs" in res.output
     assert "alice" in res.output and "held back" in res.output
+    res = runner.invoke(main, ["assign", "--judges", "alice,bob", "--overlap", "4", "--seed", "2", "--db", db_url])
+    assert res.exit_code == 0, res.output
+    assert "overlap set of 4 pairs over 4 queries and 2 strata (assigned before" in res.output
+    assert "0 new main pairs" in res.output
     res = runner.invoke(main, ["assign", "--judges", "alice,zed", "--db", db_url])
     assert res.exit_code == 1 and "no user 'zed'" in res.output
     res = runner.invoke(main, ["release", "--lead", "alice", "--db", db_url])

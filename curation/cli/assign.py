@@ -38,10 +38,12 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
             rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
     finally:
         engine.dispose()
+    again = " (assigned before; its pairs are not added again)" if rep.overlap_pairs and not rep.new_overlap_rows else ""
     click.echo(
         f"project {proj.name}: overlap set of {rep.overlap_pairs} pairs over {rep.overlap_queries} queries "
-        f"and {rep.overlap_strata} strata; {rep.new_main_pairs} new main pairs"
+        f"and {rep.overlap_strata} strata{again}; {rep.new_main_pairs} new main pairs"
     )
+    click.echo("added to each judge's queue:")
     click.echo(f"{'judge':<16} {'overlap':>7} {'main':>6} {'queries':>7}")
     for name, c in rep.per_judge.items():
         click.echo(f"{name:<16} {c['overlap']:>7} {c['main']:>6} {c['queries']:>7}")
