@@ -7,7 +7,7 @@ import json
 
 import click
 
-from .base import db_option, domain_errors, main, open_db, seed_option
+from .base import db_option, domain_errors, main, seed_option, store_session
 
 
 def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pairs, verdict_on, window):
@@ -30,6 +30,21 @@ def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pair
     return proj, report
 
 
+def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
+    """One line per agreement measure (pairwise-only ones left out for more than two judges),
+    with its note, if any, on the next line."""
+    from ..agreement import MEASURES
+
+    pad, width = " " * indent, 36 - indent
+    for name, est in measures.items():
+        if n_judges > 2 and MEASURES[name].pairwise_only:
+            continue
+        shown = _fmt_pct(est) if name == "agreement" else _fmt(est)
+        click.echo(f"{pad}{MEASURES[name].title:<{width}} {shown}")
+        if est.note:
+            click.echo(f"{pad}{'':<{width}} note: {est.note}")
+
+
 def _fmt_pct(est):
     from ..agreement import format_estimate
 
@@ -44,7 +59,6 @@ def _fmt(est):
 
 def print_report(proj_name: str, report) -> None:
     """The human-readable form of an agreement report."""
-    from ..agreement import MEASURES
 
     v = report.verdict
     t = v.thresholds
@@ -61,22 +75,10 @@ def print_report(proj_name: str, report) -> None:
         who = " + ".join(c.judges) if len(c.judges) == 2 else f"all {len(c.judges)} judges"
         click.echo(f"\n{who}: {c.pairs} pairs in {c.queries} queries "
                    f"({int(100 * report.confidence)}% intervals: {report.resamples} query resamples, seed {report.seed})")
-        for name, est in c.measures.items():
-            if len(c.judges) > 2 and MEASURES[name].pairwise_only:
-                continue
-            shown = _fmt_pct(est) if name == "agreement" else _fmt(est)
-            click.echo(f"  {MEASURES[name].title:<34} {shown}")
-            if est.note:
-                click.echo(f"  {'':<34} note: {est.note}")
+        _echo_measures(c.measures, n_judges=len(c.judges), indent=2)
         if report.graded:
             click.echo(f"  binary (grade >= {report.cut} relevant):")
-            for name, est in c.binary.items():
-                if len(c.judges) > 2 and MEASURES[name].pairwise_only:
-                    continue
-                shown = _fmt_pct(est) if name == "agreement" else _fmt(est)
-                click.echo(f"    {MEASURES[name].title:<32} {shown}")
-                if est.note:
-                    click.echo(f"    {'':<32} note: {est.note}")
+            _echo_measures(c.binary, n_judges=len(c.judges), indent=4)
         if c.confusion is not None and c.pairs:
             click.echo(f"  confusion (rows {c.judges[0]}, columns {c.judges[1]}):")
             click.echo("      " + "".join(f"{g:>6}" for g in report.scale))
@@ -129,15 +131,10 @@ def agreement_cmd(project_name, cut, as_json, resamples, usable, marginal, min_p
       golden agreement --project news
       golden agreement --project news --cut 2 --json > agreement.json
     """
-    from ..store import session
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj, report = _report(s, project_name, cut=cut, resamples=resamples, seed=seed, usable=usable,
-                                   marginal=marginal, min_pairs=min_pairs, verdict_on=verdict_on, window=window)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        proj, report = _report(s, project_name, cut=cut, resamples=resamples, seed=seed, usable=usable,
+                               marginal=marginal, min_pairs=min_pairs, verdict_on=verdict_on, window=window)
     if as_json:
         click.echo(json.dumps({"project": proj.name, **report.to_dict()}, indent=2, allow_nan=False))
     else:
@@ -164,15 +161,10 @@ def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, d
       golden import-judgments qrels.123 --group 1 --judge assessor1 --create-judge --clip
     """
     from ..importing import import_judgments
-    from ..store import session
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
-                                      create_judge=create_judge)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
+                                  create_judge=create_judge)
     click.echo(report.summary())
 
 
@@ -200,42 +192,37 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
     from ..adjudication import adjudicate, disagreements
     from ..models import Document, PoolPair, Query
     from ..projects import get_project
-    from ..store import session
     from ..users import require_user
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj = get_project(s, project_name)
-            if pair_ref is None:
-                queue = disagreements(s, proj)
-                if as_json:
-                    click.echo(json.dumps([
-                        {"qid": d.qid, "docid": d.docid, "distance": d.distance,
-                         "labels": {lab.judge: lab.grade for lab in d.labels},
-                         "notes": {lab.judge: lab.note for lab in d.labels if lab.note}} for d in queue], indent=2))
-                    return
-                if not queue:
-                    click.echo("no disagreements wait for a lead")
-                for d in queue:
-                    labels = ", ".join(f"{lab.judge}={lab.grade}" for lab in d.labels)
-                    click.echo(f"{d.qid}/{d.docid}  distance {d.distance}  {labels}")
+    with store_session(db_url) as s:
+        proj = get_project(s, project_name)
+        if pair_ref is None:
+            queue = disagreements(s, proj)
+            if as_json:
+                click.echo(json.dumps([
+                    {"qid": d.qid, "docid": d.docid, "distance": d.distance,
+                     "labels": {lab.judge: lab.grade for lab in d.labels},
+                     "notes": {lab.judge: lab.note for lab in d.labels if lab.note}} for d in queue], indent=2))
                 return
-            if lead_name is None or grade is None or reason is None:
-                raise click.UsageError("deciding a pair needs --lead, --grade and --reason with --pair")
-            qid, sep, docid = pair_ref.partition("/")
-            if not sep:
-                raise click.UsageError(f"--pair {pair_ref!r}: write it as QID/DOCID")
-            pair_id = s.exec(
-                select(PoolPair.id).join(Query, Query.id == PoolPair.query_id)
-                .join(Document, Document.id == PoolPair.document_id)
-                .where(PoolPair.project_id == proj.id, Query.qid == qid, Document.docid == docid)
-            ).first()
-            if pair_id is None:
-                raise click.ClickException(f"--pair: {pair_ref} is not a pair of project {proj.name}")
-            lead = require_user(s, lead_name)
-            adjudicate(s, proj, pair_id=pair_id, lead=lead, grade=grade, reason=reason,
-                       guidelines_issue=guidelines_issue)
-    finally:
-        engine.dispose()
+            if not queue:
+                click.echo("no disagreements wait for a lead")
+            for d in queue:
+                labels = ", ".join(f"{lab.judge}={lab.grade}" for lab in d.labels)
+                click.echo(f"{d.qid}/{d.docid}  distance {d.distance}  {labels}")
+            return
+        if lead_name is None or grade is None or reason is None:
+            raise click.UsageError("deciding a pair needs --lead, --grade and --reason with --pair")
+        qid, sep, docid = pair_ref.partition("/")
+        if not sep:
+            raise click.UsageError(f"--pair {pair_ref!r}: write it as QID/DOCID")
+        pair_id = s.exec(
+            select(PoolPair.id).join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .where(PoolPair.project_id == proj.id, Query.qid == qid, Document.docid == docid)
+        ).first()
+        if pair_id is None:
+            raise click.ClickException(f"--pair: {pair_ref} is not a pair of project {proj.name}")
+        lead = require_user(s, lead_name)
+        adjudicate(s, proj, pair_id=pair_id, lead=lead, grade=grade, reason=reason,
+                   guidelines_issue=guidelines_issue)
     click.echo(f"{pair_ref}: final grade {grade} (adjudicated by {lead_name})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .base import db_option, domain_errors, main, open_db, seed_option
+from .base import db_option, domain_errors, main, seed_option, store_session
 
 
 @main.command()
@@ -28,16 +28,11 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
     """
     from ..assignment import assign as do_assign
     from ..projects import get_project
-    from ..store import session
 
     names = [n.strip() for n in judges.split(",") if n.strip()]
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj = get_project(s, project_name)
-            rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        proj = get_project(s, project_name)
+        rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
     again = " (assigned before; its pairs are not added again)" if rep.overlap_pairs and not rep.new_overlap_rows else ""
     click.echo(
         f"project {proj.name}: overlap set of {rep.overlap_pairs} pairs over {rep.overlap_queries} queries "
@@ -67,15 +62,10 @@ def release(lead_name, agreement, project_name, db_url):
     """
     from ..assignment import release as do_release
     from ..projects import get_project
-    from ..store import session
     from ..users import require_user
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj = get_project(s, project_name)
-            rec = do_release(s, proj, require_user(s, lead_name), agreement=agreement)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        proj = get_project(s, project_name)
+        rec = do_release(s, proj, require_user(s, lead_name), agreement=agreement)
     at = "" if rec.agreement is None else f" at agreement {rec.agreement:.3f}"
     click.echo(f"project {rec.project}: {rec.main_pairs} main pairs released by {rec.lead}{at}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
@@ -72,3 +73,16 @@ def open_db(db_url: str | None, *, check: bool = True):
         return open_store(db_url, check=check)
     except SchemaError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+@contextlib.contextmanager
+def store_session(db_url: str | None, *, check: bool = True):
+    """A session on the store (see :func:`open_db`), its engine disposed when the block ends."""
+    from ..store import session
+
+    engine = open_db(db_url, check=check)
+    try:
+        with session(engine) as s:
+            yield s
+    finally:
+        engine.dispose()

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from .base import db_option, domain_errors, main, open_db
+from .base import db_option, domain_errors, main, store_session
 
 POLICY_CHOICES = ["adjudicated", "majority", "lead"]
 
@@ -51,20 +51,15 @@ def export_cmd(version, project_name, policy, allow_incomplete, frozen, out_dir,
       golden verify exports/v5
     """
     from ..export import export_version, write_frozen
-    from ..store import session
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj = _project(s, project_name)
-            if frozen:
-                res = write_frozen(s, proj, version, out_dir=out_dir)
-            else:
-                res = export_version(s, proj, version, policy=policy, out_dir=out_dir,
-                                     allow_incomplete=allow_incomplete, created_by=created_by or _whoami(),
-                                     progress=sys.stderr.isatty())
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        proj = _project(s, project_name)
+        if frozen:
+            res = write_frozen(s, proj, version, out_dir=out_dir)
+        else:
+            res = export_version(s, proj, version, policy=policy, out_dir=out_dir,
+                                 allow_incomplete=allow_incomplete, created_by=created_by or _whoami(),
+                                 progress=sys.stderr.isatty())
     m = res.manifest
     c = m["counts"]
     how = "new version" if res.new else "frozen version written again"
@@ -122,15 +117,10 @@ def split_cmd(project_name, holdout, seed, db_url):
       golden split --project news          # later: assigns only the new queries
     """
     from ..split import split_project
-    from ..store import session
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj = _project(s, project_name)
-            rep = split_project(s, proj, holdout=holdout, seed=seed)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        proj = _project(s, project_name)
+        rep = split_project(s, proj, holdout=holdout, seed=seed)
     new = len(rep.assigned)
     new_h = sum(1 for v in rep.assigned.values() if v == "holdout")
     click.echo(f"project {rep.project}: holdout {rep.holdout}, seed {rep.seed}; assigned {new} new queries "
@@ -165,15 +155,10 @@ def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, db_url):
       golden seed-judgments clicks.tsv --source click
     """
     from ..seeds import import_seeds
-    from ..store import session
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj = _project(s, project_name)
-            rep = import_seeds(s, proj, file, source=source, add_to_pool=add_to_pool, seed=seed)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        proj = _project(s, project_name)
+        rep = import_seeds(s, proj, file, source=source, add_to_pool=add_to_pool, seed=seed)
     click.echo(f"{file}: {rep.lines} lines, {rep.distinct} distinct pairs -> {rep.added} new {source} seed judgments"
                + (f" ({rep.already} stored before)" if rep.already else ""))
     if add_to_pool:

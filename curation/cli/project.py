@@ -7,7 +7,7 @@ import json
 
 import click
 
-from .base import db_option, domain_errors, main, open_db
+from .base import db_option, domain_errors, main, store_session
 
 SCALE_CHOICES = ["binary", "0-2", "0-3"]
 
@@ -65,18 +65,13 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
           --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-3
     """
     from ..projects import create_project
-    from ..store import session
 
     grades = _read_grades(grades_path)
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            rep = create_project(
-                s, name, queries_path=queries_path, pool_path=pool_path, corpus_paths=corpus_paths,
-                guidelines_path=guidelines_path, scale=scale, grades=grades, allow_missing=allow_missing,
-            )
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        rep = create_project(
+            s, name, queries_path=queries_path, pool_path=pool_path, corpus_paths=corpus_paths,
+            guidelines_path=guidelines_path, scale=scale, grades=grades, allow_missing=allow_missing,
+        )
     click.echo(
         f"project {rep.name}: {rep.queries} queries, {rep.pairs} pairs, {rep.documents} documents, "
         f"scale {scale}, guidelines v{rep.guidelines_version}"
@@ -105,15 +100,10 @@ def extend(name, pool_path, corpus_paths, allow_missing, db_url):
       golden assign --project news --judges alice,bob     # hands out only the new pairs
     """
     from ..projects import extend_pool, get_project
-    from ..store import session
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            rep = extend_pool(s, get_project(s, name), pool_path=pool_path, corpus_paths=corpus_paths,
-                              allow_missing=allow_missing)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        rep = extend_pool(s, get_project(s, name), pool_path=pool_path, corpus_paths=corpus_paths,
+                          allow_missing=allow_missing)
     click.echo(f"project {rep.name}: {rep.new_pairs} new pairs, {rep.new_documents} new documents "
                f"({rep.pairs} pairs in all)")
     if rep.missing_docids:
@@ -131,14 +121,9 @@ def list_(db_url):
       golden project list --db golden.db
     """
     from ..projects import list_projects
-    from ..store import session
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            rows = list_projects(s)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        rows = list_projects(s)
     if not rows:
         click.echo("no projects yet: create one with `golden project create NAME ...`")
         return
@@ -176,17 +161,12 @@ def set_(path, project_name, note, db_url):
       golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
     """
     from ..projects import get_project, set_guidelines
-    from ..store import session
 
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            proj = get_project(s, project_name)
-            version, new = set_guidelines(s, proj, text, note=note)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        proj = get_project(s, project_name)
+        version, new = set_guidelines(s, proj, text, note=note)
     if new:
         click.echo(f"project {proj.name}: guidelines v{version.version} recorded")
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .base import db_option, domain_errors, main, open_db
+from .base import db_option, domain_errors, main, store_session
 
 
 @main.group()
@@ -34,7 +34,6 @@ def add(name, role, password, generate, db_url):
       golden user add alice --role judge --generate
       golden user add lena --role lead          # asks for the password
     """
-    from ..store import session
     from ..users import add_user, generate_password
 
     shown = False
@@ -46,12 +45,8 @@ def add(name, role, password, generate, db_url):
                                     confirmation_prompt=True, show_default=False)
             if not password:
                 password, shown = generate_password(), True
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            u = add_user(s, name, role=role, password=password)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        u = add_user(s, name, role=role, password=password)
     click.echo(f"added {u.role} {u.name}" + (f" with password {password}" if shown else ""))
 
 
@@ -64,15 +59,10 @@ def list_(db_url):
     Example:
       golden user list
     """
-    from ..store import session
     from ..users import list_users
 
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            users = list_users(s)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        users = list_users(s)
     if not users:
         click.echo("no users yet: add one with `golden user add NAME --role judge`")
     for u in users:
@@ -91,15 +81,10 @@ def passwd(name, password, db_url):
     Example:
       golden user passwd alice
     """
-    from ..store import session
     from ..users import require_user, set_password
 
     if password is None:
         password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
-    engine = open_db(db_url)
-    try:
-        with session(engine) as s:
-            set_password(s, require_user(s, name), password)
-    finally:
-        engine.dispose()
+    with store_session(db_url) as s:
+        set_password(s, require_user(s, name), password)
     click.echo(f"password of {name} changed")
