@@ -25,7 +25,7 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, union, update
+from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, union, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -112,6 +112,10 @@ def _jid(judge: User | int) -> int:
 
 
 def _project(session: Session, project: Project | int) -> Project:
+    """The project row; a Project already loaded in this session is used as it is (the web layer
+    loads it once per request), anything else is looked up."""
+    if isinstance(project, Project) and project in session:
+        return project
     proj = session.get(Project, project if isinstance(project, int) else project.id)
     if proj is None:
         raise AccessDenied("no such project")
@@ -129,14 +133,19 @@ def _plain_update(stmt):
 
 def judge_projects(session: Session, judge: User | int) -> list[Project]:
     """The projects in which ``judge`` has assignments, by name."""
-    # One index probe per project (few) instead of a walk over the judge's whole queue.
-    ids = session.connection().execute(_JUDGE_PROJECTS, {"jid": _jid(judge)}).scalars().all()
-    return sorted((session.get(Project, i) for i in ids), key=lambda p: p.name)
+    return list(session.exec(_JUDGE_PROJECTS, params={"jid": _jid(judge)}))
 
 
-_JUDGE_PROJECTS = core_select(_P_T.c.id).where(
-    exists().where(_A_T.c.project_id == _P_T.c.id, _A_T.c.judge_id == bindparam("jid"))
-)
+def judge_project(session: Session, judge: User | int, project_id: int) -> Project | None:
+    """Project ``project_id`` when ``judge`` has assignments in it, else None (one prebuilt
+    statement: the judging page's access check on every request)."""
+    return session.exec(_JUDGE_PROJECT, params={"jid": _jid(judge), "pid": project_id}).first()
+
+
+# One index probe per project (few) instead of a walk over the judge's whole queue.
+_HAS_WORK = exists().where(_A_T.c.project_id == Project.id, _A_T.c.judge_id == bindparam("jid"))
+_JUDGE_PROJECTS = select(Project).where(_HAS_WORK).order_by(Project.name)
+_JUDGE_PROJECT = select(Project).where(Project.id == bindparam("pid"), _HAS_WORK)
 
 
 # Hot paths are prebuilt SQLAlchemy Core statements with bound parameters: a judge's
@@ -166,29 +175,43 @@ _FIRST_OPEN = (
     .order_by(_A.c.skipped, _A.c.position, _A.c.id)
     .limit(1)
 )
-_CURRENT_GV = (
-    core_select(_GV.c.id, _GV.c.version)
-    .where(_GV.c.project_id == bindparam("pid"))
-    .order_by(_GV.c.version.desc())
-    .limit(1)
-)
 _CLAIM = (
     update(_A)
     .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
     .values(claimed_at=bindparam("now"))
 )
-_PAIR_INFO = (
-    core_select(_Q.c.id, _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url)
-    .select_from(_PP.join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id))
-    .where(_PP.c.id == bindparam("pair_id"))
+# The token row records the guidelines version in force (the project's newest) in the same statement.
+_ISSUE_TOKEN = insert(_PV).values(
+    token=bindparam("token"), project_id=bindparam("pid"), assignment_id=bindparam("aid"),
+    pair_id=bindparam("pair_id"), judge_id=bindparam("jid"), shown_at=bindparam("now"),
+    guidelines_version_id=core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
+    .order_by(_GV.c.version.desc()).limit(1).scalar_subquery(),
 )
-_QUERY_PAIRS = core_select(_PP.c.id).where(_PP.c.query_id == bindparam("query_id"))
-# Counting through the (pair_id, judge_id) unique index from the query's few pairs is much cheaper
-# than scanning the judge's whole queue, whatever the planner would pick for a join.
-_QUERY_PLACE = (
-    core_select(func.count(), func.coalesce(func.sum(case((_A.c.position <= bindparam("pos"), 1), else_=0)), 0))
-    .where(_A.c.pair_id.in_(bindparam("pair_ids", expanding=True)), _A.c.judge_id == bindparam("jid"),
-           _A.c.kind == bindparam("kind"))
+# Everything the page shows of a freshly issued token, in one statement: the query, the document,
+# the guidelines version, and where the pair stands among the judge's pairs of the same query.
+# The counts go from the query's few pairs through the (pair_id, judge_id) unique index, which is
+# much cheaper than a walk over the judge's whole queue.
+_MINE = _A.alias("mine")
+_QP = _PP.alias("query_pairs")
+_SAME_QUERY = and_(
+    _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
+    _MINE.c.judge_id == _PV.c.judge_id,
+    _MINE.c.kind == bindparam("kind"),
+)
+_SHOWN = (
+    core_select(
+        _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url, _GV.c.version,
+        core_select(func.count()).where(_SAME_QUERY).correlate_except(_MINE).scalar_subquery(),
+        core_select(func.count()).where(_SAME_QUERY, _MINE.c.position <= bindparam("pos"))
+        .correlate_except(_MINE).scalar_subquery(),
+    )
+    .select_from(
+        _PV.join(_PP, _PP.c.id == _PV.c.pair_id)
+        .join(_Q, _Q.c.id == _PP.c.query_id)
+        .join(_D, _D.c.id == _PP.c.document_id)
+        .outerjoin(_GV, _GV.c.id == _PV.c.guidelines_version_id)
+    )
+    .where(_PV.c.token == bindparam("token"))
 )
 _LATEST_OWN = (
     core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
@@ -204,33 +227,27 @@ def _first_open(session: Session, proj: Project, jid: int):
 
 def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task | None:
     """Issue a token for assignment ``a`` (a row with id, pair_id, position, kind) and build its
-    Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile)."""
+    Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile). One short
+    write transaction: claim the row, record the token, read what the page shows."""
     token = secrets.token_urlsafe(24)
     try:
         conn = session.connection()
-        gv = conn.execute(_CURRENT_GV, {"pid": proj.id}).first()
         if conn.execute(_CLAIM, {"aid": a.id, "jid": jid, "now": now}).rowcount != 1:
             session.rollback()
             return None
-        conn.execute(insert(_PV), {
-            "token": token, "project_id": proj.id, "assignment_id": a.id, "pair_id": a.pair_id, "judge_id": jid,
-            "guidelines_version_id": gv[0] if gv else None, "shown_at": now,
-        })
+        conn.execute(_ISSUE_TOKEN, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
+                                    "now": now})
+        qid, qtext, docid, title, text, url, gv_version, count, place = conn.execute(
+            _SHOWN, {"token": token, "kind": a.kind, "pos": a.position}
+        ).one()
+        # An open pair that was never skipped has no answer from this judge (answers set done_at or
+        # skipped on the judge's own row), so only a revisited pair needs the look-up.
+        fresh = a.done_at is None and not a.skipped
+        latest = None if fresh else conn.execute(_LATEST_OWN, {"jid": jid, "pair_id": a.pair_id}).first()
         session.commit()
     except Exception:
         session.rollback()
         raise
-    conn = session.connection()
-    query_id, qid, qtext, docid, title, text, url = conn.execute(_PAIR_INFO, {"pair_id": a.pair_id}).one()
-    pair_ids = conn.execute(_QUERY_PAIRS, {"query_id": query_id}).scalars().all()
-    count, place = conn.execute(
-        _QUERY_PLACE, {"jid": jid, "pair_ids": pair_ids, "kind": a.kind, "pos": a.position}
-    ).one()
-    # An open pair that was never skipped has no answer from this judge (answers set done_at or
-    # skipped on the judge's own row), so only a revisited pair needs the look-up.
-    fresh = a.done_at is None and not a.skipped
-    latest = None if fresh else conn.execute(_LATEST_OWN, {"jid": jid, "pair_id": a.pair_id}).first()
-    session.commit()  # end the read transaction
     return Task(
         token=token,
         position=a.position,
@@ -240,7 +257,7 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
         doc_title=title,
         doc_text=text,
         doc_url=url,
-        guidelines_version=gv[1] if gv else None,
+        guidelines_version=gv_version,
         query_pair_index=max(int(place), 1),
         query_pair_count=max(int(count), 1),
         current_grade=latest.grade if latest else None,
@@ -437,13 +454,25 @@ def _existing(session: Session, jid: int, token: str) -> int | None:
     return session.connection().execute(_EXISTING, {"jid": jid, "token": token}).scalar()
 
 
-_COUNT_ALL = core_select(func.count()).where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"))
-_COUNT_OVERLAP = _COUNT_ALL.where(_A.c.kind == "overlap")
-_COUNT_OPEN = (
-    core_select(_A.c.kind, _A.c.skipped, func.count())
-    .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None))
-    .group_by(_A.c.kind, _A.c.skipped)
-)
+def _queue_counts(overlap_only: bool):
+    """One statement for a judge's queue: rows in all, rows they may work on (all, or the overlap
+    set while the main pairs are held back), and of those the open ones, not skipped and skipped.
+    Each count is an index-only range of ``ix_assignment_queue`` where it can be."""
+    queue = (_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"))
+    workable = queue + ((_A.c.kind == "overlap",) if overlap_only else ())
+
+    def count(*where):
+        return core_select(func.count()).where(*where).scalar_subquery()
+
+    return core_select(
+        count(*queue),
+        count(*workable) if overlap_only else literal_column("NULL"),
+        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == False),  # noqa: E712
+        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == True),  # noqa: E712
+    )
+
+
+_QUEUE_COUNTS = {False: _queue_counts(False), True: _queue_counts(True)}
 # Retired pairs of a project, found from the (usually empty) index ranges of dropped queries and
 # excluded documents; then the judge's open rows among them through the (pair_id, judge_id) index.
 _RETIRED_PAIRS = union(
@@ -485,28 +514,25 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
     jid = _jid(judge)
     conn = session.connection()
     params = {"jid": jid, "pid": proj.id}
-    total = conn.execute(_COUNT_ALL, params).scalar()
-    open_rows = [(k, sk, n, False) for k, sk, n in conn.execute(_COUNT_OPEN, params).all()]
+    visible = main_visible(proj)
+    total, assigned, open_, skipped = conn.execute(_QUEUE_COUNTS[not visible], params).one()
+    if visible:
+        assigned = total
+    held = total - assigned
+    # Open rows of retired pairs are in the counts above, but they are no longer work to do.
     retired_ids = conn.execute(_RETIRED_PAIRS, params).scalars().all()
     for i in range(0, len(retired_ids), 5000):
         chunk = {"jid": jid, "pair_ids": retired_ids[i:i + 5000]}
-        open_rows += [(k, sk, n, True) for k, sk, n in conn.execute(_COUNT_RETIRED_OPEN, chunk).all()]
-    if main_visible(proj):
-        assigned, held = total, 0
-        counted = open_rows
-    else:
-        assigned = conn.execute(_COUNT_OVERLAP, params).scalar()
-        held = total - assigned
-        counted = [r for r in open_rows if r[0] == "overlap"]
-    # Open rows of retired pairs are in the plain count too: they are no longer work to do.
-    retired_open = sum(n for _, _, n, retired in counted if retired)
-    assigned -= retired_open
-    done = assigned - (sum(n for _, _, n, retired in counted if not retired) - retired_open)
-    skipped = sum(n for _, sk, n, retired in counted if sk and not retired) - sum(
-        n for _, sk, n, retired in counted if sk and retired)
+        for kind, was_skipped, n in conn.execute(_COUNT_RETIRED_OPEN, chunk).all():
+            if visible or kind == "overlap":
+                assigned -= n
+                if was_skipped:
+                    skipped -= n
+                else:
+                    open_ -= n
+    done = assigned - open_ - skipped
     pace = _PACE.get(conn.dialect.name, _PACE["postgresql"])
     secs = [max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()]
-    session.commit()  # end the read transaction
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * (assigned - done)
     return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)

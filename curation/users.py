@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from dataclasses import dataclass
 
+from sqlalchemy import bindparam
+from sqlalchemy import select as core_select
 from sqlmodel import Session, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -75,9 +78,26 @@ def get_user(session: Session, name: str) -> User | None:
     return session.exec(select(User).where(User.name == name)).first()
 
 
-def get_user_by_id(session: Session, user_id: int) -> User | None:
-    """The user with this id, or None (for the web layer's session cookie)."""
-    return session.get(User, user_id)
+@dataclass(frozen=True)
+class SignedIn:
+    """Who is logged in, as the web layer needs it on every request: id, name and role (no
+    password hash, and no ORM object to load). Accepted wherever a judge or lead is expected."""
+
+    id: int
+    name: str
+    role: str
+
+
+_ACTIVE_BY_ID = core_select(User.__table__.c.id, User.__table__.c.name, User.__table__.c.role).where(
+    User.__table__.c.id == bindparam("uid"), User.__table__.c.active == True  # noqa: E712 - SQL expression
+)
+
+
+def signed_in(session: Session, user_id: int) -> SignedIn | None:
+    """The active user with this id, or None (for the web layer's session cookie): one indexed
+    statement, no ORM load, because it runs on every request."""
+    row = session.connection().execute(_ACTIVE_BY_ID, {"uid": user_id}).first()
+    return SignedIn(*row) if row else None
 
 
 def require_user(session: Session, name: str) -> User:

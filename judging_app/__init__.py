@@ -66,6 +66,9 @@ def create_app(test_config: dict | None = None) -> Flask:
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
+        # The login lasts 12 hours from logging in; not re-signing the cookie on every answer saves
+        # work on the judging hot path (and a Set-Cookie header on every htmx response).
+        SESSION_REFRESH_EACH_REQUEST=False,
         WTF_CSRF_TIME_LIMIT=12 * 3600,  # a working day: a page left open over lunch still submits
         CLAIM_TIMEOUT_SECONDS=15 * 60,
         SEND_FILE_MAX_AGE_DEFAULT=3600,

@@ -18,10 +18,9 @@ bp = Blueprint("auth", __name__)
 
 @bp.before_app_request
 def load_user() -> None:
-    """``g.user``: the logged-in, active user, or None."""
+    """``g.user``: the logged-in, active user (a :class:`curation.users.SignedIn`), or None."""
     user_id = session.get("user_id")
-    user = users.get_user_by_id(get_db(), user_id) if isinstance(user_id, int) else None
-    g.user = user if user is not None and user.active else None
+    g.user = users.signed_in(get_db(), user_id) if isinstance(user_id, int) else None
 
 
 def login_required(view):

@@ -50,10 +50,7 @@ def format_duration(seconds: float | None) -> str | None:
 
 def _project_or_404(project_id: int):
     """The project, when the logged-in user has work in it; else 404 (nothing is revealed)."""
-    for project in judging.judge_projects(get_db(), g.user):
-        if project.id == project_id:
-            return project
-    abort(404)
+    return judging.judge_project(get_db(), g.user, project_id) or abort(404)
 
 
 def _stale_after() -> timedelta:

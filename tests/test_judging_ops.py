@@ -463,3 +463,32 @@ def test_pairs_of_dropped_queries_and_excluded_documents_are_retired(setup):
         assert dropped_qid not in {q for q, _ in seen} and excluded_docid not in {d for _, d in seen}
         p = progress(s, project, alice)
         assert p.done == p.assigned == len(mine) - retired
+
+
+def test_progress_counts_skips_and_forgets_the_open_pairs_of_a_dropped_query(setup):
+    engine, project, alice, bob, lena = setup
+    with session(engine) as s:
+        release(s, project, lena)
+        assigned = progress(s, project, alice).assigned
+        first = next_task(s, project, alice)
+        submit(s, alice, first.token, skip=True)
+        submit(s, alice, next_task(s, project, alice).token, skip=True)
+        submit(s, alice, next_task(s, project, alice).token, grade=1)
+        p = progress(s, project, alice)
+        assert (p.done, p.skipped, p.assigned) == (1, 2, assigned)  # a skip is not done
+
+        s.exec(select(Query).where(Query.qid == first.qid)).one().status = "dropped"
+        s.commit()
+        # Counted here without progress(): alice's rows of the dropped query, by state.
+        rows = s.exec(
+            select(Assignment.done_at, Assignment.skipped)
+            .join(PoolPair, PoolPair.id == Assignment.pair_id).join(Query, Query.id == PoolPair.query_id)
+            .where(Assignment.judge_id == alice.id, Query.qid == first.qid)
+        ).all()
+        open_skipped = sum(1 for done_at, skipped in rows if done_at is None and skipped)
+        open_plain = sum(1 for done_at, skipped in rows if done_at is None and not skipped)
+        assert open_skipped >= 1  # the first skip is in that query
+        p = progress(s, project, alice)
+        assert p.skipped == 2 - open_skipped
+        assert p.assigned == assigned - open_skipped - open_plain
+        assert p.done == 1  # an answered pair stays answered when its query is dropped
