@@ -89,6 +89,23 @@ def test_pages_need_a_login(app, setup, engine):
     assert judge_page(client, setup).status_code == 302
 
 
+def test_a_disabled_judge_is_logged_out_at_the_next_request(app, setup, engine):
+    from curation.users import get_user, set_active
+
+    client = app.test_client()
+    login(client, "alice")
+    page = judge_page(client, setup)
+    assert page.status_code == 200 and b"alice" in page.data
+    with new_session(engine) as db:
+        set_active(db, get_user(db, "alice"), False)
+    assert judge_page(client, setup).status_code == 302  # the signed cookie alone is not enough
+    response = answer(client, setup, page.data, grade="1", headers=HTMX)
+    assert response.status_code == 401 and judgments(engine) == []
+    with new_session(engine) as db:
+        set_active(db, get_user(db, "alice"), True)
+    assert judge_page(client, setup).status_code == 200
+
+
 def test_answers_need_the_csrf_token(app, setup, engine):
     client = app.test_client()
     login(client, "alice")
@@ -327,7 +344,7 @@ def test_the_app_refuses_an_out_of_date_schema(db_url):
 
 def test_serve_help_has_an_example():
     result = CliRunner().invoke(main, ["serve", "--help"])
-    assert result.exit_code == 0 and "golden serve --db" in result.output and "waitress" in result.output
+    assert result.exit_code == 0 and "golden serve --db" in result.output and "gunicorn" in result.output
 
 
 def test_serve_says_when_the_port_is_taken(engine):

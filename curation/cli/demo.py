@@ -44,7 +44,7 @@ def demo_command(folder, seed, no_serve, port):
     guidelines on a 0-2 scale and a few hand-written queries. Then it runs `golden sample`
     and `golden pool` on them (it prints the equivalent commands), loads the project into
     DIR/golden.db with two judges and a lead (their logins are printed), assigns the pool
-    with an overlap set, and serves the judging app with waitress on 127.0.0.1:PORT.
+    with an overlap set, and serves the judging app with gunicorn on 127.0.0.1:PORT.
     Same --seed, same files.
 
     \b
@@ -112,7 +112,7 @@ def demo_command(folder, seed, no_serve, port):
         echo("")
         echo(f"Serve it with: golden serve --db {db}")
         return
-    from .serve import build_app, serve_app
+    from .serve import build_app, default_workers, serve_app
 
     echo("")
-    serve_app(build_app(store.url), host="127.0.0.1", port=port, threads=8)
+    serve_app(build_app(store.url), host="127.0.0.1", port=port, workers=default_workers(), threads=1)

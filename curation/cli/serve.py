@@ -1,7 +1,21 @@
-"""``golden serve``: the judging app under waitress, a production WSGI server."""
+"""``golden serve``: the judging app under gunicorn, a production WSGI server.
+
+gunicorn runs the app in ``--workers`` processes, so a team's judges use every core (one Python
+process answers on one core at a time). By default each worker is gunicorn's "sync" worker: it takes
+a connection only when it is free, so requests spread evenly over the workers; with ``--threads``
+above 1 gunicorn uses its threaded worker, which keeps connections alive and lets a worker go on
+while a request waits on a remote PostgreSQL.
+The app is built once, in the serving process, before any worker starts: a store with an
+out-of-date schema is refused with a clear message instead of failing in every worker, and all
+workers share one secret key. Each worker then opens its own database connections (a connection
+must not cross a fork; see SQLAlchemy's "Using Connection Pools with Multiprocessing").
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 from pathlib import Path
 
 import click
@@ -9,39 +23,94 @@ import click
 from .base import db_option, main
 
 
-def serve_app(app, *, host: str, port: int, threads: int, echo=click.echo) -> None:
-    """Serve ``app`` with waitress until interrupted, after printing where it listens (port 0
-    picks a free port)."""
-    import faulthandler
-    import gc
-    import signal
+def default_workers() -> int:
+    """One worker process per core plus one, 3 to 9: submit-and-next is CPU-bound Python, and
+    SQLite's single writer gains nothing from many more (measured in bench/README.md)."""
+    return max(3, min((os.cpu_count() or 1) + 1, 9))
 
-    from waitress.server import create_server
 
-    # What exists now (modules, table metadata, the app) lives as long as the server: move it out of
-    # the collector's view, so a full collection no longer pauses every thread for ~100 ms.
-    gc.collect()
-    gc.freeze()
-    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID` prints every thread's stack to stderr
-        try:
-            faulthandler.register(signal.SIGUSR1, all_threads=True)
-        except (ValueError, OSError):  # stderr is not a real file (e.g. under a test runner)
-            pass
-
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that port 0 (any free port) can be reported exactly."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        server = create_server(app, host=host, port=port, threads=threads, ident="golden")
+        sock.bind((host, port))
     except OSError as exc:
+        sock.close()
         raise click.ClickException(
             f"cannot listen on {host}:{port} ({exc.strerror or exc}): pick another port with --port"
         ) from None
-    echo(f"golden: serving the judging app at http://{host}:{server.effective_port}/ "
-         f"with waitress ({threads} threads); Ctrl+C stops it")
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=click.echo) -> None:
+    """Serve ``app`` with gunicorn until interrupted (Ctrl+C or SIGTERM), after printing where it
+    listens (port 0 picks a free port)."""
+    import gc
+
+    from gunicorn.app.base import BaseApplication
+
+    sock = _listen(host, port)
+    engine = app.extensions["golden_engine"]
+
+    def post_fork(_server, _worker):
+        # Forget the serving process's pooled connections without closing them (they are its, not
+        # this worker's); the worker opens its own on first use.
+        engine.dispose(close=False)
+        # What exists now (modules, table metadata, the app) lives as long as the worker: move it
+        # out of the collector's view, so a full collection no longer pauses requests.
+        gc.collect()
+        gc.freeze()
+
+    options = {
+        "bind": [f"fd://{sock.fileno()}"],
+        "workers": workers,
+        "worker_class": "sync",
+        "threads": threads,  # above 1, gunicorn runs its threaded ("gthread") worker instead
+        "keepalive": 5,  # threaded worker only: an idle connection is kept this many seconds
+        "timeout": 60,
+        "graceful_timeout": 5,  # on Ctrl+C / SIGTERM: requests in flight may finish
+        "post_fork": post_fork,
+        "accesslog": None,
+        "errorlog": "-",
+        "loglevel": "warning",
+        "proc_name": "golden",
+        "control_socket_disable": True,  # gunicorn >= 25.1: no control socket in the user's $HOME
+    }
+
+    class GoldenServer(BaseApplication):
+        """gunicorn's documented way to run an app object from Python ("Custom Application")."""
+
+        def load_config(self):
+            for key, value in options.items():
+                if key in self.cfg.settings:
+                    self.cfg.set(key, value)
+
+        def load(self):
+            return app
+
+    server = GoldenServer()
+    shape = f"{workers} worker processes" + (f" x {threads} threads" if threads > 1 else "")
+    echo(f"golden: serving the judging app at http://{host}:{sock.getsockname()[1]}/ "
+         f"with gunicorn ({shape}); Ctrl+C stops it")
+    master = os.getpid()
     try:
         server.run()
-    except KeyboardInterrupt:
-        echo("golden: stopped")
+    except SystemExit as exc:
+        # gunicorn ends its processes with sys.exit: a worker (a fork of this one) leaves quietly
+        # by the same way; the master also on a clean stop (Ctrl+C, SIGTERM).
+        if os.getpid() != master:
+            raise
+        if exc.code not in (0, None):
+            raise click.ClickException(f"gunicorn stopped with status {exc.code}; see the messages above") from None
     finally:
-        server.close()
+        if os.getpid() == master:
+            with contextlib.suppress(OSError):  # gunicorn may have closed it already
+                sock.close()
+    echo("golden: stopped")
 
 
 def build_app(db_url: str | None):
@@ -59,18 +128,25 @@ def build_app(db_url: str | None):
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface).")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port, printed at start).")
 @db_option
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Worker threads.")
-def serve(host: str, port: int, db_url: str | None, threads: int):
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Worker processes (default: one per core plus one, 3 to 9).")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 256),
+              help="Threads per worker process; above 1, connections are kept alive and a worker goes on "
+                   "while a request waits on a remote PostgreSQL.")
+def serve(host: str, port: int, db_url: str | None, workers: int | None, threads: int):
     """Serve the judging app so judges can label pairs in the browser.
 
-    Runs waitress, a production WSGI server, not Flask's development server. The app refuses to
-    start on a store whose schema is out of date and says which command to run.
+    Runs gunicorn, a production WSGI server (not Flask's development server), with several worker
+    processes so that every core answers judges. The app refuses to start on a store whose schema
+    is out of date and says which command to run. Behind a reverse proxy (nginx, Caddy) when it is
+    reachable from outside your network.
 
     \b
     Example:
       golden serve --db sqlite:///golden.db --port 8000
     """
     app = build_app(db_url)
-    serve_app(app, host=host, port=port, threads=threads)
+    serve_app(app, host=host, port=port, workers=workers or default_workers(), threads=threads)
