@@ -4,10 +4,12 @@ Builds a fresh store (SQLite by default; ``--postgres`` for a fresh PostgreSQL d
 127.0.0.1:5432, or ``--db URL`` for an empty database of your own) with a project of
 ``--queries x --docs`` pooled pairs assigned to ``--judges`` judges (an overlap set first, the rest
 split), preloads ``--preload`` judgments (default 100,000, bulk-inserted as the judges' own earlier
-work), starts ``golden serve`` (waitress) on a free loopback port, and runs the judges as threads
-over keep-alive HTTP for ``--seconds``: each logs in, opens the judging page and then answers as
-fast as it can with the htmx request the page sends (one POST = submit this pair + get the next),
-resending one answer in 50 as a double click would.
+work), starts ``golden serve`` (gunicorn, ``--workers`` processes) on a free loopback port, and runs
+the judges as asyncio tasks, each with its own keep-alive HTTP connection, for ``--seconds``: each
+logs in, opens the judging page and then answers as fast as it can with the htmx request the page
+sends (one POST = submit this pair + get the next), resending one answer in 50 as a double click
+would. The judges share one process and one core with as little work per request as an HTTP client
+can do, because they run on the same machine as the server.
 
 Prints judgments/second, the p50/p99 latency of submit-and-next, then verifies from the database
 that no judgment was lost (every answered token has exactly one row) or duplicated, and that no
@@ -22,6 +24,7 @@ Target: p99 < 50 ms on SQLite with 100,000 judgments already in the store.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import html
 import http.client
 import json
@@ -32,12 +35,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import uuid
 from datetime import timedelta
-from http.cookies import SimpleCookie
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ from sqlalchemy import func, insert, update
 from sqlmodel import select
 
 from curation import assignment, projects, users
+from curation.cli.serve import default_workers
 from curation.migrate import upgrade
 from curation.models import Assignment, Judgment, User, utcnow
 from curation.store import make_engine, session as new_session
@@ -178,14 +180,29 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def start_server(url: str, port: int, threads: int, log: Path) -> subprocess.Popen:
-    """Start `golden serve`; its stderr goes to ``log`` (a pipe nobody reads would fill up with
-    waitress's "Task queue depth" warnings and block the server)."""
+def server_cpu_seconds(pid: int) -> float | None:
+    """CPU time of `golden serve` and its gunicorn worker processes (children found in /proc)."""
+    total = cpu_seconds(pid)
+    if total is None:
+        return None
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            total += cpu_seconds(int(stat.parent.name)) or 0.0
+    return total
+
+
+def start_server(url: str, port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
+    """Start `golden serve`; its stderr goes to ``log`` (a pipe nobody reads could fill up and
+    block the server)."""
     env = {**os.environ, "GOLDEN_SECRET_KEY": "bench-secret"}
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url,
-             "--port", str(port), "--threads", str(threads)],
+             "--port", str(port), "--workers", str(workers), "--threads", str(threads)],
             stdout=subprocess.DEVNULL, stderr=err, env=env,
         )
     deadline = time.monotonic() + 60
@@ -205,37 +222,51 @@ def start_server(url: str, port: int, threads: int, log: Path) -> subprocess.Pop
 
 
 class Client:
-    """A keep-alive HTTP connection with a cookie jar, as a browser tab would have."""
+    """One judge's browser tab: a keep-alive HTTP/1.1 connection with a cookie jar. A minimal
+    asyncio client (requests with Content-Length, responses with Content-Length), so that the
+    load generator spends little of the CPU the server runs on."""
 
     def __init__(self, port: int):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.port = port
         self.cookies: dict[str, str] = {}
+        self.reader = self.writer = None
 
-    def request(self, method: str, path: str, form: dict | None = None, htmx: bool = False) -> tuple[int, str]:
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
-        body = None
+    async def request(self, method: str, path: str, form: dict | None = None, htmx: bool = False) -> tuple[int, str]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        body = urllib.parse.urlencode(form).encode() if form is not None else b""
+        head = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}", f"Content-Length: {len(body)}"]
+        if self.cookies:
+            head.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
         if form is not None:
-            body = urllib.parse.urlencode(form)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            head.append("Content-Type: application/x-www-form-urlencoded")
         if htmx:
-            headers["HX-Request"] = "true"
-        self.conn.request(method, path, body=body, headers=headers)
-        response = self.conn.getresponse()
-        data = response.read().decode()
-        for header in response.headers.get_all("Set-Cookie") or []:
-            jar = SimpleCookie()
-            jar.load(header)
-            for key, morsel in jar.items():
-                self.cookies[key] = morsel.value
-        return response.status, data
+            head.append("HX-Request: true")
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        status_line, *lines = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        length, close = 0, False
+        for line in lines:
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "content-length":
+                length = int(value)
+            elif name == "set-cookie":
+                key, _, rest = value.partition("=")
+                self.cookies[key] = rest.split(";", 1)[0]
+            elif name == "connection" and value.lower() == "close":
+                close = True
+            elif name == "transfer-encoding":
+                raise RuntimeError(f"unexpected Transfer-Encoding: {value}")
+        data = await self.reader.readexactly(length)
+        if close:
+            self.writer.close()
+            self.reader = self.writer = None
+        return int(status_line.split()[1]), data.decode()
 
 
-class Judge(threading.Thread):
-    def __init__(self, name: str, port: int, project_id: int, ready: threading.Barrier, go: threading.Event, seed: int,
-                 think: float = 0.0):
-        super().__init__(daemon=True)
-        self.name_, self.port, self.project_id, self.ready, self.go = name, port, project_id, ready, go
-        self.deadline = 0.0  # set before ``go``
+class Judge:
+    def __init__(self, name: str, port: int, project_id: int, seed: int, think: float = 0.0):
+        self.name_, self.port, self.project_id = name, port, project_id
         self.think = think
         self.rng = random.Random(seed)
         self.latencies: list[float] = []
@@ -243,49 +274,65 @@ class Judge(threading.Thread):
         self.double_submits = 0
         self.errors: list[str] = []
         self.ran_out = False
+        self.client = Client(port)
+        self.path = f"/projects/{project_id}/judge"
+        self.body = self.csrf = ""
 
-    def run(self):
+    async def log_in(self):
+        client = self.client
+        _, page = await client.request("GET", "/login")
+        status, _ = await client.request("POST", "/login", {"username": self.name_, "password": PASSWORD,
+                                                            "csrf_token": CSRF_RE.search(page).group(1)})
+        if status != 302:
+            raise RuntimeError(f"{self.name_}: login answered {status}")
+        _, self.body = await client.request("GET", self.path, htmx=True)
+        self.csrf = html.unescape(CSRF_RE.search(self.body).group(1))
+
+    async def run(self, deadline: float):
         try:
-            self._run()
+            await self._run(deadline)
         except Exception as exc:  # noqa: BLE001 - reported in the summary
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
-    def _run(self):
-        client = Client(self.port)
-        _, page = client.request("GET", "/login")
-        status, _ = client.request("POST", "/login", {"username": self.name_, "password": PASSWORD,
-                                                      "csrf_token": CSRF_RE.search(page).group(1)})
-        if status != 302:
-            raise RuntimeError(f"login answered {status}")
-        path = f"/projects/{self.project_id}/judge"
-        status, body = client.request("GET", path, htmx=True)
-        csrf = html.unescape(CSRF_RE.search(body).group(1))
-        self.ready.wait()
-        self.go.wait()
+    async def _run(self, deadline: float):
+        client, path, body = self.client, self.path, self.body
         n = 0
-        while time.perf_counter() < self.deadline:
+        while time.perf_counter() < deadline:
             match = TOKEN_RE.search(body)
             if not match:
                 self.ran_out = True
                 break
             token = html.unescape(match.group(1))
             if self.think:
-                time.sleep(self.think * self.rng.uniform(0.5, 1.5))
-            form = {"csrf_token": csrf, "token": token, "grade": str(self.rng.randrange(3))}
+                await asyncio.sleep(self.think * self.rng.uniform(0.5, 1.5))
+            form = {"csrf_token": self.csrf, "token": token, "grade": str(self.rng.randrange(3))}
             t0 = time.perf_counter()
-            status, body = client.request("POST", path, form, htmx=True)
+            status, body = await client.request("POST", path, form, htmx=True)
             self.latencies.append(time.perf_counter() - t0)
             if status != 200:
                 self.errors.append(f"submit answered {status}: {body[:200]}")
-                status, body = client.request("GET", path, htmx=True)
+                status, body = await client.request("GET", path, htmx=True)
                 continue
             self.answered.append(token)
             n += 1
             if n % 50 == 0:  # a double click: the same answer again must record nothing
-                status, body = client.request("POST", path, form, htmx=True)
+                status, body = await client.request("POST", path, form, htmx=True)
                 self.double_submits += 1
                 if status != 200:
                     self.errors.append(f"double submit answered {status}")
+
+
+async def run_judges(judges: list[Judge], seconds: float, server_pid: int) -> tuple[float, float | None, float]:
+    """Log every judge in, then let them all answer for ``seconds``; returns the elapsed time, the
+    server's CPU seconds meanwhile, and this (client) process's CPU seconds meanwhile."""
+    await asyncio.gather(*(j.log_in() for j in judges))
+    cpu0, own0 = server_cpu_seconds(server_pid), time.process_time()
+    t0 = time.perf_counter()
+    await asyncio.gather(*(j.run(t0 + seconds) for j in judges))
+    elapsed = time.perf_counter() - t0
+    cpu1, own1 = server_cpu_seconds(server_pid), time.process_time()
+    server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+    return elapsed, server_cpu, own1 - own0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +395,9 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", type=int, default=3000)
     parser.add_argument("--docs", type=int, default=40, help="pooled documents per query")
     parser.add_argument("--overlap", type=int, default=100)
-    parser.add_argument("--threads", type=int, default=8, help="waitress worker threads")
+    parser.add_argument("--workers", type=int, default=default_workers(),
+                        help="golden serve --workers (gunicorn worker processes; default as golden serve's)")
+    parser.add_argument("--threads", type=int, default=1, help="golden serve --threads (threads per worker)")
     parser.add_argument("--think", type=float, default=0.0,
                         help="seconds each judge pauses between answers (default 0: as fast as it can)")
     parser.add_argument("--seed", type=int, default=0)
@@ -365,22 +414,10 @@ def main(argv=None) -> int:
     try:
         project_id, names = build_store(url, folder, args)
         port = free_port()
-        server = start_server(url, port, args.threads, folder / "serve.log")
+        server = start_server(url, port, args.workers, args.threads, folder / "serve.log")
         try:
-            ready, go = threading.Barrier(len(names) + 1), threading.Event()
-            judges = [Judge(name, port, project_id, ready, go, seed=args.seed + i, think=args.think) for i, name in enumerate(names)]
-            for j in judges:
-                j.start()
-            ready.wait()  # every judge has logged in and has a pair on screen
-            cpu0 = cpu_seconds(server.pid)
-            t0 = time.perf_counter()
-            for j in judges:
-                j.deadline = t0 + args.seconds
-            go.set()
-            for j in judges:
-                j.join()
-            elapsed = time.perf_counter() - t0
-            cpu1 = cpu_seconds(server.pid)
+            judges = [Judge(name, port, project_id, seed=args.seed + i, think=args.think) for i, name in enumerate(names)]
+            elapsed, server_cpu, client_cpu = asyncio.run(run_judges(judges, args.seconds, server.pid))
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -389,15 +426,17 @@ def main(argv=None) -> int:
         errors = [e for j in judges for e in j.errors]
         pace = f", pausing ~{args.think:g} s between answers" if args.think else ", as fast as they can"
         print(f"\n{backend}: {len(judges)} judges{pace}, for {elapsed:.1f} s against golden serve "
-              f"(waitress, {args.threads} threads)")
+              f"(gunicorn, {args.workers} workers" + (f" x {args.threads} threads)" if args.threads > 1 else ")"))
         print(f"  judgments/second        {answered / elapsed:8.1f}   ({answered:,} judgments)")
         if len(lat):
             print(f"  submit-and-next p50     {np.percentile(lat, 50):8.1f} ms")
             print(f"  submit-and-next p99     {np.percentile(lat, 99):8.1f} ms   (max {lat.max():.1f} ms)")
         requests = len(lat) + sum(j.double_submits for j in judges)
-        if cpu0 is not None and cpu1 is not None and requests:
-            print(f"  server CPU per request  {(cpu1 - cpu0) / requests * 1000:8.1f} ms   "
+        if server_cpu is not None and requests:
+            print(f"  server CPU per request  {server_cpu / requests * 1000:8.1f} ms   "
                   f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        if requests:
+            print(f"  client CPU per request  {client_cpu / requests * 1000:8.1f} ms   (this process: the 20 judges)")
         print(f"  errors                  {len(errors):8d}" + (f"   first: {errors[0]}" if errors else ""))
         if any(j.ran_out for j in judges):
             print("  note: some judges finished their queue before the time was up (use more --queries)")
