@@ -159,22 +159,33 @@ _D = Document.__table__
 _GV = GuidelinesVersion.__table__
 _P = Project.__table__
 
-_MAIN_OK = or_(_A.c.kind == "overlap", _P.c.hold_main == False, _P.c.released_at.is_not(None))  # noqa: E712
-
 # A pair whose query a lead dropped, or whose document was excluded (leak decisions), is retired:
 # no longer shown, and no longer counted as work to do.
 _RETIRED = or_(_Q.c.status == "dropped", _D.c.excluded == True)  # noqa: E712
 _OPEN_ROWS = (
     _A.join(_PP, _PP.c.id == _A.c.pair_id).join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id)
 )
-_FIRST_OPEN = (
-    core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped, _A.c.done_at)
-    .select_from(_OPEN_ROWS.join(_P, _P.c.id == _A.c.project_id))
-    .where(_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), _MAIN_OK,
-           ~_RETIRED)
-    .order_by(_A.c.skipped, _A.c.position, _A.c.id)
-    .limit(1)
-)
+
+
+def _first_open_stmt(overlap_only: bool):
+    """The judge's first open pair in queue order: one walk down ``ix_assignment_queue``, stopping at
+    the first row that is not retired. Whether main pairs count is decided in Python (two
+    statements), not by a join to the project, so both planners keep to the index order."""
+    where = [_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), ~_RETIRED]
+    if overlap_only:
+        where.append(_A.c.kind == "overlap")
+    return (
+        core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped, _A.c.done_at)
+        .select_from(_OPEN_ROWS)
+        .where(*where)
+        # done_at is NULL on every row here; naming it lets PostgreSQL see that the index is in
+        # this order (an IS NULL condition does not tell its planner so, an equality would).
+        .order_by(_A.c.done_at, _A.c.skipped, _A.c.position, _A.c.id)
+        .limit(1)
+    )
+
+
+_FIRST_OPEN = {False: _first_open_stmt(False), True: _first_open_stmt(True)}
 _CLAIM = (
     update(_A)
     .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
@@ -222,7 +233,7 @@ _LATEST_OWN = (
 
 
 def _first_open(session: Session, proj: Project, jid: int):
-    return session.connection().execute(_FIRST_OPEN, {"jid": jid, "pid": proj.id}).first()
+    return session.connection().execute(_FIRST_OPEN[not main_visible(proj)], {"jid": jid, "pid": proj.id}).first()
 
 
 def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task | None:
