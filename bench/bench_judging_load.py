@@ -182,19 +182,25 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def server_cpu_seconds(pid: int) -> float | None:
-    """CPU time of `golden serve` and its gunicorn worker processes (children found in /proc)."""
-    total = cpu_seconds(pid)
-    if total is None:
-        return None
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc): `golden serve`'s gunicorn workers."""
+    kids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
+        except OSError:  # the process ended meanwhile
             continue
         if int(fields[1]) == pid:
-            total += cpu_seconds(int(stat.parent.name)) or 0.0
-    return total
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def server_cpu_seconds(pid: int) -> float | None:
+    """CPU time of `golden serve` and its gunicorn worker processes."""
+    total = cpu_seconds(pid)
+    if total is None:
+        return None
+    return total + sum(cpu_seconds(kid) or 0.0 for kid in child_pids(pid))
 
 
 def start_server(url: str, port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:

@@ -23,16 +23,12 @@ from browser_support import sqlite_store
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _children(pid: int) -> list[int]:
-    kids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            kids.append(int(stat.parent.name))
-    return kids
+def _bench():
+    """bench/bench_judging_load.py as a module (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_judging_load", ROOT / "bench" / "bench_judging_load.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_serve_runs_worker_processes_on_the_port_it_prints_and_stops_cleanly(tmp_path):
@@ -61,7 +57,7 @@ def test_serve_runs_worker_processes_on_the_port_it_prints_and_stops_cleanly(tmp
                 except OSError:
                     assert time.monotonic() < deadline, log.read_text()
                     time.sleep(0.1)
-            assert len(_children(proc.pid)) == 2
+            assert len(_bench().child_pids(proc.pid)) == 2
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=30)
@@ -69,13 +65,6 @@ def test_serve_runs_worker_processes_on_the_port_it_prints_and_stops_cleanly(tmp
         assert code == 0, output
         assert output.rstrip().endswith("golden: stopped") and output.count("golden: stopped") == 1
         assert "Traceback" not in output
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_judging_load", ROOT / "bench" / "bench_judging_load.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_judges_on_several_worker_processes_lose_and_duplicate_nothing(db_url, capsys):
