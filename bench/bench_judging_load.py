@@ -434,7 +434,8 @@ def main(argv=None) -> int:
         errors = [e for j in judges for e in j.errors]
         pace = f", pausing ~{args.think:g} s between answers" if args.think else ", as fast as they can"
         print(f"\n{backend}: {len(judges)} judges{pace}, for {elapsed:.1f} s against golden serve "
-              f"(gunicorn, {args.workers} workers" + (f" x {args.threads} threads)" if args.threads > 1 else ")"))
+              f"(gunicorn, {args.workers} worker{'s' if args.workers > 1 else ''}"
+              + (f" x {args.threads} threads)" if args.threads > 1 else ")"))
         print(f"  judgments/second        {answered / elapsed:8.1f}   ({answered:,} judgments)")
         if len(lat):
             print(f"  submit-and-next p50     {np.percentile(lat, 50):8.1f} ms")
