@@ -141,8 +141,8 @@ def serve(host: str, port: int, db_url: str | None, workers: int | None, threads
 
     Runs gunicorn, a production WSGI server (not Flask's development server), with several worker
     processes so that every core answers judges. The app refuses to start on a store whose schema
-    is out of date and says which command to run. Behind a reverse proxy (nginx, Caddy) when it is
-    reachable from outside your network.
+    is out of date and says which command to run. Put it behind a reverse proxy (nginx, Caddy)
+    when it is reachable from outside your network.
 
     \b
     Example:
