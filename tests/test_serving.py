@@ -72,8 +72,7 @@ def test_judges_on_several_worker_processes_lose_and_duplicate_nothing(db_url, c
     status = bench.main(["--db", db_url, "--seconds", "3", "--judges", "6", "--queries", "60", "--docs", "8",
                          "--overlap", "12", "--preload", "300", "--workers", "3"])
     out = capsys.readouterr().out
-    assert status == 0, out
+    assert status == 0, out  # 1 when any request failed or any check of the database did
     assert "checks: no judgment lost or duplicated; no non-overlap pair judged twice" in out
     answered = int(re.search(r"judgments/second\s+[\d.]+\s+\(([\d,]+) judgments\)", out).group(1).replace(",", ""))
     assert answered > 50, out  # the judges did answer, through three worker processes
-    assert "errors                         0" in out
