@@ -17,7 +17,10 @@ from sqlalchemy.engine import Engine, make_url
 
 from .store import DEFAULT_SQLITE, default_url, make_engine, normalize_url
 
-MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+# Inside this package when golden is installed from a wheel (pyproject.toml puts it there), else
+# at the top of the source checkout.
+_PACKAGED = Path(__file__).resolve().parent / "migrations"
+MIGRATIONS = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parent.parent / "migrations"
 
 
 class SchemaError(RuntimeError):

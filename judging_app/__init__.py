@@ -21,6 +21,13 @@ from curation.migrate import open_store
 from curation.store import default_url, normalize_url
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def asset_dir(name: str) -> Path:
+    """``templates`` or ``static``: inside this package when golden is installed from a wheel
+    (pyproject.toml puts them there), else at the top of the source checkout."""
+    packaged = Path(__file__).resolve().parent / name
+    return packaged if packaged.is_dir() else ROOT / name
 csrf = CSRFProtect()
 
 # A defence in depth under the escaping in the templates: no inline script, no third-party origin.
@@ -58,8 +65,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     app = Flask(
         __name__,
         instance_relative_config=True,
-        template_folder=str(ROOT / "templates"),
-        static_folder=str(ROOT / "static"),
+        template_folder=str(asset_dir("templates")),
+        static_folder=str(asset_dir("static")),
     )
     app.config.from_mapping(
         DATABASE_URL=None,
