@@ -37,7 +37,6 @@ import sys
 import tempfile
 import time
 import urllib.parse
-import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -49,7 +48,7 @@ from curation import assignment, projects, users
 from curation.cli.serve import default_workers
 from curation.migrate import upgrade
 from curation.models import Assignment, Judgment, User, utcnow
-from curation.store import make_engine, session as new_session
+from curation.store import make_engine, scratch_database, session as new_session
 
 PASSWORD = "bench-password-1"
 PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -143,23 +142,6 @@ def preload(engine, project_id: int, judges: list[str], n: int) -> int:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql("VACUUM ANALYZE")
     return n - left
-
-
-def fresh_pg_database() -> tuple[str, callable]:
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    url = make_url(PG_SERVER)
-    name = f"golden_bench_{uuid.uuid4().hex[:10]}"
-    params = dict(host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True)
-    with psycopg.connect(**params) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-    def drop():
-        with psycopg.connect(**params) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return url.set(database=name).render_as_string(hide_password=False), drop
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,7 +397,7 @@ def main(argv=None) -> int:
     folder = Path(tmp.name)
     drop = None
     if args.postgres:
-        url, drop = fresh_pg_database()
+        url, drop = scratch_database(PG_SERVER, "golden_bench_")
     else:
         url = args.db or f"sqlite:///{folder / 'golden.db'}"
     backend = "PostgreSQL" if url.startswith("postgres") else "SQLite"

@@ -6,7 +6,9 @@ SQLite runs in WAL mode with foreign keys on, so readers never block the judge w
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
+from typing import Callable
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
@@ -64,3 +66,23 @@ def make_engine(url: str | None = None, **kwargs) -> Engine:
 def session(engine: Engine) -> Session:
     """A new session; ``expire_on_commit`` off so returned rows stay readable after commit."""
     return Session(engine, expire_on_commit=False)
+
+
+def scratch_database(server_url: str, prefix: str) -> tuple[str, Callable[[], None]]:
+    """A new, empty PostgreSQL database on the server of ``server_url`` (named ``prefix`` + a random
+    suffix), for tests and benchmarks: returns its URL and a function that drops it (closing any
+    connection still open to it)."""
+    import psycopg
+
+    url = make_url(normalize_url(server_url))
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
+    params = dict(host=url.host, port=url.port or 5432, user=url.username, password=url.password,
+                  dbname=url.database, autocommit=True)
+    with psycopg.connect(**params) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(**params) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return url.set(database=name).render_as_string(hide_password=False), drop

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
@@ -52,23 +51,6 @@ def pg_reason():
     return _pg_reachable()
 
 
-def _create_pg_database() -> tuple[str, callable]:
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    url = make_url(PG_SERVER)
-    name = f"golden_test_{uuid.uuid4().hex[:12]}"
-    params = dict(host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True)
-    with psycopg.connect(**params) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-    def drop():
-        with psycopg.connect(**params) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return str(url.set(database=name).render_as_string(hide_password=False)), drop
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request, tmp_path, pg_reason):
     """An empty database URL: a SQLite file, then a fresh PostgreSQL database when reachable."""
@@ -77,7 +59,9 @@ def db_url(request, tmp_path, pg_reason):
         return
     if pg_reason:
         pytest.skip(pg_reason)
-    url, drop = _create_pg_database()
+    from curation.store import scratch_database
+
+    url, drop = scratch_database(PG_SERVER, "golden_test_")
     try:
         yield url
     finally:
