@@ -2,7 +2,7 @@
 
 Part 1 (no store): two assessments of the same pairs (the two robust03 qrels files, 128,796
 pairs in 100 queries, when ../shared/data is present; else a synthetic pair of the same shape).
-Times :func:`curation.agreement.compare_pair` with 1,000 query resamples (every figure: percent
+Times :func:`curation.agree.agreement.compare_pair` with 1,000 query resamples (every figure: percent
 agreement, three kappas, two alphas, and the binary three), against the obvious way: resampling the
 pairs of the drawn queries and calling scikit-learn's ``cohen_kappa_score`` and ``krippendorff.alpha``
 on each resample (timed on ``--naive`` resamples and scaled to 1,000). Also checks that the
@@ -64,7 +64,7 @@ def part1(naive: int, resamples: int) -> None:
     import krippendorff
     from sklearn.metrics import cohen_kappa_score
 
-    from curation.agreement import Judgment, compare_pair, latest_labels
+    from curation.agree.agreement import Judgment, compare_pair, latest_labels
 
     a, b, what = two_assessments()
     recs = [Judgment(q, d, "a", g) for (q, d), g in a.items()] + [Judgment(q, d, "b", g) for (q, d), g in b.items()]
@@ -106,7 +106,7 @@ def part1(naive: int, resamples: int) -> None:
     print(f"  libraries on each resample: {per * 1000:.0f} ms per resample -> {per * resamples:.1f} s for "
           f"{resamples} (measured on {naive}); ratio {per * resamples / ours:.0f}x")
     # The vectorised replicates reproduce the library on these resamples (same draws, same order).
-    from curation.agreement import _kappa_from_confusion
+    from curation.agree.agreement import _kappa_from_confusion
 
     conf = np.zeros((len(qids), 3, 3))
     qindex = {q: i for i, q in enumerate(qids)}
@@ -124,13 +124,13 @@ def part1(naive: int, resamples: int) -> None:
 
 def part2(queries: int, docs: int, db: str | None) -> None:
     from agreement_setup import add_users, write_project_files, write_qrels
-    from curation import projects
-    from curation.adjudication import disagreements
-    from curation.agreement import agreement_report
-    from curation.importing import import_judgments
-    from curation.labels import final_labels, load_judgments
-    from curation.migrate import upgrade
-    from curation.store import make_engine, session as new_session
+    from curation.store import projects
+    from curation.agree.adjudication import disagreements
+    from curation.agree.agreement import agreement_report
+    from curation.judge.importing import import_judgments
+    from curation.agree.labels import final_labels, load_judgments
+    from curation.store.migrate import upgrade
+    from curation.store.engine import make_engine, session as new_session
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-agreement-"))
     url = db or f"sqlite:///{tmp / 'golden.db'}"

@@ -33,11 +33,12 @@ sys.path.insert(0, str(ROOT))
 def build(folder: Path, engine, n_queries: int, n_docs: int, overlap: float, seed: int = 0) -> int:
     from sqlmodel import select
 
-    from curation import projects, users
-    from curation.adjudication import adjudicate
-    from curation.importing import import_judgments
-    from curation.models import Document, PoolPair, Query
-    from curation.store import session
+    from curation.store import projects
+    from curation.store import users
+    from curation.agree.adjudication import adjudicate
+    from curation.judge.importing import import_judgments
+    from curation.store.models import Document, PoolPair, Query
+    from curation.store.engine import session
 
     rng = random.Random(seed)
     with open(folder / "queries.jsonl", "w") as q, open(folder / "pool.jsonl", "w") as p, \
@@ -92,10 +93,10 @@ def main() -> None:
     import ir_measures
     from ranx import Qrels
 
-    from curation import export
-    from curation.migrate import upgrade
-    from curation.projects import get_project
-    from curation.store import make_engine, session
+    from curation.export import versions as export
+    from curation.store.migrate import upgrade
+    from curation.store.projects import get_project
+    from curation.store.engine import make_engine, session
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

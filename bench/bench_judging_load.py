@@ -44,11 +44,13 @@ import numpy as np
 from sqlalchemy import func, insert, update
 from sqlmodel import select
 
-from curation import assignment, projects, users
+from curation.judge import assignment
+from curation.store import projects
+from curation.store import users
 from curation.cli.serve import default_workers
-from curation.migrate import upgrade
-from curation.models import Assignment, Judgment, User, utcnow
-from curation.store import make_engine, scratch_database, session as new_session
+from curation.store.migrate import upgrade
+from curation.store.models import Assignment, Judgment, User, utcnow
+from curation.store.engine import make_engine, scratch_database, session as new_session
 
 PASSWORD = "bench-password-1"
 PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -107,7 +109,7 @@ def build_store(url: str, folder: Path, args) -> tuple[int, list[str]]:
 def preload(engine, project_id: int, judges: list[str], n: int) -> int:
     """Bulk-insert ``n`` judgments as the judges' own earlier work: the LAST main pairs of each
     judge's queue are marked done (Assignment.done_at) with one judgment each, exactly the state
-    ``curation.judging.submit`` leaves, so the live run starts at the overlap pairs and goes on."""
+    ``curation.judge.judging.submit`` leaves, so the live run starts at the overlap pairs and goes on."""
     rng = random.Random(1)
     now = utcnow()
     with new_session(engine) as db:

@@ -31,8 +31,8 @@ DEFAULT_RUNS = ROOT.parent / "shared" / "data" / "robust03" / "runs"
 
 
 def golden_pool(files, depth):
-    from curation.pooling import make_pool
-    from curation.runs import read_runs
+    from curation.pool.pooling import make_pool
+    from curation.formats.runs import read_runs
 
     pool = make_pool(read_runs(files, depth=depth), depth=depth, seed=0)
     return {(p.qid, p.docid) for p in pool.pairs}
@@ -77,7 +77,7 @@ def main(argv=None):
     if not files:
         sys.exit(f"no runs in {args.runs_dir}")
     # Import both libraries before timing, so neither pays its import cost inside the timer.
-    import curation.pooling  # noqa: F401
+    import curation.pool.pooling  # noqa: F401
     import trectools  # noqa: F401
 
     g_best, g_times, g_cpu, g_pairs = best_time(lambda: golden_pool(files, args.depth), args.repeat)

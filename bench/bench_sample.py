@@ -101,7 +101,7 @@ def generate(path: Path, rows: int, distinct: int, seed: int, gzip: bool) -> Non
 BASELINE = """
 import sys
 import pandas as pd
-from curation.normalize import normalize_text
+from curation.formats.normalize import normalize_text
 df = pd.read_csv(sys.argv[1], dtype=str, keep_default_na=False)
 df["text"] = df["query"].map(normalize_text)
 g = df.groupby(["text", "market"]).agg(traffic=("user_id", "size"), users=("user_id", "nunique"))

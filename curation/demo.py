@@ -16,8 +16,8 @@ The data imitate a help-centre search for a fictional file-storage product, "Nim
 * ``guidelines.md`` (relevance on a 0-2 scale) and ``handwritten.txt`` (hard queries a person
   wrote).
 
-:func:`build_demo` then samples the log (:func:`curation.sampling.sample_queries`) and pools
-the runs for the sampled queries (:func:`curation.pooling.make_pool`).
+:func:`build_demo` then samples the log (:func:`curation.sample.sampling.sample_queries`) and pools
+the runs for the sampled queries (:func:`curation.pool.pooling.make_pool`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import Doc, Fetched, fetch_docs, write_corpus
-from .fileio import atomic_write
-from .normalize import normalize_text
-from .runs import trec_order
+from curation.formats.corpus import Doc, Fetched, fetch_docs, write_corpus
+from curation.formats.fileio import atomic_write
+from curation.formats.normalize import normalize_text
+from curation.formats.runs import trec_order
 
 MARKER = ".golden-demo"
 SYSTEMS = ("hybrid-v2", "bm25", "embed-small")  # strong, medium, weak
@@ -147,8 +147,8 @@ class DemoData:
 @dataclass
 class DemoResult:
     data: DemoData
-    sample: object  # curation.sampling.SampleResult
-    pool: object  # curation.pooling.Pool
+    sample: object  # curation.sample.sampling.SampleResult
+    pool: object  # curation.pool.pooling.Pool
     fetched: Fetched  # the pooled documents' texts, the corpus fingerprint
 
 
@@ -259,7 +259,7 @@ def generate_demo_data(folder: str | os.PathLike, *, seed: int = 0) -> DemoData:
     """
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from .sampling import qid_for
+    from curation.sample.sampling import qid_for
 
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a whole number >= 0, not {seed!r}")
@@ -465,9 +465,9 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
     ``SAMPLE_FLOOR``, plus the hand-written ones) and ``pool.jsonl`` with ``pool.meta.json``
     (depth ``POOL_DEPTH``). Returns what was done, paths included.
     """
-    from .pooling import file_info, make_pool, write_pool
-    from .runs import read_runs
-    from .sampling import sample_queries, write_queries
+    from curation.pool.pooling import file_info, make_pool, write_pool
+    from curation.formats.runs import read_runs
+    from curation.sample.sampling import sample_queries, write_queries
 
     data = generate_demo_data(folder, seed=seed)
     paths = data.paths
@@ -499,7 +499,7 @@ class DemoStore:
     url: str
     project: str
     logins: list[tuple[str, str, str]]  # (name, role, password)
-    assigned: object  # curation.assignment.AssignReport
+    assigned: object  # curation.judge.assignment.AssignReport
 
 
 def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OVERLAP) -> DemoStore:
@@ -510,9 +510,11 @@ def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OV
 
     The store is built under a temporary name and renamed into place, so an earlier demo's store is
     replaced whole or not at all."""
-    from . import assignment, projects, users
-    from .migrate import upgrade
-    from .store import make_engine, session
+    from curation.judge import assignment
+    from curation.store import projects
+    from curation.store import users
+    from curation.store.migrate import upgrade
+    from curation.store.engine import make_engine, session
 
     paths = result.data.paths
     final = paths.folder / "golden.db"

@@ -17,8 +17,8 @@ from pathlib import Path
 from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
-from curation.migrate import open_store
-from curation.store import default_url, normalize_url
+from curation.store.migrate import open_store
+from curation.store.engine import default_url, normalize_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,7 +58,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     """Build the judging app.
 
     ``test_config`` overrides the configuration; the keys golden reads are ``DATABASE_URL``
-    (default: :func:`curation.store.default_url`, i.e. ``DATABASE_URL`` or ``./golden.db``),
+    (default: :func:`curation.store.engine.default_url`, i.e. ``DATABASE_URL`` or ``./golden.db``),
     ``SECRET_KEY`` and ``CLAIM_TIMEOUT_SECONDS``. The app refuses to start on a store whose schema
     is not at the latest migration, with the command that fixes it.
     """

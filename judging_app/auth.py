@@ -1,4 +1,4 @@
-"""Logging in and out. Passwords are checked by :func:`curation.users.authenticate` (werkzeug's
+"""Logging in and out. Passwords are checked by :func:`curation.store.users.authenticate` (werkzeug's
 hashes); the session cookie holds only the user's id, signed by Flask, HttpOnly, SameSite=Lax."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, g, redirect, render_template, request, session, url_for
 
-from curation import users
+from curation.store import users
 
 from .db import get_db
 from .errors import is_htmx
@@ -18,7 +18,7 @@ bp = Blueprint("auth", __name__)
 
 @bp.before_app_request
 def load_user() -> None:
-    """``g.user``: the logged-in, active user (a :class:`curation.users.SignedIn`), or None."""
+    """``g.user``: the logged-in, active user (a :class:`curation.store.users.SignedIn`), or None."""
     user_id = session.get("user_id")
     g.user = users.signed_in(get_db(), user_id) if isinstance(user_id, int) else None
 

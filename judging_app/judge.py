@@ -1,7 +1,7 @@
 """The judging page: one pair at a time, keyboard first, htmx swapping in the next pair.
 
 Every view goes through :func:`_project_or_404` (the project must be one of the judge's) and calls
-:mod:`curation.judging`, which only ever reads or writes the logged-in judge's own assignments and
+:mod:`curation.judge.judging`, which only ever reads or writes the logged-in judge's own assignments and
 returns records free of provenance and of other judges' labels. A request for anything else gets a
 404 that says nothing about what exists.
 
@@ -18,7 +18,9 @@ from flask import Blueprint, abort, current_app, flash, g, redirect, render_temp
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
 from markupsafe import Markup
 
-from curation import judging, projects, users
+from curation.judge import judging
+from curation.store import projects
+from curation.store import users
 
 from .auth import login_required
 from .db import get_db

@@ -2,8 +2,8 @@
 and releasing the held-back remainder of the pool.
 
 Every view is for leads and admins only (:func:`lead_required`: anyone else gets 403). The numbers
-come from :func:`curation.agreement.agreement_report`; the queue and decisions from
-:mod:`curation.adjudication`; the release from :func:`curation.assignment.release`. The charts
+come from :func:`curation.agree.agreement.agreement_report`; the queue and decisions from
+:mod:`curation.agree.adjudication`; the release from :func:`curation.judge.assignment.release`. The charts
 (confusion heatmap, drift, label distributions) are inline SVG drawn here from those numbers: no
 script library, no CDN, and no inline style (the app's CSP forbids it; SVG presentation
 attributes are used instead).
@@ -17,10 +17,13 @@ import math
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
 from sqlmodel import select
 
-from curation import adjudication, assignment, projects, users
-from curation.agreement import MEASURES, Thresholds, agreement_report, format_estimate
-from curation.labels import load_judgments, overlap_only
-from curation.models import Project, Query, User
+from curation.agree import adjudication
+from curation.judge import assignment
+from curation.store import projects
+from curation.store import users
+from curation.agree.agreement import MEASURES, Thresholds, agreement_report, format_estimate
+from curation.agree.labels import load_judgments, overlap_only
+from curation.store.models import Project, Query, User
 
 from .auth import login_required
 from .db import get_db

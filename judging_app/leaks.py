@@ -1,6 +1,6 @@
 """Leads' leak review: each query's leak status with its matching chunks, and the decision on each.
 
-A view parses the form, calls :mod:`curation.leaks` and renders; the query's section is its own
+A view parses the form, calls :mod:`curation.leak.findings` and renders; the query's section is its own
 template (``leaks/_query.html``), which the page includes and htmx swaps after a decision. Corpus
 text and query text are rendered escaped (Jinja autoescaping), never as HTML.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
 
-from curation import leaks
+from curation.leak import findings as leaks
 
 from .db import get_db
 from .errors import is_htmx

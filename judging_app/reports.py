@@ -1,5 +1,5 @@
 """Comparison reports in the app: a lead or admin picks two pooled runs of an exported version and
-gets golden compare's self-contained HTML report (curation.pooled + curation.report).
+gets golden compare's self-contained HTML report (curation.evaluate.pooled + curation.evaluate.html_report).
 
 The form is a GET (it changes nothing, and the report's address can be shared); the report is the
 same document ``golden compare --html`` writes, served with its own Content-Security-Policy: no
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, render_template, request
 
-from curation import pooled
-from curation.metrics import METRICS
-from curation.report import render_comparison
-from curation.stats import WEIGHTINGS
+from curation.evaluate import pooled
+from curation.evaluate.metrics import METRICS
+from curation.evaluate.html_report import render_comparison
+from curation.evaluate.stats import WEIGHTINGS
 
 from .db import get_db
 from .versions import staff_required

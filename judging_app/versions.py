@@ -10,7 +10,7 @@ import json
 
 from flask import Blueprint, Response, abort, g, render_template
 
-from curation import export
+from curation.export import versions as export
 
 from .auth import login_required
 from .db import get_db

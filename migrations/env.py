@@ -1,4 +1,4 @@
-"""Alembic environment for golden's store. The schema's one source is ``curation.models``.
+"""Alembic environment for golden's store. The schema's one source is ``curation.store.models``.
 
 Run through ``golden db upgrade`` (which hands over a connection), or with the ``alembic`` command
 from the repository root (``alembic.ini``), which uses ``DATABASE_URL`` or golden.db.
@@ -9,8 +9,8 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import curation.models  # noqa: F401  (registers the tables on SQLModel.metadata)
-from curation.store import make_engine
+import curation.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from curation.store.engine import make_engine
 
 config = context.config
 target_metadata = SQLModel.metadata

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
-# Users are created by the hundred here: a cheap werkzeug method instead of scrypt (curation.users).
+# Users are created by the hundred here: a cheap werkzeug method instead of scrypt (curation.store.users).
 os.environ.setdefault("GOLDEN_PASSWORD_HASH_METHOD", "pbkdf2:sha256:1000")
 
 PG_SERVER = os.environ.get("GOLDEN_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -59,7 +59,7 @@ def db_url(request, tmp_path, pg_reason):
         return
     if pg_reason:
         pytest.skip(pg_reason)
-    from curation.store import scratch_database
+    from curation.store.engine import scratch_database
 
     url, drop = scratch_database(PG_SERVER, "golden_test_")
     try:
@@ -71,8 +71,8 @@ def db_url(request, tmp_path, pg_reason):
 @pytest.fixture
 def engine(db_url):
     """An engine on a fresh database migrated to head by the code behind `golden db upgrade`."""
-    from curation.migrate import upgrade
-    from curation.store import make_engine
+    from curation.store.migrate import upgrade
+    from curation.store.engine import make_engine
 
     eng = make_engine(db_url)
     upgrade(eng)
@@ -82,8 +82,8 @@ def engine(db_url):
 
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium driven by Playwright, one per test module (tests/browser_support.py)."""
-    from browser_support import chromium
+    """Debian's Chromium driven by Playwright, one per test module (tests/support/browser.py)."""
+    from tests.support.browser import chromium
 
     with chromium() as launched:
         yield launched
@@ -92,7 +92,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     """A page in a fresh browser context (no cookies from other tests), 10 s timeouts."""
-    from browser_support import new_page
+    from tests.support.browser import new_page
 
     with new_page(browser) as fresh:
         yield fresh

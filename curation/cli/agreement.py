@@ -7,14 +7,14 @@ import json
 
 import click
 
-from .base import db_option, domain_errors, main, seed_option, store_session
+from curation.cli.base import db_option, domain_errors, main, seed_option, store_session
 
 
 def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pairs, verdict_on, window):
-    from ..agreement import Thresholds, agreement_report
-    from ..labels import load_judgments, overlap_only
-    from ..models import Query
-    from ..projects import get_project, grades
+    from curation.agree.agreement import Thresholds, agreement_report
+    from curation.agree.labels import load_judgments, overlap_only
+    from curation.store.models import Query
+    from curation.store.projects import get_project, grades
     from sqlmodel import select
 
     proj = get_project(s, project_name)
@@ -33,7 +33,7 @@ def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pair
 def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
     """One line per agreement measure (pairwise-only ones left out for more than two judges),
     with its note, if any, on the next line."""
-    from ..agreement import MEASURES
+    from curation.agree.agreement import MEASURES
 
     pad, width = " " * indent, 36 - indent
     for name, est in measures.items():
@@ -46,13 +46,13 @@ def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
 
 
 def _fmt_pct(est):
-    from ..agreement import format_estimate
+    from curation.agree.agreement import format_estimate
 
     return format_estimate(est, percent=True)
 
 
 def _fmt(est):
-    from ..agreement import format_estimate
+    from curation.agree.agreement import format_estimate
 
     return format_estimate(est)
 
@@ -160,7 +160,7 @@ def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, d
       golden import-judgments qrels.trec2019.txt --judge nist --project news
       golden import-judgments qrels.123 --group 1 --judge assessor1 --create-judge --clip
     """
-    from ..importing import import_judgments
+    from curation.judge.importing import import_judgments
 
     with store_session(db_url) as s:
         report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
@@ -189,10 +189,10 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
     """
     from sqlmodel import select
 
-    from ..adjudication import adjudicate, disagreements
-    from ..models import Document, PoolPair, Query
-    from ..projects import get_project
-    from ..users import require_user
+    from curation.agree.adjudication import adjudicate, disagreements
+    from curation.store.models import Document, PoolPair, Query
+    from curation.store.projects import get_project
+    from curation.store.users import require_user
 
     with store_session(db_url) as s:
         proj = get_project(s, project_name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .base import db_option, domain_errors, main, seed_option, store_session
+from curation.cli.base import db_option, domain_errors, main, seed_option, store_session
 
 
 @main.command()
@@ -26,8 +26,8 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
     Example:
       golden assign --project news --judges alice,bob,carol --overlap 100 --seed 7
     """
-    from ..assignment import assign as do_assign
-    from ..projects import get_project
+    from curation.judge.assignment import assign as do_assign
+    from curation.store.projects import get_project
 
     names = [n.strip() for n in judges.split(",") if n.strip()]
     with store_session(db_url) as s:
@@ -60,9 +60,9 @@ def release(lead_name, agreement, project_name, db_url):
     Example:
       golden release --project news --lead lena --agreement 0.71
     """
-    from ..assignment import release as do_release
-    from ..projects import get_project
-    from ..users import require_user
+    from curation.judge.assignment import release as do_release
+    from curation.store.projects import get_project
+    from curation.store.users import require_user
 
     with store_session(db_url) as s:
         proj = get_project(s, project_name)

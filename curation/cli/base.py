@@ -8,8 +8,8 @@ import os
 
 import click
 
-from .. import __version__
-from ..fileio import InputError
+from curation import __version__
+from curation.formats.fileio import InputError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -65,7 +65,7 @@ def db_option(func):
 
 def open_db(db_url: str | None, *, check: bool = True):
     """An engine on the store, refusing (with the command to run) one whose schema is out of date."""
-    from ..migrate import SchemaError, open_store
+    from curation.store.migrate import SchemaError, open_store
 
     if db_url and "://" not in db_url:  # a plain path means a SQLite file
         db_url = f"sqlite:///{os.path.abspath(db_url)}"
@@ -78,7 +78,7 @@ def open_db(db_url: str | None, *, check: bool = True):
 @contextlib.contextmanager
 def store_session(db_url: str | None, *, check: bool = True):
     """A session on the store (see :func:`open_db`), its engine disposed when the block ends."""
-    from ..store import session
+    from curation.store.engine import session
 
     engine = open_db(db_url, check=check)
     try:

@@ -7,8 +7,8 @@ import sys
 import click
 from tqdm import tqdm
 
-from ..corpus import read_docids, sample_corpus
-from .base import domain_errors, main, seed_option
+from curation.formats.corpus import read_docids, sample_corpus
+from curation.cli.base import domain_errors, main, seed_option
 
 
 @main.command("corpus-sample")

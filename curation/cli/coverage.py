@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .base import db_option, domain_errors, main, open_db
+from curation.cli.base import db_option, domain_errors, main, open_db
 
 
 def format_coverage(results, *, per_query: bool = False) -> str:
@@ -73,8 +73,8 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
       golden coverage runs/bm25.trec runs/new-dense.trec --qrels qrels.txt --depth 10
       golden coverage runs/new-dense.trec --project news --db golden.db
     """
-    from ..coverage import judged_from_qrels, judged_from_store, unjudged
-    from ..runs import read_run
+    from curation.evaluate.coverage import judged_from_qrels, judged_from_store, unjudged
+    from curation.formats.runs import read_run
 
     if (qrels_path is None) == (project_name is None):
         raise click.UsageError("give exactly one of --qrels QRELS or --project NAME")
@@ -83,7 +83,7 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
     else:
         from sqlmodel import Session
 
-        from ..projects import get_project
+        from curation.store.projects import get_project
 
         engine = open_db(db_url)
         with Session(engine) as session:

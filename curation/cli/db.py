@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .base import db_option, main, open_db
+from curation.cli.base import db_option, main, open_db
 
 
 @main.group()
@@ -27,7 +27,7 @@ def upgrade(db_url):
     Example:
       golden db upgrade --db golden.db
     """
-    from ..migrate import upgrade as do_upgrade
+    from curation.store.migrate import upgrade as do_upgrade
 
     engine = open_db(db_url, check=False)
     try:
@@ -50,7 +50,7 @@ def current(db_url):
     Example:
       golden db current --db golden.db
     """
-    from ..migrate import current_revision, head_revision
+    from curation.store.migrate import current_revision, head_revision
 
     engine = open_db(db_url, check=False)
     try:

@@ -6,12 +6,12 @@ import shlex
 
 import click
 
-from .base import domain_errors, main, seed_option
+from curation.cli.base import domain_errors, main, seed_option
 
 
 def demo_commands(result) -> dict[str, str]:
     """The `golden` commands that do what the demo did, with the demo's own paths."""
-    from ..demo import POOL_DEPTH, SAMPLE_FLOOR, SAMPLE_SIZE
+    from curation.demo import POOL_DEPTH, SAMPLE_FLOOR, SAMPLE_SIZE
 
     p = result.data.paths
     seed = result.pool.seed
@@ -51,9 +51,9 @@ def demo_command(folder, seed, no_serve, port):
     Example:
       golden demo --dir golden-demo --seed 0 --no-serve
     """
-    from ..demo import POOL_DEPTH, SYSTEMS, build_demo
-    from .pool import pool_summary
-    from .sample import format_strata_table
+    from curation.demo import POOL_DEPTH, SYSTEMS, build_demo
+    from curation.cli.pool import pool_summary
+    from curation.cli.sample import format_strata_table
 
     result = build_demo(folder, seed=seed)
     data, paths = result.data, result.data.paths
@@ -88,7 +88,7 @@ def demo_command(folder, seed, no_serve, port):
         echo(f"  {len(result.fetched.missing)} pooled documents are missing from the corpus: {', '.join(result.fetched.missing[:5])}")
     else:
         echo(f"  all {pooled_docs:,} pooled documents are in the corpus")
-    from ..demo import load_demo_store
+    from curation.demo import load_demo_store
 
     store = load_demo_store(result, seed=seed)
     a = store.assigned
@@ -112,7 +112,7 @@ def demo_command(folder, seed, no_serve, port):
         echo("")
         echo(f"Serve it with: golden serve --db {db}")
         return
-    from .serve import build_app, default_workers, serve_app
+    from curation.cli.serve import build_app, default_workers, serve_app
 
     echo("")
     serve_app(build_app(store.url), host="127.0.0.1", port=port, workers=default_workers(), threads=1)

@@ -8,13 +8,13 @@ import sys
 
 import click
 
-from .base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, store_session
 
 POLICY_CHOICES = ["adjudicated", "majority", "lead"]
 
 
 def _project(s, name):
-    from ..projects import get_project
+    from curation.store.projects import get_project
 
     return get_project(s, name)
 
@@ -30,7 +30,7 @@ def _whoami() -> str | None:
 @click.option("--version", "version", required=True, metavar="NAME", help="Version name, e.g. v5 (a folder of that name is written).")
 @click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
 @click.option("--policy", type=click.Choice(POLICY_CHOICES), default="adjudicated", show_default=True,
-              help="How a pair's final label is decided when judges disagree (see curation/labels.py).")
+              help="How a pair's final label is decided when judges disagree (see curation/agree/labels.py).")
 @click.option("--allow-incomplete", is_flag=True,
               help="Export even with unjudged pooled pairs or unresolved disagreements (the manifest counts them).")
 @click.option("--frozen", is_flag=True, help="Write an already exported version as frozen, whatever the store holds now.")
@@ -50,7 +50,7 @@ def export_cmd(version, project_name, policy, allow_incomplete, frozen, out_dir,
       golden export --version v5 --project news --policy adjudicated --out exports
       golden verify exports/v5
     """
-    from ..export import export_version, write_frozen
+    from curation.export.versions import export_version, write_frozen
 
     with store_session(db_url) as s:
         proj = _project(s, project_name)
@@ -89,7 +89,7 @@ def verify_cmd(folder):
     Example:
       golden verify exports/v5
     """
-    from ..export import verify
+    from curation.export.versions import verify
 
     rep = verify(folder)
     if not rep.ok:
@@ -116,7 +116,7 @@ def split_cmd(project_name, holdout, seed, db_url):
       golden split --project news --holdout 0.35 --seed 7
       golden split --project news          # later: assigns only the new queries
     """
-    from ..split import split_project
+    from curation.export.split import split_project
 
     with store_session(db_url) as s:
         proj = _project(s, project_name)
@@ -154,7 +154,7 @@ def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, db_url):
       golden seed-judgments tickets.jsonl --source ticket --project news --add-to-pool
       golden seed-judgments clicks.tsv --source click
     """
-    from ..seeds import import_seeds
+    from curation.pool.seeds import import_seeds
 
     with store_session(db_url) as s:
         proj = _project(s, project_name)

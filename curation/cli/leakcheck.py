@@ -6,14 +6,14 @@ import sys
 
 import click
 
-from .base import db_option, domain_errors, main, open_db
+from curation.cli.base import db_option, domain_errors, main, open_db
 
 EXIT_LEAKS = 3
 
 
 def _modes(ctx, param, value):
     modes = [m.strip().lower() for m in value.split(",") if m.strip()]
-    from ..leakcheck import MODES
+    from curation.leak.scan import MODES
 
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
@@ -71,9 +71,9 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
     """Store the findings of ``out_path`` in the project; a line saying what was recorded."""
     from sqlmodel import Session
 
-    from ..leakcheck import read_report
-    from ..leaks import record_findings
-    from ..projects import get_project
+    from curation.leak.scan import read_report
+    from curation.leak.findings import record_findings
+    from curation.store.projects import get_project
 
     engine = open_db(db_url)
     with Session(engine) as session:
@@ -132,8 +132,8 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
       golden leakcheck --queries queries.jsonl --corpus corpus.parquet \\
           --out leaks.jsonl --project news --db golden.db   # leads decide in the app
     """
-    from ..leakcheck import leakcheck as run_leakcheck
-    from ..leakcheck import read_queries, write_report
+    from curation.leak.scan import leakcheck as run_leakcheck
+    from curation.leak.scan import read_queries, write_report
 
     queries = read_queries(queries_path)
     report = run_leakcheck(

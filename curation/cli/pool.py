@@ -9,9 +9,9 @@ import sys
 import click
 from tqdm import tqdm
 
-from ..pooling import file_info, make_pool, pool_meta_path, read_pool, read_query_ids, write_pool
-from ..runs import read_runs
-from .base import domain_errors, main, seed_option
+from curation.pool.pooling import file_info, make_pool, pool_meta_path, read_pool, read_query_ids, write_pool
+from curation.formats.runs import read_runs
+from curation.cli.base import domain_errors, main, seed_option
 
 
 def _split_run_arg(arg: str) -> tuple[str | None, str]:

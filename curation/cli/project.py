@@ -7,7 +7,7 @@ import json
 
 import click
 
-from .base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, store_session
 
 SCALE_CHOICES = ["binary", "0-2", "0-3"]
 
@@ -64,7 +64,7 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
       golden project create news --queries queries.jsonl --pool pool.jsonl \\
           --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-3
     """
-    from ..projects import create_project
+    from curation.store.projects import create_project
 
     grades = _read_grades(grades_path)
     with store_session(db_url) as s:
@@ -99,7 +99,7 @@ def extend(name, pool_path, corpus_paths, allow_missing, db_url):
       golden project extend news --pool pool.v2.jsonl --corpus corpus.jsonl
       golden assign --project news --judges alice,bob     # hands out only the new pairs
     """
-    from ..projects import extend_pool, get_project
+    from curation.store.projects import extend_pool, get_project
 
     with store_session(db_url) as s:
         rep = extend_pool(s, get_project(s, name), pool_path=pool_path, corpus_paths=corpus_paths,
@@ -120,7 +120,7 @@ def list_(db_url):
     Example:
       golden project list --db golden.db
     """
-    from ..projects import list_projects
+    from curation.store.projects import list_projects
 
     with store_session(db_url) as s:
         rows = list_projects(s)
@@ -160,7 +160,7 @@ def set_(path, project_name, note, db_url):
     Example:
       golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
     """
-    from ..projects import get_project, set_guidelines
+    from curation.store.projects import get_project, set_guidelines
 
     with open(path, encoding="utf-8") as fh:
         text = fh.read()

@@ -6,7 +6,7 @@ import re
 
 import click
 
-from .base import domain_errors, main, seed_option
+from curation.cli.base import domain_errors, main, seed_option
 
 
 def format_strata_table(strata) -> str:
@@ -66,8 +66,8 @@ def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed
       golden sample searches.csv.gz --query-col query --user-col user_id \\
           --stratum market --shape --size 300 --floor 20 --seed 7 --out queries.jsonl
     """
-    from ..fileio import InputError
-    from ..sampling import sample_queries, write_queries
+    from curation.formats.fileio import InputError
+    from curation.sample.sampling import sample_queries, write_queries
 
     try:
         result = sample_queries(

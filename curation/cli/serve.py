@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from .base import db_option, main
+from curation.cli.base import db_option, main
 
 
 def default_workers() -> int:
@@ -116,7 +116,7 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=cli
 def build_app(db_url: str | None):
     """The judging app for ``db_url``; an out-of-date schema becomes a clean CLI error."""
     from judging_app import create_app
-    from ..migrate import SchemaError
+    from curation.store.migrate import SchemaError
 
     if db_url and "://" not in db_url:  # a plain path means a SQLite file
         db_url = f"sqlite:///{Path(db_url).resolve()}"

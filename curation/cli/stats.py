@@ -10,12 +10,12 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from ..fileio import atomic_write
-from ..metrics import QrelsIndex, evaluate, metric_choices, parse_metric
-from ..qrels import read_qrels
-from ..runs import read_runs
-from ..stats import CI_METHODS, WEIGHTINGS, attribute, compare, noise, pair_scores, power, read_queries, sweep
-from .base import domain_errors, main, seed_option
+from curation.formats.fileio import atomic_write
+from curation.evaluate.metrics import QrelsIndex, evaluate, metric_choices, parse_metric
+from curation.formats.qrels import read_qrels
+from curation.formats.runs import read_runs
+from curation.evaluate.stats import CI_METHODS, WEIGHTINGS, attribute, compare, noise, pair_scores, power, read_queries, sweep
+from curation.cli.base import domain_errors, main, seed_option
 
 _METRIC_HELP = "Metric, e.g. ndcg@10 (choices: " + ", ".join(metric_choices()) + ")."
 
@@ -285,7 +285,7 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
     result = compare(paired, queries=queries, weighting=weighting, cluster_col=cluster_col, resamples=resamples,
                      seed=seed, ci=ci, tie=tie, split=split)
     if html_path:
-        from ..report import render_comparison
+        from curation.evaluate.html_report import render_comparison
 
         with atomic_write(html_path) as fh:
             fh.write(render_comparison(result))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, store_session
 
 
 @main.group()
@@ -34,7 +34,7 @@ def add(name, role, password, generate, db_url):
       golden user add alice --role judge --generate
       golden user add lena --role lead          # asks for the password
     """
-    from ..users import add_user, generate_password
+    from curation.store.users import add_user, generate_password
 
     shown = False
     if password is None:
@@ -59,7 +59,7 @@ def list_(db_url):
     Example:
       golden user list
     """
-    from ..users import list_users
+    from curation.store.users import list_users
 
     with store_session(db_url) as s:
         users = list_users(s)
@@ -81,7 +81,7 @@ def passwd(name, password, db_url):
     Example:
       golden user passwd alice
     """
-    from ..users import require_user, set_password
+    from curation.store.users import require_user, set_password
 
     if password is None:
         password = click.prompt("New password", hide_input=True, confirmation_prompt=True)

@@ -1,0 +1,1 @@
+"""Agreement between judges on the overlap set, final labels and adjudication."""

@@ -1,0 +1,314 @@
+"""The final label of every judged pair, and where it came from.
+
+A pair's final label is DERIVED, never stored: from each judge's latest judgment of the pair
+(judgments are append-only; skips are ignored), the latest adjudication of the pair, and the
+project's seed judgments, under a stated policy:
+
+- ``adjudicated`` (default): one judge -> that label (``single``); judges agree -> ``unanimous``;
+  judges disagree -> the adjudication (``adjudicated``), else ``unresolved`` (no grade).
+- ``majority``: as above, but a disagreement with a strict majority grade takes it (``majority``);
+  a tie is ``unresolved`` unless adjudicated.
+- ``lead``: as ``adjudicated``, but a judgment by a lead or admin wins over the judges' labels
+  (``lead``; the latest lead judgment when several leads judged the pair).
+
+Under every policy an adjudication is the lead's final word (``adjudicated``), and a pair nobody
+judged that rests only on a seed judgment (a ticket or a click) takes the seed's grade (``seed``).
+
+Used by ``curation.export.versions`` (the qrels are the labels with a grade) and the lead's pages.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Mapping, NamedTuple, Sequence
+
+from sqlmodel import Session, select
+
+from curation.agree.agreement import Judgment as Label
+from curation.agree.agreement import _seconds
+from curation.store.models import Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User
+
+POLICIES = ("adjudicated", "majority", "lead")
+SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
+LEAD_ROLES = ("lead", "admin")
+
+
+@dataclass(frozen=True)
+class Vote:
+    """A judge's latest label of a pair."""
+
+    judge: str
+    grade: int
+    is_lead: bool = False
+    order: float = 0.0  # larger = later (answered_at as seconds)
+
+
+class FinalLabel(NamedTuple):
+    """The final label of one pair. ``grade`` is None for ``unresolved`` and ``unjudged`` pairs."""
+
+    qid: str
+    docid: str
+    grade: int | None
+    source: str  # one of SOURCES
+    votes: tuple[tuple[str, int], ...] = ()  # (judge, grade), by judge name
+    pair_id: int | None = None
+    adjudicated_by: str | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "qid": self.qid,
+            "docid": self.docid,
+            "grade": self.grade,
+            "source": self.source,
+            "votes": {j: g for j, g in self.votes},
+            "adjudicated_by": self.adjudicated_by,
+            "reason": self.reason,
+        }
+
+
+def _check_policy(policy: str) -> str:
+    if policy not in POLICIES:
+        raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    return policy
+
+
+def resolve(
+    votes: Sequence[Vote],
+    *,
+    policy: str = "adjudicated",
+    adjudication: int | None = None,
+    seed: int | None = None,
+) -> tuple[int | None, str]:
+    """``(grade, source)`` of one pair from its judges' latest ``votes``, its latest
+    ``adjudication`` grade and a ``seed`` grade, under ``policy`` (see the module's docstring).
+    ``(None, "unjudged")`` when there is no evidence at all.
+
+    >>> resolve([Vote("a", 2), Vote("b", 2), Vote("c", 0)], policy="majority")
+    (2, 'majority')
+    >>> resolve([Vote("a", 2), Vote("b", 0)])
+    (None, 'unresolved')
+    """
+    _check_policy(policy)
+    if adjudication is not None:
+        return int(adjudication), "adjudicated"
+    if not votes:
+        if seed is not None:
+            return int(seed), "seed"
+        return None, "unjudged"
+    if policy == "lead":
+        leads = [v for v in votes if v.is_lead]
+        if leads:
+            return int(max(leads, key=lambda v: v.order).grade), "lead"
+    if len(votes) == 1:
+        return int(votes[0].grade), "single"
+    grades = Counter(int(v.grade) for v in votes)
+    if len(grades) == 1:
+        return next(iter(grades)), "unanimous"
+    if policy == "majority":
+        (top, n), *rest = grades.most_common()
+        if n * 2 > len(votes):
+            return top, "majority"
+    return None, "unresolved"
+
+
+def final_labels_from(
+    labels: Mapping[tuple[str, str], Mapping[str, Label]],
+    *,
+    policy: str = "adjudicated",
+    adjudications: Mapping[tuple[str, str], int] | None = None,
+    seeds: Mapping[tuple[str, str], int] | None = None,
+    leads: Iterable[str] = (),
+) -> list[FinalLabel]:
+    """Final labels on plain data: ``labels`` as from :func:`curation.agree.agreement.latest_labels`,
+    ``adjudications`` and ``seeds`` keyed by (qid, docid), ``leads`` the judges whose label wins
+    under the ``lead`` policy. Sorted by qid, docid."""
+    _check_policy(policy)
+    votes = {u: {j: (int(r.grade), _order(r.answered_at)) for j, r in d.items()} for u, d in labels.items()}
+    return _resolve_all(votes, policy=policy, adjudications=adjudications or {}, seeds=seeds or {},
+                        leads=set(leads))
+
+
+def _resolve_all(
+    votes: Mapping[tuple[str, str], Mapping[str, tuple[int, float]]],
+    *,
+    policy: str,
+    adjudications: Mapping[tuple[str, str], object],
+    seeds: Mapping[tuple[str, str], int],
+    leads: set[str],
+    pair_ids: Mapping[tuple[str, str], int] | None = None,
+) -> list[FinalLabel]:
+    """:func:`resolve` over every unit, with a fast path for the common cases (one judge, or
+    judges who agree, and no adjudication). ``adjudications`` map to a grade, or to a tuple
+    (grade, reason, lead name) whose reason and lead are kept on the label."""
+    pair_ids = pair_ids or {}
+    out = []
+    for unit in sorted(set(votes) | set(adjudications) | set(seeds)):
+        by_judge = votes.get(unit) or {}
+        adj = adjudications.get(unit)
+        pid = pair_ids.get(unit)
+        items = sorted(by_judge.items()) if len(by_judge) > 1 else list(by_judge.items())
+        pairs = tuple((j, g) for j, (g, _) in items)
+        if adj is None and pairs and not (policy == "lead" and any(j in leads for j, _ in pairs)):
+            first = pairs[0][1]
+            if len(pairs) == 1:
+                out.append(FinalLabel(unit[0], unit[1], first, "single", pairs, pid))
+                continue
+            if all(g == first for _, g in pairs):
+                out.append(FinalLabel(unit[0], unit[1], first, "unanimous", pairs, pid))
+                continue
+        adj_grade, reason, lead = (adj if isinstance(adj, tuple) else (adj, None, None))
+        vs = [Vote(j, g, j in leads, t) for j, (g, t) in items]
+        grade, source = resolve(vs, policy=policy, adjudication=adj_grade, seed=seeds.get(unit))
+        if source != "adjudicated":
+            reason = lead = None
+        out.append(FinalLabel(unit[0], unit[1], grade, source, pairs, pid, lead, reason))
+    return out
+
+
+def _order(t) -> float:
+    s = _seconds(t)
+    return float("-inf") if s is None else s
+
+
+def _project_id(project: Project | int) -> int:
+    return project if isinstance(project, int) else int(project.id)
+
+
+def load_judgments(
+    session: Session,
+    project: Project | int,
+    *,
+    overlap_only: bool = False,
+    include_skips: bool = False,
+) -> list[Label]:
+    """Every judgment row of the project as :class:`curation.agree.agreement.Judgment` records (judge =
+    user name), oldest first; ``overlap_only``: only pairs in the overlap set or labelled by two or
+    more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``."""
+    pid = _project_id(project)
+    stmt = (
+        select(Query.qid, Document.docid, User.name, Judgment.grade, Judgment.answered_at, Judgment.shown_at,
+               Judgment.pair_id, Judgment.skipped)
+        .join(PoolPair, PoolPair.id == Judgment.pair_id)
+        .join(Query, Query.id == PoolPair.query_id)
+        .join(Document, Document.id == PoolPair.document_id)
+        .join(User, User.id == Judgment.judge_id)
+        .where(Judgment.project_id == pid)
+        .order_by(Judgment.answered_at, Judgment.id)
+    )
+    rows = session.exec(stmt).all()
+    keep_pairs = _overlap_pairs(session, pid, rows) if overlap_only else None
+    out = []
+    for qid, docid, judge, grade, answered, shown, pair_id, skipped in rows:
+        if keep_pairs is not None and pair_id not in keep_pairs:
+            continue
+        if (grade is None or skipped) and not include_skips:
+            continue
+        out.append(Label(qid, docid, judge, None if skipped else grade, answered, shown))
+    return out
+
+
+def _overlap_pairs(session: Session, pid: int, rows) -> set[int]:
+    judges_of: dict[int, set[str]] = defaultdict(set)
+    for r in rows:
+        if r[3] is not None and not r[7]:
+            judges_of[r[6]].add(r[2])
+    keep = {p for p, js in judges_of.items() if len(js) >= 2}
+    keep |= set(session.exec(
+        select(Assignment.pair_id).where(Assignment.project_id == pid, Assignment.kind == "overlap")).all())
+    return keep
+
+
+def overlap_only(session: Session, project: Project | int, judgments: Iterable[Label]) -> list[Label]:
+    """The records of ``judgments`` (as from :func:`load_judgments`) on the pairs agreement is
+    measured on: the overlap set's pairs and any pair labelled by two or more judges. Saves a
+    second load when a page needs both all judgments (timing) and the overlap ones."""
+    pid = _project_id(project)
+    judges_of: dict[tuple[str, str], set[str]] = defaultdict(set)
+    judgments = list(judgments)
+    for j in judgments:
+        if j.grade is not None:
+            judges_of[(j.qid, j.docid)].add(j.judge)
+    keep = {u for u, js in judges_of.items() if len(js) >= 2}
+    keep |= set(session.exec(
+        select(Query.qid, Document.docid)
+        .select_from(Assignment)
+        .join(PoolPair, PoolPair.id == Assignment.pair_id)
+        .join(Query, Query.id == PoolPair.query_id)
+        .join(Document, Document.id == PoolPair.document_id)
+        .where(Assignment.project_id == pid, Assignment.kind == "overlap")
+    ).all())
+    return [j for j in judgments if (j.qid, j.docid) in keep]
+
+
+def final_labels(
+    session: Session,
+    project: Project | int,
+    *,
+    policy: str = "adjudicated",
+    include_unjudged: bool = False,
+) -> list[FinalLabel]:
+    """The final label of every judged pair of ``project`` (and every pair resting only on a seed
+    judgment), sorted by qid then docid, under ``policy`` (``adjudicated``, ``majority`` or
+    ``lead``; see the module docstring). ``include_unjudged`` adds the pool's pairs with no evidence
+    at all (source ``unjudged``, grade None), for coverage reports.
+
+    Each judge's LATEST judgment of a pair counts, skips ignored; the latest adjudication of a pair
+    counts. Imported judgments (``golden import-judgments``) count as the importing judge's.
+    Dropped queries are not filtered here: the export decides what to leave out.
+    """
+    _check_policy(policy)
+    pid = _project_id(project)
+    pair_ids = {
+        (q, d): i
+        for i, q, d in session.exec(
+            select(PoolPair.id, Query.qid, Document.docid)
+            .join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .where(PoolPair.project_id == pid)
+        ).all()
+    }
+    unit_of = {i: u for u, i in pair_ids.items()}
+    names = dict(session.exec(select(User.id, User.name)).all())
+    leads = {names[i] for i in session.exec(select(User.id).where(User.role.in_(LEAD_ROLES))).all()}
+    # Rows in the order they were answered: the last row of a (pair, judge) is its latest label.
+    # Only integers are read (no datetime parsing): this is the export's hot path.
+    votes: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
+    for n, (pair_id, judge_id, grade) in enumerate(session.exec(
+        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
+        .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None))  # noqa: E712
+        .order_by(Judgment.answered_at, Judgment.id)
+    ).all()):
+        votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
+    adjudications: dict[tuple[str, str], tuple[int, str, str]] = {}
+    for qid, docid, grade, reason, lead in session.exec(
+        select(Query.qid, Document.docid, Adjudication.grade, Adjudication.reason, User.name)
+        .join(PoolPair, PoolPair.id == Adjudication.pair_id)
+        .join(Query, Query.id == PoolPair.query_id)
+        .join(Document, Document.id == PoolPair.document_id)
+        .join(User, User.id == Adjudication.lead_id)
+        .where(Adjudication.project_id == pid)
+        .order_by(Adjudication.created_at, Adjudication.id)
+    ).all():
+        adjudications[(qid, docid)] = (grade, reason, lead)  # the latest wins
+    seeds: dict[tuple[str, str], int] = {}
+    for qid, docid, grade in session.exec(
+        select(SeedJudgment.qid, SeedJudgment.docid, SeedJudgment.grade)
+        .where(SeedJudgment.project_id == pid)
+        .order_by(SeedJudgment.imported_at, SeedJudgment.id)
+    ).all():
+        seeds[(str(qid), str(docid))] = int(grade)
+    out = _resolve_all(votes, policy=policy, adjudications=adjudications, seeds=seeds, leads=leads,
+                       pair_ids=pair_ids)
+    if include_unjudged:
+        seen = {(f.qid, f.docid) for f in out}
+        out.extend(FinalLabel(q, d, None, "unjudged", (), i) for (q, d), i in pair_ids.items() if (q, d) not in seen)
+        out.sort(key=lambda f: (f.qid, f.docid))
+    return out
+
+
+def source_counts(labels: Iterable[FinalLabel]) -> dict[str, int]:
+    """How many final labels came from each source (every source present, zeros included)."""
+    counts = Counter(f.source for f in labels)
+    return {s: counts.get(s, 0) for s in SOURCES}

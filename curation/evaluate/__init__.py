@@ -1,0 +1,1 @@
+"""Statistics over qrels and runs: per-query metrics, paired tests, power, coverage."""

@@ -1,0 +1,117 @@
+"""Comparing two pooled runs of a project against one of its exported versions (the app's report).
+
+The store does not keep run files, but the pool remembers, for every pooled pair, which run put
+the document where in its top ``depth`` (``PoolPair.systems_json``, hidden from judges). That is
+each run's ranking down to the pool depth, exactly the documents trec_eval sees in any top-k with
+k <= depth, so metrics cut at such a k are the same as from the run files. Uncut metrics (AP and
+MRR over the whole ranking) and deeper cutoffs are refused.
+
+The qrels and queries come from the version's frozen files, never from the live store, so the
+report is about that version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from sqlmodel import Session, select
+
+from curation.export.versions import get_version, version_files
+from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
+from curation.store.models import Document, PoolPair, Query, Run
+from curation.store.projects import get_project
+from curation.evaluate.stats import Comparison, compare, pair_scores, parse_queries
+
+__all__ = ["PooledRun", "pooled_runs", "version_runs", "compare_pooled"]
+
+
+@dataclass
+class PooledRun:
+    """A run as the pool knows it: its name, depth and ``rankings[qid]`` down to that depth."""
+
+    name: str
+    depth: int
+    rankings: dict[str, list[str]]
+
+
+def pooled_runs(session: Session, project: str) -> dict[str, PooledRun]:
+    """Every run that contributed to ``project``'s pool, rebuilt from the pool's provenance."""
+    proj = get_project(session, project)
+    ranks: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    rows = session.exec(
+        select(Query.qid, Document.docid, PoolPair.systems_json)
+        .join(Query, Query.id == PoolPair.query_id)
+        .join(Document, Document.id == PoolPair.document_id)
+        .where(PoolPair.project_id == proj.id)
+    ).all()
+    for qid, docid, systems in rows:
+        for name, rank in json.loads(systems or "{}").items():
+            ranks.setdefault(name, {}).setdefault(qid, []).append((int(rank), docid))
+    depths = {r.name: r.depth for r in session.exec(select(Run).where(Run.project_id == proj.id))}
+    out = {}
+    for name in sorted(ranks):
+        per_query = {q: [d for _, d in sorted(pairs)] for q, pairs in ranks[name].items()}
+        seen = max((len(v) for v in per_query.values()), default=0)
+        out[name] = PooledRun(name, int(depths.get(name) or seen), per_query)
+    return out
+
+
+def version_runs(session: Session, project: str, version: str) -> dict[str, PooledRun]:
+    """The pooled runs of ``project``, after checking that ``version`` exists (ValueError if not)."""
+    proj = get_project(session, project)
+    get_version(session, proj, version)
+    return pooled_runs(session, project)
+
+
+def _qrels_from_bytes(data: bytes) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) != 4:
+            raise ValueError(f"qrels.txt:{lineno}: has {len(parts)} fields, expected 4")
+        qrels.setdefault(parts[0], {})[parts[2]] = int(float(parts[3]))
+    return qrels
+
+
+def compare_pooled(
+    session: Session,
+    project: str,
+    version: str,
+    run_a: str,
+    run_b: str,
+    *,
+    metric: str = "ndcg@10",
+    weighting: str = "unweighted",
+    split: str | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    tie: float | None = None,
+) -> Comparison:
+    """Paired comparison (:func:`curation.evaluate.stats.compare`) of pooled runs ``run_a`` and ``run_b`` on
+    the qrels and queries of exported ``version``. ValueError (naming the parameter) for an unknown
+    run, a metric without a cutoff or deeper than the pool."""
+    _, files, _ = version_files(session, project, version)
+    spec = parse_metric(metric)
+    runs = pooled_runs(session, project)
+    for param, name in (("run_a", run_a), ("run_b", run_b)):
+        if name not in runs:
+            raise ValueError(f"{param}: no pooled run {name!r} in project {project!r} (runs: {', '.join(runs)})")
+    if run_a == run_b:
+        raise ValueError("run_b: pick two different runs")
+    depth = min(runs[run_a].depth, runs[run_b].depth)
+    if spec.k is None or spec.k > depth:
+        raise ValueError(f"metric: the pool holds these runs' top {depth}; choose a metric cut at k <= {depth}, "
+                         f"e.g. {spec.metric.name}@{min(10, depth)}")
+    qrels = _qrels_from_bytes(files["qrels.txt"])
+    queries = None
+    if "queries.jsonl" in files:
+        queries = parse_queries(files["queries.jsonl"].decode("utf-8").splitlines(), path="queries.jsonl")
+    index = QrelsIndex.build(qrels)
+    a = evaluate(runs[run_a].rankings, index, [spec], name=run_a)[str(spec)]
+    b = evaluate(runs[run_b].rankings, index, [spec], name=run_b)[str(spec)]
+    paired = pair_scores(a, b, queries=queries, split=split)
+    return compare(paired, queries=queries, weighting=weighting, resamples=resamples, seed=seed, tie=tie,
+                   split=split)

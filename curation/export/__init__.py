@@ -1,0 +1,1 @@
+"""Versioned, immutable qrels exports with their manifest, and query splits."""

@@ -1,0 +1,392 @@
+"""Reading a corpus of chunks: JSONL, TSV or Parquet (gzip for the text forms), streamed.
+
+A corpus record has ``id`` and ``text``, and optionally ``title`` and ``url``. JSONL objects may
+name the id ``docid`` or ``_id`` instead. A TSV file has a header row naming its columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl, open_text
+
+_ID_KEYS = ("id", "docid", "_id", "doc_id")
+
+
+@dataclass(frozen=True)
+class Doc:
+    id: str
+    text: str
+    title: str | None = None
+    url: str | None = None
+
+
+def _from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
+    for key in _ID_KEYS:
+        if key in obj and obj[key] is not None:
+            docid = str(obj[key])
+            break
+    else:
+        raise InputError(path, lineno, "record has no id (expected one of: " + ", ".join(_ID_KEYS) + ")")
+    text = obj.get("text")
+    if text is None:
+        text = obj.get("contents", obj.get("body"))
+    if text is None:
+        raise InputError(path, lineno, f"record {docid!r} has no text")
+    # An empty title or url (as a TSV column left blank) is no title or url, so the same records
+    # read from any format are equal (and have the same fingerprint).
+    title = obj.get("title")
+    url = obj.get("url")
+    return Doc(docid, str(text), str(title) if title not in (None, "") else None, str(url) if url not in (None, "") else None)
+
+
+def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[Doc]:
+    """Yield the :class:`Doc` records of one corpus file, in file order, in constant memory."""
+    path = str(path)
+    suffix = base_suffix(path)
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=batch_size):
+            for row in batch.to_pylist():
+                yield _from_mapping(row, path, None)
+    elif suffix in (".tsv", ".tab"):
+        with open_text(path) as fh:
+            reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            for lineno, row in enumerate(reader, 2):
+                yield _from_mapping(row, path, lineno)
+    elif suffix in (".jsonl", ".json", ".ndjson"):
+        for lineno, obj in iter_jsonl(path):
+            yield _from_mapping(obj, path, lineno)
+    else:
+        raise InputError(path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)")
+
+
+def iter_corpus(paths: Iterable[str | os.PathLike]) -> Iterator[Doc]:
+    """Yield the records of several corpus files in turn."""
+    for path in paths:
+        yield from iter_corpus_file(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Snapshot fingerprint
+
+
+FINGERPRINT_VERSION = "golden.corpus/1"
+_MOD = 1 << 256
+
+
+def record_hash(doc: Doc) -> bytes:
+    """SHA-256 of one record's content: the compact UTF-8 JSON array ``[id, text, title, url]``."""
+    payload = json.dumps([doc.id, doc.text, doc.title, doc.url], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A corpus snapshot's content hash and record count.
+
+    ``sha256`` does not depend on the order of the records nor on the file format they came in:
+    it is the SHA-256 of ``"golden.corpus/1"``, the record count and the sum modulo 2**256 of the
+    records' :func:`record_hash` values (a multiset hash, "MSet-Add-Hash" in Clarke et al.,
+    *Incremental Multiset Hash Functions and Their Application to Memory Integrity Checking*,
+    ASIACRYPT 2003). Any change to any record's id, text, title or url changes it; so does adding,
+    removing or repeating a record. It is meant to identify a snapshot, not to resist an attacker.
+    """
+
+    docs: int
+    sha256: str
+
+    def __str__(self) -> str:
+        return f"sha256:{self.sha256} ({self.docs:,} docs)"
+
+
+class FingerprintBuilder:
+    """Accumulates :class:`Fingerprint` record by record, in constant memory."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0
+
+    def add(self, doc: Doc) -> None:
+        self.count += 1
+        self.total = (self.total + int.from_bytes(record_hash(doc), "big")) % _MOD
+
+    def result(self) -> Fingerprint:
+        digest = hashlib.sha256()
+        digest.update(FINGERPRINT_VERSION.encode())
+        digest.update(b"\x00" + str(self.count).encode() + b"\x00")
+        digest.update(self.total.to_bytes(32, "big"))
+        return Fingerprint(self.count, digest.hexdigest())
+
+
+def corpus_fingerprint(paths: Iterable[str | os.PathLike], *, progress=None) -> Fingerprint:
+    """The :class:`Fingerprint` of the records of ``paths`` (one pass, constant memory).
+
+    ``progress``, when given, is called once per record (e.g. ``tqdm.update``).
+    """
+    builder = FingerprintBuilder()
+    for doc in iter_corpus(_as_list(paths)):
+        builder.add(doc)
+        if progress is not None:
+            progress()
+    return builder.result()
+
+
+def _as_list(paths) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [str(paths)]
+    return [str(p) for p in paths]
+
+
+# --------------------------------------------------------------------------------------------
+# Fetching the pooled documents
+
+
+@dataclass
+class Fetched:
+    """The texts of the wanted documents, and the ones the corpus lacks."""
+
+    docs: dict[str, Doc]  # docid -> record, for the wanted docids found
+    missing: list[str]  # wanted docids not in the corpus, sorted
+    fingerprint: Fingerprint  # of the whole corpus read
+    duplicates: list[str] = field(default_factory=list)  # wanted docids found more than once (first kept)
+
+
+def fetch_docs(paths: Iterable[str | os.PathLike], docids: Iterable[str], *, progress=None) -> Fetched:
+    """Read the corpus once, keeping only the records whose id is in ``docids``.
+
+    Memory is that of the wanted records only. The corpus fingerprint is computed in the same
+    pass. ``missing`` names every wanted docid that the corpus does not hold.
+    """
+    wanted = {str(d) for d in docids}
+    found: dict[str, Doc] = {}
+    duplicates: set[str] = set()
+    builder = FingerprintBuilder()
+    for doc in iter_corpus(_as_list(paths)):
+        builder.add(doc)
+        if progress is not None:
+            progress()
+        if doc.id in wanted:
+            if doc.id in found:
+                duplicates.add(doc.id)
+            else:
+                found[doc.id] = doc
+    missing = sorted(wanted - found.keys())
+    return Fetched(found, missing, builder.result(), sorted(duplicates))
+
+
+# --------------------------------------------------------------------------------------------
+# A comparison corpus: every judged or pooled document, plus a uniform random draw of the rest
+
+
+def read_docids(path: str | os.PathLike) -> list[str]:
+    """The docids listed in a file, in order, without repeats.
+
+    Reads a pool or any JSONL with ``docid`` (or ``id``), a TREC qrels file (4 fields: the
+    third), a TREC run (6 fields: the third), or a plain list (one docid a line).
+    """
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    out: dict[str, None] = {}
+    is_jsonl = base_suffix(path) in (".jsonl", ".json", ".ndjson")
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            if is_jsonl:
+                try:
+                    obj = json.loads(stripped)
+                except json.JSONDecodeError as exc:
+                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+                key = next((k for k in ("docid", "id", "doc_id") if isinstance(obj, dict) and k in obj), None)
+                if key is None:
+                    raise InputError(path, lineno, 'expected an object with a "docid" field')
+                out[str(obj[key])] = None
+                continue
+            parts = stripped.split()
+            if len(parts) in (4, 6):
+                out[parts[2]] = None
+            elif len(parts) == 1:
+                out[parts[0]] = None
+            else:
+                raise InputError(
+                    path, lineno, f"has {len(parts)} fields: expected a docid, a qrels line (4) or a run line (6)"
+                )
+    return list(out)
+
+
+@dataclass
+class CorpusSample:
+    kept: int  # documents kept because they are judged or pooled
+    drawn: int  # documents drawn uniformly from the rest
+    corpus_docs: int  # records read
+    keep_missing: list[str]  # docids to keep that the corpus lacks, sorted
+    fingerprint: Fingerprint  # of the sample written
+    corpus_fingerprint: Fingerprint  # of the corpus read
+    short: bool = False  # the corpus had fewer records than the size asked for
+
+
+def _reservoir(items: Iterator[tuple[int, Doc]], k: int, rng: random.Random) -> list[tuple[int, Doc]]:
+    """A uniform random sample of ``k`` items of a stream of unknown length, one pass, O(k) memory.
+
+    Algorithm L (Li, *Reservoir-Sampling Algorithms of Time Complexity O(n(1 + log(N/n)))*,
+    ACM TOMS 1994): it skips ahead a geometric number of items between replacements, so the
+    random-number calls are O(k log(N/k)), not O(N). Uses only ``Random.random()``, whose stream
+    Python keeps the same across versions for the same seed.
+    """
+
+    def uniform() -> float:
+        r = rng.random()
+        while r == 0.0:
+            r = rng.random()
+        return r
+
+    reservoir: list[tuple[int, Doc]] = []
+    if k <= 0:
+        for _ in items:
+            pass
+        return reservoir
+    w = math.exp(math.log(uniform()) / k)
+    next_index = k - 1 + math.floor(math.log(uniform()) / math.log1p(-w)) + 1
+    for i, item in enumerate(items):
+        if i < k:
+            reservoir.append(item)
+        elif i == next_index:
+            reservoir[int(uniform() * k) % k] = item
+            w *= math.exp(math.log(uniform()) / k)
+            next_index += math.floor(math.log(uniform()) / math.log1p(-w)) + 1
+    return reservoir
+
+
+def _subsample(items: list, m: int, rng: random.Random) -> list:
+    """``m`` items drawn uniformly without replacement (a partial Fisher-Yates shuffle on ``random()``)."""
+    items = list(items)
+    n = len(items)
+    for i in range(m):
+        j = i + int(rng.random() * (n - i))
+        items[i], items[j] = items[j], items[i]
+    return items[:m]
+
+
+def write_corpus(docs: Iterable[Doc], path: str | os.PathLike) -> Fingerprint:
+    """Write records whole or not at all: ``.jsonl`` (``.gz`` allowed) or ``.parquet``.
+
+    Returns the fingerprint of what was written.
+    """
+    path = str(path)
+    suffix = base_suffix(path)
+    builder = FingerprintBuilder()
+
+    def record(doc: Doc) -> dict:
+        builder.add(doc)
+        row = {"id": doc.id, "text": doc.text}
+        if doc.title is not None:
+            row["title"] = doc.title
+        if doc.url is not None:
+            row["url"] = doc.url
+        return row
+
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = [record(d) for d in docs]
+        table = pa.table(
+            {
+                "id": pa.array([r["id"] for r in rows], pa.string()),
+                "text": pa.array([r["text"] for r in rows], pa.string()),
+                "title": pa.array([r.get("title") for r in rows], pa.string()),
+                "url": pa.array([r.get("url") for r in rows], pa.string()),
+            }
+        )
+        with atomic_write(path, "wb", encoding=None) as fh:
+            pq.write_table(table, fh)
+    elif suffix in (".jsonl", ".ndjson"):
+        gz = path.endswith(".gz")
+        with atomic_write(path, "wb", encoding=None) as raw:
+            # mtime=0: the same records give the same bytes.
+            fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") if gz else raw
+            try:
+                for doc in docs:
+                    fh.write((json.dumps(record(doc), ensure_ascii=False) + "\n").encode("utf-8"))
+            finally:
+                if gz:
+                    fh.close()
+    else:
+        raise ValueError(f"out: unknown corpus format {suffix!r}: use .jsonl, .jsonl.gz or .parquet")
+    return builder.result()
+
+
+def sample_corpus(
+    paths: Iterable[str | os.PathLike],
+    *,
+    keep: Iterable[str],
+    size: int,
+    seed: int,
+    out: str | os.PathLike,
+    progress=None,
+) -> CorpusSample:
+    """Write a comparison corpus of ``size`` records: all of ``keep``, the rest a uniform draw.
+
+    Every record whose id is in ``keep`` (judged or pooled documents) is written; the remaining
+    ``size - kept`` records are a uniform random sample without replacement of all other records
+    of the corpus (reservoir sampling, :func:`_reservoir`), so no part of the corpus (the newest
+    files, one product area) is favoured. One pass; memory holds ``size`` records, never the
+    corpus. Records are written in corpus order. Same seed and input, same output bytes.
+    """
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"size must be a positive integer, not {size!r}")
+    keep_set = {str(d) for d in keep}
+    if len(keep_set) > size:
+        raise ValueError(
+            f"size: {size:,} is smaller than the {len(keep_set):,} documents to keep; raise --size above {len(keep_set):,}"
+        )
+    rng = random.Random(seed)
+    kept: list[tuple[int, Doc]] = []
+    kept_ids: set[str] = set()
+    builder = FingerprintBuilder()
+    count = 0
+
+    def others() -> Iterator[tuple[int, Doc]]:
+        nonlocal count
+        for pos, doc in enumerate(iter_corpus(_as_list(paths))):
+            count += 1
+            builder.add(doc)
+            if progress is not None:
+                progress()
+            if doc.id in keep_set:
+                if doc.id not in kept_ids:  # a repeated record of a kept id is not kept twice
+                    kept_ids.add(doc.id)
+                    kept.append((pos, doc))
+                continue
+            yield pos, doc
+
+    # A reservoir as large as the whole sample, cut down once the number of kept records is
+    # known: a uniform random subset of a uniform random subset is a uniform random subset.
+    reservoir = _reservoir(others(), size, rng)
+    room = size - len(kept)
+    if len(reservoir) > room:
+        reservoir = _subsample(reservoir, room, rng)
+    chosen = sorted(kept + reservoir, key=lambda item: item[0])
+    fingerprint = write_corpus((doc for _, doc in chosen), out)
+    return CorpusSample(
+        kept=len(kept),
+        drawn=len(reservoir),
+        corpus_docs=count,
+        keep_missing=sorted(keep_set - kept_ids),
+        fingerprint=fingerprint,
+        corpus_fingerprint=builder.result(),
+        short=count < size,
+    )

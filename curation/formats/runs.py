@@ -1,0 +1,375 @@
+"""Reading ranked runs (TREC and JSONL) and ordering them exactly as trec_eval does.
+
+trec_eval ignores the rank column: within a query it sorts a run's documents by score descending
+and breaks ties by docno descending (``comp_sim_docno`` in trec_eval's ``form_res_rels.c``).
+Pooling and metrics both use :func:`trec_order`, so the pool holds exactly the documents that the
+evaluation later sees in each top-k.
+
+TREC form, one line a result, white-space separated::
+
+    qid Q0 docid rank score tag
+
+JSONL form, one object a line: ``{"qid": "301", "docid": "FT911-3", "score": 12.5}`` (``rank`` and
+``run`` optional; ``run`` names the system when the file has no other name).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from curation.formats.fileio import InputError, base_suffix
+
+
+@dataclass
+class Run:
+    """One system's ranked results: ``rankings[qid]`` is a list of docids in trec_eval order."""
+
+    name: str
+    path: str
+    sha256: str
+    rankings: dict[str, list[str]] = field(default_factory=dict)
+    scores: dict[str, list[float]] = field(default_factory=dict)
+    #: When set, only each query's first ``depth`` documents were kept (see :func:`read_run`).
+    depth: int | None = None
+
+    def top(self, qid: str, k: int) -> list[str]:
+        """The first ``k`` docids of query ``qid`` (empty when the run has no line for it)."""
+        return self.rankings.get(qid, [])[:k]
+
+    @property
+    def qids(self) -> list[str]:
+        return list(self.rankings)
+
+
+def trec_order(results: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Sort ``(docid, score)`` pairs as trec_eval does: score descending, then docid descending.
+
+    Scores should already be at trec_eval's precision (:func:`as_trec_score`), so that two scores
+    trec_eval sees as tied are tied here too.
+    """
+    # Two stable sorts: docid descending first, then score descending keeps docid order on ties.
+    ordered = sorted(results, key=lambda r: r[0], reverse=True)
+    ordered.sort(key=lambda r: r[1], reverse=True)
+    return ordered
+
+
+def as_trec_score(score: float) -> float:
+    """``score`` rounded to a 32-bit float, the precision trec_eval keeps (``float sim`` in its
+    results struct): scores that differ only beyond it are ties there, broken by docid."""
+    return float(np.float32(score))
+
+
+def _parse_score(raw, path, lineno) -> float:
+    try:
+        score = as_trec_score(float(raw))
+    except (TypeError, ValueError):
+        raise InputError(path, lineno, f"score {raw!r} is not a number") from None
+    if math.isnan(score):
+        raise InputError(path, lineno, "score is NaN")
+    return score
+
+
+def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | None = None) -> Run:
+    """Read a TREC or JSONL run file (gzip allowed) into a :class:`Run` in trec_eval order.
+
+    The format is taken from the name (``.jsonl``/``.json`` means JSONL, anything else TREC).
+    Raises :class:`InputError` naming the file and line for a line with the wrong number of fields,
+    a score that is not a number, or a docid repeated within one query.
+
+    ``depth`` keeps only each query's first ``depth`` documents (in trec_eval order); every line
+    is still read and checked. Pooling at depth k needs no more, and it is much faster.
+
+    A plain ASCII TREC file is parsed with pyarrow's CSV reader and numpy (the fast path); a file
+    the fast path cannot vouch for (other white space, a bad line, a repeated docid...) is read
+    line by line, which gives the same result or the error with its file and line.
+    """
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be a positive integer or None, not {depth!r}")
+    path = str(path)
+    is_jsonl = base_suffix(path) in (".jsonl", ".json", ".ndjson")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    sha256 = hashlib.sha256(raw).hexdigest()
+    data = igzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    del raw
+    parsed = None if is_jsonl else _parse_trec_fast(data, depth)
+    if parsed is None:
+        parsed = _parse_lines(data, path, is_jsonl, depth)
+    rankings, scores, tags = parsed
+    if name is None:
+        name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
+    return Run(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
+
+
+def read_runs(
+    paths: list[str | os.PathLike],
+    *,
+    names: list[str | None] | None = None,
+    depth: int | None = None,
+    workers: int | None = None,
+    progress=None,
+) -> list[Run]:
+    """Read several runs with :func:`read_run`, in parallel threads, in the order given.
+
+    Decompressing, parsing (pyarrow) and sorting (numpy) release the GIL, so threads overlap.
+    When several files are bad, the error of the first one in ``paths`` order is raised.
+    ``progress``, when given, is called with each :class:`Run` as it is read (e.g. to tick a bar).
+    """
+    paths = list(paths)
+    if names is None:
+        names = [None] * len(paths)
+    if len(names) != len(paths):
+        raise ValueError(f"names must have one entry per path ({len(paths)}), not {len(names)}")
+    if workers is None:
+        workers = min(len(paths), os.cpu_count() or 1, 8)
+
+    def one(path_name):
+        run = read_run(path_name[0], name=path_name[1], depth=depth)
+        if progress is not None:
+            progress(run)
+        return run
+
+    if workers <= 1 or len(paths) <= 1:
+        return [one(pn) for pn in zip(paths, names)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, zip(paths, names)))
+
+
+def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
+    """The exact reader: line by line, every error with its line number."""
+    per_query: dict[str, list[tuple[str, float]]] = {}
+    seen: dict[str, set[str]] = {}
+    tags: set[str] = set()
+    text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")
+    for lineno, line in enumerate(text, 1):
+        if not line.strip():
+            continue
+        if is_jsonl:
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict) or "qid" not in obj or "docid" not in obj or "score" not in obj:
+                raise InputError(path, lineno, "expected an object with qid, docid and score")
+            qid, docid = str(obj["qid"]), str(obj["docid"])
+            score = _parse_score(obj["score"], path, lineno)
+            if obj.get("run") is not None:
+                tags.add(str(obj["run"]))
+        else:
+            parts = line.split()
+            if len(parts) != 6:
+                raise InputError(
+                    path, lineno, f"has {len(parts)} fields, expected 6 (qid Q0 docid rank score tag)"
+                )
+            qid, _, docid, _, raw_score, tag = parts
+            score = _parse_score(raw_score, path, lineno)
+            tags.add(tag)
+        docs = seen.setdefault(qid, set())
+        if docid in docs:
+            raise InputError(path, lineno, f"docid {docid!r} appears twice for query {qid!r}")
+        docs.add(docid)
+        per_query.setdefault(qid, []).append((docid, score))
+    rankings: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    for qid, results in per_query.items():
+        ordered = trec_order(results)[:depth]
+        rankings[qid] = [d for d, _ in ordered]
+        scores[qid] = [s for _, s in ordered]
+    return rankings, scores, tags
+
+
+_TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
+# The white space str.split() splits on in ASCII, besides the delimiter and line ends.
+_OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+
+
+def _parse_trec_fast(data: bytes, depth: int | None):
+    """Parse a TREC run with pyarrow + numpy, or return None when the exact reader must decide.
+
+    Used only when every line is ASCII and fields are separated by exactly one tab (or one
+    space), so pyarrow's fields are exactly ``str.split()``'s. Anything unusual (a wrong field
+    count, an empty field, a score that is not a number or is NaN, a repeated docid) returns None
+    and the line-by-line reader reports it precisely.
+    """
+    if not data.isascii():
+        return None
+    first = data[: data.find(b"\n")]
+    delimiter, other = (b"\t", b" ") if b"\t" in first else (b" ", b"\t")
+    if data.find(other) >= 0 or any(data.find(c) >= 0 for c in _OTHER_ASCII_SPACE):
+        return None
+    try:
+        table = pa_csv.read_csv(
+            pa.py_buffer(data),
+            read_options=pa_csv.ReadOptions(column_names=_TREC_COLUMNS, use_threads=False, block_size=len(data) + 1),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter.decode(), quote_char=False, escape_char=False, newlines_in_values=False
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={c: (pa.float64() if c == "score" else pa.string()) for c in _TREC_COLUMNS},
+                check_utf8=False,  # the bytes are ASCII (checked above)
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    n = table.num_rows
+    if n == 0:
+        return {}, {}, set()
+    cols = {c: table[c].combine_chunks() for c in _TREC_COLUMNS}
+    for c in _TREC_COLUMNS:
+        if c != "score" and (_offsets(cols[c])[1:] == _offsets(cols[c])[:-1]).any():
+            return None  # an empty field: str.split() would count one field fewer
+    score_arr = cols["score"]
+    if score_arr.null_count:
+        return None
+    score = np.frombuffer(score_arr.buffers()[1], dtype=np.float64, count=n, offset=score_arr.offset * 8)
+    score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
+    if np.isnan(score).any():
+        return None
+    doc_arr = pc.dictionary_encode(cols["docid"])
+    dc = _indices(doc_arr)
+    # Group rows by query. Runs usually list each query in one block: then no hashing is needed.
+    qcol = cols["qid"]
+    change = pc.not_equal(qcol.slice(1), qcol.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.r_[0, np.flatnonzero(change) + 1]
+    qids = qcol.take(pa.array(starts)).to_pylist()
+    contiguous = len(set(qids)) == len(qids)
+    if contiguous:
+        order = np.arange(n)
+        sorted_q = qc = np.repeat(np.arange(len(starts), dtype=np.int32), np.diff(np.r_[starts, n]))
+    else:
+        qid_arr = pc.dictionary_encode(qcol)  # codes numbered in order of first appearance
+        qc = _indices(qid_arr)
+        qids = qid_arr.dictionary.to_pylist()
+        order = np.argsort(qc, kind="stable")
+        sorted_q = qc[order]
+        starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]])
+    if _has_repeats(qc.astype(np.int64) * len(doc_arr.dictionary) + dc, len(qids) * len(doc_arr.dictionary)):
+        return None  # a docid repeated within a query
+    ends = np.r_[starts[1:], n]
+    tags = _distinct(cols["tag"])
+    ranked = _top_presorted(score, dc, doc_arr.dictionary, starts, ends, depth) if contiguous else None
+    if ranked is None:
+        ranked = _top_any_order(score, dc, doc_arr.dictionary, order, starts, ends, depth)
+    rankings: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    for s, (docs, values) in zip(starts.tolist(), ranked):
+        qid = qids[int(sorted_q[s])]
+        rankings[qid] = docs
+        scores[qid] = values
+    return rankings, scores, tags
+
+
+def _distinct(col) -> set[str]:
+    """The distinct values of a string column (usually one: a run's tag)."""
+    first = col[0]
+    if pc.all(pc.equal(col, first)).as_py():
+        return {first.as_py()}
+    return set(pc.unique(col).to_pylist())
+
+
+def _top_any_order(score, dc, dictionary, order, starts, ends, depth):
+    """Per query block, the first ``depth`` (docid, score) in trec_eval order, whatever the file order."""
+    picks = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        seg = order[s:e]
+        if depth is not None and e - s > depth:
+            # Everything scoring at least the depth-th best score; ties at the cut are settled
+            # below by trec_order (docid descending).
+            sc = score[seg]
+            threshold = np.partition(sc, e - s - depth)[e - s - depth]
+            seg = seg[sc >= threshold]
+        picks.append(seg)
+    rows = np.concatenate(picks)
+    docids = dictionary.take(pa.array(dc[rows])).to_pylist()
+    values = score[rows].tolist()
+    out = []
+    at = 0
+    for seg in picks:
+        m = len(seg)
+        ordered = trec_order(list(zip(docids[at : at + m], values[at : at + m])))[:depth]
+        at += m
+        out.append(([d for d, _ in ordered], [v for _, v in ordered]))
+    return out
+
+
+def _top_presorted(score, dc, dictionary, starts, ends, depth):
+    """The same as :func:`_top_any_order` for a file whose queries come in blocks already in
+    descending score order (as runs are usually written), mostly without a Python loop; None
+    when a block is not in that order."""
+    n = len(score)
+    step = score[1:] - score[:-1]
+    inner = np.ones(n - 1 if n else 0, dtype=np.bool_)
+    inner[starts[1:] - 1] = False  # pairs of rows that straddle two queries
+    if (step[inner] > 0).any():
+        return None
+    counts = ends - starts
+    take = counts.copy() if depth is None else np.minimum(counts, depth)
+    if depth is not None:
+        # Rows tied with the last one kept are candidates too (trec_order settles them).
+        for b in np.flatnonzero(counts > depth).tolist():
+            s, e = int(starts[b]), int(ends[b])
+            stop = s + depth
+            while stop < e and score[stop] == score[stop - 1]:
+                stop += 1
+            take[b] = stop - s
+    pos = np.arange(n) - np.repeat(starts, counts)
+    keep = pos < np.repeat(take, counts)
+    rows = np.flatnonzero(keep)
+    docids = dictionary.take(pa.array(dc[rows])).to_pylist()
+    values = score[rows].tolist()
+    tie = np.zeros(n, dtype=np.bool_)
+    tie[:-1] = (step == 0) & inner & keep[:-1] & keep[1:]
+    has_tie = np.add.reduceat(tie, starts) > 0 if n else np.zeros(0, dtype=np.bool_)
+    out = []
+    at = 0
+    for m, tied in zip(take.tolist(), has_tie.tolist()):
+        docs, vals = docids[at : at + m], values[at : at + m]
+        at += m
+        if tied:
+            ordered = trec_order(list(zip(docs, vals)))[:depth]
+            docs, vals = [d for d, _ in ordered], [v for _, v in ordered]
+        out.append((docs, vals))
+    return out
+
+
+def _has_repeats(keys: np.ndarray, universe: int) -> bool:
+    """True when some value occurs twice in ``keys`` (all in ``range(universe)``)."""
+    if universe <= 1 << 25:  # a byte map is cheaper than sorting
+        seen = np.zeros(universe, dtype=np.bool_)
+        seen[keys] = True
+        return int(np.count_nonzero(seen)) != len(keys)
+    keys = np.sort(keys)
+    return bool((keys[1:] == keys[:-1]).any())
+
+
+def _offsets(arr) -> np.ndarray:
+    """The int32 value offsets of a string array as a numpy view (no copy)."""
+    return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+
+
+def _indices(arr) -> np.ndarray:
+    """The int32 codes of a dictionary array as a numpy view (no copy)."""
+    ind = arr.indices
+    return np.frombuffer(ind.buffers()[1], dtype=np.int32, count=len(ind), offset=ind.offset * 4)
+
+
+def _name_from_path(path: str) -> str:
+    name = Path(path).name
+    for suffix in (".gz", ".jsonl", ".json", ".trec", ".txt", ".run"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name.removeprefix("input.")

@@ -1,0 +1,1 @@
+"""Judging: assigning pairs to judges (overlap set first), serving them, recording labels."""

@@ -1,0 +1,188 @@
+"""Importing existing relevance labels as if a judge had made them.
+
+A TREC qrels file (``qid iter docid grade``) is loaded as judgments of one judge, with
+``source = "import"``, so labels from earlier campaigns and second assessors can be compared with
+the project's own judges (``golden agreement``) and enter the final labels (:mod:`curation.agree.labels`).
+
+- Pairs that are not in the project's pool are reported and skipped (the pool is what is judged).
+- A multi-assessor file whose second column is the judgment group (trec_eval's ``qrels.123``) is
+  imported one group at a time (``group=``), each as a different judge.
+- Grades outside the project's scale are reported and skipped, or clipped to the scale's ends with
+  ``clip=True`` (trec_eval reads any grade below 1 as not relevant, so -1 -> lowest grade is safe).
+- Importing the same file again adds nothing: each line's judgment carries a token made of the
+  file's SHA-256 and the line's position, unique per judge in the store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sqlalchemy import insert, update
+from sqlmodel import Session, select
+
+from curation.formats.fileio import sha256_file
+from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, User, utcnow
+from curation.store.projects import get_project, grades
+from curation.formats.qrels import iter_qrels
+from curation.store.users import get_user
+
+MAX_EXAMPLES = 10
+
+
+@dataclass
+class ImportReport:
+    """What :func:`import_judgments` did."""
+
+    path: str
+    project: str
+    judge: str
+    group: str | None
+    lines: int = 0  # lines of the file read for this group
+    imported: int = 0  # judgments added
+    already: int = 0  # lines imported by an earlier run (same file, same judge)
+    missing: int = 0  # pairs not in the pool: skipped
+    missing_examples: list[tuple[str, str]] = field(default_factory=list)
+    out_of_scale: int = 0  # grades outside the scale: skipped (or clipped with clip=True)
+    clipped: int = 0
+    grades: dict[int, int] = field(default_factory=dict)  # imported grade -> count
+    queries: int = 0  # distinct queries imported
+    groups: list[str] = field(default_factory=list)  # judgment groups seen in the file
+
+    def summary(self) -> str:
+        """Lines a person reads after the import."""
+        g = f" (group {self.group})" if self.group is not None else ""
+        out = [f"{self.path}{g}: {self.lines} lines -> {self.imported} judgments by {self.judge} "
+               f"in project {self.project} ({self.queries} queries)"]
+        if self.grades:
+            out.append("grades: " + ", ".join(f"{k}: {v}" for k, v in sorted(self.grades.items())))
+        if self.already:
+            out.append(f"{self.already} lines were imported before for {self.judge}: left as they are")
+        if self.missing:
+            ex = ", ".join(f"{q}/{d}" for q, d in self.missing_examples[:3])
+            out.append(f"{self.missing} pairs are not in the pool and were skipped (e.g. {ex})")
+        if self.out_of_scale:
+            out.append(f"{self.out_of_scale} grades outside the scale were skipped (--clip maps them to its ends)")
+        if self.clipped:
+            out.append(f"{self.clipped} grades outside the scale were clipped to its ends")
+        return "\n".join(out)
+
+
+def qrels_groups(path: str | os.PathLike) -> list[str]:
+    """The distinct values of the second column of a qrels file, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for q in iter_qrels(path):
+        seen.setdefault(q.iteration, None)
+    return list(seen)
+
+
+def import_judgments(
+    session: Session,
+    path: str | os.PathLike,
+    *,
+    judge: str,
+    project: str | None = None,
+    group: str | None = None,
+    clip: bool = False,
+    create_judge: bool = False,
+) -> ImportReport:
+    """Load the TREC qrels at ``path`` as judgments by the user ``judge`` in ``project`` (default:
+    the only project) and commit. ``group``: import only the lines whose second column equals it;
+    required when the file holds several groups. ``create_judge``: add ``judge`` as a disabled
+    judge account (no login) when there is no such user. ValueError (naming the parameter) when
+    the judge or group is unknown; ``InputError`` (path:line) for a malformed line."""
+    path = str(path)
+    proj: Project = get_project(session, project)
+    scale = [g.grade for g in grades(proj)]
+    lo, hi = min(scale), max(scale)
+    user = _judge(session, judge, create_judge)
+
+    lines = list(iter_qrels(path))
+    groups = list(dict.fromkeys(q.iteration for q in lines))
+    if group is None and len(groups) > 1:
+        raise ValueError(
+            f"group: {path} holds judgment groups {', '.join(groups)} in its second column; "
+            "import one at a time with --group G, each as a different --judge"
+        )
+    if group is not None and group not in groups:
+        raise ValueError(f"group: {group!r} is not in {path} (groups: {', '.join(groups) or 'none'})")
+
+    report = ImportReport(path, proj.name, user.name, group, groups=groups)
+    pool = {
+        (q, d): pid
+        for pid, q, d in session.exec(
+            select(PoolPair.id, Query.qid, Document.docid)
+            .join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .where(PoolPair.project_id == proj.id)
+        ).all()
+    }
+    prefix = f"import:{sha256_file(path)[:20]}:"
+    done = set(
+        session.exec(
+            select(Judgment.client_token).where(
+                Judgment.judge_id == user.id, Judgment.client_token.like(prefix + "%")  # type: ignore[union-attr]
+            )
+        ).all()
+    )
+    now = utcnow()
+    rows = []
+    grade_counts: Counter[int] = Counter()
+    qids = set()
+    for i, line in enumerate(lines):
+        if group is not None and line.iteration != group:
+            continue
+        report.lines += 1
+        pair_id = pool.get((line.qid, line.docid))
+        if pair_id is None:
+            report.missing += 1
+            if len(report.missing_examples) < MAX_EXAMPLES:
+                report.missing_examples.append((line.qid, line.docid))
+            continue
+        grade = line.grade
+        if not lo <= grade <= hi:
+            if not clip:
+                report.out_of_scale += 1
+                continue
+            grade = min(max(grade, lo), hi)
+            report.clipped += 1
+        token = f"{prefix}{i}"
+        if token in done:
+            report.already += 1
+            continue
+        rows.append(dict(project_id=proj.id, pair_id=pair_id, judge_id=user.id, grade=grade, unsure=False,
+                         skipped=False, source="import", answered_at=now, client_token=token))
+        grade_counts[grade] += 1
+        qids.add(line.qid)
+    for start in range(0, len(rows), 5000):
+        session.execute(insert(Judgment), rows[start:start + 5000])
+    pair_ids = sorted({r["pair_id"] for r in rows})
+    for start in range(0, len(pair_ids), 5000):  # the judge is not asked again for these pairs
+        session.execute(
+            update(Assignment)
+            .where(Assignment.judge_id == user.id, Assignment.pair_id.in_(pair_ids[start:start + 5000]),
+                   Assignment.done_at.is_(None))
+            .values(done_at=now, skipped=False)
+        )
+    session.commit()
+    report.imported = len(rows)
+    report.grades = dict(sorted(grade_counts.items()))
+    report.queries = len(qids)
+    return report
+
+
+def _judge(session: Session, name: str, create: bool) -> User:
+    user = get_user(session, name)
+    if user is not None:
+        return user
+    if not create:
+        raise ValueError(
+            f"judge: no user {name!r}; add them with `golden user add {name} --role judge`, "
+            "or pass --create-judge to add a judge account without a login"
+        )
+    from curation.store.users import add_user, generate_password, set_active
+
+    user = add_user(session, name, role="judge", password=generate_password())
+    set_active(session, user, False)
+    return user

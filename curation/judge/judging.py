@@ -1,0 +1,644 @@
+"""The judge's operations, atomic under concurrency: show a pair, record a label, go back.
+
+Every function here takes the judge's identity and only ever reads or writes that judge's own
+assignments; what it returns (:class:`Task`, :class:`Progress`, :class:`SubmitResult`) carries no
+provenance (which system retrieved a document, its rank) and no other judge's label.
+
+How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
+
+* Showing a pair issues a one-time token (a :class:`~curation.store.models.PairView` row). A judgment is
+  recorded with its token under the unique constraint ``(judge_id, client_token)``, so a double
+  click or a resubmitted form records one judgment and returns it again.
+* Recording a label first updates the judge's own assignment row (``WHERE judge_id = me``); that
+  update takes the row's write lock, so it serialises with the compare-and-set that moves a stale
+  pair to another judge (``WHERE judge_id = old AND done_at IS NULL``): a main pair is either
+  labelled by its owner or moved, never both. A main pair has one assignment row in all
+  (``exclusive_pair_id`` unique), so two judges can never both be given it.
+* The history is append-only: relabelling adds a row; the latest row of (pair, judge) counts.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import statistics
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, union, update
+from sqlalchemy import select as core_select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from curation.judge.assignment import main_visible
+from curation.store.models import (
+    MAIN_BASE,
+    Assignment,
+    Document,
+    GuidelinesVersion,
+    Judgment,
+    PairView,
+    PoolPair,
+    Project,
+    Query,
+    User,
+    utcnow,
+)
+
+_A_T = Assignment.__table__
+_P_T = Project.__table__
+
+DEFAULT_STALE_AFTER = timedelta(minutes=30)
+MAX_NOTE = 2000
+
+
+class AccessDenied(LookupError):
+    """The pair or token is not this judge's (the web layer answers 404 and shows nothing)."""
+
+
+class PairReassigned(RuntimeError):
+    """The pair was moved to another judge after this judge left it idle past the timeout."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """A pair as shown to its judge. Deliberately free of provenance and of other judges' labels."""
+
+    token: str  # one-time token the answer must carry
+    position: int  # the pair's place in this judge's queue (for "back" and direct links)
+    qid: str
+    query_text: str
+    docid: str
+    doc_title: str | None
+    doc_text: str
+    doc_url: str | None
+    guidelines_version: int | None  # the version in force when shown (recorded with the answer)
+    query_pair_index: int  # 1-based place of this pair among the judge's pairs of this query
+    query_pair_count: int
+    current_grade: int | None  # this judge's own latest label of the pair, when relabelling
+    current_unsure: bool
+    current_note: str | None
+    relabel: bool  # the judge already answered this pair (came back to it)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A judge's progress in a project: done / assigned, and time left at their own median pace."""
+
+    done: int
+    assigned: int  # pairs the judge can work on now (overlap, and main once released)
+    held: int  # main pairs assigned but held back until a lead releases them
+    skipped: int  # pairs whose latest answer is a skip
+    median_seconds: float | None  # median time from shown to answered, over recent labels
+    seconds_left: float | None  # median_seconds x (assigned - done); None before any label
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.assigned if self.assigned else 1.0
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """The outcome of :func:`submit`: the judgment row's id, and whether the token had already been
+    used (a double click / resubmission, so nothing new was recorded)."""
+
+    judgment_id: int
+    duplicate: bool
+    position: int
+
+
+def _jid(judge: User | int) -> int:
+    return judge if isinstance(judge, int) else judge.id
+
+
+def _project(session: Session, project: Project | int) -> Project:
+    """The project row; a Project already loaded in this session is used as it is (the web layer
+    loads it once per request), anything else is looked up."""
+    if isinstance(project, Project) and project in session:
+        return project
+    proj = session.get(Project, project if isinstance(project, int) else project.id)
+    if proj is None:
+        raise AccessDenied("no such project")
+    return proj
+
+
+def _visible(stmt, proj: Project):
+    """Restrict an Assignment query to what judges may see now (main rows only once released)."""
+    return stmt if main_visible(proj) else stmt.where(Assignment.kind == "overlap")
+
+
+def _plain_update(stmt):
+    return stmt.execution_options(synchronize_session=False)
+
+
+def judge_projects(session: Session, judge: User | int) -> list[Project]:
+    """The projects in which ``judge`` has assignments, by name."""
+    return list(session.exec(_JUDGE_PROJECTS, params={"jid": _jid(judge)}))
+
+
+def judge_project(session: Session, judge: User | int, project_id: int) -> Project | None:
+    """Project ``project_id`` when ``judge`` has assignments in it, else None (one prebuilt
+    statement: the judging page's access check on every request)."""
+    return session.exec(_JUDGE_PROJECT, params={"jid": _jid(judge), "pid": project_id}).first()
+
+
+# One index probe per project (few) instead of a walk over the judge's whole queue.
+_HAS_WORK = exists().where(_A_T.c.project_id == Project.id, _A_T.c.judge_id == bindparam("jid"))
+_JUDGE_PROJECTS = select(Project).where(_HAS_WORK).order_by(Project.name)
+_JUDGE_PROJECT = select(Project).where(Project.id == bindparam("pid"), _HAS_WORK)
+
+
+# Hot paths are prebuilt SQLAlchemy Core statements with bound parameters: a judge's
+# submit-and-next runs a handful of indexed statements and no ORM object loading.
+_A = Assignment.__table__
+_PV = PairView.__table__
+_J = Judgment.__table__
+_PP = PoolPair.__table__
+_Q = Query.__table__
+_D = Document.__table__
+_GV = GuidelinesVersion.__table__
+_P = Project.__table__
+
+# A pair whose query a lead dropped, or whose document was excluded (leak decisions), is retired:
+# no longer shown, and no longer counted as work to do.
+_RETIRED = or_(_Q.c.status == "dropped", _D.c.excluded == True)  # noqa: E712
+_OPEN_ROWS = (
+    _A.join(_PP, _PP.c.id == _A.c.pair_id).join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id)
+)
+
+
+def _first_open_stmt(overlap_only: bool):
+    """The judge's first open pair in queue order: one walk down ``ix_assignment_queue``, stopping at
+    the first row that is not retired. Whether main pairs count is decided in Python (two
+    statements), not by a join to the project, so both planners keep to the index order."""
+    where = [_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), ~_RETIRED]
+    if overlap_only:
+        where.append(_A.c.kind == "overlap")
+    return (
+        core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped, _A.c.done_at)
+        .select_from(_OPEN_ROWS)
+        .where(*where)
+        # done_at is NULL on every row here; naming it lets PostgreSQL see that the index is in
+        # this order (an IS NULL condition does not tell its planner so, an equality would).
+        .order_by(_A.c.done_at, _A.c.skipped, _A.c.position, _A.c.id)
+        .limit(1)
+    )
+
+
+_FIRST_OPEN = {False: _first_open_stmt(False), True: _first_open_stmt(True)}
+_CLAIM = (
+    update(_A)
+    .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
+    .values(claimed_at=bindparam("now"))
+)
+# The token row records the guidelines version in force (the project's newest) in the same statement.
+_ISSUE_TOKEN = insert(_PV).values(
+    token=bindparam("token"), project_id=bindparam("pid"), assignment_id=bindparam("aid"),
+    pair_id=bindparam("pair_id"), judge_id=bindparam("jid"), shown_at=bindparam("now"),
+    guidelines_version_id=core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
+    .order_by(_GV.c.version.desc()).limit(1).scalar_subquery(),
+)
+# Everything the page shows of a freshly issued token, in one statement: the query, the document,
+# the guidelines version, and where the pair stands among the judge's pairs of the same query.
+# The counts go from the query's few pairs through the (pair_id, judge_id) unique index, which is
+# much cheaper than a walk over the judge's whole queue.
+_MINE = _A.alias("mine")
+_QP = _PP.alias("query_pairs")
+_SAME_QUERY = and_(
+    _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
+    _MINE.c.judge_id == _PV.c.judge_id,
+    _MINE.c.kind == bindparam("kind"),
+)
+_SHOWN = (
+    core_select(
+        _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url, _GV.c.version,
+        core_select(func.count()).where(_SAME_QUERY).correlate_except(_MINE).scalar_subquery(),
+        core_select(func.count()).where(_SAME_QUERY, _MINE.c.position <= bindparam("pos"))
+        .correlate_except(_MINE).scalar_subquery(),
+    )
+    .select_from(
+        _PV.join(_PP, _PP.c.id == _PV.c.pair_id)
+        .join(_Q, _Q.c.id == _PP.c.query_id)
+        .join(_D, _D.c.id == _PP.c.document_id)
+        .outerjoin(_GV, _GV.c.id == _PV.c.guidelines_version_id)
+    )
+    .where(_PV.c.token == bindparam("token"))
+)
+_LATEST_OWN = (
+    core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
+    .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"))
+    .order_by(_J.c.id.desc())
+    .limit(1)
+)
+
+
+def _first_open(session: Session, proj: Project, jid: int):
+    return session.connection().execute(_FIRST_OPEN[not main_visible(proj)], {"jid": jid, "pid": proj.id}).first()
+
+
+def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task | None:
+    """Issue a token for assignment ``a`` (a row with id, pair_id, position, kind) and build its
+    Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile). One short
+    write transaction: claim the row, record the token, read what the page shows."""
+    token = secrets.token_urlsafe(24)
+    try:
+        conn = session.connection()
+        if conn.execute(_CLAIM, {"aid": a.id, "jid": jid, "now": now}).rowcount != 1:
+            session.rollback()
+            return None
+        conn.execute(_ISSUE_TOKEN, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
+                                    "now": now})
+        qid, qtext, docid, title, text, url, gv_version, count, place = conn.execute(
+            _SHOWN, {"token": token, "kind": a.kind, "pos": a.position}
+        ).one()
+        # An open pair that was never skipped has no answer from this judge (answers set done_at or
+        # skipped on the judge's own row), so only a revisited pair needs the look-up.
+        fresh = a.done_at is None and not a.skipped
+        latest = None if fresh else conn.execute(_LATEST_OWN, {"jid": jid, "pair_id": a.pair_id}).first()
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    return Task(
+        token=token,
+        position=a.position,
+        qid=qid,
+        query_text=qtext,
+        docid=docid,
+        doc_title=title,
+        doc_text=text,
+        doc_url=url,
+        guidelines_version=gv_version,
+        query_pair_index=max(int(place), 1),
+        query_pair_count=max(int(count), 1),
+        current_grade=latest.grade if latest else None,
+        current_unsure=bool(latest.unsure) if latest else False,
+        current_note=latest.note if latest else None,
+        relabel=latest is not None and not latest.skipped,
+    )
+
+
+def next_task(
+    session: Session,
+    project: Project | int,
+    judge: User | int,
+    *,
+    now: datetime | None = None,
+    stale_after: timedelta | None = DEFAULT_STALE_AFTER,
+    take_stale: bool = True,
+) -> Task | None:
+    """The next pair for ``judge`` to label, with a fresh one-time token, or None when their queue
+    is done. Order: the lowest queue position not yet answered (overlap pairs first, then released
+    main pairs), then pairs the judge skipped. When nothing is left and ``take_stale``, main pairs
+    of a judge idle for ``stale_after`` are moved to this judge (a query's unanswered pairs at a
+    time, atomically) and the first of them is returned."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    for _attempt in range(5):
+        now_ = now or utcnow()
+        a = _first_open(session, proj, jid)
+        if a is None or a.skipped:
+            # Before going back to skipped pairs, take over a walked-away judge's work, if any.
+            if take_stale and stale_after is not None and main_visible(proj):
+                if release_stale(session, proj, jid, stale_after=stale_after, now=now_):
+                    continue
+        if a is None:
+            return None
+        task = _show(session, proj, jid, a, now_)
+        if task is not None:
+            return task
+    return None
+
+
+def task_at(
+    session: Session, project: Project | int, judge: User | int, position: int, *, now: datetime | None = None
+) -> Task:
+    """The judge's pair at queue ``position`` (to go back or follow a link), with a fresh token.
+    :class:`AccessDenied` when the judge has no visible pair there (another judge's pair, a held-back
+    pair, or nothing)."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise AccessDenied("no such pair")
+    a = session.exec(
+        _visible(
+            select(Assignment).where(
+                Assignment.judge_id == jid, Assignment.project_id == proj.id, Assignment.position == position
+            ),
+            proj,
+        ).order_by(Assignment.id).limit(1)
+    ).first()
+    if a is None:
+        raise AccessDenied("no such pair")
+    task = _show(session, proj, jid, a, now or utcnow())
+    if task is None:
+        raise PairReassigned("this pair was moved to another judge")
+    return task
+
+
+def previous_task(
+    session: Session,
+    project: Project | int,
+    judge: User | int,
+    *,
+    before: int | None = None,
+    now: datetime | None = None,
+) -> Task | None:
+    """The pair the judge answered just before queue position ``before`` (default: their last
+    answered pair in queue order), to relabel it; None when there is none."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    stmt = select(Assignment).where(
+        Assignment.judge_id == jid,
+        Assignment.project_id == proj.id,
+        (Assignment.done_at.is_not(None)) | (Assignment.skipped == True),  # noqa: E712 - SQL expression
+    )
+    if before is not None:
+        stmt = stmt.where(Assignment.position < int(before))
+    a = session.exec(_visible(stmt, proj).order_by(Assignment.position.desc(), Assignment.id.desc()).limit(1)).first()
+    if a is None:
+        return None
+    return _show(session, proj, jid, a, now or utcnow())
+
+
+def submit(
+    session: Session,
+    judge: User | int,
+    token: str,
+    *,
+    grade: int | None = None,
+    unsure: bool = False,
+    note: str | None = None,
+    skip: bool = False,
+    now: datetime | None = None,
+) -> SubmitResult:
+    """Record the judge's answer to the pair shown with ``token``: a grade of the project's scale,
+    "unsure" (with or without a grade, with an optional note), or a skip; append-only, with the
+    guidelines version and time the pair was shown, and the time answered.
+
+    Idempotent on the token: a second submit with it records nothing and returns the first
+    judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
+    judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile; ValueError
+    for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer at all."""
+    jid = _jid(judge)
+    if not isinstance(token, str) or not token or len(token) > 100:
+        raise AccessDenied("no such pair")
+    conn = session.connection()
+    view = conn.execute(_VIEW, {"token": token}).first()
+    if view is None or view.judge_id != jid:
+        session.commit()  # end the read transaction
+        raise AccessDenied("no such pair")
+    if view.existing is not None:
+        session.commit()
+        return SubmitResult(view.existing, True, view.position)
+
+    if grade is not None:
+        if isinstance(grade, bool):
+            raise ValueError(f"grade must be one of the scale's grades, got {grade!r}")
+        try:
+            grade = int(grade)
+        except (TypeError, ValueError):
+            raise ValueError(f"grade must be one of the scale's grades, got {grade!r}") from None
+        allowed = [int(g["grade"]) for g in json.loads(view.grades_json)]
+        if grade not in allowed:
+            raise ValueError(f"grade {grade} is not on this project's scale {view.scale} (grades {allowed})")
+    if note is not None:
+        note = str(note).strip() or None
+        if note and len(note) > MAX_NOTE:
+            raise ValueError(f"note is {len(note)} characters long; keep it under {MAX_NOTE}")
+    skip, unsure = bool(skip), bool(unsure)
+    if skip and grade is not None:
+        raise ValueError("skip: a skipped pair has no grade")
+    if not skip and not unsure and grade is None:
+        raise ValueError("grade: give a grade, mark the pair unsure, or skip it")
+
+    now = now or utcnow()
+    try:
+        conn = session.connection()
+        # Write first: this takes the assignment row's lock, which serialises with a stale move.
+        res = conn.execute(_ANSWER, {"aid": view.assignment_id, "jid": jid, "done_at": None if skip else now,
+                                     "skipped": skip})
+        if res.rowcount != 1:
+            session.rollback()
+            raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
+        row = conn.execute(insert(_J), {
+            "project_id": view.project_id, "pair_id": view.pair_id, "judge_id": jid, "grade": grade,
+            "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": view.guidelines_version_id,
+            "source": "human", "shown_at": view.shown_at, "answered_at": now, "client_token": token,
+        })
+        judgment_id = row.inserted_primary_key[0]
+        session.commit()
+    except IntegrityError:
+        # The same token committed by a concurrent request (a double click): report that one.
+        session.rollback()
+        done = _existing(session, jid, token)
+        if done is None:
+            raise
+        return SubmitResult(done, True, view.position)
+    except Exception:
+        session.rollback()
+        raise
+    return SubmitResult(judgment_id, False, view.position)
+
+
+_VIEW = (
+    core_select(
+        _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
+        _PV.c.shown_at, _A.c.position, _J.c.id.label("existing"), _P.c.grades_json, _P.c.scale,
+    )
+    .select_from(
+        _PV.join(_A, _A.c.id == _PV.c.assignment_id)
+        .join(_P, _P.c.id == _PV.c.project_id)
+        .outerjoin(_J, and_(_J.c.judge_id == _PV.c.judge_id, _J.c.client_token == _PV.c.token))
+    )
+    .where(_PV.c.token == bindparam("token"))
+)
+_ANSWER = (
+    update(_A)
+    .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
+    .values(done_at=bindparam("done_at"), skipped=bindparam("skipped"))
+)
+_EXISTING = core_select(_J.c.id).where(_J.c.judge_id == bindparam("jid"), _J.c.client_token == bindparam("token"))
+
+
+def _existing(session: Session, jid: int, token: str) -> int | None:
+    return session.connection().execute(_EXISTING, {"jid": jid, "token": token}).scalar()
+
+
+def _queue_counts(overlap_only: bool):
+    """One statement for a judge's queue: rows in all, rows they may work on (all, or the overlap
+    set while the main pairs are held back), and of those the open ones, not skipped and skipped.
+    Each count is an index-only range of ``ix_assignment_queue`` where it can be."""
+    queue = (_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"))
+    workable = queue + ((_A.c.kind == "overlap",) if overlap_only else ())
+
+    def count(*where):
+        return core_select(func.count()).where(*where).scalar_subquery()
+
+    return core_select(
+        count(*queue),
+        count(*workable) if overlap_only else literal_column("NULL"),
+        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == False),  # noqa: E712
+        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == True),  # noqa: E712
+    )
+
+
+_QUEUE_COUNTS = {False: _queue_counts(False), True: _queue_counts(True)}
+# Retired pairs of a project, found from the (usually empty) index ranges of dropped queries and
+# excluded documents; then the judge's open rows among them through the (pair_id, judge_id) index.
+_RETIRED_PAIRS = union(
+    core_select(_PP.c.id).join(_Q, _Q.c.id == _PP.c.query_id)
+    .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == "dropped"),
+    core_select(_PP.c.id).join(_D, _D.c.id == _PP.c.document_id)
+    .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == True),  # noqa: E712
+)
+_COUNT_RETIRED_OPEN = (
+    core_select(_A.c.kind, _A.c.skipped, func.count())
+    .where(_A.c.pair_id.in_(bindparam("pair_ids", expanding=True)), _A.c.judge_id == bindparam("jid"),
+           _A.c.done_at.is_(None))
+    .group_by(_A.c.kind, _A.c.skipped)
+)
+
+
+def _seconds_between(dialect: str, start, end):
+    """``end - start`` in seconds, computed by the database (no datetime parsing in Python)."""
+    if dialect == "sqlite":
+        return (func.julianday(end) - func.julianday(start)) * 86400.0
+    return func.extract("epoch", end - start)
+
+
+_PACE = {
+    dialect: core_select(_seconds_between(dialect, _J.c.shown_at, _J.c.answered_at))
+    .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == False,  # noqa: E712
+           _J.c.shown_at.is_not(None))
+    .order_by(_J.c.id.desc())
+    .limit(bindparam("recent"))
+    for dialect in ("sqlite", "postgresql")
+}
+
+
+def progress(session: Session, project: Project | int, judge: User | int, *, recent: int = 50) -> Progress:
+    """Done / assigned for the judge, and the time left at the median of their last ``recent``
+    shown-to-answered times (the median resists the long gaps of a coffee break; the recent ones
+    follow the judge's pace as it settles)."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    conn = session.connection()
+    params = {"jid": jid, "pid": proj.id}
+    visible = main_visible(proj)
+    total, assigned, open_, skipped = conn.execute(_QUEUE_COUNTS[not visible], params).one()
+    if visible:
+        assigned = total
+    held = total - assigned
+    # Open rows of retired pairs are in the counts above, but they are no longer work to do.
+    retired_ids = conn.execute(_RETIRED_PAIRS, params).scalars().all()
+    for i in range(0, len(retired_ids), 5000):
+        chunk = {"jid": jid, "pair_ids": retired_ids[i:i + 5000]}
+        for kind, was_skipped, n in conn.execute(_COUNT_RETIRED_OPEN, chunk).all():
+            if visible or kind == "overlap":
+                assigned -= n
+                if was_skipped:
+                    skipped -= n
+                else:
+                    open_ -= n
+    done = assigned - open_ - skipped
+    pace = _PACE.get(conn.dialect.name, _PACE["postgresql"])
+    secs = [max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()]
+    median = statistics.median(secs) if secs else None
+    left = None if median is None else median * (assigned - done)
+    return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)
+
+
+_U = User.__table__
+_OTHER_USERS = core_select(_U.c.id).where(_U.c.id != bindparam("jid")).order_by(_U.c.id)
+_OPEN_MAIN = core_select(func.count(), func.max(_A.c.created_at)).where(
+    _A.c.judge_id == bindparam("owner"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None),
+    _A.c.kind == "main",
+)
+_LAST_SHOWN = core_select(func.max(_PV.c.shown_at)).where(
+    _PV.c.judge_id == bindparam("owner"), _PV.c.project_id == bindparam("pid")
+)
+_LAST_ANSWERED = (
+    core_select(_J.c.answered_at)
+    .where(_J.c.judge_id == bindparam("owner"), _J.c.project_id == bindparam("pid"))
+    .order_by(_J.c.id.desc())
+    .limit(1)
+)
+
+
+def release_stale(
+    session: Session,
+    project: Project | int,
+    judge: User | int,
+    *,
+    stale_after: timedelta = DEFAULT_STALE_AFTER,
+    now: datetime | None = None,
+) -> int:
+    """Move to ``judge`` the unanswered released main pairs of one query whose owner has been idle
+    (nothing shown or answered, and nothing assigned or released) for ``stale_after``, with one
+    compare-and-set update (``WHERE judge_id = owner AND done_at IS NULL``) so no pair can go to two
+    judges; returns the number of pairs moved (0 when none is stale). The query taken is the one at
+    the end of the idle judge's queue, so a judge who comes back finds their current query intact."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    if not main_visible(proj):
+        return 0
+    now = now or utcnow()
+    cutoff = now - stale_after
+    conn = session.connection()
+    # Per other user (few): their open main rows (count, newest assignment) from the queue index,
+    # and their latest activity from the indexes on shown pairs and on their judgments.
+    owners = []
+    for owner in conn.execute(_OTHER_USERS, {"jid": jid}).scalars():
+        n, assigned_at = conn.execute(_OPEN_MAIN, {"owner": owner, "pid": proj.id}).one()
+        if n:
+            owners.append((-n, owner, assigned_at))
+    owners.sort()
+    for _n, owner, assigned_at in owners:
+        conn = session.connection()  # anew: a failed move below ends the transaction
+        shown = conn.execute(_LAST_SHOWN, {"owner": owner, "pid": proj.id}).scalar()
+        answered = conn.execute(_LAST_ANSWERED, {"owner": owner, "pid": proj.id}).scalar()
+        last = max(t for t in (shown, answered, assigned_at, proj.released_at) if t is not None)
+        if last >= cutoff:
+            continue
+        tail = session.exec(
+            select(PoolPair.query_id)
+            .join(Assignment, Assignment.pair_id == PoolPair.id)
+            .join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
+                   Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == False)  # noqa: E712
+            .order_by(Assignment.position.desc())
+            .limit(1)
+        ).first()
+        if tail is None:
+            continue
+        rows = session.exec(
+            select(Assignment.id, Assignment.position)
+            .join(PoolPair, PoolPair.id == Assignment.pair_id)
+            .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
+                   Assignment.done_at.is_(None), PoolPair.query_id == tail)
+        ).all()
+        if not rows:  # taken by another judge between the two reads
+            continue
+        mine = session.exec(
+            select(func.max(Assignment.position)).where(Assignment.judge_id == jid, Assignment.project_id == proj.id)
+        ).one()
+        base = max((mine or 0) + 1, MAIN_BASE)
+        delta = base - min(pos for _, pos in rows)
+        try:
+            res = session.execute(
+                _plain_update(
+                    update(Assignment)
+                    .where(Assignment.id.in_([i for i, _ in rows]), Assignment.judge_id == owner,
+                           Assignment.done_at.is_(None))
+                    .values(judge_id=jid, position=Assignment.position + delta, claimed_at=None, skipped=False)
+                )
+            )
+            session.commit()
+        except Exception:
+            session.rollback()
+            raise
+        if res.rowcount:
+            return res.rowcount
+    return 0

@@ -1,0 +1,1 @@
+"""Pooling candidate runs into one blind, shuffled, de-duplicated set of pairs."""

@@ -1,0 +1,361 @@
+"""Depth-k pooling of candidate systems' runs into one blind judging pool (``golden pool``).
+
+The pool of a query is the union of every run's first ``depth`` documents, each run ordered the
+way trec_eval orders it (score descending, ties by docid descending, the rank column ignored; see
+:mod:`curation.formats.runs`), so the pool holds exactly the documents a depth-k metric will later see.
+This is the TREC pooling method (Sparck Jones & van Rijsbergen 1975; Voorhees & Harman,
+*TREC: Experiment and Evaluation in Information Retrieval*, 2005, ch. 2).
+
+Each pair gets an ``order``: its position in the judging queue of its query, a seeded
+pseudo-random permutation, so no system's ranking shows through. The order of a document is the
+rank of ``SHA-256(seed, qid, docid)`` among the query's documents: it needs no random-number
+generator whose stream could change between library versions, and a document's place relative to
+another never depends on which other documents are in the pool.
+
+``systems`` maps each run that retrieved the document in its top ``depth`` to the 1-based rank
+there. It is for engineers (pool analysis); the judging interface never shows it.
+
+Library entry points::
+
+    from curation.formats.runs import read_runs
+    from curation.pool.pooling import make_pool, write_pool
+
+    runs = read_runs(["a.trec.gz", "b.trec.gz"], depth=20)
+    pool = make_pool(runs, depth=20, seed=7)
+    write_pool(pool, "pool.jsonl")          # and pool.meta.json beside it
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+from curation import __version__
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl, open_text, sha256_file
+from curation.formats.runs import Run
+
+POOL_FORMAT = "golden.pool/1"
+ORDERING = "trec_eval: score descending, ties by docid descending, rank column ignored"
+
+
+@dataclass(frozen=True)
+class PoolPair:
+    """One (query, document) pair to judge."""
+
+    qid: str
+    docid: str
+    order: int  # 1-based position in the query's judging queue
+    systems: dict[str, int] = field(default_factory=dict, compare=False)  # run name -> 1-based rank
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    name: str
+    path: str
+    sha256: str
+    queries: int  # queries the run has results for (after --queries)
+
+
+@dataclass
+class PoolStats:
+    """What a person needs to judge the pool's size and how correlated the runs are."""
+
+    runs: int
+    depth: int
+    queries: int  # queries with at least one pooled document
+    pairs: int
+    per_query_min: int
+    per_query_median: float
+    per_query_max: int
+    ceiling: int  # runs x depth: the pool size of one query if the runs shared nothing
+    #: (run a, run b, documents of the pair's top-``depth`` lists they share, summed over queries,
+    #: and its mean per pooled query)
+    overlap: list[tuple[str, str, int, float]]
+
+    @property
+    def mean_per_query(self) -> float:
+        return self.pairs / self.queries if self.queries else 0.0
+
+
+@dataclass
+class Pool:
+    pairs: list[PoolPair]  # the pairs to write: all of them, or only the new ones when extending
+    depth: int
+    seed: int
+    runs: list[RunInfo]
+    stats: PoolStats  # over the pool the given runs make (before removing already pooled pairs)
+    qids: list[str]  # pooled queries, in output order
+    skipped_qids: list[str] = field(default_factory=list)  # in runs, not in the query list
+    empty_qids: list[str] = field(default_factory=list)  # in the query list, no run has results
+    already_pooled: int = 0  # pairs found in the pool being extended (not written again)
+    queries_file: dict | None = None
+    extends: dict | None = None
+
+
+def qid_sort_key(qid: str):
+    """Numbers in numeric order, then other ids in string order: ``2 < 10 < q1``."""
+    return (0, int(qid), qid) if qid.isdigit() else (1, 0, qid)
+
+
+def order_key(seed: int, qid: str, docid: str) -> bytes:
+    """The sort key behind a pair's ``order``: SHA-256 of the seed, qid and docid."""
+    return hashlib.sha256(f"{seed}\x00{qid}\x00{docid}".encode("utf-8")).digest()
+
+
+def make_pool(
+    runs: Sequence[Run],
+    *,
+    depth: int,
+    seed: int,
+    qids: Sequence[str] | None = None,
+    existing: Iterable[PoolPair] | None = None,
+) -> Pool:
+    """Pool the first ``depth`` documents of each run for each query.
+
+    ``runs`` must already be in trec_eval order (as :func:`curation.formats.runs.read_run` gives them).
+    ``qids``, when given, restricts the pool to those queries, in that order; queries of the runs
+    not in it are skipped and listed in ``Pool.skipped_qids``. ``existing`` is a pool being
+    extended: its pairs are left out of ``Pool.pairs`` and the new pairs of each query are
+    ordered after its existing ones, so the old pairs keep their order.
+    """
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+        raise ValueError(f"depth must be a positive integer, not {depth!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed must be an integer, not {seed!r}")
+    if not runs:
+        raise ValueError("runs must hold at least one run")
+    names = [r.name for r in runs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        paths = [r.path for r in runs if r.name in dupes]
+        raise ValueError(
+            f"runs: several runs are named {', '.join(map(repr, dupes))} ({', '.join(paths)}); "
+            "name them apart with NAME=PATH"
+        )
+    for r in runs:
+        if r.depth is not None and r.depth < depth:
+            raise ValueError(f"run {r.name!r} was read to depth {r.depth}, less than the pool depth {depth}")
+
+    run_qids: set[str] = set()
+    for r in runs:
+        run_qids.update(r.rankings)
+    if qids is None:
+        wanted = sorted(run_qids, key=qid_sort_key)
+        skipped: list[str] = []
+    else:
+        wanted = list(dict.fromkeys(qids))
+        keep = set(wanted)
+        skipped = sorted(run_qids - keep, key=qid_sort_key)
+
+    old_order: dict[str, dict[str, int]] = {}
+    if existing is not None:
+        for p in existing:
+            old_order.setdefault(p.qid, {})[p.docid] = p.order
+
+    run_index = {r.name: i for i, r in enumerate(runs)}
+    pairs: list[PoolPair] = []
+    pooled_qids: list[str] = []
+    empty: list[str] = []
+    sizes: list[int] = []
+    already = 0
+    # Which runs retrieved each pooled pair, as an incidence matrix (pairs x runs); the
+    # documents two runs share, summed over queries, are then one matrix product.
+    hit_rows: list[int] = []
+    hit_cols: list[int] = []
+    n_pooled = 0
+    seed_prefix = f"{seed}\x00"
+    for qid in wanted:
+        systems: dict[str, dict[str, int]] = {}
+        for r in runs:
+            for rank, docid in enumerate(r.rankings.get(qid, ())[:depth], 1):
+                got = systems.get(docid)
+                if got is None:
+                    systems[docid] = {r.name: rank}
+                else:
+                    got[r.name] = rank
+        if not systems:
+            empty.append(qid)
+            continue
+        pooled_qids.append(qid)
+        sizes.append(len(systems))
+        for i, found in enumerate(systems.values(), n_pooled):
+            for name in found:
+                hit_rows.append(i)
+                hit_cols.append(run_index[name])
+        n_pooled += len(systems)
+        old = old_order.get(qid, {})
+        new_docs = [d for d in systems if d not in old]
+        already += len(systems) - len(new_docs)
+        prefix = f"{seed_prefix}{qid}\x00"
+        new_docs.sort(key=lambda d: hashlib.sha256(f"{prefix}{d}".encode("utf-8")).digest())  # = order_key
+        start = max(old.values(), default=0)
+        for i, docid in enumerate(new_docs, start + 1):
+            pairs.append(PoolPair(qid, docid, i, systems[docid]))
+    incidence = np.zeros((n_pooled, len(runs)), dtype=np.int32)
+    incidence[hit_rows, hit_cols] = 1
+    shared = incidence.T @ incidence
+
+    n_q = len(pooled_qids)
+    stats = PoolStats(
+        runs=len(runs),
+        depth=depth,
+        queries=n_q,
+        pairs=sum(sizes),
+        per_query_min=min(sizes, default=0),
+        per_query_median=statistics.median(sizes) if sizes else 0,
+        per_query_max=max(sizes, default=0),
+        ceiling=len(runs) * depth,
+        overlap=[
+            (runs[a].name, runs[b].name, int(shared[a, b]), int(shared[a, b]) / n_q if n_q else 0.0)
+            for a, b in combinations(range(len(runs)), 2)
+        ],
+    )
+    infos = [RunInfo(r.name, r.path, r.sha256, sum(1 for q in pooled_qids if r.rankings.get(q))) for r in runs]
+    return Pool(
+        pairs=pairs,
+        depth=depth,
+        seed=seed,
+        runs=infos,
+        stats=stats,
+        qids=pooled_qids,
+        skipped_qids=skipped,
+        empty_qids=empty,
+        already_pooled=already,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Files: the pool (JSONL), its metadata (JSON beside it), and query lists
+
+
+def pool_meta_path(pool_path: str | os.PathLike) -> Path:
+    """Where the metadata of a pool file lives: ``pool.jsonl`` -> ``pool.meta.json``."""
+    p = Path(pool_path)
+    name = p.name
+    for suffix in (".gz", ".jsonl", ".ndjson", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return p.with_name(name + ".meta.json")
+
+
+def format_pair(pair: PoolPair) -> str:
+    return json.dumps(
+        {"qid": pair.qid, "docid": pair.docid, "order": pair.order, "systems": pair.systems},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def pool_metadata(pool: Pool, pool_path: str | os.PathLike) -> dict:
+    """The facts a later step needs about how the pool was made (``golden project create``).
+
+    Paths are relative to the folder of the pool file when they can be, so a folder holding runs
+    and pool can be moved as a whole.
+    """
+    folder = Path(pool_path).resolve().parent
+
+    def rel(path: str) -> str:
+        try:
+            return os.path.relpath(Path(path).resolve(), folder)
+        except ValueError:  # another drive on Windows
+            return str(Path(path).resolve())
+
+    def with_rel(info: dict | None) -> dict | None:
+        return None if info is None else {**info, "path": rel(info["path"])}
+
+    return {
+        "format": POOL_FORMAT,
+        "created_by": f"golden {__version__}",
+        "depth": pool.depth,
+        "seed": pool.seed,
+        "ordering": ORDERING,
+        "order": "rank of sha256(seed, qid, docid) within the query, after any existing pairs",
+        "runs": [{"name": r.name, "path": rel(r.path), "sha256": r.sha256, "queries": r.queries} for r in pool.runs],
+        "queries_file": with_rel(pool.queries_file),
+        "extends": with_rel(pool.extends),
+        "pairs": len(pool.pairs),
+        "queries": len({p.qid for p in pool.pairs}),
+        "skipped_qids": pool.skipped_qids,
+        "queries_without_results": pool.empty_qids,
+    }
+
+
+def write_pool(pool: Pool, path: str | os.PathLike) -> Path:
+    """Write ``pool.pairs`` as JSONL and its metadata beside it; both whole or neither.
+
+    Returns the metadata path (see :func:`pool_meta_path`).
+    """
+    meta_path = pool_meta_path(path)
+    meta = pool_metadata(pool, path)
+    with atomic_write(path) as fh, atomic_write(meta_path) as mh:
+        for pair in pool.pairs:
+            fh.write(format_pair(pair) + "\n")
+        mh.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return meta_path
+
+
+def read_pool(path: str | os.PathLike) -> list[PoolPair]:
+    """Read a pool JSONL file (``qid``, ``docid``, ``order``, optional ``systems``)."""
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    pairs: list[PoolPair] = []
+    seen: set[tuple[str, str]] = set()
+    expect = "an object with qid, docid and order"
+    for lineno, obj in iter_jsonl(path, expect=expect):
+        if "qid" not in obj or "docid" not in obj:
+            raise InputError(path, lineno, f"expected {expect}")
+        order = obj.get("order")
+        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
+            raise InputError(path, lineno, f"order must be a positive integer, not {order!r}")
+        qid, docid = str(obj["qid"]), str(obj["docid"])
+        if (qid, docid) in seen:
+            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
+        seen.add((qid, docid))
+        systems = obj.get("systems") or {}
+        pairs.append(PoolPair(qid, docid, order, {str(k): int(v) for k, v in systems.items()}))
+    return pairs
+
+
+def read_query_ids(path: str | os.PathLike) -> list[str]:
+    """The qids of a query file (``golden sample``'s JSONL output, or any JSONL with ``qid``), in order.
+
+    A plain text file (``.txt``) is read as one qid per line.
+    """
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    qids: list[str] = []
+    seen: set[str] = set()
+    is_text = path.endswith((".txt", ".txt.gz"))
+    with open_text(path, encoding="utf-8-sig") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            if is_text:
+                qid = line.strip()
+            else:
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+                if not isinstance(obj, dict) or obj.get("qid") is None:
+                    raise InputError(path, lineno, 'expected an object with a "qid" field')
+                qid = str(obj["qid"])
+            if qid in seen:
+                raise InputError(path, lineno, f"qid {qid!r} appears twice")
+            seen.add(qid)
+            qids.append(qid)
+    return qids
+
+
+def file_info(path: str | os.PathLike, **extra) -> dict:
+    """``{"path", "sha256", ...}`` for the metadata of an input file."""
+    return {"path": str(path), "sha256": sha256_file(path), **extra}

@@ -1,0 +1,249 @@
+"""Seed judgments: query-document pairs known from existing signals, kept apart from human labels.
+
+Two sources:
+
+* ``ticket``: a resolved support ticket links a document to the question asked. A strong signal:
+  by default the top grade of the project's scale.
+* ``click``: a user clicked the document for the query. A weak positive: by default grade 1.
+
+Seeds are stored as :class:`~curation.store.models.SeedJudgment` rows, never as judgments. They can be
+added to the judging pool (``PoolPair.seed_source``), where judges confirm or reject them blind:
+nothing a judge sees says a pair came from a seed, and the pair takes its place in the query's
+shuffled order like any other. The export marks the labels that rest on a seed alone.
+
+Input files, one pair per line:
+
+* JSONL: ``{"qid": "q1", "docid": "d7", "grade": 2}`` (``grade`` optional);
+* TSV / CSV / whitespace text: ``qid docid [grade]``, with an optional ``qid,docid[,grade]`` header.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, open_text
+from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment
+
+SOURCES = ("ticket", "click")
+
+
+@dataclass(frozen=True)
+class Seed:
+    qid: str
+    docid: str
+    grade: int | None  # None: the source's default grade
+    line: int
+
+
+def project_grades(project: Project) -> list[int]:
+    """The grades of the project's label scale, ascending (from ``grades_json``, else its name)."""
+    try:
+        grades = sorted(int(g["grade"]) for g in json.loads(project.grades_json or "[]"))
+    except (ValueError, TypeError, KeyError):
+        grades = []
+    if grades:
+        return grades
+    return {"binary": [0, 1], "0-2": [0, 1, 2], "0-3": [0, 1, 2, 3]}.get(project.scale, [0, 1])
+
+
+def default_grade(source: str, grades: list[int]) -> int:
+    """``ticket``: the scale's top grade; ``click``: the lowest positive grade (a weak positive)."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    positives = [g for g in grades if g > 0] or [max(grades)]
+    return max(positives) if source == "ticket" else min(positives)
+
+
+def _grade(raw, path, lineno) -> int | None:
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, bool):
+        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
+    if not value.is_integer():
+        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+    return int(value)
+
+
+def read_seeds(path: str | os.PathLike) -> Iterator[Seed]:
+    """Yield the seed pairs of a JSONL, CSV, TSV or whitespace-separated file (gzip allowed)."""
+    path = str(path)
+    suffix = base_suffix(path)
+    with open_text(path) as fh:
+        if suffix in (".jsonl", ".json", ".ndjson"):
+            for lineno, obj in iter_jsonl_lines(fh, path, expect="a JSON object with qid and docid"):
+                for key in ("qid", "docid"):
+                    if obj.get(key) in (None, ""):
+                        raise InputError(path, lineno, f"missing {key!r}")
+                yield Seed(str(obj["qid"]), str(obj["docid"]), _grade(obj.get("grade"), path, lineno), lineno)
+            return
+        if suffix == ".csv":
+            rows = csv.reader(fh)
+        elif suffix == ".tsv":
+            rows = csv.reader(fh, delimiter="\t")
+        else:
+            rows = (line.split() for line in fh)
+        for lineno, parts in enumerate(rows, 1):
+            parts = [p.strip() for p in parts]
+            if not parts or not any(parts) or parts[0].startswith("#"):
+                continue
+            if lineno == 1 and [p.lower() for p in parts[:2]] == ["qid", "docid"]:
+                continue
+            if len(parts) not in (2, 3):
+                raise InputError(path, lineno, f"has {len(parts)} fields, expected 2 or 3 (qid docid [grade])")
+            if not parts[0] or not parts[1]:
+                raise InputError(path, lineno, "empty qid or docid")
+            yield Seed(parts[0], parts[1], _grade(parts[2] if len(parts) == 3 else None, path, lineno), lineno)
+
+
+@dataclass
+class SeedReport:
+    """What an import did. ``pooled_new`` pairs joined the pool; ``pooled_marked`` were already in it."""
+
+    source: str
+    lines: int = 0
+    distinct: int = 0
+    added: int = 0
+    already: int = 0
+    pooled_new: int = 0
+    pooled_marked: int = 0
+    unknown_queries: list[str] = field(default_factory=list)
+    unknown_documents: list[str] = field(default_factory=list)  # "qid docid"
+
+
+def _order_key(seed: int, qid: str, docid: str) -> bytes:
+    return hashlib.sha256(f"{seed}\x1fseed-order\x1f{qid}\x1f{docid}".encode("utf-8")).digest()
+
+
+def import_seeds(
+    session: Session,
+    project: Project,
+    path: str | os.PathLike,
+    *,
+    source: str,
+    add_to_pool: bool = False,
+    seed: int = 0,
+) -> SeedReport:
+    """Store the seed pairs of ``path`` for ``project`` (idempotent), optionally adding them to the pool.
+
+    A pair seen several times in the file (clicks) is stored once, with its highest grade. A pair
+    already stored for this source is left as it is. With ``add_to_pool``, each seed whose query and
+    document are in the project becomes a pool pair (or marks the existing pool pair) with
+    ``seed_source``. A new pair is placed in its query's shuffled order: when none of the query's
+    pairs has been assigned yet, the query's whole order is reshuffled (seeded) so the seed sits at
+    a random place; otherwise new pairs follow the existing ones, shuffled among themselves.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    grades = project_grades(project)
+    fallback = default_grade(source, grades)
+    report = SeedReport(source=source)
+
+    pairs: dict[tuple[str, str], int] = {}
+    for s in read_seeds(path):
+        report.lines += 1
+        grade = fallback if s.grade is None else s.grade
+        if grade not in grades:
+            raise InputError(path, s.line, f"grade {grade} is not on the project's scale {grades}")
+        key = (s.qid, s.docid)
+        pairs[key] = max(grade, pairs.get(key, grade))
+    report.distinct = len(pairs)
+
+    stored = {
+        (r.qid, r.docid)
+        for r in session.exec(
+            select(SeedJudgment).where(SeedJudgment.project_id == project.id, SeedJudgment.source == source)
+        )
+    }
+    for (qid, docid), grade in sorted(pairs.items()):
+        if (qid, docid) in stored:
+            report.already += 1
+            continue
+        session.add(SeedJudgment(project_id=project.id, qid=qid, docid=docid, source=source, grade=grade))
+        report.added += 1
+
+    if add_to_pool:
+        _pool_seeds(session, project, sorted(pairs), source=source, seed=seed, report=report)
+    session.commit()
+    return report
+
+
+def _pool_seeds(session: Session, project: Project, keys, *, source: str, seed: int, report: SeedReport) -> None:
+    queries = {q.qid: q for q in session.exec(select(Query).where(Query.project_id == project.id))}
+    wanted_docids = sorted({d for _, d in keys})
+    docs: dict[str, Document] = {}
+    for start in range(0, len(wanted_docids), 500):
+        chunk = wanted_docids[start:start + 500]
+        for d in session.exec(
+            select(Document).where(Document.project_id == project.id, Document.docid.in_(chunk))
+        ):
+            docs[d.docid] = d
+    batch = session.exec(select(func.max(PoolPair.batch)).where(PoolPair.project_id == project.id)).one() or 0
+    pooled = {
+        (p.query_id, p.document_id): p for p in session.exec(select(PoolPair).where(PoolPair.project_id == project.id))
+    }
+
+    new_by_query: dict[int, list[PoolPair]] = {}
+    unknown_q: set[str] = set()
+    for qid, docid in keys:
+        query = queries.get(qid)
+        if query is None:
+            unknown_q.add(qid)
+            continue
+        doc = docs.get(docid)
+        if doc is None:
+            report.unknown_documents.append(f"{qid} {docid}")
+            continue
+        pair = pooled.get((query.id, doc.id))
+        if pair is not None:
+            if pair.seed_source is None:
+                pair.seed_source = source
+                session.add(pair)
+                report.pooled_marked += 1
+            continue
+        pair = PoolPair(
+            project_id=project.id, query_id=query.id, document_id=doc.id, systems_json="{}",
+            batch=batch, seed_source=source,
+        )
+        pooled[(query.id, doc.id)] = pair
+        new_by_query.setdefault(query.id, []).append(pair)
+        report.pooled_new += 1
+    report.unknown_queries = sorted(unknown_q)
+
+    for query_id, new_pairs in sorted(new_by_query.items()):
+        qid = next(q.qid for q in queries.values() if q.id == query_id)
+        existing = list(session.exec(select(PoolPair).where(PoolPair.query_id == query_id)))
+        touched = bool(existing) and session.exec(
+            select(func.count()).select_from(Assignment).join(PoolPair, Assignment.pair_id == PoolPair.id)
+            .where(PoolPair.query_id == query_id)
+        ).one() + session.exec(
+            select(func.count()).select_from(Judgment).join(PoolPair, Judgment.pair_id == PoolPair.id)
+            .where(PoolPair.query_id == query_id)
+        ).one() > 0
+        rng = random.Random(f"{seed}\x1f{project.name}\x1f{qid}")
+        new_pairs.sort(key=lambda p: _order_key(seed, qid, str(p.document_id)))
+        if touched:
+            # Judges may have seen this query's order: keep it, and shuffle the newcomers after it.
+            rng.shuffle(new_pairs)
+            top = max(p.shuffle_order for p in existing)
+            for offset, p in enumerate(new_pairs, 1):
+                p.shuffle_order = top + offset
+                session.add(p)
+        else:
+            everyone = sorted(existing, key=lambda p: (p.shuffle_order, p.document_id)) + new_pairs
+            rng.shuffle(everyone)
+            for position, p in enumerate(everyone):
+                p.shuffle_order = position
+                session.add(p)

@@ -1,0 +1,1 @@
+"""Sampling queries from search logs: read, normalise, collapse, stratify, allocate, draw."""

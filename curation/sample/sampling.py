@@ -1,0 +1,536 @@
+"""Stratified sampling of queries from a search log (``golden sample``).
+
+The population is the log's searches. Distinct normalised queries (see
+:func:`curation.sample.logs.collapse_log`) are grouped into strata by the values of chosen columns and,
+optionally, by the query's shape (question or keyword). ``size`` queries are allocated over the
+strata in proportion to their traffic with a floor per stratum (:func:`allocate`), then drawn
+within each stratum without replacement (:func:`draw_stratum`). Every sampled query carries the
+weight it stands for in a traffic-weighted mean, so a metric averaged with these weights estimates
+the mean over searches, not over distinct queries.
+
+Library entry points::
+
+    from curation.sample.sampling import sample_queries, write_queries
+
+    result = sample_queries("log.csv.gz", query_col="query", user_col="user",
+                            strata=["market"], shape=True, size=300, floor=20, seed=7)
+    for s in result.strata:          # one StratumSummary per stratum, table order
+        print(s.label, s.distinct, s.share, s.allocated, s.floor_applied)
+    write_queries(result.rows, "queries.jsonl")   # whole file or nothing
+
+Each row of ``result.rows`` is a dict with, in this order: ``qid`` (``"q"`` + 12 hex digits of
+the SHA-256 of the normalised text, so the same query has the same qid in every sample),
+``text`` (normalised), ``stratum`` (dict dimension -> value; ``{"source": "handwritten"}`` for
+hand-written queries), ``traffic`` (searches), ``users`` (distinct users, ``None`` without a user
+column), ``stratum_share`` (the stratum's share of all logged traffic; 0 for hand-written),
+``inclusion`` (the probability the design gave the query of being drawn), ``weight`` (what the
+query stands for in a traffic-weighted mean; the weights of logged queries sum to 1; 0 for
+hand-written) and ``pii`` (sorted list of flags such as ``"email"``, empty when none).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+WEIGHTINGS = ("traffic", "uniform")
+HANDWRITTEN = {"source": "handwritten"}
+
+
+@dataclass(frozen=True)
+class StratumSummary:
+    """One line of the per-stratum table."""
+
+    label: str  # "market=us, shape=question"; "(all)" without strata; "handwritten"
+    values: dict  # dimension -> value (the row's ``stratum``)
+    distinct: int  # distinct queries available (after --exclude and hand-written ones)
+    traffic: int  # searches
+    share: float  # share of all logged traffic
+    floor: int  # the floor that applied: min(floor, distinct)
+    quota: float  # exact (fractional) allocation before rounding
+    allocated: int  # queries drawn
+    floor_applied: bool  # True when the floor (not the traffic share) set the allocation
+    short: bool  # True when the stratum had fewer distinct queries than the floor
+
+
+@dataclass
+class SampleResult:
+    """What :func:`sample_queries` returns."""
+
+    rows: list[dict]
+    strata: list[StratumSummary]
+    warnings: list[str] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Query shape
+
+
+_WH = r"what|how|why|when|where|who|whom|whose|which"
+_AUX = r"is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had"
+_SUBJECT = (r"i|you|we|they|he|she|it|there|the|a|an|my|your|our|their|his|her|its|this|that|these|those|"
+            r"someone|anyone|anybody|people")
+QUESTION_PATTERN = rf"^(?:(?:{_WH})\b|(?:{_AUX})\s+(?:{_SUBJECT})\b)|\?\s*$"
+"""A query is a ``question`` when it starts with a wh-word, or with an auxiliary verb followed by
+a subject ("can i", "is the"), or ends with ``?``; otherwise a ``keyword`` query (English
+heuristics, applied to the normalised text)."""
+
+
+def query_shapes(texts: Iterable[str]) -> list[str]:
+    """``"question"`` or ``"keyword"`` for each normalised query text.
+
+    >>> query_shapes(["how do i reset my password", "password reset", "can opener", "can i return it"])
+    ['question', 'keyword', 'keyword', 'question']
+    """
+    import re
+
+    pattern = re.compile(QUESTION_PATTERN)
+    return ["question" if pattern.search(t) else "keyword" for t in texts]
+
+
+# --------------------------------------------------------------------------------------------
+# Allocation
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The result of :func:`allocate`: per stratum, in the order given."""
+
+    counts: list[int]  # queries to draw; sums to ``size``
+    quotas: list[Fraction]  # exact allocation before rounding, clip(lam * traffic, floor, available)
+    floors: list[int]  # min(floor, available)
+    lam: Fraction  # queries per search for strata between their floor and their size
+
+
+def allocate(traffic: Sequence[int], available: Sequence[int], *, size: int, floor: int = 0) -> Allocation:
+    """Allocate ``size`` draws over strata in proportion to traffic, with a floor per stratum.
+
+    Stratum *h* with traffic *T_h* and *N_h* distinct queries gets the exact quota
+    ``q_h = clip(lam * T_h, min(floor, N_h), N_h)``, where ``lam`` is the one rate that makes the
+    quotas sum to ``size`` (computed exactly with fractions). So a stratum above its floor gets a
+    share proportional to its traffic; a stratum whose proportional share is below the floor gets
+    the floor; a stratum with fewer queries than the floor gives all it has, and what it cannot
+    give goes to the others in proportion to their traffic. The quotas are then rounded by the
+    largest-remainder (Hamilton) method: each stratum gets ``floor(q_h)`` and the seats left go to
+    the largest fractional parts (ties: more traffic first, then the earlier stratum), so the
+    counts sum to exactly ``size`` and each differs from its quota by less than one
+    (Balinski & Young, *Fair Representation*, 2001, ch. 2 on Hamilton's method).
+
+    >>> allocate([900, 90, 10], [500, 50, 40], size=10, floor=2).counts
+    [6, 2, 2]
+    >>> allocate([5, 3, 2], [9, 9, 9], size=4).counts
+    [2, 1, 1]
+
+    Raises ValueError when the floors alone need more than ``size`` or the strata hold fewer
+    than ``size`` distinct queries.
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"size must be a whole number >= 0, got {size!r}")
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        raise ValueError(f"floor must be a whole number >= 0, got {floor!r}")
+    if len(traffic) != len(available):
+        raise ValueError("traffic and available must have one entry per stratum")
+    traffic = [int(t) for t in traffic]
+    available = [int(a) for a in available]
+    if any(t <= 0 for t in traffic):
+        raise ValueError("traffic: every stratum needs traffic > 0")
+    if any(a <= 0 for a in available):
+        raise ValueError("available: every stratum needs at least one query")
+    lows = [min(floor, a) for a in available]
+    need, have = sum(lows), sum(available)
+    if need > size:
+        best = max((f for f in range(floor + 1) if sum(min(f, a) for a in available) <= size), default=0)
+        raise ValueError(
+            f"floors alone need {need} queries ({len(available)} strata with floor {floor}, or all the "
+            f"queries of a smaller stratum), more than size {size}: raise size to at least {need}, lower "
+            f"floor to at most {best}, or use fewer strata"
+        )
+    if size > have:
+        raise ValueError(
+            f"size {size} is more than the {have} distinct queries the strata hold: lower size to at most {have}"
+        )
+
+    def total(lam: Fraction) -> Fraction:
+        return sum((min(max(lam * t, lo), hi) for t, lo, hi in zip(traffic, lows, available)), Fraction(0))
+
+    # total() is continuous, piecewise linear and non-decreasing in lam; its kinks are where a
+    # stratum leaves its floor (lo/T) or reaches its size (hi/T). Find the segment holding size.
+    points = sorted({Fraction(lo, t) for lo, t in zip(lows, traffic)} | {Fraction(hi, t) for hi, t in zip(available, traffic)})
+    lo_i, hi_i = 0, len(points) - 1
+    if total(points[0]) >= size:
+        lam = points[0]
+    else:
+        while hi_i - lo_i > 1:  # invariant: total(points[lo_i]) < size <= total(points[hi_i])
+            mid = (lo_i + hi_i) // 2
+            if total(points[mid]) < size:
+                lo_i = mid
+            else:
+                hi_i = mid
+        a, b = points[lo_i], points[hi_i]
+        ta, tb = total(a), total(b)
+        lam = a + (b - a) * (size - ta) / (tb - ta)
+    quotas = [min(max(lam * t, lo), Fraction(hi)) for t, lo, hi in zip(traffic, lows, available)]
+    counts = [q.numerator // q.denominator for q in quotas]
+    left = size - sum(counts)
+    order = sorted(range(len(quotas)), key=lambda h: (-(quotas[h] - counts[h]), -traffic[h], h))
+    for h in order[:left]:
+        counts[h] += 1
+    return Allocation(counts=counts, quotas=quotas, floors=lows, lam=lam)
+
+
+# --------------------------------------------------------------------------------------------
+# Drawing within a stratum
+
+
+def _stratum_rng(seed: int, label: str) -> np.random.Generator:
+    """A generator for one stratum, from the seed and the stratum's label, so adding or removing
+    another stratum never changes what this one draws."""
+    words = np.frombuffer(hashlib.sha256(label.encode("utf-8")).digest()[:16], dtype="<u4")
+    return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
+
+
+def draw_stratum(traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``k`` of a stratum's queries without replacement; return (indices, inclusion probabilities).
+
+    ``weighting="traffic"``: a probability-proportional-to-size design. A query whose traffic
+    alone is worth a draw (``k' * t_i >= T'`` over the queries not yet taken for certain) is taken
+    with certainty; the other draws are made by systematic PPS sampling over a random order of the
+    rest, which gives each query the inclusion probability ``pi_i = k' t_i / T'`` exactly
+    (Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, sec. 3.6).
+    ``weighting="uniform"``: simple random sampling without replacement, ``pi_i = k / N``.
+    Indices come back sorted.
+    """
+    t = np.asarray(traffic, dtype=np.int64)
+    n = len(t)
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be between 0 and {n}, got {k}")
+    if k == n:
+        return np.arange(n), np.ones(n)
+    if weighting == "uniform":
+        chosen = np.sort(rng.choice(n, size=k, replace=False))
+        return chosen, np.full(k, k / n)
+    # Certainty units, largest first (ties by index, i.e. by text).
+    order = np.lexsort((np.arange(n), -t))
+    rest_total = int(t.sum())
+    certain = 0
+    while certain < k and int(t[order[certain]]) * (k - certain) >= rest_total:
+        rest_total -= int(t[order[certain]])
+        certain += 1
+    sure = order[:certain]
+    m = k - certain
+    chosen_rest = np.zeros(0, dtype=np.int64)
+    probs_rest = np.zeros(0)
+    if m:
+        rest = np.sort(order[certain:])
+        perm = rest[rng.permutation(len(rest))]
+        cum = np.cumsum(t[perm])  # integers: exact
+        start = rng.random()
+        points = (start + np.arange(m)) * (rest_total / m)
+        picks = np.searchsorted(cum, points, side="right")
+        chosen_rest = perm[picks]
+        if len(np.unique(chosen_rest)) != m:  # impossible when every t_i * m < rest_total
+            raise AssertionError("systematic sampling drew a query twice")
+        probs_rest = t[chosen_rest] * m / rest_total
+    idx = np.concatenate([sure, chosen_rest]).astype(np.int64)
+    probs = np.concatenate([np.ones(certain), probs_rest])
+    order_out = np.argsort(idx, kind="stable")
+    return idx[order_out], probs[order_out]
+
+
+# --------------------------------------------------------------------------------------------
+# Query lists (--handwritten, --exclude) and the output file
+
+
+def qid_for(text: str) -> str:
+    """The stable qid of a normalised query: ``"q"`` + the first 12 hex digits of its SHA-256.
+
+    >>> qid_for("weather")
+    'qe5e72beb4e3c'
+    """
+    return "q" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
+    """(line, normalised text) for each query in a list file, in file order; empty lines skipped.
+
+    ``.txt``: one query per line. ``.jsonl``: objects with ``text`` (or ``query``), such as an
+    earlier ``golden sample`` output. ``.csv``/``.tsv``: a header row with a ``text`` or
+    ``query`` column. Gzip is read transparently.
+    """
+    import csv
+
+    from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, open_text
+    from curation.formats.normalize import normalize_text
+
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    suffix = base_suffix(path)
+    out: list[tuple[int, str]] = []
+    with open_text(path, encoding="utf-8-sig") as fh:
+        if suffix in (".jsonl", ".ndjson", ".json"):
+            for lineno, obj in iter_jsonl_lines(fh, path, expect='a JSON object with a "text" field'):
+                text = obj.get("text", obj.get("query"))
+                if not isinstance(text, str):
+                    raise InputError(path, lineno, "needs a \"text\" (or \"query\") field holding a string")
+                out.append((lineno, normalize_text(text)))
+        elif suffix in (".csv", ".tsv", ".tab"):
+            kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if suffix != ".csv" else {}
+            reader = csv.reader(fh, **kwargs)
+            header = next(reader, None) or []
+            col = next((header.index(c) for c in ("text", "query") if c in header), None)
+            if col is None:
+                raise InputError(path, 1, "needs a header row with a \"text\" or \"query\" column")
+            start = reader.line_num + 1
+            for row in reader:
+                if row:
+                    if len(row) != len(header):
+                        raise InputError(path, start, f"has {len(row)} fields, expected {len(header)}")
+                    out.append((start, normalize_text(row[col])))
+                start = reader.line_num + 1
+        elif suffix in (".txt", ""):
+            for lineno, line in enumerate(fh, 1):
+                out.append((lineno, normalize_text(line)))
+        else:
+            raise InputError(path, None, f"unknown query list format {suffix!r}: use .txt, .jsonl, .csv or .tsv")
+    return [(line, text) for line, text in out if text]
+
+
+def format_query(row: Mapping) -> str:
+    """One output line: compact, key order as given, non-ASCII kept (so it is byte-for-byte stable)."""
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_queries(rows: Iterable[Mapping], path: str | os.PathLike) -> None:
+    """Write query rows as JSONL, whole or not at all."""
+    from curation.formats.fileio import atomic_write
+
+    with atomic_write(path) as fh:
+        for row in rows:
+            fh.write(format_query(row) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# The whole command
+
+
+def _label(values: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "(all)"
+
+
+def sample_queries(
+    log: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    query_col: str,
+    size: int,
+    count_col: str | None = None,
+    user_col: str | None = None,
+    strata: Sequence[str] = (),
+    shape: bool = False,
+    floor: int = 20,
+    seed: int = 0,
+    weighting: str = "traffic",
+    handwritten: str | os.PathLike | None = None,
+    exclude: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    progress: bool = False,
+) -> SampleResult:
+    """Draw a stratified sample of ``size`` distinct queries from a search log.
+
+    Reads ``log`` (one file or several, read as one; see :func:`curation.sample.logs.collapse_log`),
+    drops queries listed in ``exclude`` files and queries given in ``handwritten``, groups the
+    rest into strata by ``strata`` columns and, with ``shape=True``, by :func:`query_shapes`,
+    allocates ``size`` draws over the strata with :func:`allocate` (proportional to traffic,
+    ``floor`` per stratum, exact total) and draws within each stratum with :func:`draw_stratum`
+    (``weighting`` "traffic": probability proportional to searches; "uniform": every distinct
+    query alike), seeded by ``seed`` and the stratum's name. Hand-written queries are added as
+    their own stratum ``{"source": "handwritten"}`` with weight 0, outside ``size``.
+
+    The weight of a logged query estimates a mean over searches: with traffic weighting it is
+    ``(t_i / T) / pi_i`` (Horvitz-Thompson; ``stratum_share / k_h`` for every query not taken
+    with certainty); with uniform weighting it is ``stratum_share * t_i / (traffic drawn in the
+    stratum)`` (the ratio estimator). Either way the weights of a stratum sum to its share, and
+    all logged weights to 1 (when every stratum gets at least one draw). ``stratum_share`` is
+    the stratum's share of the traffic of the queries sampled from (after ``exclude``).
+
+    Rows come stratum by stratum (strata ordered by their values), within a stratum by traffic
+    (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
+    """
+    from curation.sample.logs import collapse_log
+    from curation.sample.pii import pii_flags
+
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a whole number >= 1, got {size!r}")
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        raise ValueError(f"floor must be a whole number >= 0, got {floor!r}")
+    strata = tuple(strata)
+    if shape and "shape" in strata:
+        raise ValueError("strata: a column named 'shape' clashes with shape=True; rename one")
+    warnings: list[str] = []
+
+    collapsed = collapse_log(log, query_col=query_col, count_col=count_col, user_col=user_col,
+                             strata=strata, progress=progress)
+    q = collapsed.queries
+    st = collapsed.stats
+    logged_traffic = int(q["traffic"].sum())
+    if st.empty_rows:
+        warnings.append(f"{st.empty_rows} log rows with an empty query were skipped")
+    if st.zero_traffic:
+        warnings.append(f"{st.zero_traffic} queries with a count of 0 searches were dropped")
+    if st.multi_stratum:
+        warnings.append(
+            f"{st.multi_stratum} queries occur in more than one stratum; each belongs to the stratum where it "
+            f"has most traffic, which moves {st.moved_searches / max(st.searches, 1):.1%} of searches out of "
+            "their row's stratum (strata describe queries; a dimension that varies per search, such as device, "
+            "is better left out)"
+        )
+
+    excluded: set[str] = set()
+    for path in ([exclude] if isinstance(exclude, (str, os.PathLike)) else list(exclude or [])):
+        excluded.update(text for _, text in read_query_list(path))
+    hand: list[str] = []
+    if handwritten is not None:
+        seen: set[str] = set()
+        dupes = dropped = 0
+        for _, text in read_query_list(handwritten):
+            if text in seen:
+                dupes += 1
+            elif text in excluded:
+                dropped += 1
+            else:
+                seen.add(text)
+                hand.append(text)
+        if dupes:
+            warnings.append(f"{dupes} hand-written queries repeat an earlier line (after normalisation); kept once")
+        if dropped:
+            warnings.append(f"{dropped} hand-written queries are in the --exclude set and were left out")
+    in_hand = q["text"].isin(hand) if hand else np.zeros(len(q), dtype=bool)
+    in_excluded = q["text"].isin(list(excluded)) if excluded else np.zeros(len(q), dtype=bool)
+    excluded_traffic = int(q.loc[in_excluded, "traffic"].sum())
+    if in_excluded.any():
+        warnings.append(
+            f"{int(in_excluded.sum())} logged queries ({excluded_traffic / max(logged_traffic, 1):.1%} of traffic) "
+            "are in the --exclude set and were left out"
+        )
+    if np.any(in_hand & ~in_excluded):
+        warnings.append(
+            f"{int((in_hand & ~in_excluded).sum())} hand-written queries also occur in the log; they are sampled "
+            "only as hand-written"
+        )
+    lookup = q.set_index("text") if hand else None
+    pool = q.loc[~(in_hand | in_excluded)].reset_index(drop=True)
+
+    dims = strata + (("shape",) if shape else ())
+    if shape:
+        pool = pool.assign(shape=pd.array(query_shapes(pool["text"].tolist()), dtype="string"))
+    pool_traffic = int(pool["traffic"].sum())
+    if pool_traffic == 0:
+        raise ValueError("log: no queries with traffic are left to sample from")
+
+    if dims:
+        groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: _key(kv[0]))
+        keys = [_key(k) for k, _ in groups]
+        members = [idx for _, idx in groups]
+    else:
+        keys, members = [()], [np.arange(len(pool))]
+    values = [dict(zip(dims, k)) for k in keys]
+    labels = [_label(v) for v in values]
+    traffic_arr = pool["traffic"].to_numpy(dtype=np.int64)
+    t_h = [int(traffic_arr[m].sum()) for m in members]
+    n_h = [len(m) for m in members]
+    alloc = allocate(t_h, n_h, size=size, floor=floor)
+
+    summaries: list[StratumSummary] = []
+    rows: list[dict] = []
+    texts = pool["text"].to_numpy(dtype=object)
+    users = pool["users"].to_numpy(dtype=np.int64) if collapsed.has_users else None
+    flag_counts: dict[str, int] = {}
+    for h, (label, vals, idx) in enumerate(zip(labels, values, members)):
+        share = t_h[h] / pool_traffic
+        short = n_h[h] < floor
+        floor_applied = alloc.lam * t_h[h] < alloc.floors[h]
+        summaries.append(StratumSummary(label=label, values=vals, distinct=n_h[h], traffic=t_h[h], share=share,
+                                        floor=alloc.floors[h], quota=float(alloc.quotas[h]),
+                                        allocated=alloc.counts[h], floor_applied=bool(floor_applied), short=short))
+        if short:
+            warnings.append(
+                f"stratum {label} has only {n_h[h]} distinct queries, fewer than the floor of {floor}: all "
+                f"{n_h[h]} are taken and the rest of its floor goes to the other strata"
+            )
+        k = alloc.counts[h]
+        if k == 0:
+            if t_h[h]:
+                warnings.append(f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it")
+            continue
+        idx = idx[np.lexsort((texts[idx],))]  # within a stratum, by text: independent of the log's row order
+        chosen, probs = draw_stratum(traffic_arr[idx], k, weighting=weighting, rng=_stratum_rng(seed, label))
+        picked = idx[chosen]
+        t_pick = traffic_arr[picked]
+        if weighting == "traffic":
+            # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for certainty draws, and the same
+            # (T_h - certain traffic) / (T * draws left) for every other draw, computed once.
+            sure = probs == 1.0
+            weights = t_pick / pool_traffic
+            if not sure.all():
+                rest = (t_h[h] - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
+                weights = np.where(sure, weights, rest)
+        else:
+            weights = share * t_pick / t_pick.sum()
+        order = np.lexsort((texts[picked], -t_pick))
+        for j in order:
+            i = picked[j]
+            text = texts[i]
+            flags = pii_flags(text)
+            for f in flags:
+                flag_counts[f] = flag_counts.get(f, 0) + 1
+            rows.append({
+                "qid": qid_for(text), "text": text, "stratum": dict(vals), "traffic": int(traffic_arr[i]),
+                "users": None if users is None else int(users[i]), "stratum_share": share,
+                "inclusion": float(probs[j]), "weight": float(weights[j]), "pii": flags,
+            })
+    if hand:
+        summaries.append(StratumSummary(label="handwritten", values=dict(HANDWRITTEN), distinct=len(hand), traffic=0,
+                                        share=0.0, floor=0, quota=0.0, allocated=len(hand), floor_applied=False,
+                                        short=False))
+        for text in hand:
+            flags = pii_flags(text)
+            for f in flags:
+                flag_counts[f] = flag_counts.get(f, 0) + 1
+            found = lookup.loc[text] if text in lookup.index else None
+            rows.append({
+                "qid": qid_for(text), "text": text, "stratum": dict(HANDWRITTEN),
+                "traffic": 0 if found is None else int(found["traffic"]),
+                "users": (None if not collapsed.has_users else 0 if found is None else int(found["users"])),
+                "stratum_share": 0.0, "inclusion": 1.0, "weight": 0.0, "pii": flags,
+            })
+    qids = [r["qid"] for r in rows]
+    if len(set(qids)) != len(qids):  # 48-bit hashes: would need ~16 million queries to be likely
+        raise ValueError("two sampled queries share a qid prefix; please report this")
+    if flag_counts:
+        total_flagged = sum(1 for r in rows if r["pii"])
+        detail = ", ".join(f"{n} {f}" for f, n in sorted(flag_counts.items()))
+        warnings.append(f"{total_flagged} sampled queries look like personal data ({detail}): check the \"pii\" field")
+    stats = {
+        "log_rows": st.rows, "searches": st.searches, "distinct_raw": st.distinct_raw, "distinct": len(q),
+        "empty_rows": st.empty_rows, "excluded": int(np.sum(in_excluded)), "excluded_traffic": excluded_traffic,
+        "sampled_from": len(pool), "traffic": pool_traffic, "size": size, "handwritten": len(hand),
+        "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
+    }
+    return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
+
+
+def _key(k) -> tuple[str, ...]:
+    return tuple(str(v) for v in (k if isinstance(k, tuple) else (k,)))

@@ -1,0 +1,1 @@
+"""The project store: tables, engine, migrations, users, projects, and the shared lookups."""

@@ -1,0 +1,543 @@
+"""Projects: loading the query set, the judging pool, the pooled documents and the guidelines.
+
+A project is built from the files the earlier steps write:
+
+* ``QUERIES.jsonl`` (``golden sample``): one object per query with ``qid``, ``text``, ``stratum``
+  (a dict), ``traffic``, ``users``, ``stratum_share``, ``weight`` and ``pii``;
+* ``POOL.jsonl`` (``golden pool``): one object per pair with ``qid``, ``docid``, ``order`` (a seeded
+  shuffle within the query) and ``systems`` (run name -> rank, the hidden provenance), and an
+  optional sidecar ``POOL.meta.json`` with the pool's ``depth`` and ``runs``;
+* the corpus files (:mod:`curation.formats.corpus`): only the pooled documents' texts are stored;
+* ``GUIDELINES.md``: the written definition of relevance, versioned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from sqlalchemy import func, insert
+from sqlmodel import Session, select
+from tqdm import tqdm
+
+from curation.formats.corpus import fetch_docs
+from curation.pool.pooling import pool_meta_path
+from curation.formats.fileio import InputError, iter_jsonl, open_text, sha256_file
+from curation.store.models import (
+    Document,
+    GuidelinesVersion,
+    PoolPair,
+    Project,
+    Query,
+    Run,
+    User,
+)
+
+
+@dataclass(frozen=True)
+class Grade:
+    """One grade of a label scale: the number stored, a short name and what it means."""
+
+    grade: int
+    name: str
+    description: str
+
+
+DEFAULT_SCALES: dict[str, tuple[Grade, ...]] = {
+    "binary": (
+        Grade(0, "Not relevant", "The document does not help answer the query."),
+        Grade(1, "Relevant", "The document helps answer the query, in whole or in part."),
+    ),
+    "0-2": (
+        Grade(0, "Not relevant", "The document does not help answer the query."),
+        Grade(1, "Partially relevant", "On topic, but answers only part of the query or needs other sources."),
+        Grade(2, "Highly relevant", "Answers the query on its own; a user would be satisfied with it."),
+    ),
+    "0-3": (
+        Grade(0, "Irrelevant", "Nothing to do with the query."),
+        Grade(1, "Related", "On the query's topic, but does not answer it."),
+        Grade(2, "Highly relevant", "Answers the query, perhaps with some digging or only in part."),
+        Grade(3, "Perfectly relevant", "Dedicated to the query: it answers it fully and directly."),
+    ),
+}
+SCALES = tuple(DEFAULT_SCALES)
+
+
+@dataclass
+class LoadReport:
+    """What :func:`create_project` or :func:`extend_pool` stored."""
+
+    project_id: int
+    name: str
+    queries: int = 0
+    pairs: int = 0
+    documents: int = 0
+    new_pairs: int = 0
+    new_documents: int = 0
+    missing_docids: list[str] = field(default_factory=list)  # pooled docids absent from the corpus
+    guidelines_version: int | None = None
+
+
+@dataclass(frozen=True)
+class ProjectSummary:
+    """One line of ``golden project list``."""
+
+    id: int
+    name: str
+    scale: str
+    queries: int
+    pairs: int
+    documents: int
+    guidelines_version: int | None
+    released: bool
+    created_at: object
+
+
+def scale_grades(scale: str, grades: Sequence[dict | Grade] | None = None) -> tuple[Grade, ...]:
+    """The grades of ``scale`` ("binary", "0-2" or "0-3"), with the defaults above, or ``grades``
+    (dicts with grade/name/description) overriding them; ValueError when ``grades`` does not cover
+    exactly the scale's grade numbers."""
+    if scale not in DEFAULT_SCALES:
+        raise ValueError(f"scale {scale!r} is not one of {', '.join(SCALES)}")
+    default = DEFAULT_SCALES[scale]
+    if grades is None:
+        return default
+    out = []
+    for g in grades:
+        if isinstance(g, Grade):
+            out.append(g)
+            continue
+        if not isinstance(g, dict) or "grade" not in g:
+            raise ValueError(f"grades: each entry needs a 'grade' number, got {g!r}")
+        num = int(g["grade"])
+        base = next((d for d in default if d.grade == num), None)
+        name = str(g.get("name") or (base.name if base else ""))
+        desc = str(g.get("description") or (base.description if base else ""))
+        if not name:
+            raise ValueError(f"grades: grade {num} needs a name")
+        out.append(Grade(num, name, desc))
+    out.sort(key=lambda g: g.grade)
+    want = [d.grade for d in default]
+    if [g.grade for g in out] != want:
+        raise ValueError(
+            f"grades: scale {scale} has grades {want}, got {[g.grade for g in out]}"
+        )
+    return tuple(out)
+
+
+def grades(project: Project) -> tuple[Grade, ...]:
+    """The grades of ``project``'s scale, lowest first (for the judging page and validation)."""
+    return tuple(Grade(int(g["grade"]), g["name"], g["description"]) for g in json.loads(project.grades_json))
+
+
+def get_project(session: Session, name: str | None = None) -> Project:
+    """The project called ``name``; with ``name`` None, the only project in the store.
+    ValueError saying what to do when there is none, or several and no name."""
+    if name is not None:
+        project = session.exec(select(Project).where(Project.name == name)).first()
+        if project is None:
+            names = [p.name for p in session.exec(select(Project).order_by(Project.name))]
+            known = f" (projects: {', '.join(names)})" if names else ""
+            raise ValueError(f"no project {name!r}{known}: create it with `golden project create {name} ...`")
+        return project
+    projects = list(session.exec(select(Project).order_by(Project.name)).all())
+    if not projects:
+        raise ValueError("no project in the store: create one with `golden project create NAME ...`")
+    if len(projects) > 1:
+        raise ValueError(
+            "project: the store holds several projects ("
+            + ", ".join(p.name for p in projects)
+            + "): say which with --project NAME"
+        )
+    return projects[0]
+
+
+def list_projects(session: Session) -> list[ProjectSummary]:
+    """A summary of each project, by name."""
+    def counts(model):
+        rows = session.exec(select(model.project_id, func.count()).group_by(model.project_id))
+        return dict(rows.all())
+
+    nq, npairs, ndocs = counts(Query), counts(PoolPair), counts(Document)
+    gv = dict(
+        session.exec(
+            select(GuidelinesVersion.project_id, func.max(GuidelinesVersion.version)).group_by(
+                GuidelinesVersion.project_id
+            )
+        ).all()
+    )
+    out = []
+    for p in session.exec(select(Project).order_by(Project.name)):
+        out.append(
+            ProjectSummary(
+                id=p.id, name=p.name, scale=p.scale, queries=nq.get(p.id, 0), pairs=npairs.get(p.id, 0),
+                documents=ndocs.get(p.id, 0), guidelines_version=gv.get(p.id),
+                released=(not p.hold_main) or p.released_at is not None, created_at=p.created_at,
+            )
+        )
+    return out
+
+
+# --- reading the input files -------------------------------------------------------------------
+
+_jsonl = iter_jsonl
+
+
+def _ident(obj: dict, key: str, path, lineno) -> str:
+    value = obj.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()) or isinstance(value, (dict, list, bool)):
+        raise InputError(path, lineno, f"missing or empty {key!r}")
+    return str(value)
+
+
+def _number(obj: dict, key: str, path, lineno, default=0.0) -> float:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(path, lineno, f"{key!r} must be a number, got {value!r}")
+    return value
+
+
+def stratum_key(stratum: dict) -> str:
+    """A stable, readable form of a stratum for grouping: ``dim=value`` pairs sorted by dimension,
+    joined by ``; `` (``""`` for no stratum)."""
+    return "; ".join(f"{k}={stratum[k]}" for k in sorted(stratum))
+
+
+def read_queries(path) -> list[dict]:
+    """The rows of a queries file (``golden sample``'s format) as Query column values; InputError
+    (path:line) for a row without qid or text, a repeated qid, or a stratum that is not an object."""
+    rows, seen = [], set()
+    for lineno, obj in _jsonl(path):
+        qid = _ident(obj, "qid", path, lineno)
+        if qid in seen:
+            raise InputError(path, lineno, f"qid {qid!r} appears twice")
+        seen.add(qid)
+        text = obj.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, lineno, f"query {qid!r} has no text")
+        stratum = obj.get("stratum") or {}
+        if not isinstance(stratum, dict):
+            raise InputError(path, lineno, f"'stratum' must be an object (dimension -> value), got {stratum!r}")
+        pii = obj.get("pii")
+        users = obj.get("users")
+        rows.append(
+            dict(
+                qid=qid,
+                text=text,
+                stratum_json=json.dumps(stratum, ensure_ascii=False, sort_keys=True),
+                stratum_key=stratum_key(stratum),
+                traffic=float(_number(obj, "traffic", path, lineno)),
+                users=int(users) if isinstance(users, (int, float)) and not isinstance(users, bool) else 0,
+                weight=float(_number(obj, "weight", path, lineno)),
+                stratum_share=float(_number(obj, "stratum_share", path, lineno)),
+                pii_json=json.dumps(pii) if pii else None,
+                split=obj.get("split") if obj.get("split") in ("tune", "holdout") else None,
+            )
+        )
+    if not rows:
+        raise InputError(path, None, "no queries: is this the file `golden sample` wrote?")
+    return rows
+
+
+def read_pool(path) -> list[dict]:
+    """The rows of a pool file (``golden pool``'s format): dicts with qid, docid, order and systems
+    (run -> rank). InputError (path:line) for a row without qid or docid, a repeated pair, or
+    systems that is not an object."""
+    rows, seen = [], set()
+    for lineno, obj in _jsonl(path):
+        qid = _ident(obj, "qid", path, lineno)
+        docid = _ident(obj, "docid", path, lineno)
+        if (qid, docid) in seen:
+            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
+        seen.add((qid, docid))
+        systems = obj.get("systems") or {}
+        if not isinstance(systems, dict):
+            raise InputError(path, lineno, f"'systems' must be an object (run -> rank), got {systems!r}")
+        order = obj.get("order", 0)
+        if isinstance(order, bool) or not isinstance(order, int):
+            raise InputError(path, lineno, f"'order' must be an integer, got {order!r}")
+        rows.append(dict(qid=qid, docid=docid, order=order, systems=systems, lineno=lineno,
+                         seed_source=obj.get("seed_source") if isinstance(obj.get("seed_source"), str) else None))
+    if not rows:
+        raise InputError(path, None, "no pairs: is this the file `golden pool` wrote?")
+    return rows
+
+
+def read_pool_meta(pool_path) -> dict:
+    """The pool's sidecar metadata (``depth``, ``runs``), or ``{}`` when there is none."""
+    meta = pool_meta_path(pool_path)
+    if not meta.exists():
+        return {}
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(meta, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(meta, None, "expected a JSON object")
+    return data
+
+
+def _meta_runs(meta: dict) -> list[dict]:
+    """Run records from pool metadata: a list of names, of objects, or an object name -> info."""
+    runs = meta.get("runs") or []
+    out = []
+    if isinstance(runs, dict):
+        runs = [dict(info, name=name) if isinstance(info, dict) else {"name": name} for name, info in runs.items()]
+    for r in runs:
+        if isinstance(r, str):
+            r = {"name": r}
+        if not isinstance(r, dict) or not r.get("name"):
+            continue
+        depth = r.get("depth", meta.get("depth"))
+        out.append(dict(name=str(r["name"]), sha256=str(r.get("sha256") or r.get("file_sha256") or ""),
+                        depth=int(depth) if isinstance(depth, int) else 0))
+    return out
+
+
+def _load_documents(corpus_paths, wanted: set[str]):
+    """Stream the corpus once (curation.formats.corpus.fetch_docs), keeping the records of ``wanted``
+    docids and computing the snapshot fingerprint `golden corpus-sample` also prints."""
+    # tqdm progress on stderr, shown only on a terminal (disable=None).
+    with tqdm(desc="reading corpus", unit=" docs", disable=None, leave=False, file=sys.stderr) as bar:
+        return fetch_docs(corpus_paths, wanted, progress=bar.update)
+
+
+def _missing_error(corpus_paths, missing: list[str]) -> InputError:
+    shown = ", ".join(repr(d) for d in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+    where = corpus_paths[0] if len(corpus_paths) == 1 else ", ".join(str(c) for c in corpus_paths)
+    return InputError(
+        where, None,
+        f"{len(missing)} pooled documents are not in the corpus: {shown}; pass the corpus they come from "
+        "with --corpus, or --allow-missing to leave their pairs out",
+    )
+
+
+def _project_id(project: Project | int) -> int:
+    return project if isinstance(project, int) else project.id
+
+
+def _insert_pairs(session: Session, project_id: int, pairs: list[dict], qids: dict[str, int],
+                  docs: dict[str, int], batch: int) -> int:
+    rows = [
+        dict(project_id=project_id, query_id=qids[p["qid"]], document_id=docs[p["docid"]], shuffle_order=p["order"],
+             systems_json=json.dumps(p["systems"], sort_keys=True), batch=batch, seed_source=p["seed_source"])
+        for p in pairs
+    ]
+    if rows:
+        session.execute(insert(PoolPair), rows)
+    return len(rows)
+
+
+def _insert_documents(session: Session, project_id: int, found: dict) -> dict[str, int]:
+    rows = [dict(project_id=project_id, docid=d.id, title=d.title, url=d.url, text=d.text) for d in found.values()]
+    if rows:
+        session.execute(insert(Document), rows)
+    return dict(session.exec(select(Document.docid, Document.id).where(Document.project_id == project_id)).all())
+
+
+# --- operations -----------------------------------------------------------------------------------
+
+def create_project(
+    session: Session,
+    name: str,
+    *,
+    queries_path: str | os.PathLike,
+    pool_path: str | os.PathLike,
+    corpus_paths: Iterable[str | os.PathLike],
+    guidelines_path: str | os.PathLike | None = None,
+    guidelines_text: str | None = None,
+    scale: str = "0-2",
+    grades: Sequence[dict | Grade] | None = None,
+    allow_missing: bool = False,
+    created_by: User | None = None,
+) -> LoadReport:
+    """Load a new project in one transaction: the queries, the pooled pairs with their hidden
+    provenance, the texts of the pooled documents only (streamed from the corpus), the label scale
+    and guidelines version 1.
+
+    Pooled docids missing from the corpus raise an :class:`~curation.formats.fileio.InputError` naming them
+    (pairs without a text cannot be judged); with ``allow_missing`` their pairs are left out and
+    listed in ``LoadReport.missing_docids``. A pool pair whose qid is not in the queries file is an
+    error. ValueError when ``name`` is taken."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise ValueError(f"name {name!r}: give the project a name of 1-100 characters")
+    corpus_paths = [str(c) for c in corpus_paths]
+    if not corpus_paths:
+        raise ValueError("corpus_paths: give at least one corpus file")
+    scale_def = scale_grades(scale, grades)
+    if (guidelines_path is None) == (guidelines_text is None):
+        raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
+    if guidelines_path is not None:
+        with open_text(guidelines_path) as fh:
+            guidelines_text = fh.read()
+    if not guidelines_text.strip():
+        raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
+    if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
+        raise ValueError(f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`")
+
+    queries = read_queries(queries_path)
+    pool = read_pool(pool_path)
+    known = {q["qid"] for q in queries}
+    for p in pool:
+        if p["qid"] not in known:
+            raise InputError(pool_path, p["lineno"], f"qid {p['qid']!r} is not in {queries_path}: was the pool built from this query set?")
+    meta = read_pool_meta(pool_path)
+    fetched = _load_documents(corpus_paths, {p["docid"] for p in pool})
+    found, missing = fetched.docs, fetched.missing
+    if missing and not allow_missing:
+        raise _missing_error(corpus_paths, missing)
+    missing_set = set(missing)
+    pool = [p for p in pool if p["docid"] not in missing_set]
+
+    try:
+        project = Project(
+            name=name, scale=scale,
+            grades_json=json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def]),
+            corpus_fingerprint=fetched.fingerprint.sha256, queries_sha256=sha256_file(queries_path),
+            pool_sha256=sha256_file(pool_path),
+            pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,
+        )
+        session.add(project)
+        session.flush()
+        pid = project.id
+        session.execute(insert(Query), [dict(q, project_id=pid) for q in queries])
+        qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
+        docs = _insert_documents(session, pid, found)
+        npairs = _insert_pairs(session, pid, pool, qids, docs, batch=0)
+        for r in _meta_runs(meta):
+            session.add(Run(project_id=pid, **r))
+        text_hash = hashlib.sha256(guidelines_text.encode("utf-8")).hexdigest()
+        session.add(GuidelinesVersion(project_id=pid, version=1, text=guidelines_text, sha256=text_hash,
+                                      created_by_id=created_by.id if created_by else None, note="initial"))
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
+                      new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1)
+
+
+def extend_pool(
+    session: Session,
+    project: Project,
+    *,
+    pool_path: str | os.PathLike,
+    corpus_paths: Iterable[str | os.PathLike],
+    allow_missing: bool = False,
+) -> LoadReport:
+    """Add the pairs of an extended pool (``golden pool --extend``) that the project lacks, as a new
+    batch, with the texts of their new documents; the provenance of pairs already in the project is
+    merged with the new runs'. Existing pairs, assignments and judgments are untouched; run
+    ``golden assign`` again to hand the new pairs out."""
+    corpus_paths = [str(c) for c in corpus_paths]
+    pid = project.id
+    pool = read_pool(pool_path)
+    qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
+    for p in pool:
+        if p["qid"] not in qids:
+            raise InputError(pool_path, p["lineno"], f"qid {p['qid']!r} is not in project {project.name!r}: "
+                             "an extended pool adds documents to the project's queries, not new queries")
+    docs = dict(session.exec(select(Document.docid, Document.id).where(Document.project_id == pid)).all())
+    existing = {
+        (qid, docid): (pair_id, systems)
+        for pair_id, qid, docid, systems in session.exec(
+            select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json)
+            .join(Query, Query.id == PoolPair.query_id)
+            .join(Document, Document.id == PoolPair.document_id)
+            .where(PoolPair.project_id == pid)
+        ).all()
+    }
+    new = [p for p in pool if (p["qid"], p["docid"]) not in existing]
+    fetched = _load_documents(corpus_paths, {p["docid"] for p in new} - docs.keys())
+    found, missing = fetched.docs, fetched.missing
+    if missing and not allow_missing:
+        raise _missing_error(corpus_paths, missing)
+    missing_set = set(missing)
+    new = [p for p in new if p["docid"] not in missing_set]
+    meta = read_pool_meta(pool_path)
+    try:
+        # Provenance of pairs already pooled: add what the new runs say (run -> rank).
+        for p in pool:
+            old = existing.get((p["qid"], p["docid"]))
+            if old is not None:
+                merged = dict(json.loads(old[1] or "{}"))
+                merged.update(p["systems"])
+                text = json.dumps(merged, sort_keys=True)
+                if text != old[1]:
+                    session.get(PoolPair, old[0]).systems_json = text
+        docs = _insert_documents(session, pid, found)
+        batch = (session.exec(select(func.max(PoolPair.batch)).where(PoolPair.project_id == pid)).one() or 0) + 1
+        added = _insert_pairs(session, pid, new, qids, docs, batch=batch)
+        known_runs = set(session.exec(select(Run.name).where(Run.project_id == pid)).all())
+        for r in _meta_runs(meta):
+            if r["name"] not in known_runs:
+                session.add(Run(project_id=pid, **r))
+        proj = session.get(Project, pid)
+        proj.pool_sha256 = sha256_file(pool_path)
+        if isinstance(meta.get("depth"), int):
+            proj.pool_depth = meta["depth"]
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    total = session.exec(select(func.count()).select_from(PoolPair).where(PoolPair.project_id == pid)).one()
+    return LoadReport(project_id=pid, name=project.name, queries=len(qids), pairs=total, documents=len(docs),
+                      new_pairs=added, new_documents=len(found), missing_docids=missing,
+                      guidelines_version=None)
+
+
+def set_guidelines(
+    session: Session,
+    project: Project,
+    text: str,
+    *,
+    created_by: User | None = None,
+    note: str | None = None,
+) -> tuple[GuidelinesVersion, bool]:
+    """Record ``text`` as the project's guidelines and commit. A text that differs from the
+    current version makes a new version (number + 1); the same text keeps the current one.
+    Returns the version in force and whether it is new."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text: the guidelines are empty; write the definition of relevance")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    current = current_guidelines(session, project)
+    if current is not None and current.sha256 == digest:
+        return current, False
+    version = GuidelinesVersion(
+        project_id=_project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,
+        note=note, created_by_id=created_by.id if created_by else None,
+    )
+    session.add(version)
+    try:
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    session.refresh(version)
+    return version, True
+
+
+def current_guidelines(session: Session, project: Project | int) -> GuidelinesVersion | None:
+    """The latest guidelines version of the project (None before any was set)."""
+    return session.exec(
+        select(GuidelinesVersion)
+        .where(GuidelinesVersion.project_id == _project_id(project))
+        .order_by(GuidelinesVersion.version.desc())
+    ).first()
+
+
+def guidelines_history(session: Session, project: Project | int) -> list[GuidelinesVersion]:
+    """Every guidelines version of the project, oldest first."""
+    return list(
+        session.exec(
+            select(GuidelinesVersion)
+            .where(GuidelinesVersion.project_id == _project_id(project))
+            .order_by(GuidelinesVersion.version)
+        )
+    )

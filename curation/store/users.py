@@ -1,0 +1,155 @@
+"""Users of the judging app: judges, leads and admins, with hashed passwords.
+
+Passwords are hashed with werkzeug's ``generate_password_hash`` (scrypt by default) and checked
+with ``check_password_hash``; the plain text is never stored.
+
+``GOLDEN_PASSWORD_HASH_METHOD`` (a werkzeug method string such as ``pbkdf2:sha256:1000``) overrides
+the method for new hashes. It exists for the test suite, which creates hundreds of users; never set
+it on a server that real people log in to.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam
+from sqlalchemy import select as core_select
+from sqlmodel import Session, select
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from curation.store.models import ROLES, User
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+MIN_PASSWORD = 8
+
+
+def hash_password(password: str) -> str:
+    """werkzeug's salted hash of ``password`` (scrypt unless GOLDEN_PASSWORD_HASH_METHOD says otherwise)."""
+    method = os.environ.get("GOLDEN_PASSWORD_HASH_METHOD")
+    return generate_password_hash(password, method=method) if method else generate_password_hash(password)
+
+
+def generate_password(*, nbytes: int = 12) -> str:
+    """A random password (URL-safe text from ``secrets``), for ``golden user add`` without one."""
+    return secrets.token_urlsafe(nbytes)
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"name {name!r} is not a valid user name: use 1-64 letters, digits, '.', '_', '@' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def _check_role(role: str) -> str:
+    if role not in ROLES:
+        raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    return role
+
+
+def _check_password(password: str) -> str:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD:
+        raise ValueError(f"password must have at least {MIN_PASSWORD} characters")
+    return password
+
+
+def add_user(session: Session, name: str, *, role: str = "judge", password: str) -> User:
+    """Create and commit a user; ValueError when the name is taken, the role unknown or the
+    password shorter than ``MIN_PASSWORD``."""
+    _check_name(name)
+    _check_role(role)
+    _check_password(password)
+    if get_user(session, name) is not None:
+        raise ValueError(f"name {name!r} is taken: choose another name, or use `golden user passwd {name}`")
+    user = User(name=name, role=role, password_hash=hash_password(password))
+    session.add(user)
+    session.commit()
+    session.refresh(user)
+    return user
+
+
+def get_user(session: Session, name: str) -> User | None:
+    """The user called ``name``, or None."""
+    return session.exec(select(User).where(User.name == name)).first()
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """Who is logged in, as the web layer needs it on every request: id, name and role (no
+    password hash, and no ORM object to load). Accepted wherever a judge or lead is expected."""
+
+    id: int
+    name: str
+    role: str
+
+
+_ACTIVE_BY_ID = core_select(User.__table__.c.id, User.__table__.c.name, User.__table__.c.role).where(
+    User.__table__.c.id == bindparam("uid"), User.__table__.c.active == True  # noqa: E712 - SQL expression
+)
+
+
+def signed_in(session: Session, user_id: int) -> SignedIn | None:
+    """The active user with this id, or None (for the web layer's session cookie): one indexed
+    statement, no ORM load, because it runs on every request."""
+    row = session.connection().execute(_ACTIVE_BY_ID, {"uid": user_id}).first()
+    return SignedIn(*row) if row else None
+
+
+def require_user(session: Session, name: str) -> User:
+    """The user called ``name``; ValueError saying how to add them when there is none."""
+    user = get_user(session, name)
+    if user is None:
+        raise ValueError(f"no user {name!r}: add them with `golden user add {name} --role judge`")
+    return user
+
+
+def list_users(session: Session) -> list[User]:
+    """All users, by name."""
+    return list(session.exec(select(User).order_by(User.name)))
+
+
+def authenticate(session: Session, name: str, password: str) -> User | None:
+    """The active user when ``password`` is theirs, else None (same answer for unknown names)."""
+    user = get_user(session, name) if isinstance(name, str) else None
+    if user is None or not user.active:
+        # Hash anyway so an unknown name takes as long as a wrong password.
+        check_password_hash(_DUMMY_HASH, password or "")
+        return None
+    if not check_password_hash(user.password_hash, password or ""):
+        return None
+    return user
+
+
+def set_password(session: Session, user: User, password: str) -> None:
+    """Replace ``user``'s password and commit."""
+    _check_password(password)
+    user.password_hash = hash_password(password)
+    session.add(user)
+    session.commit()
+
+
+def set_role(session: Session, user: User, role: str) -> None:
+    """Change ``user``'s role and commit."""
+    user.role = _check_role(role)
+    session.add(user)
+    session.commit()
+
+
+def set_active(session: Session, user: User, active: bool) -> None:
+    """Enable or disable a login (a disabled user cannot authenticate) and commit."""
+    user.active = bool(active)
+    session.add(user)
+    session.commit()
+
+
+def is_lead(user: User) -> bool:
+    """Leads and admins may review agreement, release held-back work and adjudicate."""
+    return user.role in ("lead", "admin")
+
+
+_DUMMY_HASH = hash_password("not-a-real-password")

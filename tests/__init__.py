@@ -1,0 +1,1 @@
+"""golden's tests; the folders mirror the source (curation/<stage>/, judging_app/, cli)."""

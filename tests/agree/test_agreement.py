@@ -1,0 +1,350 @@
+"""Agreement figures against scikit-learn's cohen_kappa_score and the krippendorff package, on real
+double-judged qrels and on generated label sets (degenerate ones included)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+
+import krippendorff
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+
+from curation.agree.agreement import (
+    Judgment,
+    Thresholds,
+    agreement_report,
+    cohen_kappa,
+    compare_all,
+    compare_pair,
+    drift,
+    judge_timing,
+    latest_labels,
+    verdict,
+)
+
+TOL = 1e-9
+
+
+def _read_groups(path):
+    """{group: {(qid, docid): grade}} read here with str.split, independently of curation.formats.qrels."""
+    groups = defaultdict(dict)
+    with open(path) as fh:
+        for line in fh:
+            if line.strip():
+                qid, group, docid, grade = line.split()
+                groups[group][(qid, docid)] = int(grade)
+    return groups
+
+
+def _lib_kappa(y1, y2, labels, weights=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cohen_kappa_score(y1, y2, labels=labels, weights=weights)
+
+
+def _lib_alpha(data, domain, level):
+    """krippendorff.alpha, or None where the package says it is undefined (raises or NaN)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v = krippendorff.alpha(reliability_data=np.asarray(data, dtype=float), value_domain=domain,
+                                   level_of_measurement=level)
+    except ValueError:
+        return None
+    return None if not np.isfinite(v) else float(v)
+
+
+def _check_pair_against_libraries(a: dict, b: dict, comparison, scale, cut):
+    units = sorted(set(a) & set(b))
+    y1 = [a[u] for u in units]
+    y2 = [b[u] for u in units]
+    assert comparison.pairs == len(units)
+    m = comparison.measures
+    assert abs(m["agreement"].value - np.mean(np.array(y1) == np.array(y2))) < TOL
+    assert abs(m["kappa"].value - _lib_kappa(y1, y2, scale)) < TOL
+    assert abs(m["kappa_linear"].value - _lib_kappa(y1, y2, scale, "linear")) < TOL
+    assert abs(m["kappa_quadratic"].value - _lib_kappa(y1, y2, scale, "quadratic")) < TOL
+    assert abs(m["alpha_nominal"].value - _lib_alpha([y1, y2], scale, "nominal")) < TOL
+    assert abs(m["alpha_ordinal"].value - _lib_alpha([y1, y2], scale, "ordinal")) < TOL
+    b1 = [int(g >= cut) for g in y1]
+    b2 = [int(g >= cut) for g in y2]
+    assert abs(comparison.binary["agreement"].value - np.mean(np.array(b1) == np.array(b2))) < TOL
+    assert abs(comparison.binary["kappa"].value - _lib_kappa(b1, b2, [0, 1])) < TOL
+    assert abs(comparison.binary["alpha_nominal"].value - _lib_alpha([b1, b2], [0, 1], "nominal")) < TOL
+    # The confusion matrix is sklearn's, rows = first judge.
+    from sklearn.metrics import confusion_matrix
+
+    assert comparison.confusion == confusion_matrix(y1, y2, labels=scale).tolist()
+
+
+def _records(groups: dict) -> list[Judgment]:
+    return [Judgment(q, d, f"group{g}", grade) for g, labels in groups.items() for (q, d), grade in labels.items()]
+
+
+def test_qrels_123_judgment_groups_match_sklearn_and_krippendorff(shared):
+    groups = _read_groups(shared("trec_eval_tests", "qrels.123"))
+    assert sorted(groups) == ["0", "1", "2"]
+    grades = {g for labels in groups.values() for g in labels.values()}
+    scale = list(range(min(grades), max(grades) + 1))  # -1..6: weights are grade distances
+    report = agreement_report(_records(groups), cut=1, resamples=200, seed=7)
+    assert report.scale == scale
+    assert len(report.pairwise) == 3
+    for c in report.pairwise:
+        ga, gb = (j.removeprefix("group") for j in c.judges)
+        _check_pair_against_libraries(groups[ga], groups[gb], c, scale, 1)
+        for est in list(c.measures.values()) + list(c.binary.values()):
+            assert est.low <= est.high
+    # All three groups together, missing labels allowed (group 2 judged fewer pairs).
+    units = sorted(set().union(*groups.values()))
+    data = [[groups[g].get(u, np.nan) for u in units] for g in ("0", "1", "2")]
+    overall = report.overall
+    assert overall.pairs == sum(sum(u in groups[g] for g in groups) >= 2 for u in units)
+    assert abs(overall.measures["alpha_nominal"].value - _lib_alpha(data, scale, "nominal")) < TOL
+    assert abs(overall.measures["alpha_ordinal"].value - _lib_alpha(data, scale, "ordinal")) < TOL
+    bdata = [[np.nan if np.isnan(x) else float(x >= 1) for x in row] for row in data]
+    assert abs(overall.binary["alpha_nominal"].value - _lib_alpha(bdata, [0, 1], "nominal")) < TOL
+    shared_units = [u for u in units if sum(u in groups[g] for g in groups) >= 2]
+    unanimous = sum(len({groups[g][u] for g in groups if u in groups[g]}) == 1 for u in shared_units)
+    assert abs(overall.measures["agreement"].value - unanimous / len(shared_units)) < TOL
+    assert overall.measures["kappa"].value is None and "two judges" in overall.measures["kappa"].undefined
+    # qrels.123 has three queries: the interval is flagged as rough.
+    assert "only 3 queries" in overall.measures["alpha_nominal"].interval_note
+
+
+def test_robust03_two_assessments_match_libraries(shared):
+    qrels = shared("robust03", "qrels")
+    a = _read_groups(qrels / "robust03_qrels.txt")["0"]
+    b = _read_groups(qrels / "mod_robust03_qrels.txt")["0"]
+    recs = [Judgment(q, d, "nist", g) for (q, d), g in a.items()] + [
+        Judgment(q, d, "modified", g) for (q, d), g in b.items()
+    ]
+    c = compare_pair(latest_labels(recs), "modified", "nist", scale=[0, 1, 2], cut=1, resamples=200, seed=1)
+    _check_pair_against_libraries(b, a, c, [0, 1, 2], 1)
+    assert c.queries == 100
+    # The two files differ on 10 pairs out of 128,796 (hand count: every difference is 0 vs 1).
+    assert c.pairs - round(c.measures["agreement"].value * c.pairs) == 10
+
+
+def _resampled_library_interval(units, y1, y2, seed, resamples, measure):
+    """The percentile interval recomputed with the libraries on explicitly resampled data: queries
+    sorted as strings, drawn by numpy's default_rng(seed).integers(0, Q, (B, Q))."""
+    qids = sorted({u[0] for u in units})
+    by_q = defaultdict(list)
+    for i, u in enumerate(units):
+        by_q[u[0]].append(i)
+    draws = np.random.default_rng(seed).integers(0, len(qids), size=(resamples, len(qids)))
+    vals = []
+    for row in draws:
+        idx = [i for q in row for i in by_q[qids[q]]]
+        r1, r2 = [y1[i] for i in idx], [y2[i] for i in idx]
+        if measure == "kappa_quadratic":
+            vals.append(_lib_kappa(r1, r2, [0, 1, 2, 3], "quadratic"))
+        elif measure == "kappa":
+            vals.append(_lib_kappa(r1, r2, [0, 1, 2, 3]))
+        else:
+            vals.append(_lib_alpha([r1, r2], [0, 1, 2, 3], measure.removeprefix("alpha_")))
+    vals = np.array([np.nan if v is None else v for v in vals], dtype=float)
+    vals = vals[~np.isnan(vals)]
+    return np.quantile(vals, [0.025, 0.975])
+
+
+def test_bootstrap_resamples_queries_and_matches_libraries_on_each_resample():
+    rng = np.random.default_rng(3)
+    recs, units, y1, y2 = [], [], [], []
+    for q in range(25):
+        bias = rng.integers(0, 2)  # queries differ, so resampling queries matters
+        for d in range(rng.integers(2, 9)):
+            g1 = int(rng.integers(0, 4))
+            g2 = int(np.clip(g1 + rng.integers(-1, 2) + bias, 0, 3))
+            u = (f"q{q}", f"d{d}")
+            units.append(u), y1.append(g1), y2.append(g2)
+            recs += [Judgment(*u, "a", g1), Judgment(*u, "b", g2)]
+    order = sorted(range(len(units)), key=lambda i: units[i])
+    units, y1, y2 = [units[i] for i in order], [y1[i] for i in order], [y2[i] for i in order]
+    c = compare_pair(latest_labels(recs), "a", "b", scale=[0, 1, 2, 3], cut=2, resamples=60, seed=11)
+    for name in ("kappa", "kappa_quadratic", "alpha_nominal", "alpha_ordinal"):
+        low, high = _resampled_library_interval(units, y1, y2, 11, 60, name)
+        assert abs(c.measures[name].low - low) < TOL, name
+        assert abs(c.measures[name].high - high) < TOL, name
+    again = compare_pair(latest_labels(recs), "a", "b", scale=[0, 1, 2, 3], cut=2, resamples=60, seed=11)
+    assert again == c  # seeded: the same intervals
+    other = compare_pair(latest_labels(recs), "a", "b", scale=[0, 1, 2, 3], cut=2, resamples=60, seed=12)
+    assert other.measures["kappa"].low != c.measures["kappa"].low
+
+
+def test_kappa_by_hand():
+    # po = 3/4; judge 1: two 0s, two 1s; judge 2: three 0s, one 1 -> pe = .5*.75 + .5*.25 = .5; k = .5
+    assert cohen_kappa([0, 1, 1, 0], [0, 1, 0, 0], scale=[0, 1]).value == pytest.approx(0.5, abs=TOL)
+
+
+def test_degenerate_inputs_are_undefined_with_a_reason_not_nan():
+    # No overlap at all.
+    recs = [Judgment("q1", "d1", "a", 1), Judgment("q1", "d2", "b", 0)]
+    r = agreement_report(recs, scale=[0, 1, 2])
+    c = r.pairwise[0]
+    assert c.pairs == 0
+    for est in c.measures.values():
+        assert est.value is None and est.undefined
+    assert r.verdict.band == "undefined"
+    assert "golden assign" in " ".join(r.notes)
+    json.dumps(r.to_dict(), allow_nan=False)
+    # Both judges give the same single grade everywhere: kappa and alpha undefined.
+    recs = [Judgment(f"q{i}", "d", j, 0) for i in range(5) for j in "ab"]
+    c = agreement_report(recs, scale=[0, 1]).pairwise[0]
+    assert c.measures["agreement"].value == 1.0
+    assert "chance agreement is 1" in c.measures["kappa"].undefined
+    assert "no variation" in c.measures["alpha_nominal"].undefined
+    # One judge gives one grade everywhere: kappa is 0 (as sklearn says) and flagged.
+    recs = [Judgment(f"q{i}", "d", "a", 0) for i in range(6)] + [Judgment(f"q{i}", "d", "b", i % 3) for i in range(6)]
+    c = agreement_report(recs, scale=[0, 1, 2]).pairwise[0]
+    assert abs(c.measures["kappa"].value - _lib_kappa([0] * 6, [i % 3 for i in range(6)], [0, 1, 2])) < TOL
+    assert "whatever the other judge does" in c.measures["kappa"].note
+    # A single pair: no interval (one query), a clear reason.
+    c = agreement_report([Judgment("q", "d", "a", 1), Judgment("q", "d", "b", 2)], scale=[0, 1, 2]).pairwise[0]
+    assert c.pairs == 1
+    assert c.measures["agreement"].value == 0.0
+    assert c.measures["kappa"].low is None and "one query" in c.measures["kappa"].interval_note
+    # No labels at all, and one judge only.
+    assert agreement_report([]).verdict.band == "undefined"
+    one = agreement_report([Judgment("q", "d", "a", 1)])
+    assert one.pairwise == [] and one.overall.measures["agreement"].value is None
+
+
+def test_latest_label_counts_and_skips_are_ignored():
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    recs = [
+        Judgment("q", "d", "a", 0, t0),
+        Judgment("q", "d", "a", 2, t0 + timedelta(seconds=5)),  # changed: the latest counts
+        Judgment("q", "d", "a", None, t0 + timedelta(seconds=9)),  # a skip after it: ignored
+        Judgment("q", "d", "b", 2, t0),
+    ]
+    labels = latest_labels(recs)
+    assert labels[("q", "d")]["a"].grade == 2
+    assert agreement_report(recs, scale=[0, 1, 2]).overall.measures["agreement"].value == 1.0
+
+
+def test_verdict_bands_and_thresholds():
+    def comp(agree, n=100):
+        recs = []
+        for i in range(n):
+            recs += [Judgment(f"q{i % 10}", f"d{i}", "a", 1), Judgment(f"q{i % 10}", f"d{i}", "b", 1 if i < agree else 0)]
+        return compare_all(latest_labels(recs), ["a", "b"], scale=[0, 1], cut=1, resamples=0)
+
+    assert verdict(comp(75), on="graded").band == "usable"
+    assert verdict(comp(65), on="graded").band == "marginal"
+    v = verdict(comp(55), on="graded")
+    assert v.band == "not usable" and "more queries will not fix it" in v.message
+    assert v.thresholds == Thresholds()
+    strict = Thresholds(usable=0.8, marginal=0.7)
+    assert verdict(comp(75), on="graded", thresholds=strict).band == "marginal"
+    assert verdict(comp(20, n=20), on="graded").band == "too few pairs"
+    with pytest.raises(ValueError, match="thresholds"):
+        Thresholds(usable=0.5, marginal=0.6)
+    # 90% agreement that chance explains: judge a calls everything relevant, b nearly everything.
+    recs = []
+    for i in range(100):
+        recs += [Judgment(f"q{i % 10}", f"d{i}", "a", 1), Judgment(f"q{i % 10}", f"d{i}", "b", 0 if i % 10 == 0 else 1)]
+    c = compare_all(latest_labels(recs), ["a", "b"], scale=[0, 1], cut=1, resamples=0)
+    v = verdict(c, on="graded")
+    assert v.band == "usable" and v.value == pytest.approx(0.9)
+    assert "beyond chance the judges hardly agree" in v.caveat
+    assert verdict(comp(75), on="graded").caveat  # comp's judge a gives one grade only: chance again
+    balanced = []
+    for i in range(100):
+        g = i % 2
+        balanced += [Judgment(f"q{i % 10}", f"d{i}", "a", g), Judgment(f"q{i % 10}", f"d{i}", "b", g if i % 10 else 1 - g)]
+    v = verdict(compare_all(latest_labels(balanced), ["a", "b"], scale=[0, 1], cut=1, resamples=0), on="graded")
+    assert v.band == "usable" and v.caveat is None
+
+
+def test_cut_must_split_the_scale():
+    with pytest.raises(ValueError, match="^cut"):
+        agreement_report([Judgment("q", "d", "a", 1)], scale=[0, 1, 2], cut=0)
+    with pytest.raises(ValueError, match="^judgments"):
+        agreement_report([Judgment("q", "d", "a", 5)], scale=[0, 1, 2])
+
+
+def test_drift_is_rolling_agreement_in_judging_order():
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    recs = []
+    for i in range(20):  # first ten pairs agree, the last ten do not
+        t = t0 + timedelta(minutes=i)
+        recs += [Judgment("q", f"d{i}", "a", 1, t), Judgment("q", f"d{i}", "b", 1 if i < 10 else 0, t)]
+    points = drift(latest_labels(list(reversed(recs))), ["a", "b"], window=10)
+    assert [p.index for p in points] == list(range(1, 21))
+    assert points[9].agreement == 1.0 and points[19].agreement == 0.0
+    assert points[14].agreement == pytest.approx(0.5) and points[19].cumulative == pytest.approx(0.5)
+
+
+def test_timing_median_and_fast_share():
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    secs = [1.0, 1.5, 3.0, 10.0]
+    recs = [Judgment("q", f"d{i}", "a", 1, t0 + timedelta(seconds=s), t0) for i, s in enumerate(secs)]
+    (t,) = judge_timing(recs)
+    assert t.median_seconds == pytest.approx(2.25) and t.share_under_2s == pytest.approx(0.5)
+
+
+@st.composite
+def label_sets(draw):
+    """2-4 judges, grades 0-3, labels missing at random; sometimes one judge with one grade only."""
+    n_judges = draw(st.integers(2, 4))
+    n_units = draw(st.integers(0, 30))
+    n_queries = draw(st.integers(1, 6))
+    constant = draw(st.booleans())
+    recs = []
+    for u in range(n_units):
+        q = f"q{draw(st.integers(0, n_queries - 1))}"
+        for j in range(n_judges):
+            if draw(st.integers(0, 3)) == 0:
+                continue  # missing
+            grade = 0 if (constant and j == 0) else draw(st.integers(0, 3))
+            recs.append(Judgment(q, f"d{u}", f"j{j}", grade))
+    return recs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(label_sets())
+def test_generated_label_sets_match_libraries(recs):
+    scale = [0, 1, 2, 3]
+    report = agreement_report(recs, scale=scale, cut=2, resamples=20, seed=0)
+    json.dumps(report.to_dict(), allow_nan=False)  # never a NaN
+    labels = latest_labels(recs)
+    for c in report.pairwise:
+        a, b = c.judges
+        units = sorted(u for u in labels if a in labels[u] and b in labels[u])
+        y1 = [labels[u][a].grade for u in units]
+        y2 = [labels[u][b].grade for u in units]
+        for name, w in (("kappa", None), ("kappa_linear", "linear"), ("kappa_quadratic", "quadratic")):
+            est = c.measures[name]
+            lib = _lib_kappa(y1, y2, scale, w) if units else float("nan")
+            if np.isnan(lib):
+                assert est.value is None and est.undefined
+            else:
+                assert abs(est.value - lib) < TOL
+        for level in ("nominal", "ordinal"):
+            est = c.measures[f"alpha_{level}"]
+            lib = _lib_alpha([y1, y2], scale, level) if units else None
+            if lib is None:
+                assert est.value is None and est.undefined
+            else:
+                assert abs(est.value - lib) < TOL
+        for est in c.measures.values():
+            if est.low is not None:
+                assert est.low <= est.high
+    units = sorted(labels)
+    judges = report.judges
+    if len(judges) >= 2 and units:
+        data = [[labels[u][j].grade if j in labels[u] else np.nan for u in units] for j in judges]
+        for level in ("nominal", "ordinal"):
+            est = report.overall.measures[f"alpha_{level}"]
+            lib = _lib_alpha(data, scale, level)
+            if lib is None:
+                assert est.value is None and est.undefined
+            else:
+                assert abs(est.value - lib) < TOL

@@ -1,0 +1,90 @@
+"""The lead's pages in a real Chromium (Playwright driving Debian's /usr/bin/chromium) against
+`golden serve` on a free port: the dashboard's numbers and heatmap, a disagreement adjudicated with
+the keyboard alone (the final label changes), and a judge refused with 403."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+import pytest
+
+from tests.support.agreement_setup import judge_queue
+from tests.support.browser import golden_serve, require_chromium, sqlite_store
+from tests.support.browser import log_in as submit_login
+from curation.agree.agreement import agreement_report
+from curation.agree.labels import final_labels, load_judgments
+from curation.store.engine import session as new_session
+from tests.support.judging_setup import build_project
+
+pytestmark = pytest.mark.browser
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    require_chromium()
+    folder = tmp_path_factory.mktemp("lead")
+    with sqlite_store(folder) as (url, engine):
+        setup = build_project(engine, folder / "recipes", n_queries=6, docs_per_query=5, overlap=12, hold=True)
+        judge_queue(engine, setup.project_id, "alice", lambda d: int(d[-1]) % 3, start=T0, seconds=6.0)
+        judge_queue(engine, setup.project_id, "bob", lambda d: 0 if d.endswith("1") else int(d[-1]) % 3, start=T0,
+                    seconds=4.0)
+        with golden_serve(url, folder, secret="browser-lead-secret", threads=4) as base:
+            yield {"base": base, "engine": engine, "setup": setup}
+
+
+def log_in(page, base: str, name: str, then: str) -> None:
+    submit_login(page, base, name, path="/login?next=" + then)
+
+
+def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page):
+    from playwright.sync_api import expect
+
+    base, engine, setup = server["base"], server["engine"], server["setup"]
+    with new_session(engine) as s:
+        report = agreement_report(load_judgments(s, setup.project_id, overlap_only=True), scale=[0, 1, 2], cut=1)
+    pair = report.pairwise[0]
+
+    log_in(page, base, "lena", f"/lead/{setup.project_id}")
+    expect(page.locator("[data-testid=verdict]")).to_contain_text("too few pairs")
+    expect(page.locator("[data-testid=thresholds]")).to_contain_text("≥ 70%")
+    table = page.locator("[data-testid=agreement-table]")
+    expect(table).to_contain_text(f"{100 * pair.measures['agreement'].value:.1f}%")
+    expect(table).to_contain_text(f"{pair.measures['kappa'].value:.3f}")
+    heatmap = page.locator("svg[data-chart=heatmap]")
+    expect(heatmap).to_be_visible()
+    assert heatmap.locator("rect").count() == 9  # 3 x 3 grades
+    box = heatmap.bounding_box()
+    assert box["width"] > 100 and box["height"] > 100
+    open_before = int(page.inner_text("[data-testid=open-count]"))
+    assert open_before > 0
+
+    page.click("text=Adjudication queue")
+    page.wait_for_selector("#adjudication [name=pair_id]", state="attached")
+    page.wait_for_load_state("load")  # htmx and the key handler are in place
+    pair_id = int(page.get_attribute("#adjudication", "data-pair"))
+    page.evaluate("window.__sameDocument = true")  # gone if the decision caused a full page load
+    page.keyboard.press("2")  # the digit sets the final grade and moves to the reason
+    expect(page.locator("#adjudication input[name=grade][value='2']")).to_be_checked()
+    expect(page.locator("#reason")).to_be_focused()
+    page.keyboard.type("the recipe answers the question")
+    page.keyboard.press("Enter")
+    expect(page.locator("#adjudication")).not_to_have_attribute("data-pair", str(pair_id))
+    assert page.evaluate("window.__sameDocument") is True
+    with new_session(engine) as s:
+        label = {f.pair_id: f for f in final_labels(s, setup.project_id)}[pair_id]
+    assert (label.grade, label.source, label.reason) == (2, "adjudicated", "the recipe answers the question")
+
+    page.goto(f"{base}/lead/{setup.project_id}")
+    assert int(page.inner_text("[data-testid=open-count]")) == open_before - 1
+
+
+def test_a_judge_who_opens_lead_gets_403(server, page):
+    base, setup = server["base"], server["setup"]
+    log_in(page, base, "alice", f"/projects/{setup.project_id}/judge")
+    response = page.goto(f"{base}/lead/{setup.project_id}")
+    assert response.status == 403
+    assert "kappa" not in page.content()
+    assert re.search(r"do not have access|Only leads", page.inner_text("main"))

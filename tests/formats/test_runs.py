@@ -1,0 +1,57 @@
+import gzip
+
+import pytest
+
+from curation.formats.fileio import InputError
+from curation.formats.runs import read_run, trec_order
+
+
+def test_trec_order_breaks_ties_by_docid_descending():
+    results = [("b", 1.0), ("a", 2.0), ("c", 1.0), ("d", 0.5)]
+    assert [d for d, _ in trec_order(results)] == ["a", "c", "b", "d"]
+
+
+def test_rank_column_is_ignored(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("1 Q0 d1 1 0.1 sys\n1 Q0 d2 2 0.9 sys\n1 Q0 d3 3 0.9 sys\n")
+    run = read_run(path)
+    assert run.name == "sys"
+    assert run.rankings["1"] == ["d3", "d2", "d1"]
+
+
+def test_gzip_and_jsonl(tmp_path):
+    gz = tmp_path / "run.trec.gz"
+    with gzip.open(gz, "wt") as fh:
+        fh.write("7 Q0 x 1 3 s\n7 Q0 y 2 4 s\n")
+    assert read_run(gz).rankings == {"7": ["y", "x"]}
+    js = tmp_path / "run.jsonl"
+    js.write_text('{"qid": 7, "docid": "x", "score": 3}\n{"qid": "7", "docid": "y", "score": 4.5}\n')
+    run = read_run(js)
+    assert run.rankings == {"7": ["y", "x"]}
+    assert run.name == "run"
+
+
+@pytest.mark.parametrize(
+    "content, line, words",
+    [
+        ("1 Q0 d1 1 0.5 s\n1 Q0 d2 2 0.4\n", 2, "5 fields"),
+        ("1 Q0 d1 1 0.5 s\n\n1 Q0 d2 2 high s\n", 3, "not a number"),
+        ("1 Q0 d1 1 0.5 s\n1 Q0 d1 2 0.4 s\n", 2, "appears twice"),
+    ],
+)
+def test_bad_lines_name_file_and_line(tmp_path, content, line, words):
+    path = tmp_path / "bad.trec"
+    path.write_text(content)
+    with pytest.raises(InputError) as info:
+        read_run(path)
+    assert info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert words in str(info.value)
+
+
+def test_scores_equal_at_trec_eval_precision_are_ties(tmp_path):
+    # trec_eval keeps scores as 32-bit floats: these two differ only beyond float32, so trec_eval
+    # sees a tie and puts the larger docid first, although "a" has the larger double.
+    path = tmp_path / "run.trec"
+    path.write_text("1 Q0 a 1 0.30000001 s\n1 Q0 b 2 0.3 s\n1 Q0 c 3 0.2 s\n")
+    assert read_run(path).rankings["1"] == ["b", "a", "c"]

@@ -1,0 +1,236 @@
+"""Reading search logs: formats, normalisation and collapsing, bounded chunks, bad input with file:line."""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curation.sample import logs
+from curation.formats.fileio import InputError
+from curation.sample.logs import collapse_log
+from curation.formats.normalize import normalize_text
+
+# (query, user, market, count): one search row each, `count` searches.
+ROWS = [
+    ("Weather ", "a", "us", 3),
+    ("weather", "b", "us", 1),
+    ("WEATHER\u200b", "a", "uk", 1),
+    ("what\u2019s new", "c", "uk", 2),
+    ("What's   New", "", "uk", 1),
+    ("news", "z", "us", 5),
+    ("  ", "a", "us", 4),
+]
+# Hand count: weather = 3+1+1 = 5 searches, users {a, b} = 2, stratum us (4 vs 1);
+# "what's new" = 3 searches, users {c} = 1 (blank user not counted), uk; news = 5, {z}, us;
+# the blank query row is skipped.
+EXPECTED = [
+    {"text": "news", "traffic": 5, "users": 1, "market": "us"},
+    {"text": "weather", "traffic": 5, "users": 2, "market": "us"},
+    {"text": "what's new", "traffic": 3, "users": 1, "market": "uk"},
+]
+
+
+def write_log(path, rows=ROWS, fmt=None):
+    fmt = fmt or logs.log_format(path)
+    header = ["query", "user", "market", "n"]
+    if fmt == "parquet":
+        cols = list(zip(*rows))
+        pq.write_table(pa.table({h: list(c) for h, c in zip(header, cols)}), path)
+        return path
+    if fmt == "jsonl":
+        text = "".join(json.dumps(dict(zip(header, r))) + "\n" for r in rows)
+    else:
+        sep = "\t" if fmt == "tsv" else ","
+        lines = [sep.join(header)] + [sep.join(str(v) for v in r) for r in rows]
+        text = "\n".join(lines) + "\n"
+    if str(path).endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", ["log.csv", "log.tsv", "log.jsonl", "log.parquet", "log.csv.gz", "log.jsonl.gz", "log.tsv.gz"])
+def test_every_format_collapses_to_the_hand_counted_queries(tmp_path, name):
+    path = write_log(tmp_path / name)
+    result = collapse_log(path, query_col="query", user_col="user", count_col="n", strata=["market"])
+    assert result.queries.to_dict("records") == EXPECTED
+    assert result.stats.rows == 7 and result.stats.searches == 17
+    assert result.stats.empty_rows == 1
+    assert result.stats.multi_stratum == 1  # weather: us and uk
+
+
+def test_without_count_or_user_a_row_is_one_search(tmp_path):
+    path = write_log(tmp_path / "log.csv")
+    result = collapse_log(path, query_col="query")
+    assert result.queries.to_dict("records") == [
+        {"text": "news", "traffic": 1}, {"text": "weather", "traffic": 3}, {"text": "what's new", "traffic": 2},
+    ]
+    assert not result.has_users
+
+
+def test_a_query_in_two_strata_belongs_where_it_has_most_traffic_and_ties_go_to_the_first_value(tmp_path):
+    rows = [("a", "u1", "zz", 2), ("a", "u2", "mm", 2), ("a", "u3", "aa", 1), ("b", "u1", "zz", 1)]
+    path = write_log(tmp_path / "log.csv", rows)
+    q = collapse_log(path, query_col="query", count_col="n", strata=["market"]).queries
+    # a: mm and zz tie at 2 searches -> "mm" sorts first; its traffic counts all 5 searches
+    assert q.to_dict("records") == [{"text": "a", "traffic": 5, "market": "mm"}, {"text": "b", "traffic": 1, "market": "zz"}]
+
+
+def test_several_files_are_read_as_one_log(tmp_path):
+    a = write_log(tmp_path / "a.csv", ROWS[:3])
+    b = write_log(tmp_path / "b.jsonl", ROWS[3:])
+    result = collapse_log([a, b], query_col="query", user_col="user", count_col="n", strata=["market"])
+    assert result.queries.to_dict("records") == EXPECTED
+
+
+def test_zero_counts_drop_the_query(tmp_path):
+    path = write_log(tmp_path / "log.csv", [("a", "u", "x", 0), ("b", "u", "x", 2)])
+    result = collapse_log(path, query_col="query", count_col="n")
+    assert result.queries["text"].tolist() == ["b"] and result.stats.zero_traffic == 1
+
+
+def test_quoted_commas_and_newlines_in_csv(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text('query,n\n"a, b",1\n"two\nlines",2\n', encoding="utf-8")
+    q = collapse_log(path, query_col="query", count_col="n").queries
+    assert q.to_dict("records") == [{"text": "a, b", "traffic": 1}, {"text": "two lines", "traffic": 2}]
+
+
+def test_chunked_reading_and_merging_match_a_plain_python_count(tmp_path, monkeypatch):
+    """Tiny blocks and merge thresholds force many chunks and merges; a Counter is the reference."""
+    monkeypatch.setattr(logs, "_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(logs, "_MERGE_AT", 50)
+    rnd = random.Random(5)
+    words = ["Alpha", "beta", "GAMMA ", "delta\u00a0x", "\uff45psilon", "zeta?"]
+    rows = []
+    for _ in range(5000):
+        q = " ".join(rnd.choice(words) for _ in range(rnd.randint(1, 2)))
+        rows.append((q, f"u{rnd.randint(0, 300)}", rnd.choice("ab"), rnd.randint(1, 3)))
+    path = write_log(tmp_path / "log.csv", rows)
+    result = collapse_log(path, query_col="query", user_col="user", count_col="n", strata=["market"])
+
+    traffic, users, by_stratum = collections.Counter(), collections.defaultdict(set), collections.Counter()
+    for q, u, m, n in rows:
+        t = normalize_text(q)
+        traffic[t] += n
+        users[t].add(u)
+        by_stratum[t, m] += n
+    expected = []
+    for t in sorted(traffic):
+        best = min("ab", key=lambda m: (-by_stratum[t, m], m))
+        expected.append({"text": t, "traffic": traffic[t], "users": len(users[t]), "market": best})
+    assert result.queries.to_dict("records") == expected
+
+
+# ---- bad input: file and line ------------------------------------------------------------------
+
+
+def _error(path, **kw) -> InputError:
+    kw.setdefault("query_col", "query")
+    with pytest.raises(InputError) as info:
+        collapse_log(path, **kw)
+    return info.value
+
+
+def test_wrong_number_of_fields_names_the_line(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("query,n\na,1\nb,1\nc,1,9\n", encoding="utf-8")
+    err = _error(path, count_col="n")
+    assert (err.path, err.line) == (str(path), 4) and "3 fields, expected 2" in err.message
+
+
+def test_wrong_number_of_fields_in_tsv(tmp_path):
+    path = tmp_path / "log.tsv"
+    path.write_text('query\tn\n"quoted" query\t1\nb\n', encoding="utf-8")
+    err = _error(path, count_col="n")
+    assert err.line == 3 and "1 fields, expected 2" in err.message
+
+
+@pytest.mark.parametrize("bad, why", [("x", "not a number"), ("-2", "whole number"), ("1.5", "whole number"), ("", "empty")])
+def test_bad_count_names_the_line_even_after_a_multiline_record(tmp_path, bad, why):
+    path = tmp_path / "log.csv.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write(f'query,n\n"two\nlines",1\nb,2\nc,{bad}\n')
+    err = _error(path, count_col="n")
+    assert err.line == 5 and why in err.message
+    assert str(err).startswith(f"{path}:5: ")
+
+
+def test_bad_json_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"query": "a"}\n\n{"query": "b"\n', encoding="utf-8")
+    err = _error(path)
+    assert err.line == 3 and "not valid JSON" in err.message
+
+
+def test_json_value_that_is_not_an_object_or_not_a_string(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"query": "a"}\n[1, 2]\n', encoding="utf-8")
+    assert _error(path).line == 2
+    path.write_text('{"query": "a"}\n{"query": ["x"]}\n', encoding="utf-8")
+    err = _error(path)
+    assert err.line == 2 and "expected a string" in err.message
+
+
+def test_json_count_that_is_a_word(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"query": "a", "n": 1}\n{"query": "b", "n": "many"}\n', encoding="utf-8")
+    err = _error(path, count_col="n")
+    assert err.line == 2 and "not a number" in err.message
+
+
+def test_missing_column_is_reported_against_the_header(tmp_path):
+    path = write_log(tmp_path / "log.csv")
+    err = _error(path, query_col="q")
+    assert err.line == 1 and "no column 'q'" in err.message and "query, user, market, n" in err.message
+    err = _error(write_log(tmp_path / "log.jsonl"), query_col="query", user_col="who")
+    assert err.line == 1 and "no field 'who'" in err.message
+
+
+def test_parquet_bad_count_names_the_row(tmp_path):
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"query": ["a", "b", "c"], "n": [1, 2, -1]}), path)
+    err = _error(path, count_col="n")
+    assert err.line is None and err.message.startswith("row 3: ")
+
+
+def test_unknown_format_and_missing_file(tmp_path):
+    path = tmp_path / "log.xlsx"
+    path.write_text("x", encoding="utf-8")
+    assert "unknown log format" in _error(path).message
+    assert "no such file" in _error(tmp_path / "nope.csv").message
+
+
+def test_not_utf8(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"query\nabc\n\xff\xfe bad\n")
+    assert "UTF-8" in str(_error(path))
+
+
+def test_options_naming_the_same_column_twice_are_refused(tmp_path):
+    path = write_log(tmp_path / "log.csv")
+    with pytest.raises(ValueError, match="different columns"):
+        collapse_log(path, query_col="query", user_col="query")
+
+
+# ---- bulk normalisation agrees with the one-by-one contract -----------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ALPHABET = st.sampled_from(list("aB Z9?'\t\n\x0b\x0c\r\x1c\x1f") + ["\u00a0", "\u2019", "\u200b", "\u00df", "\uff21", "\u0130", "\u2003"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(_ALPHABET, max_size=12), st.text(max_size=8)), max_size=30))
+def test_normalize_many_matches_normalize_text(texts):
+    out = logs.normalize_many(pa.array(texts, pa.string())).to_pylist()
+    assert out == [normalize_text(t) for t in texts]

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: data builders, a test client, a browser."""

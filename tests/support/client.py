@@ -1,0 +1,36 @@
+"""What the tests that drive the Flask app through its test client share: the app on a test
+engine's database, the CSRF token of a page, and logging in through the login form."""
+
+from __future__ import annotations
+
+import html
+import re
+from contextlib import contextmanager
+
+from judging_app import create_app
+from tests.support.judging_setup import PASSWORD
+
+
+@contextmanager
+def app_on(engine):
+    """The app (testing mode) on ``engine``'s database; its own engine is disposed at the end."""
+    app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
+                      "TESTING": True})
+    try:
+        yield app
+    finally:
+        app.extensions["golden_engine"].dispose()
+
+
+def csrf(body: bytes) -> str:
+    """The CSRF token of the first form in ``body``."""
+    return html.unescape(re.search(r'name="csrf_token" value="([^"]*)"', body.decode()).group(1))
+
+
+def login(client, name: str, *, password: str = PASSWORD, redirects=(302,)):
+    """Log ``client`` in as ``name`` through the login form, asserting the answer is one of
+    ``redirects``; returns the client."""
+    page = client.get("/login")
+    res = client.post("/login", data={"username": name, "password": password, "csrf_token": csrf(page.data)})
+    assert res.status_code in redirects, res.data[:300]
+    return client
