@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.support.agreement_setup import add_users, make_project, write_qrels
+from tests.support.judgments import add_users, make_project, write_qrels
 from curation.agree.adjudication import adjudicate, disagreements, open_guidelines_version, queue_counts
 from curation.judge.importing import import_judgments
 from curation.agree.labels import FinalLabel, Vote, final_labels, resolve, source_counts

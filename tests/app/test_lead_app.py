@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.support.agreement_setup import judge_queue, write_qrels
+from tests.support.judgments import judge_queue, write_qrels
 from tests.support.client import app_on, csrf, login
 from curation.agree.agreement import agreement_report
 from curation.judge.importing import import_judgments
@@ -179,7 +179,7 @@ def test_a_project_without_judgments_shows_undefined_not_nan(engine, tmp_path):
 
 
 def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_path):
-    from tests.support.agreement_setup import add_users, make_project
+    from tests.support.judgments import add_users, make_project
 
     pairs = [(f"q{q}", f"d{q}{d}") for q in range(4) for d in range(3)]
     pid = make_project(engine, tmp_path / "three", pairs, name="three")

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.support.agreement_setup import judge_queue
+from tests.support.judgments import judge_queue
 from tests.support.browser import golden_serve, require_chromium, sqlite_store
 from tests.support.browser import log_in as submit_login
 from curation.agree.agreement import agreement_report

@@ -8,7 +8,7 @@ import random
 from collections import Counter, defaultdict
 
 import pytest
-from tests.support.store_data import create, sqlite_store, write_inputs
+from tests.support.projects import create, sqlite_store, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 

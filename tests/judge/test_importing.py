@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
-from tests.support.agreement_setup import add_users, make_project, write_qrels
+from tests.support.judgments import add_users, make_project, write_qrels
 from curation.agree.agreement import agreement_report
 from curation.cli import main
 from curation.judge.importing import import_judgments

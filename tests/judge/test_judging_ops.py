@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from tests.support.store_data import create, sqlite_store
+from tests.support.projects import create, sqlite_store
 from sqlmodel import select
 
 from curation.judge.assignment import assign, release

@@ -9,7 +9,7 @@ from sqlmodel import select
 from curation.store.engine import session
 from curation.store.lookups import join_pair_text, pair_ids
 from curation.store.models import Document, PoolPair, Query
-from tests.support.store_data import create
+from tests.support.projects import create
 
 
 def test_pair_ids_maps_every_pooled_qid_docid_to_its_pair(engine, tmp_path):

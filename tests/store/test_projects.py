@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.store_data import GUIDELINES, create, sqlite_store, write_inputs
+from tests.support.projects import GUIDELINES, create, sqlite_store, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 

@@ -8,7 +8,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from tests.support.store_data import sqlite_store
+from tests.support.projects import sqlite_store
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 from sqlmodel import SQLModel

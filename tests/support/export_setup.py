@@ -11,7 +11,7 @@ from curation.store import users
 from curation.judge.importing import import_judgments
 from curation.store.engine import session as new_session
 
-from tests.support.agreement_setup import write_pair_files
+from tests.support.judgments import write_pair_files
 from tests.support.judging_setup import PASSWORD
 
 
