@@ -1,4 +1,7 @@
-"""Shared fixtures: real SQLite and PostgreSQL databases, and the shared data folder."""
+"""Shared fixtures: real SQLite and PostgreSQL databases (``db_url``, ``engine``, ``sqlite_engine``),
+a small judging project (``project``), the web app and its test client (``app``, ``client``; log in
+with tests.support.client.login), a browser (``browser``, ``page``), and the shared data folder.
+The builders and helpers behind them are in the package tests/support/."""
 
 from __future__ import annotations
 
@@ -78,6 +81,39 @@ def engine(db_url):
     upgrade(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path):
+    """SQLite only: for tests of input checks and pure logic that do not depend on the database."""
+    from tests.support.projects import sqlite_store
+
+    with sqlite_store(tmp_path) as (_url, eng):
+        yield eng
+
+
+@pytest.fixture
+def project(engine, tmp_path):
+    """A small judging project (tests.support.projects.assigned_project): "recipes", 4 queries of 4
+    documents each, judges alice and bob (3 overlap pairs each), lead lena."""
+    from tests.support.projects import assigned_project
+
+    return assigned_project(engine, tmp_path / "project")
+
+
+@pytest.fixture
+def app(engine):
+    """The judging app (testing mode) on ``engine``'s database."""
+    from tests.support.client import app_on
+
+    with app_on(engine) as flask_app:
+        yield flask_app
+
+
+@pytest.fixture
+def client(app):
+    """A test client of ``app``, logged out (tests.support.client.login logs it in)."""
+    return app.test_client()
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from tests.support.judgments import add_users, make_project, write_qrels
+from tests.support.judgments import write_qrels
+from tests.support.projects import add_users, pairs_project
 from curation.agree.adjudication import adjudicate, disagreements, open_guidelines_version, queue_counts
 from curation.judge.importing import import_judgments
 from curation.agree.labels import FinalLabel, Vote, final_labels, resolve, source_counts
@@ -20,7 +21,7 @@ def store(engine, tmp_path):
     """Three judges and a lead label the pool through qrels imports:
     d1: 2,2,2 unanimous   d2: 0,2 (distance 2)   d3: 1,2,2 (majority 2)   d4: 0,1 tie
     d5: alice only        d6: alice 0, lena (lead) 2    d7: nobody (a seed says 1)"""
-    make_project(engine, tmp_path / "p", PAIRS, scale="0-2")
+    pairs_project(engine, tmp_path / "p", PAIRS, scale="0-2")
     add_users(engine, alice="judge", bob="judge", carol="judge", lena="lead")
     rows = {
         "alice": [("q1", "d1", 2), ("q1", "d2", 0), ("q1", "d3", 1), ("q2", "d4", 0), ("q2", "d5", 1), ("q2", "d6", 0)],

@@ -18,22 +18,16 @@ from curation.store.migrate import SchemaError
 from curation.store.models import Assignment, Document, Judgment, PoolPair, User
 from curation.store.engine import make_engine, session as new_session
 from judging_app import create_app
-from tests.support.judging_setup import GUIDELINES, PASSWORD, RUN_NAMES, XSS_TEXT, build_project
+from tests.support.client import login, post_login
+from tests.support.projects import GUIDELINES, PASSWORD, RUN_NAMES, XSS_TEXT
 
 HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture
-def setup(engine, tmp_path):
-    return build_project(engine, tmp_path / "project")
-
-
-@pytest.fixture
-def app(engine, setup, tmp_path):
-    url = engine.url.render_as_string(hide_password=False)
-    app = create_app({"DATABASE_URL": url, "SECRET_KEY": "test-secret", "TESTING": True})
-    yield app
-    app.extensions["golden_engine"].dispose()
+def setup(project):
+    """conftest.py's small judging project, under the name these tests use."""
+    return project
 
 
 def field(body: bytes | str, name: str) -> str:
@@ -45,11 +39,6 @@ def field(body: bytes | str, name: str) -> str:
 
 def doc_text(body: bytes) -> str:
     return re.search(r'id="doc-text">([^<]*)<', body.decode()).group(1)
-
-
-def login(client, name: str, password: str = PASSWORD):
-    page = client.get("/login")
-    return client.post("/login", data={"username": name, "password": password, "csrf_token": field(page.data, "csrf_token")})
 
 
 def judge_page(client, setup, **params):
@@ -80,9 +69,9 @@ def test_pages_need_a_login(app, setup, engine):
     response = client.post(f"/projects/{setup.project_id}/judge", data={"token": "x", "grade": "1"})
     assert response.status_code in (302, 400)
     assert judgments(engine) == []
-    assert login(client, "alice", "wrong-password").status_code == 401
-    assert login(client, "nobody").status_code == 401
-    response = login(client, "alice")
+    assert post_login(client, "alice", "wrong-password").status_code == 401
+    assert post_login(client, "nobody").status_code == 401
+    response = post_login(client, "alice")
     assert response.status_code == 302
     assert judge_page(client, setup).status_code == 200
     client.post("/logout", data={"csrf_token": field(judge_page(client, setup).data, "csrf_token")})

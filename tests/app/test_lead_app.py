@@ -18,7 +18,7 @@ from curation.agree.labels import final_labels, load_judgments
 from curation.store.models import Project, User
 from curation.store.projects import current_guidelines
 from curation.store.engine import session as new_session
-from tests.support.judging_setup import build_project
+from tests.support.projects import assigned_project
 
 HTMX = {"HX-Request": "true"}
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -34,16 +34,10 @@ def bob_grade(docid: str) -> int:  # bob calls every "...1" document not relevan
 
 @pytest.fixture
 def setup(engine, tmp_path):
-    s = build_project(engine, tmp_path / "project", n_queries=6, docs_per_query=5, overlap=12, hold=True)
+    s = assigned_project(engine, tmp_path / "project", n_queries=6, docs_per_query=5, overlap=12, hold=True)
     judge_queue(engine, s.project_id, "alice", alice_grade, start=T0, seconds=6.0)
     judge_queue(engine, s.project_id, "bob", bob_grade, start=T0, seconds=1.5)
     return s
-
-
-@pytest.fixture
-def app(engine, setup):
-    with app_on(engine) as app:
-        yield app
 
 
 def text_of(body: bytes) -> str:
@@ -166,7 +160,7 @@ def test_new_guidelines_version_from_the_adjudication_screen(app, engine, setup)
 
 
 def test_a_project_without_judgments_shows_undefined_not_nan(engine, tmp_path):
-    s = build_project(engine, tmp_path / "empty", name="empty", n_queries=2, docs_per_query=2, overlap=2)
+    s = assigned_project(engine, tmp_path / "empty", name="empty", n_queries=2, docs_per_query=2, overlap=2)
     with app_on(engine) as app:
         lead = login(app.test_client(), "lena")
         r = lead.get(f"/lead/{s.project_id}")
@@ -179,10 +173,10 @@ def test_a_project_without_judgments_shows_undefined_not_nan(engine, tmp_path):
 
 
 def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_path):
-    from tests.support.judgments import add_users, make_project
+    from tests.support.projects import add_users, pairs_project
 
     pairs = [(f"q{q}", f"d{q}{d}") for q in range(4) for d in range(3)]
-    pid = make_project(engine, tmp_path / "three", pairs, name="three")
+    pid = pairs_project(engine, tmp_path / "three", pairs, name="three").id
     add_users(engine, ann="judge", ben="judge", cat="judge", lena="lead")
     with new_session(engine) as s:
         for i, judge in enumerate(("ann", "ben", "cat")):

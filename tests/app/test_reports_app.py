@@ -14,18 +14,21 @@ from curation.evaluate.pooled import pooled_runs
 from curation.store.projects import get_project
 from curation.store.engine import session as new_session
 
-from tests.support.client import app_on, login as client_login
-from tests.support.export_setup import PASSWORD, judge, write_files
+from tests.support.client import login
+from tests.support.judgments import judge
+from tests.support.projects import PASSWORD, write_pair_files
 
 EVIL = "runB<script>alert(1)</script>"
 QIDS = ["q1", "q2", "q3", "q4"]
+# The tests take conftest.py's ``client`` on the store ``exported`` fills.
+pytestmark = pytest.mark.usefixtures("exported")
 
 
 @pytest.fixture
 def exported(engine, tmp_path):
     # runA ranks a, b, c; runB ranks c, b, a; only "a" is relevant (grade 2), "b" is judged 0.
     pairs = [(q, f"{q}{d}") for q in QIDS for d in "abc"]
-    paths = write_files(tmp_path / "in", pairs, runs=[{"name": "runA"}, {"name": EVIL}], depth=3)
+    paths = write_pair_files(tmp_path / "in", pairs, runs=[{"name": "runA"}, {"name": EVIL}], depth=3)
     pool = []
     for q in QIDS:
         for i, d in enumerate("abc"):
@@ -40,16 +43,6 @@ def exported(engine, tmp_path):
     with new_session(engine) as s:
         export.export_version(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out", allow_incomplete=True)
     return engine
-
-
-@pytest.fixture
-def client(exported):
-    with app_on(exported) as app:
-        yield app.test_client()
-
-
-def login(client, name):
-    client_login(client, name, redirects=(302, 303))
 
 
 def test_pooled_runs_are_rebuilt_from_the_pool(exported):

@@ -18,7 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.browser import sqlite_store
+from tests.support.projects import sqlite_store
 
 ROOT = Path(__file__).resolve().parents[2]
 

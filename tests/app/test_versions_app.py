@@ -15,16 +15,19 @@ from curation.store.projects import get_project
 from curation.store.engine import session as new_session
 from curation.store.users import add_user
 
-from tests.support.client import app_on, login as client_login
-from tests.support.export_setup import PASSWORD, judge, make_project, read_files
+from tests.support.client import login
+from tests.support.judgments import judge
+from tests.support.projects import PASSWORD, pairs_project, read_files
 
 PAIRS = [("q1", "d1"), ("q1", "d2"), ("q2", "d3")]
 EVIL = "<script>window.__x=1</script><img src=x onerror=alert(1)>"
+# The tests take conftest.py's ``client`` on the store ``exported`` fills.
+pytestmark = pytest.mark.usefixtures("exported")
 
 
 @pytest.fixture
 def exported(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS, texts={"q1": "plain query", "q2": "second query"})
+    pairs_project(engine, tmp_path / "in", PAIRS, texts={"q1": "plain query", "q2": "second query"})
     judge(engine, tmp_path, "alice", {("q1", "d1"): 2, ("q1", "d2"): 0})
     with new_session(engine) as s:
         add_user(s, "root", role="admin", password=PASSWORD)
@@ -34,16 +37,6 @@ def exported(engine, tmp_path):
     with new_session(engine) as s:
         export.export_version(s, get_project(s, "p"), "v2", out_dir=tmp_path / "out", created_by="ana")
     return tmp_path / "out"
-
-
-@pytest.fixture
-def client(engine, exported):
-    with app_on(engine) as app:
-        yield app.test_client()
-
-
-def login(client, name):
-    client_login(client, name, redirects=(302, 303))
 
 
 def test_only_leads_and_admins_see_versions(client):

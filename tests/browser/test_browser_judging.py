@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
-from tests.support.browser import golden_serve, require_chromium, sqlite_store
-from tests.support.browser import log_in as submit_login
+from tests.support.browser import golden_serve, log_in, require_chromium
 from curation.store.models import Judgment, User
 from curation.store.engine import session as new_session
-from tests.support.judging_setup import build_project
+from tests.support.projects import assigned_project, sqlite_store
 
 pytestmark = pytest.mark.browser
 
@@ -21,16 +20,16 @@ def server(tmp_path_factory):
     require_chromium()
     folder = tmp_path_factory.mktemp("browser")
     with sqlite_store(folder) as (url, engine):
-        main = build_project(engine, folder / "recipes", name="recipes", n_queries=8, docs_per_query=4, overlap=3)
-        untrusted = build_project(engine, folder / "untrusted", name="untrusted", n_queries=1, docs_per_query=3,
-                                  judges=("carol",), overlap=0)
+        main = assigned_project(engine, folder / "recipes", name="recipes", n_queries=8, docs_per_query=4, overlap=3)
+        untrusted = assigned_project(engine, folder / "untrusted", name="untrusted", n_queries=1, docs_per_query=3,
+                                     judges=("carol",), overlap=0)
         with golden_serve(url, folder, secret="browser-test-secret", threads=4) as base:
             yield {"base": base, "engine": engine, "main": main, "untrusted": untrusted}
 
 
-def log_in(page, base: str, name: str) -> None:
+def log_in_to_first_pair(page, base: str, name: str) -> None:
     """Log in from the start page and wait for the first pair."""
-    submit_login(page, base, name, path="/")
+    log_in(page, base, name, path="/")
     page.wait_for_selector("#pair")
     page.wait_for_load_state("load")  # htmx and the key handler are in place
 
@@ -47,7 +46,7 @@ def judged(engine, name: str) -> list[Judgment]:
 def test_ten_pairs_by_keyboard_alone_survive_a_reload(server, page):
     from playwright.sync_api import expect
 
-    log_in(page, server["base"], "alice")
+    log_in_to_first_pair(page, server["base"], "alice")
     expect(page.locator("#progress-counts")).to_contain_text("0 / ")
     page.evaluate("window.__sameDocument = true")  # gone if any key caused a full page load
     shown = []
@@ -94,7 +93,7 @@ def test_a_document_with_script_is_shown_as_text_and_runs_nothing(server, page):
 
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    log_in(page, server["base"], "carol")
+    log_in_to_first_pair(page, server["base"], "carol")
     for _ in range(3):  # skip (S) until the hostile document is on screen (the order is shuffled)
         if "Cooking tips." in page.inner_text("#doc-text"):
             break

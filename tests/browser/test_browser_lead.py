@@ -10,12 +10,11 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.support.judgments import judge_queue
-from tests.support.browser import golden_serve, require_chromium, sqlite_store
-from tests.support.browser import log_in as submit_login
+from tests.support.browser import golden_serve, log_in, require_chromium
 from curation.agree.agreement import agreement_report
 from curation.agree.labels import final_labels, load_judgments
 from curation.store.engine import session as new_session
-from tests.support.judging_setup import build_project
+from tests.support.projects import assigned_project, sqlite_store
 
 pytestmark = pytest.mark.browser
 
@@ -27,16 +26,12 @@ def server(tmp_path_factory):
     require_chromium()
     folder = tmp_path_factory.mktemp("lead")
     with sqlite_store(folder) as (url, engine):
-        setup = build_project(engine, folder / "recipes", n_queries=6, docs_per_query=5, overlap=12, hold=True)
+        setup = assigned_project(engine, folder / "recipes", n_queries=6, docs_per_query=5, overlap=12, hold=True)
         judge_queue(engine, setup.project_id, "alice", lambda d: int(d[-1]) % 3, start=T0, seconds=6.0)
         judge_queue(engine, setup.project_id, "bob", lambda d: 0 if d.endswith("1") else int(d[-1]) % 3, start=T0,
                     seconds=4.0)
         with golden_serve(url, folder, secret="browser-lead-secret", threads=4) as base:
             yield {"base": base, "engine": engine, "setup": setup}
-
-
-def log_in(page, base: str, name: str, then: str) -> None:
-    submit_login(page, base, name, path="/login?next=" + then)
 
 
 def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page):
@@ -47,7 +42,7 @@ def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page)
         report = agreement_report(load_judgments(s, setup.project_id, overlap_only=True), scale=[0, 1, 2], cut=1)
     pair = report.pairwise[0]
 
-    log_in(page, base, "lena", f"/lead/{setup.project_id}")
+    log_in(page, base, "lena", path=f"/login?next=/lead/{setup.project_id}")
     expect(page.locator("[data-testid=verdict]")).to_contain_text("too few pairs")
     expect(page.locator("[data-testid=thresholds]")).to_contain_text("≥ 70%")
     table = page.locator("[data-testid=agreement-table]")
@@ -83,7 +78,7 @@ def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page)
 
 def test_a_judge_who_opens_lead_gets_403(server, page):
     base, setup = server["base"], server["setup"]
-    log_in(page, base, "alice", f"/projects/{setup.project_id}/judge")
+    log_in(page, base, "alice", path=f"/login?next=/projects/{setup.project_id}/judge")
     response = page.goto(f"{base}/lead/{setup.project_id}")
     assert response.status == 403
     assert "kappa" not in page.content()

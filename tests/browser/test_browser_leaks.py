@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from tests.support.browser import golden_serve, log_in, require_chromium, sqlite_store
+from tests.support.browser import golden_serve, log_in, require_chromium
 from curation.cli import main as golden
 from curation.store.models import LeakFinding, Query, User
 from curation.store.engine import session as new_session
-from tests.support.judging_setup import build_project
+from tests.support.projects import assigned_project, sqlite_store
 
 pytestmark = pytest.mark.browser
 
@@ -25,7 +25,7 @@ def server(tmp_path_factory):
     require_chromium()
     folder = tmp_path_factory.mktemp("leaks-browser")
     with sqlite_store(folder) as (url, engine):
-        setup = build_project(engine, folder / "p", n_queries=3, docs_per_query=2)
+        setup = assigned_project(engine, folder / "p", n_queries=3, docs_per_query=2)
         corpus = folder / "corpus.jsonl"
         corpus.write_text(json.dumps({"id": WEB, "text": "How to cook dish 2"}) + "\n"
                           + json.dumps({"id": "d001_01", "text": "Our FAQ: how to cook dish 1, step by step."}) + "\n")

@@ -7,12 +7,13 @@ import hashlib
 
 import pytest
 
-from tests.support.browser import golden_serve, log_in, new_page, require_chromium, sqlite_store
+from tests.support.browser import golden_serve, log_in, new_page, require_chromium
 from curation.export import versions as export
 from curation.store.projects import get_project
 from curation.store.engine import session as new_session
 
-from tests.support.export_setup import judge, make_project
+from tests.support.judgments import judge
+from tests.support.projects import pairs_project, sqlite_store
 pytestmark = pytest.mark.browser
 
 EVIL = '<script>window.__x = 1</script><img src=x onerror="window.__x = 2">'
@@ -23,7 +24,7 @@ def server(tmp_path_factory):
     require_chromium()
     folder = tmp_path_factory.mktemp("versions")
     with sqlite_store(folder) as (url, engine):
-        make_project(engine, folder / "in", [("q1", "d1"), ("q1", "d2"), ("q2", "d3")], texts={"q1": EVIL})
+        pairs_project(engine, folder / "in", [("q1", "d1"), ("q1", "d2"), ("q2", "d3")], texts={"q1": EVIL})
         judge(engine, folder, "alice", {("q1", "d1"): 2, ("q1", "d2"): 0, ("q2", "d3"): 1})
         with new_session(engine) as s:
             export.export_version(s, get_project(s, "p"), "v1", out_dir=folder / "out", created_by=EVIL)

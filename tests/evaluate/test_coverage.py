@@ -132,9 +132,9 @@ def test_against_a_projects_judgments(engine, tmp_path):
     from curation.store.models import Document, Judgment, PoolPair, Query, User
     from curation.store.engine import session as new_session
 
-    from tests.support.judging_setup import build_project
+    from tests.support.projects import assigned_project
 
-    setup = build_project(engine, tmp_path / "p", n_queries=2, docs_per_query=4)
+    setup = assigned_project(engine, tmp_path / "p", n_queries=2, docs_per_query=4)
     with new_session(engine) as db:
         alice = db.exec(select(User).where(User.name == "alice")).one()
         pairs = db.exec(

@@ -20,7 +20,8 @@ from curation.store.projects import get_project
 from curation.formats.qrels import read_qrels
 from curation.store.engine import session as new_session
 
-from tests.support.export_setup import adjudicate, judge, make_project, read_files
+from tests.support.judgments import adjudicate, judge
+from tests.support.projects import pairs_project, read_files
 
 # qids and docids chosen so that string order differs from numeric order: "007" < "10" < "9",
 # "d1" < "d10" < "d2"; "007" must stay "007" (never the number 7).
@@ -33,7 +34,7 @@ EXPECTED_QRELS = "007 0 d1 2\n007 0 d10 1\n007 0 d2 0\n10 0 d1 1\n10 0 d3 0\n9 0
 @pytest.fixture
 def complete(engine, tmp_path):
     """Every pooled pair labelled, the one disagreement adjudicated (10/d1 -> 1)."""
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     judge(engine, tmp_path, "alice", ALICE)
     judge(engine, tmp_path, "bob", BOB)
     adjudicate(engine, "10", "d1", 1)
@@ -116,7 +117,7 @@ def test_qrels_jsonl_carries_provenance_in_the_same_order(complete, tmp_path):
 
 def test_pool_runs_and_depth_reach_the_manifest(engine, tmp_path):
     runs = [{"name": "bm25", "sha256": "1" * 64, "depth": 20}, {"name": "dense", "sha256": "2" * 64, "depth": 20}]
-    make_project(engine, tmp_path / "in", PAIRS, runs=runs, depth=20)
+    pairs_project(engine, tmp_path / "in", PAIRS, runs=runs, depth=20)
     judge(engine, tmp_path, "alice", ALICE)
     res = do_export(engine, tmp_path / "out")
     assert res.manifest["pool"]["depth"] == 20
@@ -147,7 +148,7 @@ def test_the_same_store_content_gives_the_same_files_in_another_store(complete, 
     other = make_engine(f"sqlite:///{tmp_path / 'other.db'}")
     upgrade(other)
     try:
-        make_project(other, tmp_path / "in2", PAIRS)
+        pairs_project(other, tmp_path / "in2", PAIRS)
         judge(other, tmp_path, "alice", ALICE)
         judge(other, tmp_path, "bob", BOB)
         adjudicate(other, "10", "d1", 1)
@@ -223,7 +224,7 @@ def test_a_damaged_export_folder_is_restored_from_the_store(complete, tmp_path):
 
 
 def test_unjudged_pooled_pairs_block_the_export_unless_allowed(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     judge(engine, tmp_path, "alice", {k: v for k, v in ALICE.items() if k[0] != "9" and k != ("007", "d10")})
     with pytest.raises(export.ExportBlocked) as exc:
         do_export(engine, tmp_path / "out")
@@ -238,7 +239,7 @@ def test_unjudged_pooled_pairs_block_the_export_unless_allowed(engine, tmp_path)
 
 
 def test_unresolved_disagreements_block_until_adjudicated_or_a_majority_policy(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     judge(engine, tmp_path, "alice", ALICE)
     judge(engine, tmp_path, "bob", BOB)
     with pytest.raises(export.ExportBlocked) as exc:
@@ -351,7 +352,7 @@ def test_verify_rechecks_the_format_even_when_checksums_were_recomputed(complete
 
 
 def test_changes_against_the_parent_version(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS + [("11", "d5")])
+    pairs_project(engine, tmp_path / "in", PAIRS + [("11", "d5")])
     judge(engine, tmp_path, "alice", {k: v for k, v in ALICE.items() if k != ("9", "d4")})
     do_export(engine, tmp_path / "out", "v1", allow_incomplete=True)  # 9/d4 and 11/d5 unjudged
     v1_changes = (tmp_path / "out" / "v1" / "CHANGES.md").read_text()
@@ -405,7 +406,7 @@ def _robust_project(engine, tmp_path, shared, *, runs=("input.aplrob03a.gz", "in
             if qid in qrels:
                 for docid in run.top(qid, depth):
                     pooled[(qid, docid)] = None
-    make_project(engine, tmp_path / "robust", list(pooled), name="robust")
+    pairs_project(engine, tmp_path / "robust", list(pooled), name="robust")
     # NIST's judgments of the pooled pairs (TREC counts an unjudged document as not relevant).
     truth = {k: qrels[k[0]].get(k[1], 0) for k in pooled}
     judge(engine, tmp_path, "alice", truth, project="robust")
@@ -482,7 +483,7 @@ def test_the_export_folder_feeds_the_statistics_as_is(engine, tmp_path):
     from curation.export.split import split_project
 
     pairs = [(f"q{i:02d}", f"d{j}") for i in range(12) for j in range(3)]
-    make_project(engine, tmp_path / "in", pairs)
+    pairs_project(engine, tmp_path / "in", pairs)
     judge(engine, tmp_path, "alice", {p: (2 if p[1] == "d0" else 0) for p in pairs})
     with new_session(engine) as s:
         split_project(s, get_project(s, "p"), holdout=0.5, seed=1)

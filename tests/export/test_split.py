@@ -22,7 +22,8 @@ from curation.store.projects import get_project
 from curation.export.split import SplitQuery, assign_splits, split_project
 from curation.store.engine import session as new_session
 
-from tests.support.export_setup import judge, make_project
+from tests.support.judgments import judge
+from tests.support.projects import pairs_project
 
 
 def _queries(n: int, strata: dict[str, int] | None = None, start: int = 0) -> list[SplitQuery]:
@@ -129,7 +130,7 @@ def _splits(engine) -> dict[str, str | None]:
 
 
 def test_split_is_stored_fixed_and_extended_to_new_queries(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     with new_session(engine) as s:
         rep = split_project(s, get_project(s, "p"), holdout=0.35, seed=3)
     assert len(rep.assigned) == 20
@@ -156,7 +157,7 @@ def test_split_is_stored_fixed_and_extended_to_new_queries(engine, tmp_path):
 
 
 def test_every_export_carries_the_split_and_assigns_late_queries(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     judge(engine, tmp_path, "alice", {p: 1 for p in PAIRS})
     with new_session(engine) as s:
         split_project(s, get_project(s, "p"), holdout=0.35, seed=3)
@@ -174,7 +175,7 @@ def test_every_export_carries_the_split_and_assigns_late_queries(engine, tmp_pat
 
 
 def test_cli_split(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     url = engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
     res = runner.invoke(main, ["split", "--db", url])

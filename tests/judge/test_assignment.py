@@ -8,7 +8,7 @@ import random
 from collections import Counter, defaultdict
 
 import pytest
-from tests.support.projects import create, sqlite_store, write_inputs
+from tests.support.projects import counts_project, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
@@ -18,14 +18,6 @@ from curation.store.models import MAIN_BASE, Assignment, Document, PoolPair, Pro
 from curation.store.projects import extend_pool
 from curation.store.engine import session
 from curation.store.users import add_user
-
-
-@pytest.fixture
-def sqlite_engine(tmp_path):
-    """SQLite only: for tests of input checks and pure logic that do not depend on the database."""
-    eng = sqlite_store(tmp_path)
-    yield eng
-    eng.dispose()
 
 
 def _users(s, *names, role="judge"):
@@ -91,7 +83,7 @@ def test_split_is_longest_processing_time_by_hand():
 
 def test_assign_overlap_first_then_balanced_main(engine, tmp_path):
     with session(engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         alice, bob = _users(s, "alice", "bob")
         rep = assign(s, project, ["alice", "bob"], overlap=4, seed=5)
         rows = _rows(s, project)
@@ -129,8 +121,8 @@ def test_assign_overlap_first_then_balanced_main(engine, tmp_path):
 
 def test_assign_is_reproducible(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
-        a, _ = create(s, tmp_path / "a", name="a")
-        b, _ = create(s, tmp_path / "b", name="b")
+        a, _ = counts_project(s, tmp_path / "a", name="a")
+        b, _ = counts_project(s, tmp_path / "b", name="b")
         _users(s, "alice", "bob", "carol")
         assign(s, a, ["alice", "bob", "carol"], overlap=5, seed=11)
         assign(s, b, ["alice", "bob", "carol"], overlap=5, seed=11)
@@ -141,7 +133,7 @@ def test_the_database_refuses_a_main_pair_for_two_judges(engine, tmp_path):
     from sqlalchemy.exc import IntegrityError
 
     with session(engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         alice, bob = _users(s, "alice", "bob")
         assign(s, project, ["alice"], overlap=0)
         row = s.exec(select(Assignment).where(Assignment.kind == "main")).first()
@@ -153,7 +145,7 @@ def test_the_database_refuses_a_main_pair_for_two_judges(engine, tmp_path):
 
 def test_reassign_after_extension_adds_only_new_pairs(engine, tmp_path):
     with session(engine) as s:
-        project, _ = create(s, tmp_path / "v1")
+        project, _ = counts_project(s, tmp_path / "v1")
         _users(s, "alice", "bob", "carol")
         assign(s, project, ["alice", "bob"], overlap=4, seed=1)
         before = _rows(s, project)
@@ -177,7 +169,7 @@ def test_reassign_after_extension_adds_only_new_pairs(engine, tmp_path):
 
 def test_new_queries_pairs_without_a_listed_owner_are_balanced(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         _users(s, "alice", "bob")
         rep = assign(s, project, ["alice"], overlap=0)
         assert rep.per_judge["alice"]["main"] == 14 and not rep.held
@@ -186,7 +178,7 @@ def test_new_queries_pairs_without_a_listed_owner_are_balanced(sqlite_engine, tm
 
 def test_overlap_larger_than_pool_and_dropped_queries(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         _users(s, "alice", "bob")
         q4 = s.exec(select(Query).where(Query.qid == "q4")).one()
         q4.status = "dropped"
@@ -198,7 +190,7 @@ def test_overlap_larger_than_pool_and_dropped_queries(sqlite_engine, tmp_path):
 
 def test_assign_validates_its_inputs(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         _users(s, "alice")
         with pytest.raises(ValueError, match="no user 'zed'.*golden user add zed"):
             assign(s, project, ["alice", "zed"])
@@ -213,7 +205,7 @@ def test_assign_validates_its_inputs(sqlite_engine, tmp_path):
 
 def test_release_is_recorded_and_needs_a_lead(engine, tmp_path):
     with session(engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         _users(s, "alice", "bob")
         (lena,) = _users(s, "lena", role="lead")
         alice = s.exec(select(User).where(User.name == "alice")).one()
@@ -234,7 +226,7 @@ def test_release_is_recorded_and_needs_a_lead(engine, tmp_path):
 
 def test_cli_assign_and_release(engine, db_url, tmp_path):
     with session(engine) as s:
-        create(s, tmp_path, name="news")
+        counts_project(s, tmp_path, name="news")
         _users(s, "alice", "bob")
         _users(s, "lena", role="lead")
     runner = CliRunner()

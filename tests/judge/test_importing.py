@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
-from tests.support.judgments import add_users, make_project, write_qrels
+from tests.support.judgments import write_qrels
+from tests.support.projects import add_users, pairs_project
 from curation.agree.agreement import agreement_report
 from curation.cli import main
 from curation.judge.importing import import_judgments
@@ -27,7 +28,7 @@ def _groups(path):
 
 
 def test_import_reports_missing_pairs_skips_out_of_scale_and_is_idempotent(engine, tmp_path):
-    make_project(engine, tmp_path / "p", [("q1", "d1"), ("q1", "d2"), ("q2", "d3")], scale="0-2")
+    pairs_project(engine, tmp_path / "p", [("q1", "d1"), ("q1", "d2"), ("q2", "d3")], scale="0-2")
     add_users(engine, alice="judge")
     qrels = write_qrels(tmp_path / "qrels.txt", [
         ("q1", 0, "d1", 2), ("q1", 0, "d2", 0), ("q2", 0, "d3", 5),  # 5 is not on the 0-2 scale
@@ -49,7 +50,7 @@ def test_import_reports_missing_pairs_skips_out_of_scale_and_is_idempotent(engin
 
 
 def test_import_needs_a_known_judge_and_a_group_for_multi_group_files(engine, tmp_path):
-    make_project(engine, tmp_path / "p", [("q1", "d1")])
+    pairs_project(engine, tmp_path / "p", [("q1", "d1")])
     qrels = write_qrels(tmp_path / "q.txt", [("q1", 0, "d1", 1), ("q1", 1, "d1", 0)])
     with new_session(engine) as s:
         with pytest.raises(ValueError, match="^judge: no user 'ghost'"):
@@ -70,7 +71,7 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
     groups = _groups(path)
     pairs = sorted(set().union(*groups.values()))
     left_out = pairs[:4]  # not pooled: reported as missing
-    make_project(engine, tmp_path / "p", pairs[4:], name="trec", scale="0-3")
+    pairs_project(engine, tmp_path / "p", pairs[4:], name="trec", scale="0-3")
     runner = CliRunner()
     outs = {}
     for g in ("0", "1", "2"):
@@ -121,9 +122,9 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
 def test_imported_labels_count_as_done_in_the_judges_queue(engine, tmp_path):
     from curation.judge import judging
     from curation.store.users import get_user
-    from tests.support.judging_setup import build_project
+    from tests.support.projects import assigned_project
 
-    setup = build_project(engine, tmp_path / "p", n_queries=2, docs_per_query=3, judges=("alice",), overlap=6)
+    setup = assigned_project(engine, tmp_path / "p", n_queries=2, docs_per_query=3, judges=("alice",), overlap=6)
     with new_session(engine) as s:
         alice = get_user(s, "alice")
         first = judging.next_task(s, setup.project_id, alice)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from tests.support.projects import create, sqlite_store
+from tests.support.projects import counts_project
 from sqlmodel import select
 
 from curation.judge.assignment import assign, release
@@ -34,7 +34,7 @@ from curation.store.users import add_user
 
 def _setup(engine, tmp_path):
     with session(engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         alice = add_user(s, "alice", password="password1")
         bob = add_user(s, "bob", password="password1")
         lena = add_user(s, "lena", role="lead", password="password1")
@@ -50,11 +50,9 @@ def setup(engine, tmp_path):
 
 
 @pytest.fixture
-def setup_sqlite(tmp_path):
+def setup_sqlite(sqlite_engine, tmp_path):
     """The same on SQLite only, for checks that do not depend on the database."""
-    eng = sqlite_store(tmp_path)
-    yield _setup(eng, tmp_path)
-    eng.dispose()
+    return _setup(sqlite_engine, tmp_path)
 
 
 def _pair_of(s, task_or_token) -> tuple[str, str]:
@@ -288,7 +286,7 @@ def _concurrency_engine(db_url):
 
 def _big_project(engine, tmp_path, judges, *, overlap):
     with session(engine) as s:
-        project, _ = create(s, tmp_path, queries={f"q{i:02d}": 4 + i % 3 for i in range(12)})
+        project, _ = counts_project(s, tmp_path, queries={f"q{i:02d}": 4 + i % 3 for i in range(12)})
         users = [add_user(s, n, password="password1") for n in judges]
         lead = add_user(s, "lead", role="lead", password="password1")
         assign(s, project, users, overlap=overlap, seed=1)

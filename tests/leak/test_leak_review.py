@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from tests.support.client import app_on, csrf, login
+from tests.support.client import csrf, login
 from curation.cli import main
 from curation.leak.findings import decide, leak_overview, record_findings
 from curation.store.models import Document, LeakFinding, Query, User
 from curation.store.engine import session as new_session
-from tests.support.judging_setup import build_project
+from tests.support.projects import assigned_project
 
 HTMX = {"HX-Request": "true"}
 SCRIPT = "<script>window.__leak = 1</script>"
@@ -24,7 +24,7 @@ WEB = "web-<i>9</i>"  # ids are untrusted too
 
 @pytest.fixture
 def setup(engine, tmp_path):
-    s = build_project(engine, tmp_path / "project", n_queries=4, docs_per_query=3)
+    s = assigned_project(engine, tmp_path / "project", n_queries=4, docs_per_query=3)
     # The corpus the leak check reads: a pooled document quoting query q001 (with markup in it),
     # and a page outside the pool that is exactly query q002.
     corpus = tmp_path / "corpus.jsonl"
@@ -96,12 +96,6 @@ def test_decisions_apply_and_record_who_and_when(engine, setup):
 
 
 # ------------------------------------------------------------------------------------------ the page
-
-
-@pytest.fixture
-def app(engine, setup):
-    with app_on(engine) as app:
-        yield app
 
 
 def test_only_leads_see_the_page(app, setup):

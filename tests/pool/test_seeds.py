@@ -20,7 +20,8 @@ from curation.pool.seeds import Seed, import_seeds, read_seeds
 from curation.store.engine import session as new_session
 from curation.store.users import get_user
 
-from tests.support.export_setup import judge, make_project
+from tests.support.judgments import judge
+from tests.support.projects import pairs_project
 
 PAIRS = [("007", "d1"), ("007", "d2"), ("10", "d1"), ("10", "d3"), ("9", "d4")]
 
@@ -59,7 +60,7 @@ def _seeds(engine):
 
 
 def test_seeds_are_stored_apart_from_judgments_with_their_source(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     tickets = tmp_path / "tickets.jsonl"
     tickets.write_text('{"qid": "007", "docid": "d1"}\n{"qid": "007", "docid": "d1"}\n{"qid": "9", "docid": "d4", "grade": 1}\n')
     clicks = tmp_path / "clicks.tsv"
@@ -85,7 +86,7 @@ def test_seeds_are_stored_apart_from_judgments_with_their_source(engine, tmp_pat
 
 
 def test_seeds_join_the_pool_blind(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     path = tmp_path / "clicks.jsonl"
     rows = [("007", "d1"), ("007", "d4"), ("007", "d3"), ("10", "zz"), ("nope", "d1")]
     path.write_text("".join(json.dumps({"qid": q, "docid": d}) + "\n" for q, d in rows))
@@ -114,7 +115,7 @@ def test_seeds_join_the_pool_blind(engine, tmp_path):
 
 
 def test_export_marks_labels_resting_on_a_seed_alone(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     judge(engine, tmp_path, "alice", {p: 1 for p in PAIRS})
     tickets = tmp_path / "tickets.tsv"
     tickets.write_text("10\td4\n9\td1\n")  # two pairs nobody pooled
@@ -148,7 +149,7 @@ def test_export_marks_labels_resting_on_a_seed_alone(engine, tmp_path):
 
 
 def test_cli_seed_judgments(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     path = tmp_path / "tickets.jsonl"
     path.write_text('{"qid": "007", "docid": "d3"}\n{"qid": "42", "docid": "d1"}\n')
     url = engine.url.render_as_string(hide_password=False)

@@ -9,13 +9,13 @@ from sqlmodel import select
 from curation.store.engine import session
 from curation.store.lookups import join_pair_text, pair_ids
 from curation.store.models import Document, PoolPair, Query
-from tests.support.projects import create
+from tests.support.projects import counts_project
 
 
 def test_pair_ids_maps_every_pooled_qid_docid_to_its_pair(engine, tmp_path):
     with session(engine) as s:
-        project, paths = create(s, tmp_path, queries={"q1": 3, "q2": 2})
-        other, _ = create(s, tmp_path / "other", name="other", queries={"q1": 1})
+        project, paths = counts_project(s, tmp_path, queries={"q1": 3, "q2": 2})
+        other, _ = counts_project(s, tmp_path / "other", name="other", queries={"q1": 1})
         ids = pair_ids(s, project)
         pooled = {(r["qid"], r["docid"]) for r in map(json.loads, paths["pool.jsonl"].read_text().splitlines())}
         assert set(ids) == pooled
@@ -29,7 +29,7 @@ def test_pair_ids_maps_every_pooled_qid_docid_to_its_pair(engine, tmp_path):
 
 def test_join_pair_text_filters_on_query_and_document(engine, tmp_path):
     with session(engine) as s:
-        project, _ = create(s, tmp_path, queries={"q1": 3, "q2": 2})
+        project, _ = counts_project(s, tmp_path, queries={"q1": 3, "q2": 2})
         rows = s.exec(join_pair_text(select(Document.docid).select_from(PoolPair)).where(
             PoolPair.project_id == project.id, Query.qid == "q2")).all()
         assert sorted(rows) == ["q2-d0", "q2-d1"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.projects import GUIDELINES, create, sqlite_store, write_inputs
+from tests.support.projects import GUIDELINES, counts_project, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
@@ -28,17 +28,9 @@ from curation.store.projects import (
 from curation.store.engine import session
 
 
-@pytest.fixture
-def sqlite_engine(tmp_path):
-    """SQLite only: for tests of input checks and pure logic that do not depend on the database."""
-    eng = sqlite_store(tmp_path)
-    yield eng
-    eng.dispose()
-
-
 def test_create_loads_queries_pairs_and_only_pooled_documents(engine, tmp_path):
     with session(engine) as s:
-        project, paths = create(s, tmp_path / "in", extra_docs=5)
+        project, paths = counts_project(s, tmp_path / "in", extra_docs=5)
         assert project.scale == "0-2" and project.pool_depth == 10
         queries = {q.qid: q for q in s.exec(select(Query).where(Query.project_id == project.id))}
         assert sorted(queries) == ["q1", "q2", "q3", "q4"]
@@ -110,9 +102,9 @@ def test_bad_pool_lines_name_file_and_line(sqlite_engine, tmp_path, line, messag
 
 def test_duplicate_project_name_is_refused(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
-        create(s, tmp_path / "a", name="news")
+        counts_project(s, tmp_path / "a", name="news")
         with pytest.raises(ValueError, match="a project called 'news' exists"):
-            create(s, tmp_path / "b", name="news")
+            counts_project(s, tmp_path / "b", name="news")
 
 
 def test_scales_have_a_name_and_description_per_grade():
@@ -131,7 +123,7 @@ def test_scales_have_a_name_and_description_per_grade():
 
 def test_project_scale_is_stored(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
-        project, _ = create(s, tmp_path, scale="0-3", grades=[
+        project, _ = counts_project(s, tmp_path, scale="0-3", grades=[
             {"grade": 0, "name": "Off"}, {"grade": 1}, {"grade": 2}, {"grade": 3, "name": "Perfect"}])
         assert [(g.grade, g.name) for g in grades(project)] == [(0, "Off"), (1, "Related"), (2, "Highly relevant"),
                                                                (3, "Perfect")]
@@ -139,7 +131,7 @@ def test_project_scale_is_stored(sqlite_engine, tmp_path):
 
 def test_guidelines_versions(engine, tmp_path):
     with session(engine) as s:
-        project, _ = create(s, tmp_path)
+        project, _ = counts_project(s, tmp_path)
         v, new = set_guidelines(s, project, GUIDELINES)
         assert (v.version, new) == (1, False)  # same text: no new version
         v, new = set_guidelines(s, project, GUIDELINES + "\nTables count.\n", note="tables")
@@ -152,7 +144,7 @@ def test_guidelines_versions(engine, tmp_path):
 
 def test_extend_adds_only_new_pairs_and_merges_provenance(engine, tmp_path):
     with session(engine) as s:
-        project, paths = create(s, tmp_path / "v1")
+        project, paths = counts_project(s, tmp_path / "v1")
         bigger = write_inputs(tmp_path / "v2", queries={"q1": 6, "q2": 3, "q3": 5, "q4": 2})
         # The extended pool also saw q2-d0 from a third run.
         lines = bigger["pool.jsonl"].read_text().splitlines()
@@ -172,7 +164,7 @@ def test_extend_adds_only_new_pairs_and_merges_provenance(engine, tmp_path):
 
 def test_extend_refuses_new_queries(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
-        project, _ = create(s, tmp_path / "v1")
+        project, _ = counts_project(s, tmp_path / "v1")
         other = write_inputs(tmp_path / "v2", queries={"q1": 2, "q9": 1})
         with pytest.raises(InputError, match="qid 'q9' is not in project 'demo'"):
             extend_pool(s, project, pool_path=other["pool.jsonl"], corpus_paths=[other["corpus.jsonl"]])
@@ -182,9 +174,9 @@ def test_get_project_needs_a_name_when_there_are_several(sqlite_engine, tmp_path
     with session(sqlite_engine) as s:
         with pytest.raises(ValueError, match="no project in the store"):
             get_project(s)
-        create(s, tmp_path / "a", name="alpha")
+        counts_project(s, tmp_path / "a", name="alpha")
         assert get_project(s).name == "alpha"
-        create(s, tmp_path / "b", name="beta")
+        counts_project(s, tmp_path / "b", name="beta")
         with pytest.raises(ValueError, match="several projects .*alpha, beta.*--project"):
             get_project(s)
         with pytest.raises(ValueError, match="no project 'gamma'"):

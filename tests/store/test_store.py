@@ -8,7 +8,6 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from tests.support.projects import sqlite_store
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
@@ -28,14 +27,6 @@ from curation.store.migrate import (
 )
 from curation.store.engine import make_engine, session
 from curation.store.users import add_user, authenticate, get_user, list_users, set_active, set_password
-
-
-@pytest.fixture
-def sqlite_engine(tmp_path):
-    """SQLite only: for tests of input checks and pure logic that do not depend on the database."""
-    eng = sqlite_store(tmp_path)
-    yield eng
-    eng.dispose()
 
 
 def test_migrations_have_exactly_one_head():

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.support.judging_setup import PASSWORD
+from tests.support.projects import PASSWORD
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -51,21 +51,6 @@ def wait_until_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"golden serve did not answer at {url} within {timeout} s; its output is in {log}")
-
-
-@contextmanager
-def sqlite_store(folder: Path):
-    """A SQLite database in ``folder``, migrated to head: yields (its URL, an engine on it)."""
-    from curation.store.migrate import upgrade
-    from curation.store.engine import make_engine
-
-    url = f"sqlite:///{folder / 'golden.db'}"
-    engine = make_engine(url)
-    try:
-        upgrade(engine)
-        yield url, engine
-    finally:
-        engine.dispose()
 
 
 @contextmanager

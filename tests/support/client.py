@@ -1,5 +1,6 @@
 """What the tests that drive the Flask app through its test client share: the app on a test
-engine's database, the CSRF token of a page, and logging in through the login form."""
+engine's database (the ``app`` and ``client`` fixtures of conftest.py wrap it), the CSRF token of a
+page, and logging in through the login form."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from contextlib import contextmanager
 
 from judging_app import create_app
-from tests.support.judging_setup import PASSWORD
+from tests.support.projects import PASSWORD
 
 
 @contextmanager
@@ -27,10 +28,15 @@ def csrf(body: bytes) -> str:
     return html.unescape(re.search(r'name="csrf_token" value="([^"]*)"', body.decode()).group(1))
 
 
-def login(client, name: str, *, password: str = PASSWORD, redirects=(302,)):
-    """Log ``client`` in as ``name`` through the login form, asserting the answer is one of
-    ``redirects``; returns the client."""
+def post_login(client, name: str, password: str = PASSWORD):
+    """Fill in and send the login form as ``name``; returns the response, whatever it is."""
     page = client.get("/login")
-    res = client.post("/login", data={"username": name, "password": password, "csrf_token": csrf(page.data)})
-    assert res.status_code in redirects, res.data[:300]
+    return client.post("/login", data={"username": name, "password": password, "csrf_token": csrf(page.data)})
+
+
+def login(client, name: str, *, password: str = PASSWORD):
+    """Log ``client`` in as ``name`` through the login form, asserting the answer is the redirect
+    away from it; returns the client."""
+    res = post_login(client, name, password)
+    assert res.status_code == 302, res.data[:300]
     return client

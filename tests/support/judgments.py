@@ -1,69 +1,33 @@
-"""Projects for the agreement, labels, import and lead-app tests, built through the same domain API
-as the CLI (files on disk -> create_project -> add_user)."""
+"""Labels for the tests' projects, given the ways golden takes them: qrels files through
+`golden import-judgments`'s code, the judging API a judge's browser drives, and the lead's adjudication."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from curation.store import projects
 from curation.store import users
 from curation.store.engine import session as new_session
-from tests.support.judging_setup import PASSWORD
-
-
-def write_pair_files(folder: Path, pairs, query) -> dict[str, Path]:
-    """queries.jsonl (``query(i, qid)`` is the row of the i-th query), pool.jsonl (runA ranking each
-    query's documents in the order given), corpus.jsonl and GUIDELINES.md holding exactly ``pairs``
-    (an iterable of (qid, docid)); documents repeated across queries are written once."""
-    folder.mkdir(parents=True, exist_ok=True)
-    pairs = list(dict.fromkeys((str(q), str(d)) for q, d in pairs))
-    qids = list(dict.fromkeys(q for q, _ in pairs))
-    docids = list(dict.fromkeys(d for _, d in pairs))
-    queries = [query(i, q) for i, q in enumerate(qids)]
-    order: dict[str, int] = {}
-    pool = []
-    for q, d in pairs:
-        order[q] = order.get(q, -1) + 1
-        pool.append({"qid": q, "docid": d, "order": order[q], "systems": {"runA": order[q] + 1}})
-    corpus = [{"id": d, "title": f"Title of {d}", "text": f"Text of document {d}."} for d in docids]
-    paths = {k: folder / f"{k}.jsonl" for k in ("queries", "pool", "corpus")}
-    for key, rows in (("queries", queries), ("pool", pool), ("corpus", corpus)):
-        paths[key].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    paths["guidelines"] = folder / "GUIDELINES.md"
-    paths["guidelines"].write_text("# Relevance\n\nA document is relevant when it answers the query.\n")
-    return paths
-
-
-def write_project_files(folder: Path, pairs, *, strata=("head", "tail")) -> dict[str, Path]:
-    """write_pair_files with queries "query <qid> <b>bold</b>" whose strata cycle through ``strata``."""
-    return write_pair_files(folder, pairs, lambda i, q: {
-        "qid": q, "text": f"query {q} <b>bold</b>", "stratum": {"freq": strata[i % len(strata)]}, "traffic": 1.0,
-        "users": 1, "stratum_share": 0.5, "weight": 1.0, "pii": []})
-
-
-def make_project(engine, folder: Path, pairs, *, name: str = "p", scale: str = "0-2") -> int:
-    paths = write_project_files(folder, pairs)
-    with new_session(engine) as s:
-        report = projects.create_project(
-            s, name, queries_path=paths["queries"], pool_path=paths["pool"], corpus_paths=[paths["corpus"]],
-            guidelines_path=paths["guidelines"], scale=scale,
-        )
-        return report.project_id
-
-
-def add_users(engine, **roles: str) -> None:
-    """add_users(engine, alice="judge", lena="lead")"""
-    with new_session(engine) as s:
-        for name, role in roles.items():
-            if users.get_user(s, name) is None:
-                users.add_user(s, name, role=role, password=PASSWORD)
 
 
 def write_qrels(path: Path, rows) -> Path:
     """rows of (qid, group, docid, grade)."""
     path.write_text("".join(f"{q} {g} {d} {r}\n" for q, g, d, r in rows))
     return path
+
+
+_counter = [0]
+
+
+def judge(engine, folder: Path, who: str, labels: dict[tuple[str, str], int], *, project: str = "p") -> None:
+    """``who`` labels ``labels`` ((qid, docid) -> grade), through `golden import-judgments`'s code."""
+    from curation.judge.importing import import_judgments
+
+    _counter[0] += 1
+    path = write_qrels(folder / f"{who}-{_counter[0]}.qrels", [(q, 0, d, g) for (q, d), g in labels.items()])
+    with new_session(engine) as s:
+        report = import_judgments(s, path, judge=who, project=project)
+    assert report.imported == len(labels), report.summary()
 
 
 def judge_queue(engine, project_id: int, judge: str, grade_of, *, start, seconds: float = 5.0,
@@ -86,3 +50,14 @@ def judge_queue(engine, project_id: int, judge: str, grade_of, *, start, seconds
             judging.submit(s, user, task.token, grade=grade_of(task.docid), now=t)
             done += 1
     return done
+
+
+def adjudicate(engine, qid: str, docid: str, grade: int, *, project: str = "p", reason: str = "per guidelines") -> None:
+    """The lead lena settles (qid, docid) at ``grade``."""
+    from curation.agree.adjudication import adjudicate as record
+    from curation.store.lookups import pair_ids
+
+    with new_session(engine) as s:
+        proj = projects.get_project(s, project)
+        record(s, proj, pair_id=pair_ids(s, proj)[qid, docid], lead=users.get_user(s, "lena"), grade=grade,
+               reason=reason)
