@@ -117,6 +117,7 @@ def test_qrels_123_judgment_groups_match_sklearn_and_krippendorff(shared):
     assert "only 3 queries" in overall.measures["alpha_nominal"].interval_note
 
 
+@pytest.mark.slow
 def test_robust03_two_assessments_match_libraries(shared):
     qrels = shared("robust03", "qrels")
     a = _read_groups(qrels / "robust03_qrels.txt")["0"]
@@ -308,6 +309,7 @@ def label_sets(draw):
     return recs
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(label_sets())
 def test_generated_label_sets_match_libraries(recs):

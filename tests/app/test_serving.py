@@ -18,9 +18,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.support.projects import sqlite_store
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # each test starts golden serve (gunicorn) and its workers
 
 
 def _bench():

@@ -16,7 +16,7 @@ from curation.agree.labels import final_labels, load_judgments
 from curation.store.engine import session as new_session
 from tests.support.projects import assigned_project, sqlite_store
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 

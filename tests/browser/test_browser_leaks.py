@@ -15,7 +15,7 @@ from curation.store.models import LeakFinding, Query, User
 from curation.store.engine import session as new_session
 from tests.support.projects import assigned_project, sqlite_store
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
 
 WEB = "web-<img src=x onerror=\"window.__leak=1\">"
 

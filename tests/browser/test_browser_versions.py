@@ -14,7 +14,7 @@ from curation.store.engine import session as new_session
 
 from tests.support.judgments import judge
 from tests.support.projects import pairs_project, sqlite_store
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
 
 EVIL = '<script>window.__x = 1</script><img src=x onerror="window.__x = 2">'
 

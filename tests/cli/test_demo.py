@@ -78,6 +78,7 @@ def test_sample_and_pool_are_what_the_printed_commands_make(demo, tmp_path):
         assert (tmp_path / f"{key}.jsonl").read_bytes() == path.read_bytes()
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes(demo, tmp_path):
     again = generate_demo_data(tmp_path / "again", seed=3)
     first = demo.data.paths

@@ -41,6 +41,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow  # pip builds a wheel
 def test_a_wheel_carries_templates_static_and_migrations(tmp_path):
     src = tmp_path / "src"
     src.mkdir()

@@ -126,6 +126,7 @@ def test_ir_measures_agrees_on_robust03_with_its_own_ordering(robust03):
     assert compared == 17 * 100 * len(specs)
 
 
+@pytest.mark.slow
 def test_ir_measures_and_ranx_agree_on_robust03_definitions(robust03):
     import ir_measures
     import ranx

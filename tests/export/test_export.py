@@ -55,6 +55,7 @@ def versions_in_store(engine) -> list[ExportVersion]:
 # ------------------------------------------------------------------------------------ the format
 
 
+@pytest.mark.slow  # importing ranx compiles its numba code: about 10 s
 def test_qrels_are_trec_format_and_load_in_ir_measures_and_ranx(complete, tmp_path):
     import ir_measures
     from ranx import Qrels
@@ -413,6 +414,7 @@ def _robust_project(engine, tmp_path, shared, *, runs=("input.aplrob03a.gz", "in
     return truth
 
 
+@pytest.mark.slow
 def test_robust03_export_gives_the_same_ndcg_in_ir_measures_and_ranx(engine, tmp_path, shared):
     import ir_measures
     from ir_measures import nDCG

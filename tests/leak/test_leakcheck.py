@@ -200,6 +200,7 @@ def test_process_pool_matches_single_process(generated, monkeypatch):
     assert two.processes == 2 and two.tasks >= 6
 
 
+@pytest.mark.slow
 def test_dask_cluster_runs_the_same_map(generated):
     distributed = pytest.importorskip("distributed")
     queries, chunks, files = generated
@@ -468,6 +469,7 @@ def test_help_has_an_example():
     assert res.exit_code == 0 and "Example:" in res.output and "golden leakcheck --queries" in res.output
 
 
+@pytest.mark.slow
 def test_unreachable_dask_scheduler_is_a_clean_error(generated):
     pytest.importorskip("distributed")
     queries, _, files = generated

@@ -229,6 +229,7 @@ from hypothesis import strategies as st  # noqa: E402
 _ALPHABET = st.sampled_from(list("aB Z9?'\t\n\x0b\x0c\r\x1c\x1f") + ["\u00a0", "\u2019", "\u200b", "\u00df", "\uff21", "\u0130", "\u2003"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.text(_ALPHABET, max_size=12), st.text(max_size=8)), max_size=30))
 def test_normalize_many_matches_normalize_text(texts):

@@ -45,6 +45,7 @@ def reference_quotas(traffic, available, size, floor):
 strata_st = st.lists(st.tuples(st.integers(1, 10**6), st.integers(1, 400)), min_size=1, max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(strata=strata_st, floor=st.integers(0, 40), data=st.data())
 def test_allocation_is_exact_respects_floors_and_sizes_and_stays_within_one_of_its_quota(strata, floor, data):
