@@ -8,15 +8,13 @@ import json
 import pytest
 
 from curation.export import versions as export
-from curation.store import projects
-from curation.store import users
 from curation.evaluate.pooled import pooled_runs
 from curation.store.projects import get_project
 from curation.store.engine import session as new_session
 
 from tests.support.client import login
 from tests.support.judgments import judge
-from tests.support.projects import PASSWORD, write_pair_files
+from tests.support.projects import add_users, create_from_files, write_pair_files
 
 EVIL = "runB<script>alert(1)</script>"
 QIDS = ["q1", "q2", "q3", "q4"]
@@ -34,11 +32,8 @@ def exported(engine, tmp_path):
         for i, d in enumerate("abc"):
             pool.append({"qid": q, "docid": f"{q}{d}", "order": i, "systems": {"runA": i + 1, EVIL: 3 - i}})
     paths["pool"].write_text("".join(json.dumps(p) + "\n" for p in pool))
-    with new_session(engine) as s:
-        projects.create_project(s, "p", queries_path=paths["queries"], pool_path=paths["pool"],
-                                corpus_paths=[paths["corpus"]], guidelines_path=paths["guidelines"], scale="0-2")
-        for user, role in (("alice", "judge"), ("lena", "lead")):
-            users.add_user(s, user, role=role, password=PASSWORD)
+    create_from_files(engine, "p", paths)
+    add_users(engine, alice="judge", lena="lead")
     judge(engine, tmp_path, "alice", {**{(q, f"{q}a"): 2 for q in QIDS}, **{(q, f"{q}b"): 0 for q in QIDS}})
     with new_session(engine) as s:
         export.export_version(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out", allow_incomplete=True)
