@@ -71,7 +71,6 @@ __all__ = [
 WEIGHTINGS = ("unweighted", "traffic", "stratum")
 CI_METHODS = ("percentile", "bca")
 TIED = 1e-12  # |B_i - A_i| at or below this is a tie (float noise of equal rankings)
-Z_80_POWER_5PCT = float(sps.norm.ppf(0.975) + sps.norm.ppf(0.80))  # 2.8016
 
 
 # ---------------------------------------------------------------------------------------------
