@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, select
 
-from curation.export.versions import get_version, version_files
+from curation.export.versions import get_version
+from curation.export.versions_page import version_files
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
