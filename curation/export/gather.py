@@ -17,6 +17,7 @@ from sqlmodel import Session, func, select
 from curation.agree.labels import final_labels, load_judgments
 from curation.export.manifest import FORMAT, iso_utc, sha256_bytes, state_hash
 from curation.export.split import split_summary
+from curation.store.lookups import join_pair_text
 from curation.store.models import (
     Adjudication,
     Document,
@@ -163,10 +164,9 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
     dropped = sorted(q.qid for q in queries if q.status == "dropped")
 
     pairs = session.exec(
-        select(PoolPair.id, Query.qid, Document.docid, Document.excluded, PoolPair.seed_source, PoolPair.batch)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
-        .where(PoolPair.project_id == pid)
+        join_pair_text(
+            select(PoolPair.id, Query.qid, Document.docid, Document.excluded, PoolPair.seed_source, PoolPair.batch)
+        ).where(PoolPair.project_id == pid)
     ).all()
     pooled = {(q, d): (i, excl, seed_src, batch) for i, q, d, excl, seed_src, batch in pairs}
     excluded_docids = set(

@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
+from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
     Assignment,
@@ -602,10 +603,7 @@ def release_stale(
         if last >= cutoff:
             continue
         tail = session.exec(
-            select(PoolPair.query_id)
-            .join(Assignment, Assignment.pair_id == PoolPair.id)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
+            join_pair_text(select(PoolPair.query_id).join(Assignment, Assignment.pair_id == PoolPair.id))
             .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
                    Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == False)  # noqa: E712
             .order_by(Assignment.position.desc())
