@@ -15,6 +15,11 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
   labelled by its owner or moved, never both. A main pair has one assignment row in all
   (``exclusive_pair_id`` unique), so two judges can never both be given it.
 * The history is append-only: relabelling adds a row; the latest row of (pair, judge) counts.
+
+One module of about 640 lines on purpose: the prebuilt Core statements and the functions that run
+them share the table aliases, the access rules (``_project``, ``_visible``) and the rule of which
+pairs are retired (``_RETIRED``), and the argument above holds only for all of them together
+(showing, submitting, the progress count and the stale move must agree on the same rows).
 """
 
 from __future__ import annotations
