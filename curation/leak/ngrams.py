@@ -1,6 +1,6 @@
 """N-grams as the leak check defines them (the reference definition every faster path must equal):
-the spec (``word:3``, ``char:5``), the words of a normalised text, its n-gram set, and the pattern
-of a query found verbatim."""
+the spec (``word:3``, ``char:5``), the n-gram set of a normalised text, and the pattern of a query
+found verbatim."""
 
 from __future__ import annotations
 
@@ -31,11 +31,6 @@ def parse_ngram(spec: str | NgramSpec) -> NgramSpec:
     if unit not in ("word", "char") or not n.isdigit() or int(n) < 1:
         raise ValueError(f"ngram: {spec!r} is not an n-gram spec; use word:N or char:N, e.g. word:3 or char:5")
     return NgramSpec(unit, int(n))
-
-
-def words(normalized: str) -> list[str]:
-    """The words of a normalised text: its ``\\w+`` runs."""
-    return _WORD.findall(normalized)
 
 
 def ngram_set(normalized: str, spec: NgramSpec) -> set:
