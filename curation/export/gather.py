@@ -1,7 +1,7 @@
 """Gathering a version's state from the store: the SQL that collects the final labels, their votes,
 adjudications and seeds, the queries and the manifest's facts, and the three data files built from
-them. One long function (``gather_state``) because each manifest figure is counted from the same
-rows as the files; it is split by the steps the export's progress bar shows."""
+them. ``gather_state`` is one long function (about 200 lines) because each manifest figure is
+counted from the same rows as the files; its steps are the ones the export's progress bar names."""
 
 from __future__ import annotations
 
@@ -155,6 +155,8 @@ def _agreement_summary(session: Session, project: Project, scale: list[int]) -> 
 
 
 def gather_state(session: Session, project: Project, *, policy: str, bar=None) -> VersionState:
+    """The state of ``project``'s golden set under ``policy``: its three data files, the manifest's
+    facts, and what is unjudged or unresolved; ``bar`` (a tqdm bar or None) is advanced per step."""
     pid = project.id
     grades_list = json.loads(project.grades_json or "[]")
     scale = sorted(int(g["grade"]) for g in grades_list) or [0, 1]
