@@ -18,6 +18,10 @@ The data imitate a help-centre search for a fictional file-storage product, "Nim
 
 :func:`build_demo` then samples the log (:func:`curation.sample.sampling.sample_queries`) and pools
 the runs for the sampled queries (:func:`curation.pool.pooling.make_pool`).
+
+One module of about 550 lines on purpose: some 150 of them are the demo's content (topics, phrases,
+guidelines text) that only the generator below reads, and the rest is one path from a seed to a
+loaded store; splitting it would put the content tables and their only reader in different files.
 """
 
 from __future__ import annotations

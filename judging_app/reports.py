@@ -1,5 +1,5 @@
 """Comparison reports in the app: a lead or admin picks two pooled runs of an exported version and
-gets golden compare's self-contained HTML report (curation.evaluate.pooled + curation.evaluate.html_report).
+gets golden compare's self-contained HTML report (curation.evaluate.version_compare + curation.evaluate.html_report).
 
 The form is a GET (it changes nothing, and the report's address can be shared); the report is the
 same document ``golden compare --html`` writes, served with its own Content-Security-Policy: no
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, render_template, request
 
-from curation.evaluate import pooled
+from curation.evaluate import version_compare
 from curation.evaluate.metrics import METRICS
 from curation.evaluate.html_report import render_comparison
 from curation.evaluate.stats import WEIGHTINGS
@@ -26,7 +26,7 @@ REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; bas
 
 def _runs_or_404(project: str, version: str):
     try:
-        return pooled.version_runs(get_db(), project, version)
+        return version_compare.version_runs(get_db(), project, version)
     except ValueError:
         abort(404)
 
@@ -65,7 +65,7 @@ def report(project: str, version: str):
     args = request.args
     try:
         tie = _number(args.get("tie"), "tie")
-        result = pooled.compare_pooled(
+        result = version_compare.compare_pooled(
             get_db(), project, version, args.get("a", ""), args.get("b", ""),
             metric=args.get("metric") or f"ndcg@{min(10, min(r.depth for r in runs.values())) if runs else 10}",
             weighting=args.get("weighting", "unweighted"),

@@ -10,7 +10,8 @@ import json
 
 from flask import Blueprint, Response, abort, g, render_template
 
-from curation.export import versions as export
+from curation.export.manifest import ALL_FILES, MANIFEST
+from curation.export.versions_page import version_files, versions_overview
 
 from .auth import login_required
 from .db import get_db
@@ -36,12 +37,12 @@ def staff_required(view):
 @bp.get("/")
 @staff_required
 def index():
-    return render_template("versions/index.html", versions=export.versions_overview(get_db()))
+    return render_template("versions/index.html", versions=versions_overview(get_db()))
 
 
 def _version_or_404(project: str, version: str):
     try:
-        return export.version_files(get_db(), project, version)
+        return version_files(get_db(), project, version)
     except ValueError:
         abort(404)
 
@@ -53,10 +54,10 @@ def detail(project: str, version: str):
     return render_template(
         "versions/detail.html",
         info=info,
-        manifest_text=files[export.MANIFEST].decode("utf-8"),
+        manifest_text=files[MANIFEST].decode("utf-8"),
         changes_text=files.get("CHANGES.md", b"").decode("utf-8"),
         files=[(name, len(files[name]), info.manifest.get("files", {}).get(name, {}).get("sha256"))
-               for name in export.ALL_FILES if name in files],
+               for name in ALL_FILES if name in files],
     )
 
 

@@ -89,7 +89,7 @@ def verify_cmd(folder):
     Example:
       golden verify exports/v5
     """
-    from curation.export.versions import verify
+    from curation.export.verify import verify
 
     rep = verify(folder)
     if not rep.ok:

@@ -13,7 +13,7 @@ EXIT_LEAKS = 3
 
 def _modes(ctx, param, value):
     modes = [m.strip().lower() for m in value.split(",") if m.strip()]
-    from curation.leak.scan import MODES
+    from curation.leak.report import MODES
 
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
@@ -71,7 +71,7 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
     """Store the findings of ``out_path`` in the project; a line saying what was recorded."""
     from sqlmodel import Session
 
-    from curation.leak.scan import read_report
+    from curation.leak.report import read_report
     from curation.leak.findings import record_findings
     from curation.store.projects import get_project
 
@@ -132,8 +132,9 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
       golden leakcheck --queries queries.jsonl --corpus corpus.parquet \\
           --out leaks.jsonl --project news --db golden.db   # leads decide in the app
     """
-    from curation.leak.scan import leakcheck as run_leakcheck
-    from curation.leak.scan import read_queries, write_report
+    from curation.leak.driver import leakcheck as run_leakcheck
+    from curation.leak.inputs import read_queries
+    from curation.leak.report import write_report
 
     queries = read_queries(queries_path)
     report = run_leakcheck(

@@ -14,7 +14,10 @@ from curation.formats.fileio import atomic_write
 from curation.evaluate.metrics import QrelsIndex, evaluate, metric_choices, parse_metric
 from curation.formats.qrels import read_qrels
 from curation.formats.runs import read_runs
-from curation.evaluate.stats import CI_METHODS, WEIGHTINGS, attribute, compare, noise, pair_scores, power, read_queries, sweep
+from curation.evaluate.attribution import attribute
+from curation.evaluate.noise import noise, sweep
+from curation.evaluate.power import power
+from curation.evaluate.stats import CI_METHODS, WEIGHTINGS, compare, pair_scores, read_queries
 from curation.cli.base import domain_errors, main, seed_option
 
 _METRIC_HELP = "Metric, e.g. ndcg@10 (choices: " + ", ".join(metric_choices()) + ")."

@@ -246,7 +246,6 @@ class Metric:
     trec_eval_nocut: str | None = None
     ir_measures: str | None = None
     ranx: str | None = None
-    uses_rel_level: bool = True
     aliases: tuple[str, ...] = ()
 
 
@@ -255,7 +254,7 @@ METRICS: dict[str, Metric] = {
     for m in [
         Metric("ndcg", "nDCG", "required", True, _ndcg,
                "normalised discounted cumulative gain, gains = grades, trec_eval's ndcg_cut",
-               trec_eval="ndcg_cut_{k}", ir_measures="nDCG@{k}", ranx="ndcg@{k}", uses_rel_level=False),
+               trec_eval="ndcg_cut_{k}", ir_measures="nDCG@{k}", ranx="ndcg@{k}"),
         Metric("recall", "Recall", "required", True, _recall,
                "|relevant in top k| / |relevant|", trec_eval="recall_{k}", ir_measures="R@{k}",
                ranx="recall@{k}"),
@@ -277,7 +276,7 @@ METRICS: dict[str, Metric] = {
                ir_measures="Success@{k}", ranx="hit_rate@{k}", aliases=("hit",)),
         Metric("judged", "Judged", "optional", False, _judged_fraction,
                "fraction of the top k (or of what was retrieved, if fewer) that has a judgment",
-               ir_measures="Judged@{k}", uses_rel_level=False),
+               ir_measures="Judged@{k}"),
     ]
 }
 _ALIASES = {a: m.name for m in METRICS.values() for a in m.aliases}

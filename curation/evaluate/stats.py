@@ -24,6 +24,11 @@ Weighting (declared up front, printed with the result):
 A weighted mean is ``sum(w_i d_i) / sum(w_i)``; in a replicate the same ratio is taken over the
 resampled queries (or clusters, with ``cluster_col``: queries of one cluster, e.g. one user, are
 resampled together, Field & Welsh, "Bootstrapping clustered data", JRSS B 2007).
+
+This module owns the queries file as the statistics read it, the pairing of two arms, the weights,
+the verdict and ``compare``. The resampling is in ``curation.evaluate.bootstrap``, the exact tests in
+``curation.evaluate.exact_tests``, ``power`` in ``curation.evaluate.power``, ``noise`` and ``sweep`` in
+``curation.evaluate.noise``, ``attribute`` in ``curation.evaluate.attribution``.
 """
 
 from __future__ import annotations
@@ -31,13 +36,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as sps
 
+from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval
+from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.formats.fileio import InputError, iter_jsonl_lines, open_text
 from curation.evaluate.metrics import MetricSpec, QueryScores
 
@@ -50,28 +55,15 @@ __all__ = [
     "stratum_label",
     "Paired",
     "pair_scores",
+    "align_scores",
     "query_weights",
-    "bootstrap_replicates",
-    "interval",
-    "sign_test",
-    "mcnemar",
     "verdict",
     "compare",
     "Comparison",
-    "power",
-    "Power",
-    "noise",
-    "Noise",
-    "sweep",
-    "Sweep",
-    "attribute",
-    "Attribution",
 ]
 
 WEIGHTINGS = ("unweighted", "traffic", "stratum")
 CI_METHODS = ("percentile", "bca")
-TIED = 1e-12  # |B_i - A_i| at or below this is a tie (float noise of equal rankings)
-Z_80_POWER_5PCT = float(sps.norm.ppf(0.975) + sps.norm.ppf(0.80))  # 2.8016
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,180 +275,20 @@ def query_weights(
     return w, strata, labels
 
 
-# ---------------------------------------------------------------------------------------------
-# Bootstrap
-
-
-def _block(units: int, columns: int) -> int:
-    """Replicates per block: about a million gathered values per block (fast, bounded memory)."""
-    return max(1, 1_250_000 // max(1, units * columns))
-
-
-def bootstrap_replicates(
-    values: np.ndarray,
-    *,
-    weights: np.ndarray | None = None,
-    strata: np.ndarray | None = None,
-    clusters: np.ndarray | None = None,
-    resamples: int = 10_000,
-    seed: int = 0,
-) -> np.ndarray:
-    """Bootstrap replicates of the (weighted) mean of ``values``: shape ``(resamples,)`` or
-    ``(resamples, m)`` when ``values`` is ``(n, m)`` (all columns resampled together).
-
-    Each replicate draws ``n`` queries with replacement (within each stratum when ``strata`` is
-    given, keeping each stratum's count) and returns ``sum(w * v) / sum(w)`` over the draw. With
-    ``clusters`` (an id per query), whole clusters are drawn instead of queries.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    one = values.ndim == 1
-    v = values[:, None] if one else values
-    n, m = v.shape
-    if n < 2:
-        raise ValueError("values: the bootstrap needs at least 2 queries")
-    if not isinstance(resamples, (int, np.integer)) or resamples < 100:
-        raise ValueError(f"resamples must be an integer >= 100, not {resamples!r}")
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (n,) or (w < 0).any() or not np.isfinite(w).all():
-        raise ValueError("weights: one non-negative weight per query")
-    if clusters is not None:
-        _, cl = np.unique(np.asarray(clusters), return_inverse=True)
-        unit_s = np.zeros((cl.max() + 1, m))
-        np.add.at(unit_s, cl, v * w[:, None])
-        unit_w = np.bincount(cl, weights=w)
-        groups = [np.arange(len(unit_w))]
-        if len(unit_w) < 2:
-            raise ValueError("clusters: the cluster bootstrap needs at least 2 clusters")
-    else:
-        unit_s, unit_w = v * w[:, None], w
-        if strata is None:
-            groups = [np.arange(n)]
-        else:
-            strata = np.asarray(strata)
-            groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
-    constant_den = len(groups) == 1 and np.all(unit_w == unit_w[0])
-    out = np.empty((resamples, m))
-    units = len(unit_w)
-    block = _block(units, m)
-    starts = list(range(0, resamples, block))
-    # One generator per block, spawned from the seed: the figures do not depend on how many
-    # threads ran the blocks, or in which order.
-    seeds = np.random.SeedSequence(seed).spawn(len(starts))
-    single = unit_s[:, 0] if m == 1 else None
-
-    def run_block(b: int) -> None:
-        start = starts[b]
-        c = min(block, resamples - start)
-        rng = np.random.default_rng(seeds[b])
-        num = np.zeros((c, m))
-        den = np.zeros(c)
-        for members in groups:
-            idx = rng.integers(0, len(members), size=(c, len(members)))
-            if len(groups) > 1:
-                idx = members[idx]
-            if single is not None:
-                num[:, 0] += single[idx].sum(axis=1)
-            else:
-                num += unit_s[idx].sum(axis=1)
-            if not constant_den:
-                den += unit_w[idx].sum(axis=1)
-        if constant_den:
-            den[:] = unit_w[0] * units
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[start : start + c] = num / den[:, None]
-
-    workers = min(len(starts), os.cpu_count() or 1, 8)
-    if workers > 1 and resamples * units * m >= 4_000_000:
-        # numpy releases the GIL while drawing, gathering and summing, so threads overlap.
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(run_block, range(len(starts))))
-    else:
-        for b in range(len(starts)):
-            run_block(b)
-    return out[:, 0] if one else out
-
-
-def interval(replicates: np.ndarray, *, level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of bootstrap replicates (linear interpolation between order statistics)."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1, not {level!r}")
-    lo, hi = np.nanpercentile(replicates, [50 * (1 - level), 50 * (1 + level)], axis=0)
-    return float(lo), float(hi)
-
-
-def _bca(diff, w, clusters, *, resamples, seed, level):
-    """BCa interval and replicates through scipy.stats.bootstrap (unstratified)."""
-    rng = np.random.default_rng(seed)
-    if clusters is None and np.all(w == w[0]):
-        data = (diff,)
-
-        def statistic(x, axis=-1):
-            return np.mean(x, axis=axis)
-    else:
-        if clusters is not None:
-            _, cl = np.unique(np.asarray(clusters), return_inverse=True)
-            s = np.bincount(cl, weights=diff * w)
-            ww = np.bincount(cl, weights=w)
-        else:
-            s, ww = diff * w, w
-        data = (s, ww)
-
-        def statistic(x, y, axis=-1):
-            return np.sum(x, axis=axis) / np.sum(y, axis=axis)
-    res = sps.bootstrap(
-        data, statistic, paired=len(data) > 1, vectorized=True, n_resamples=resamples,
-        confidence_level=level, method="BCa", random_state=rng,
-    )
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high)), res.bootstrap_distribution
+def align_scores(scores: Sequence[QueryScores], qids: Iterable[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """Queries that have a value in every arm, and the (queries x arms) value matrix."""
+    common = set(scores[0].qids)
+    for s in scores[1:]:
+        common &= set(s.qids)
+    if qids is not None:
+        common &= set(qids)
+    order = sorted(common)
+    maps = [s.as_dict() for s in scores]
+    return order, np.array([[m[q] for m in maps] for q in order]).reshape(len(order), len(scores))
 
 
 # ---------------------------------------------------------------------------------------------
-# Exact tests and the verdict
-
-
-@dataclass(frozen=True)
-class SignTest:
-    """Queries where B beat A, lost, tied; exact two-sided binomial p on the non-tied ones."""
-
-    better: int
-    worse: int
-    tied: int
-    pvalue: float
-
-
-def sign_test(diff: np.ndarray) -> SignTest:
-    """Exact two-sided sign test on the non-zero differences (scipy.stats.binomtest, p = 1/2)."""
-    diff = np.asarray(diff, dtype=np.float64)
-    better = int((diff > TIED).sum())
-    worse = int((diff < -TIED).sum())
-    tied = len(diff) - better - worse
-    p = 1.0 if better + worse == 0 else float(sps.binomtest(better, better + worse, 0.5).pvalue)
-    return SignTest(better, worse, tied, p)
-
-
-@dataclass(frozen=True)
-class McNemar:
-    """2x2 table of a binary metric (1 = success) and the exact McNemar p-value."""
-
-    both: int
-    a_only: int
-    b_only: int
-    neither: int
-    pvalue: float
-
-
-def mcnemar(a: np.ndarray, b: np.ndarray) -> McNemar:
-    """Exact McNemar test for paired binary outcomes: a binomial test on the discordant pairs
-    (``a_only`` vs ``b_only``, p = 1/2), two-sided (McNemar 1947; scipy.stats.binomtest)."""
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if not (np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all()):
-        raise ValueError("a, b: McNemar's test needs binary (0/1) values")
-    a, b = a.astype(bool), b.astype(bool)
-    a_only, b_only = int((a & ~b).sum()), int((b & ~a).sum())
-    n = a_only + b_only
-    p = 1.0 if n == 0 else float(sps.binomtest(b_only, n, 0.5).pvalue)
-    return McNemar(int((a & b).sum()), a_only, b_only, int((~a & ~b).sum()), p)
+# The verdict
 
 
 VERDICT_B = "B better"
@@ -605,7 +437,7 @@ def compare(
             raise ValueError(
                 f"ci 'bca' cannot resample within strata (weighting {weighting!r}); use --ci percentile"
             )
-        (low, high), reps = _bca(diff, w, clusters, resamples=resamples, seed=seed, level=level)
+        (low, high), reps = bca_interval(diff, w, clusters, resamples=resamples, seed=seed, level=level)
     else:
         reps = bootstrap_replicates(
             diff, weights=w, strata=resample_strata, clusters=clusters, resamples=resamples, seed=seed
@@ -654,302 +486,4 @@ def compare(
         judged_a=paired.judged_a, judged_b=paired.judged_b, split=split, cluster_col=cluster_col,
         clusters=None if clusters is None else int(len(np.unique(clusters))), strata=strata_out,
         notes=notes, qids=list(paired.qids), diffs=diff, replicates=np.asarray(reps),
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# power
-
-
-@dataclass
-class Power:
-    """How much a query set can resolve (normal approximation, paired design)."""
-
-    n: int
-    sd: float
-    se: float
-    mdd: float  # minimum detectable difference at the given power and level
-    alpha: float
-    power: float
-    multiplier: float  # z_(1-alpha/2) + z_power, 2.80 for 5% / 80%
-    delta: float | None = None
-    needed: int | None = None
-    observed: float | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def power(
-    diff: np.ndarray | None = None,
-    *,
-    sd: float | None = None,
-    n: int | None = None,
-    delta: float | None = None,
-    alpha: float = 0.05,
-    power: float = 0.80,
-) -> Power:
-    """Paired standard deviation ``s`` of per-query differences, ``se = s / sqrt(n)``, the minimum
-    detectable difference ``(z_(1-alpha/2) + z_power) * se`` and, for a target ``delta``, the
-    queries needed: ``n >= ((z_(1-alpha/2) + z_power) * s / delta)^2`` (2.80 at 5% / 80%).
-
-    Give either the differences ``diff`` (from two runs) or ``sd`` and ``n``.
-    Reference: Sakai, "Topic set size design", Information Retrieval Journal 19, 2016.
-    """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, not {alpha!r}")
-    if not 0 < power < 1:
-        raise ValueError(f"power must be between 0 and 1, not {power!r}")
-    observed = None
-    if diff is not None:
-        diff = np.asarray(diff, dtype=np.float64)
-        if len(diff) < 2:
-            raise ValueError("diff: needs at least 2 paired queries")
-        sd = float(np.std(diff, ddof=1))
-        n = len(diff) if n is None else n
-        observed = float(np.mean(diff))
-    if sd is None or n is None:
-        raise ValueError("sd, n: give two runs, or both --sd-diff and --queries")
-    if sd < 0 or not math.isfinite(sd):
-        raise ValueError(f"sd must be a non-negative number, not {sd!r}")
-    if n < 2:
-        raise ValueError(f"n must be at least 2, not {n!r}")
-    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
-    se = sd / math.sqrt(n)
-    out = Power(n=int(n), sd=sd, se=se, mdd=z * se, alpha=alpha, power=power, multiplier=z, observed=observed)
-    target = delta if delta is not None else (abs(observed) if observed else None)
-    if delta is not None and not delta > 0:
-        raise ValueError(f"delta must be positive, not {delta!r}")
-    if target:
-        out.delta = float(target)
-        out.needed = max(2, math.ceil((z * sd / target) ** 2))
-    out.notes.append(
-        "winner's curse: a delta that only just reached (or just missed) significance is likely an "
-        "overestimate of the true effect; plan the query count for a smaller delta"
-    )
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# noise floor
-
-
-@dataclass
-class Noise:
-    """Repeated runs of one configuration."""
-
-    metric: str
-    runs: list[str]
-    means: list[float]
-    sd: float
-    range: float
-    threshold: float
-    null_low: float
-    null_high: float
-    null_delta: float
-    null_ok: bool
-    n: int
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def _align(scores: Sequence[QueryScores], qids: Iterable[str] | None = None) -> tuple[list[str], np.ndarray]:
-    """Queries that have a value in every arm, and the (queries x arms) value matrix."""
-    common = set(scores[0].qids)
-    for s in scores[1:]:
-        common &= set(s.qids)
-    if qids is not None:
-        common &= set(qids)
-    order = sorted(common)
-    maps = [s.as_dict() for s in scores]
-    return order, np.array([[m[q] for m in maps] for q in order]).reshape(len(order), len(scores))
-
-
-def noise(scores: Sequence[QueryScores], *, resamples: int = 10_000, seed: int = 0, level: float = 0.95) -> Noise:
-    """Noise floor of repeated runs of one configuration.
-
-    ``sd`` and ``range`` of the runs' means; ``threshold = 1.96 * sqrt(2) * sd``, the difference two
-    single runs of one configuration stay within 95% of the time: a change whose delta is below it
-    has not been shown to move the metric. The null arm (the first two runs, paired bootstrap)
-    must have an interval containing 0; ``null_ok`` is False, with a note, when it does not.
-    """
-    if len(scores) < 2:
-        raise ValueError("scores: the noise floor needs at least 2 repeated runs")
-    metric = str(scores[0].metric)
-    if any(str(s.metric) != metric for s in scores):
-        raise ValueError("scores: every run must be scored with the same metric")
-    qids, x = _align(scores)
-    if len(qids) < 2:
-        raise ValueError("scores: the runs share fewer than 2 scored queries")
-    means = x.mean(axis=0)
-    sd = float(np.std(means, ddof=1))
-    rng_ = float(means.max() - means.min())
-    threshold = float(sps.norm.ppf(0.5 + level / 2) * math.sqrt(2) * sd)
-    d = x[:, 1] - x[:, 0]
-    reps = bootstrap_replicates(d, resamples=resamples, seed=seed)
-    lo, hi = interval(reps, level=level)
-    ok = lo <= 0 <= hi
-    notes = []
-    if not ok:
-        notes.append(
-            f"NULL ARM FAILED: two runs of one configuration ({scores[0].run}, {scores[1].run}) differ "
-            f"beyond chance (interval [{lo:+.4f}, {hi:+.4f}] excludes 0). Comparisons of this system "
-            "are not trustworthy until the cause (non-determinism, index rebuilds, caching) is found."
-        )
-    return Noise(metric=metric, runs=[s.run for s in scores], means=means.tolist(), sd=sd, range=rng_,
-                 threshold=threshold, null_low=lo, null_high=hi, null_delta=float(d.mean()), null_ok=ok,
-                 n=len(qids), notes=notes)
-
-
-# ---------------------------------------------------------------------------------------------
-# sweep
-
-
-@dataclass
-class SweepRow:
-    run: str
-    rank: int
-    tune: float
-    holdout: float | None = None
-    gap: float | None = None
-
-
-@dataclass
-class Sweep:
-    metric: str
-    n_tune: int
-    n_holdout: int
-    configs: int
-    noise_se: float  # standard error of one configuration's tune mean around the others
-    optimism: float  # expected excess of the best-of-N tune mean over its true value
-    rows: list[SweepRow]
-    simulations: int
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def sweep(
-    scores: Sequence[QueryScores],
-    *,
-    queries: Mapping[str, QueryRow],
-    tune: str = "tune",
-    holdout: str = "holdout",
-    top: int = 3,
-    simulations: int = 2_000,
-    seed: int = 0,
-) -> Sweep:
-    """Rank configurations by their mean on the ``tune`` split, estimate the optimism of picking
-    the best of N, and re-measure only the ``top`` best on the ``holdout`` split.
-
-    Optimism: under the null that all N configurations are equally good, the tune means scatter
-    around their true values by query sampling alone. Each configuration's per-query values are
-    centred on its own mean; bootstrap resamples of the tune queries (keeping the configurations'
-    correlation) give N noisy means, of which the largest is taken; the average of that maximum
-    over ``simulations`` is the expected optimism of the winner (Cawley & Talbot, "On over-fitting
-    in model selection", JMLR 2010, for the phenomenon).
-    """
-    if len(scores) < 2:
-        raise ValueError("scores: a sweep needs at least 2 configurations")
-    if not any(r.split for r in queries.values()):
-        raise ValueError("queries: the queries file has no 'split' field; run `golden split` and export again")
-    tune_q = [q for q, r in queries.items() if r.split == tune]
-    hold_q = [q for q, r in queries.items() if r.split == holdout]
-    qt, xt = _align(scores, tune_q)
-    qh, xh = _align(scores, hold_q)
-    if len(qt) < 2:
-        raise ValueError(f"queries: fewer than 2 scored queries in the {tune!r} split")
-    if len(qh) < 2:
-        raise ValueError(f"queries: fewer than 2 scored queries in the {holdout!r} split")
-    means = xt.mean(axis=0)
-    order = np.argsort(-means, kind="stable")
-    centred = xt - means
-    se = float(np.sqrt(np.mean(np.var(centred - centred.mean(axis=1, keepdims=True), axis=0, ddof=1)) / len(qt)))
-    reps = bootstrap_replicates(centred, resamples=max(100, simulations), seed=seed)
-    optimism = float(reps.max(axis=1).mean())
-    hmeans = xh.mean(axis=0)
-    rows = []
-    for rank, i in enumerate(order, 1):
-        row = SweepRow(run=scores[i].run, rank=rank, tune=float(means[i]))
-        if rank <= top:
-            row.holdout = float(hmeans[i])
-            row.gap = row.tune - row.holdout
-        rows.append(row)
-    notes = [
-        f"the best of {len(scores)} configurations is expected to look {optimism:.4f} better on the tune "
-        "split than it is, from query noise alone"
-    ]
-    return Sweep(metric=str(scores[0].metric), n_tune=len(qt), n_holdout=len(qh), configs=len(scores),
-                 noise_se=se, optimism=optimism, rows=rows, simulations=max(100, simulations), notes=notes)
-
-
-# ---------------------------------------------------------------------------------------------
-# 2x2 attribution
-
-
-@dataclass
-class Effect:
-    name: str
-    delta: float
-    low: float
-    high: float
-
-
-@dataclass
-class Attribution:
-    metric: str
-    names: dict  # cell -> run name, cells "00", "10", "01", "11"
-    means: dict  # cell -> mean
-    n: int
-    effects: list[Effect]
-    level: float
-    resamples: int
-    seed: int
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def attribute(
-    base: QueryScores,
-    a_only: QueryScores,
-    b_only: QueryScores,
-    both: QueryScores,
-    *,
-    a_name: str = "A",
-    b_name: str = "B",
-    resamples: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> Attribution:
-    """A 2x2 of two changes on the same queries: each main effect under each state of the other,
-    and the interaction computed both ways (they agree: both equal x11 - x10 - x01 + x00), each
-    with a paired bootstrap interval (one set of resamples for all effects)."""
-    qids, x = _align([base, a_only, b_only, both])
-    if len(qids) < 2:
-        raise ValueError("the four runs share fewer than 2 scored queries")
-    x00, x10, x01, x11 = x.T
-    cols = {
-        f"{a_name} with {b_name} off": x10 - x00,
-        f"{a_name} with {b_name} on": x11 - x01,
-        f"{b_name} with {a_name} off": x01 - x00,
-        f"{b_name} with {a_name} on": x11 - x10,
-        f"interaction ({a_name} on minus {a_name} off, of {b_name}'s effect)": (x11 - x10) - (x01 - x00),
-        f"interaction ({b_name} on minus {b_name} off, of {a_name}'s effect)": (x11 - x01) - (x10 - x00),
-    }
-    mat = np.column_stack(list(cols.values()))
-    reps = bootstrap_replicates(mat, resamples=resamples, seed=seed)
-    effects = []
-    for j, name in enumerate(cols):
-        lo, hi = np.percentile(reps[:, j], [50 * (1 - level), 50 * (1 + level)])
-        effects.append(Effect(name, float(mat[:, j].mean()), float(lo), float(hi)))
-    cells = {"00": base, "10": a_only, "01": b_only, "11": both}
-    return Attribution(
-        metric=str(base.metric), names={c: s.run for c, s in cells.items()},
-        means={c: float(x[:, i].mean()) for i, c in enumerate(cells)}, n=len(qids), effects=effects,
-        level=level, resamples=resamples, seed=seed,
     )

@@ -1,1 +1,7 @@
-"""Versioned, immutable qrels exports with their manifest, and query splits."""
+"""Versioned, immutable qrels exports with their manifest, and query splits.
+
+Modules: ``versions`` (export, frozen versions), ``gather`` (the state from the store), ``changes``
+(CHANGES.md), ``manifest`` (file names, state hash, seal), ``archive`` (the zip), ``write`` (the
+folder), ``verify`` (``golden verify``), ``versions_page`` (the versions page's data), ``split``
+(tune/holdout). Nothing is re-exported here: import from the module.
+"""

@@ -23,6 +23,7 @@ from typing import Sequence
 from sqlalchemy import case, func, insert
 from sqlmodel import Session, select
 
+from curation.store.lookups import join_pair_text
 from curation.store.models import MAIN_BASE, Assignment, PoolPair, Project, Query, User, utcnow
 
 
@@ -216,8 +217,7 @@ def assign(
     refs = [
         PairRef(pair_id, query_id, stratum)
         for pair_id, query_id, stratum in session.exec(
-            select(PoolPair.id, PoolPair.query_id, Query.stratum_key)
-            .join(Query, Query.id == PoolPair.query_id)
+            join_pair_text(select(PoolPair.id, PoolPair.query_id, Query.stratum_key))
             .where(PoolPair.project_id == pid, Query.status != "dropped")
         ).all()
     ]

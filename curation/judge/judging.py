@@ -15,6 +15,11 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
   labelled by its owner or moved, never both. A main pair has one assignment row in all
   (``exclusive_pair_id`` unique), so two judges can never both be given it.
 * The history is append-only: relabelling adds a row; the latest row of (pair, judge) counts.
+
+One module of about 640 lines on purpose: the prebuilt Core statements and the functions that run
+them share the table aliases, the access rules (``_project``, ``_visible``) and the rule of which
+pairs are retired (``_RETIRED``), and the argument above holds only for all of them together
+(showing, submitting, the progress count and the stale move must agree on the same rows).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
+from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
     Assignment,
@@ -602,10 +608,7 @@ def release_stale(
         if last >= cutoff:
             continue
         tail = session.exec(
-            select(PoolPair.query_id)
-            .join(Assignment, Assignment.pair_id == PoolPair.id)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
+            join_pair_text(select(PoolPair.query_id).join(Assignment, Assignment.pair_id == PoolPair.id))
             .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
                    Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == False)  # noqa: E712
             .order_by(Assignment.position.desc())

@@ -1,7 +1,7 @@
 """A leak check's findings in a project: record them, list them, and a lead's decisions on them.
 
 :func:`record_findings` stores a ``golden leakcheck`` result (the records of
-:func:`curation.leak.scan.read_report`) as ``LeakFinding`` rows and sets each query's
+:func:`curation.leak.report.read_report`) as ``LeakFinding`` rows and sets each query's
 ``leak_status``. A lead then decides, per query and matching chunk (:func:`decide`):
 
 ``exclude_chunk``

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from curation.export import versions as export
-from curation.evaluate.pooled import pooled_runs
+from curation.evaluate.version_compare import pooled_runs
 from curation.store.projects import get_project
 from curation.store.engine import session as new_session
 

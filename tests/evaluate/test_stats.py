@@ -10,21 +10,12 @@ import pytest
 from scipy import stats as sps
 
 from curation.evaluate.metrics import QueryScores, evaluate, parse_metric
-from curation.evaluate.stats import (
-    attribute,
-    bootstrap_replicates,
-    compare,
-    interval,
-    mcnemar,
-    noise,
-    pair_scores,
-    power,
-    query_weights,
-    read_queries,
-    sign_test,
-    sweep,
-    verdict,
-)
+from curation.evaluate.attribution import attribute
+from curation.evaluate.bootstrap import bootstrap_replicates, interval
+from curation.evaluate.exact_tests import mcnemar, sign_test
+from curation.evaluate.noise import noise, sweep
+from curation.evaluate.power import power
+from curation.evaluate.stats import compare, pair_scores, query_weights, read_queries, verdict
 
 
 def scores(run, values: dict, metric="ndcg@10", dropped=()):
@@ -109,7 +100,7 @@ def test_same_seed_same_replicates_byte_for_byte():
 
 
 def test_replicates_do_not_depend_on_the_number_of_threads(monkeypatch):
-    import curation.evaluate.stats as stats_module
+    import curation.evaluate.bootstrap as stats_module
 
     d = np.random.default_rng(1).normal(size=2000)
     monkeypatch.setattr(stats_module.os, "cpu_count", lambda: 2)

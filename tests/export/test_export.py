@@ -14,6 +14,9 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from curation.export import versions as export
+from curation.export.archive import build_archive, read_archive
+from curation.export.manifest import ALL_FILES, DATA_FILES, sha256_bytes
+from curation.export.verify import verify
 from curation.cli import main
 from curation.store.models import Document, ExportVersion, PoolPair, Query
 from curation.store.projects import get_project
@@ -62,7 +65,7 @@ def test_qrels_are_trec_format_and_load_in_ir_measures_and_ranx(complete, tmp_pa
 
     res = do_export(complete, tmp_path / "out")
     folder = tmp_path / "out" / "v1"
-    assert sorted(p.name for p in folder.iterdir()) == sorted(export.ALL_FILES)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(ALL_FILES)
     text = (folder / "qrels.txt").read_text()
     assert text == EXPECTED_QRELS
     expected = {"007": {"d1": 2, "d10": 1, "d2": 0}, "10": {"d1": 1, "d3": 0}, "9": {"d4": 2}}
@@ -111,8 +114,8 @@ def test_qrels_jsonl_carries_provenance_in_the_same_order(complete, tmp_path):
     assert manifest["label_scale"]["scale"] == "0-2"
     assert manifest["guidelines"]["current"]["version"] == 1 and len(manifest["guidelines"]["current"]["sha256"]) == 64
     assert manifest["agreement"]["pairs"] == 2 and manifest["agreement"]["judges"] == ["alice", "bob"]
-    for name in export.DATA_FILES:
-        assert manifest["files"][name]["sha256"] == export._sha((folder / name).read_bytes())
+    for name in DATA_FILES:
+        assert manifest["files"][name]["sha256"] == sha256_bytes((folder / name).read_bytes())
         assert manifest["files"][name]["bytes"] == (folder / name).stat().st_size
 
 
@@ -133,13 +136,13 @@ def test_exporting_the_same_version_again_gives_identical_bytes(complete, tmp_pa
     again = do_export(complete, tmp_path / "b", created_by="someone else")
     assert first.new and not again.new
     a, b = read_files(tmp_path / "a" / "v1"), read_files(tmp_path / "b" / "v1")
-    assert a == b and set(a) == set(export.ALL_FILES)
+    assert a == b and set(a) == set(ALL_FILES)
     # Over the existing folder too, and the stored zip holds exactly these bytes.
     do_export(complete, tmp_path / "a")
     assert read_files(tmp_path / "a" / "v1") == a
     [row] = versions_in_store(complete)
-    assert export.read_archive(row.archive) == a
-    assert export.build_archive("v1", a) == row.archive
+    assert read_archive(row.archive) == a
+    assert build_archive("v1", a) == row.archive
 
 
 def test_the_same_store_content_gives_the_same_files_in_another_store(complete, tmp_path):
@@ -157,7 +160,7 @@ def test_the_same_store_content_gives_the_same_files_in_another_store(complete, 
     finally:
         other.dispose()
     assert one.state_sha256 == two.state_sha256
-    for name in export.DATA_FILES:
+    for name in DATA_FILES:
         assert (tmp_path / "one" / "v1" / name).read_bytes() == (tmp_path / "two" / "v1" / name).read_bytes()
 
 
@@ -215,7 +218,7 @@ def test_a_damaged_export_folder_is_restored_from_the_store(complete, tmp_path):
     good = read_files(tmp_path / "out" / "v1")
     (tmp_path / "out" / "v1" / "manifest.json").write_text("{ not json")
     (tmp_path / "out" / "v1" / "qrels.txt").unlink()
-    assert not export.verify(tmp_path / "out" / "v1").ok
+    assert not verify(tmp_path / "out" / "v1").ok
     with new_session(complete) as s:
         export.write_frozen(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out")
     assert read_files(tmp_path / "out" / "v1") == good
@@ -312,8 +315,8 @@ def test_leak_check_results_and_decisions_reach_the_export(complete, tmp_path):
 def test_verify_catches_any_changed_byte(complete, tmp_path):
     do_export(complete, tmp_path / "out")
     good = tmp_path / "out" / "v1"
-    assert export.verify(good).ok, export.verify(good).problems
-    for name in export.ALL_FILES:
+    assert verify(good).ok, verify(good).problems
+    for name in ALL_FILES:
         size = (good / name).stat().st_size
         for pos in sorted({0, size // 3, size // 2, size - 2}):
             copy = tmp_path / f"bad-{name}-{pos}" / "v1"
@@ -321,16 +324,16 @@ def test_verify_catches_any_changed_byte(complete, tmp_path):
             data = bytearray((copy / name).read_bytes())
             data[pos] ^= 0x01
             (copy / name).write_bytes(bytes(data))
-            report = export.verify(copy)
+            report = verify(copy)
             assert not report.ok, f"a flipped byte at {pos} of {name} went unnoticed"
             assert any(name in p for p in report.problems), report.problems
     extra = tmp_path / "extra" / "v1"
     shutil.copytree(good, extra)
     (extra / "notes.txt").write_text("x")
-    assert any("not listed" in p for p in export.verify(extra).problems)
+    assert any("not listed" in p for p in verify(extra).problems)
     renamed = tmp_path / "renamed" / "v9"
     shutil.copytree(good, renamed)
-    assert any("folder is named 'v9'" in p for p in export.verify(renamed).problems)
+    assert any("folder is named 'v9'" in p for p in verify(renamed).problems)
 
 
 def test_verify_rechecks_the_format_even_when_checksums_were_recomputed(complete, tmp_path):
@@ -340,10 +343,10 @@ def test_verify_rechecks_the_format_even_when_checksums_were_recomputed(complete
     folder = tmp_path / "out" / "v1"
     (folder / "qrels.txt").write_text(EXPECTED_QRELS.replace("10 0 d3 0", "10 0 d3 0.5"))
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"]["qrels.txt"]["sha256"] = export._sha((folder / "qrels.txt").read_bytes())
+    manifest["files"]["qrels.txt"]["sha256"] = sha256_bytes((folder / "qrels.txt").read_bytes())
     manifest["files"]["qrels.txt"]["bytes"] = (folder / "qrels.txt").stat().st_size
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    problems = export.verify(folder).problems
+    problems = verify(folder).problems
     assert any("qrels.txt:5" in p and "integer grade" in p for p in problems)
     assert any("manifest_sha256" in p for p in problems)
     assert any("state_sha256" in p for p in problems)
@@ -426,7 +429,7 @@ def test_robust03_export_gives_the_same_ndcg_in_ir_measures_and_ranx(engine, tmp
     with new_session(engine) as s:
         export.export_version(s, get_project(s, "robust"), "v1", out_dir=tmp_path / "out", created_by="t")
     path = tmp_path / "out" / "v1" / "qrels.txt"
-    assert export.verify(path.parent).ok
+    assert verify(path.parent).ok
 
     # The exported qrels are exactly NIST's grades on the pooled pairs.
     exported = read_qrels(path)
@@ -517,4 +520,4 @@ def test_the_export_folder_and_files_get_the_usual_permissions(complete, tmp_pat
         os.umask(old)
     folder = tmp_path / "out" / "v1"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
-    assert {stat.S_IMODE((folder / name).stat().st_mode) for name in export.ALL_FILES} == {0o644}
+    assert {stat.S_IMODE((folder / name).stat().st_mode) for name in ALL_FILES} == {0o644}

@@ -61,7 +61,7 @@ def test_findings_recorded_and_rerun_keeps_decisions(engine, setup):
             ("d001_02", {"exact": 1.0, "containment": 1.0}, True)]
         lena = db.exec(select(User).where(User.name == "lena")).one()
         decide(db, setup.project_id, q1.chunks[0].finding_id, "keep", lena)
-        from curation.leak.scan import read_report
+        from curation.leak.report import read_report
 
         again = record_findings(db, setup.project_id, read_report(setup.out))
         assert (again.findings, again.kept_decided) == (3, 2)  # q002's replaced, q001's decided kept

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from curation.cli import main
 from curation.formats.fileio import InputError
-from curation.leak.scan import leakcheck, read_report
+from curation.leak.driver import leakcheck
+from curation.leak.report import read_report
 from curation.formats.normalize import normalize_text
 
 # --------------------------------------------------------------------------------------------
@@ -142,7 +143,7 @@ def test_no_false_negatives_against_brute_force(generated, threshold, ngram):
 def test_hashed_keys_lose_nothing(generated, ngram, monkeypatch):
     """With n-gram keys hashed to 64 bits (forced here; used when exact keys would not fit), a
     collision can only add a candidate, which verification removes: still exactly brute force."""
-    from curation.leak import scan as lk
+    from curation.leak import index as lk
 
     monkeypatch.setattr(lk, "_POSITIONAL_LIMIT", 0)
     queries, chunks, files = generated
@@ -175,7 +176,7 @@ def test_several_workers_and_byte_ranges_give_the_same_result(generated, tmp_pat
     # One big JSONL file cut into many small byte ranges, scanned by two processes.
     big = tmp_path / "all.jsonl"
     _write_jsonl(big, [{"id": c, "text": t} for c, t in chunks])
-    from curation.leak import scan as lk
+    from curation.leak import inputs as lk
 
     tasks = lk.plan_tasks([big], target_bytes=1500)
     assert len(tasks) > 10
@@ -190,7 +191,7 @@ def test_several_workers_and_byte_ranges_give_the_same_result(generated, tmp_pat
 
 def test_process_pool_matches_single_process(generated, monkeypatch):
     queries, chunks, files = generated
-    from curation.leak import scan as lk
+    from curation.leak import driver as lk
 
     real_plan = lk.plan_tasks
     monkeypatch.setattr(lk, "plan_tasks", lambda paths: real_plan(paths, target_bytes=2000))

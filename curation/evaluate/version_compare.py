@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, select
 
-from curation.export.versions import get_version, version_files
+from curation.export.versions import get_version
+from curation.export.versions_page import version_files
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
+from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
 from curation.evaluate.stats import Comparison, compare, pair_scores, parse_queries
@@ -40,10 +42,7 @@ def pooled_runs(session: Session, project: str) -> dict[str, PooledRun]:
     proj = get_project(session, project)
     ranks: dict[str, dict[str, list[tuple[int, str]]]] = {}
     rows = session.exec(
-        select(Query.qid, Document.docid, PoolPair.systems_json)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
-        .where(PoolPair.project_id == proj.id)
+        join_pair_text(select(Query.qid, Document.docid, PoolPair.systems_json)).where(PoolPair.project_id == proj.id)
     ).all()
     for qid, docid, systems in rows:
         for name, rank in json.loads(systems or "{}").items():

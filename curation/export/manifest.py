@@ -1,0 +1,69 @@
+"""What an exported version folder holds, and the manifest's checksums: the file names, the state
+hash (what a version says, for freezing) and the manifest's seal (the sha256 of its own bytes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+
+
+FORMAT = "golden-qrels/1"
+DATA_FILES = ("qrels.txt", "qrels.jsonl", "queries.jsonl", "CHANGES.md")
+MANIFEST = "manifest.json"
+ALL_FILES = DATA_FILES + (MANIFEST,)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def iso_utc(t: datetime | None) -> str | None:
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_META_KEYS = ("version", "parent", "created_at", "created_by", "generator", "state_sha256", "files", "manifest_sha256")
+_SEAL = "0" * 64
+_SEAL_RE = re.compile(rb'"manifest_sha256": "([0-9a-f]{64})"')
+
+
+def state_hash(file_hashes: dict[str, str], body: dict) -> str:
+    """Hash of what a version says: the sha256 of its three data files and the manifest's facts,
+    excluding the agreement figures (derived from the judgments already hashed) so that a newer
+    numpy cannot make a frozen state look different."""
+    stable = {k: v for k, v in body.items() if k != "agreement" and k not in _META_KEYS}
+    payload = json.dumps(
+        {"files": {n: file_hashes[n] for n in ("qrels.txt", "qrels.jsonl", "queries.jsonl")}, "manifest": stable},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+    )
+    return sha256_bytes(payload.encode("utf-8"))
+
+
+def sealed_manifest(manifest: dict) -> bytes:
+    """manifest.json's bytes, ending with ``manifest_sha256``: the sha256 of these very bytes with
+    that value written as 64 zeros, so a changed byte anywhere in the manifest is detected."""
+    draft = (json.dumps({**manifest, "manifest_sha256": _SEAL}, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    return _reseal(draft)
+
+
+def _reseal(draft: bytes) -> bytes:
+    m = list(_SEAL_RE.finditer(draft))[-1]
+    return draft[: m.start(1)] + sha256_bytes(draft).encode() + draft[m.end(1):]
+
+
+def manifest_seal_ok(raw: bytes) -> bool:
+    found = list(_SEAL_RE.finditer(raw))
+    if not found:
+        return False
+    m = found[-1]
+    blank = raw[: m.start(1)] + _SEAL.encode() + raw[m.end(1):]
+    return sha256_bytes(blank) == m.group(1).decode()
+
+
+def parse_jsonl(data: bytes) -> list[dict]:
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]

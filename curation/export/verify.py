@@ -1,0 +1,135 @@
+"""``golden verify``: re-check an exported version folder against its manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from curation.export.manifest import DATA_FILES, MANIFEST, manifest_seal_ok, parse_jsonl, state_hash
+from curation.formats.fileio import sha256_file
+
+
+@dataclass
+class VerifyReport:
+    """The outcome of :func:`verify`: ``ok`` when ``problems`` is empty."""
+
+    path: Path
+    version: str | None
+    checked: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify(path: str | os.PathLike) -> VerifyReport:
+    """Re-check an exported version folder against its manifest.
+
+    Checks: every file the manifest lists exists with its sha256 and size, and no other file is
+    there; the folder name is the manifest's version; ``qrels.txt`` has four fields a line,
+    iteration ``0``, integer grades, sorted unique pairs; ``qrels.jsonl`` holds the same pairs and
+    grades in the same order; every qid of the qrels is in ``queries.jsonl``; the manifest's counts
+    of pairs, queries and grades match the files.
+    """
+    path = Path(path)
+    report = VerifyReport(path=path, version=None)
+    problems = report.problems
+    mpath = path / MANIFEST
+    if not path.is_dir():
+        problems.append(f"{path}: not a folder")
+        return report
+    if not mpath.exists():
+        problems.append(f"{mpath}: missing; is this an exported version folder?")
+        return report
+    raw = mpath.read_bytes()
+    try:
+        manifest = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        problems.append(f"{mpath}: not valid JSON ({exc})")
+        return report
+    if not isinstance(manifest, dict):
+        problems.append(f"{mpath}: not a manifest (expected a JSON object)")
+        return report
+    if not manifest_seal_ok(raw):
+        problems.append(f"{mpath}: its bytes do not match its manifest_sha256 (the manifest was changed)")
+    report.version = manifest.get("version")
+    if report.version != path.name:
+        problems.append(f"{mpath}: version {report.version!r} but the folder is named {path.name!r}")
+    listed = manifest.get("files") or {}
+    for name in DATA_FILES:
+        if name not in listed:
+            problems.append(f"{mpath}: no checksum for {name}")
+    present = sorted(p.name for p in path.iterdir())
+    for name in present:
+        if name not in listed and name != MANIFEST:
+            problems.append(f"{path / name}: not listed in the manifest")
+    intact: set[str] = set()
+    for name, info in sorted(listed.items()):
+        fpath = path / name
+        if not fpath.exists():
+            problems.append(f"{fpath}: listed in the manifest but missing")
+            continue
+        digest, size = sha256_file(fpath), fpath.stat().st_size
+        report.checked.append(name)
+        if digest != info.get("sha256"):
+            problems.append(f"{fpath}: sha256 {digest[:16]}… differs from the manifest's {str(info.get('sha256'))[:16]}…")
+        elif size != info.get("bytes"):
+            problems.append(f"{fpath}: {size} bytes, the manifest says {info.get('bytes')}")
+        else:
+            intact.add(name)
+
+    qrels: list[tuple[str, str, int]] = []
+    if "qrels.txt" in intact or (path / "qrels.txt").exists():
+        qpath = path / "qrels.txt"
+        try:
+            text = qpath.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{qpath}: unreadable ({exc})")
+            text = ""
+        for lineno, line in enumerate(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1):
+            parts = line.split(" ")
+            if len(parts) != 4 or parts[1] != "0" or not re.fullmatch(r"-?\d+", parts[3]) or not parts[0] or not parts[2]:
+                problems.append(f"{qpath}:{lineno}: expected 'qid 0 docid grade' with an integer grade, got {line!r}")
+                continue
+            qrels.append((parts[0], parts[2], int(parts[3])))
+        if text and not text.endswith("\n"):
+            problems.append(f"{qpath}: last line has no newline")
+        keys = [(q, d) for q, d, _ in qrels]
+        if keys != sorted(keys):
+            problems.append(f"{qpath}: lines are not sorted by qid then docid")
+        if len(set(keys)) != len(keys):
+            problems.append(f"{qpath}: a pair appears more than once")
+    try:
+        jl = parse_jsonl((path / "qrels.jsonl").read_bytes())
+        if [(r["qid"], r["docid"], r["grade"]) for r in jl] != qrels:
+            problems.append(f"{path / 'qrels.jsonl'}: pairs or grades differ from qrels.txt")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problems.append(f"{path / 'qrels.jsonl'}: unreadable ({exc})")
+    try:
+        qs = parse_jsonl((path / "queries.jsonl").read_bytes())
+        qids = {r["qid"] for r in qs}
+        missing = sorted({q for q, _, _ in qrels} - qids)
+        if missing:
+            problems.append(f"{path / 'queries.jsonl'}: qids of qrels.txt missing here: {', '.join(missing[:5])}")
+        counts = manifest.get("counts") or {}
+        if counts.get("queries") != len(qs):
+            problems.append(f"{mpath}: counts.queries is {counts.get('queries')}, queries.jsonl has {len(qs)}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problems.append(f"{path / 'queries.jsonl'}: unreadable ({exc})")
+    if {"qrels.txt", "qrels.jsonl", "queries.jsonl"} <= intact:
+        hashes = {n: listed[n]["sha256"] for n in ("qrels.txt", "qrels.jsonl", "queries.jsonl")}
+        if state_hash(hashes, manifest) != manifest.get("state_sha256"):
+            problems.append(f"{mpath}: state_sha256 does not match the files and the manifest's facts")
+    counts = manifest.get("counts") or {}
+    if counts.get("pairs") != len(qrels):
+        problems.append(f"{mpath}: counts.pairs is {counts.get('pairs')}, qrels.txt has {len(qrels)}")
+    by_grade = Counter(str(g) for _, _, g in qrels)
+    listed_grades = {k: v for k, v in (counts.get("grades") or {}).items() if v}
+    if listed_grades != dict(by_grade):
+        problems.append(f"{mpath}: counts.grades {listed_grades} differ from qrels.txt {dict(sorted(by_grade.items()))}")
+    return report

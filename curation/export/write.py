@@ -1,0 +1,58 @@
+"""Writing a version's files into its folder, whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from curation.export.manifest import ALL_FILES, MANIFEST
+from curation.formats.fileio import default_mode
+
+
+def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
+    """Write ``files`` into ``out_dir/version`` whole or not at all (temp folder, then rename)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / version
+    if target.exists():
+        if not target.is_dir():
+            raise ValueError(f"out_dir: {target} exists and is not a folder; choose another --out")
+        names = sorted(p.name for p in target.iterdir())
+        # Only a folder holding nothing but export files, whose manifest (when readable) names this
+        # version of this project, is replaced: a damaged export is restored, anything else is kept.
+        ours = set(names) <= set(ALL_FILES)
+        if ours and MANIFEST in names:
+            try:
+                old = json.loads((target / MANIFEST).read_bytes())
+                new = json.loads(files[MANIFEST])
+                ours = not isinstance(old, dict) or \
+                    (old.get("version"), old.get("project")) == (new.get("version"), new.get("project"))
+            except (ValueError, UnicodeDecodeError):
+                ours = True
+        if names and not ours:
+            raise ValueError(
+                f"out_dir: {target} already holds files that are not this version's export; "
+                "choose another --out or move that folder away"
+            )
+    tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".tmp", dir=out_dir))
+    try:
+        os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it 0700
+        for name in ALL_FILES:
+            with open(tmp / name, "wb") as fh:
+                fh.write(files[name])
+                fh.flush()
+                os.fsync(fh.fileno())
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".old", dir=out_dir))
+            os.rmdir(old)
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,207 @@
+"""What the leak check reads: its queries file, and the corpus cut into pieces (byte ranges of a
+JSONL file, row groups of a Parquet file, whole gzip or TSV files) read a batch of (ids, texts)
+arrow arrays at a time."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+import pyarrow as pa
+
+from curation.formats.corpus import _ID_KEYS, _from_mapping, iter_corpus_file
+from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl, open_binary
+
+
+_TEXT_KEYS = ("text", "contents", "body")
+
+
+@dataclass(frozen=True)
+class CorpusPiece:
+    """A piece of the corpus one worker scans: ``kind`` is ``range`` (bytes ``start:end`` of an
+    uncompressed JSONL file), ``rowgroup`` (Parquet row group ``start``) or ``file`` (all of it)."""
+
+    path: str
+    kind: str
+    start: int = 0
+    end: int = 0
+
+
+def plan_tasks(
+    paths: Iterable[str | os.PathLike], *, target_bytes: int = 16 << 20
+) -> list[CorpusPiece]:
+    """Cut the corpus files into tasks of about ``target_bytes`` (JSONL) or a row group (Parquet)."""
+    tasks: list[CorpusPiece] = []
+    for p in paths:
+        path = str(p)
+        if not os.path.exists(path):
+            raise InputError(path, None, "no such corpus file")
+        suffix = base_suffix(path)
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            n = pq.ParquetFile(path).num_row_groups
+            tasks.extend(CorpusPiece(path, "rowgroup", i, i + 1) for i in range(n))
+        elif suffix in (".jsonl", ".json", ".ndjson") and not is_gzip(path):
+            size = os.path.getsize(path)
+            start = 0
+            while start < size:
+                end = min(size, start + target_bytes)
+                tasks.append(CorpusPiece(path, "range", start, end))
+                start = end
+        elif suffix in (".jsonl", ".json", ".ndjson", ".tsv", ".tab"):
+            tasks.append(CorpusPiece(path, "file"))
+        else:
+            raise InputError(path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)")
+    return tasks
+
+
+def _line_aligned(path: str, start: int, end: int) -> bytes:
+    """The lines whose first byte lies in ``[start, end)``."""
+    with open(path, "rb") as fh:
+        if start > 0:
+            fh.seek(start - 1)
+            fh.readline()  # the line holding byte start-1 belongs to the previous range
+        begin = fh.tell()
+        if begin >= end:
+            return b""
+        data = fh.read(end - begin)
+        if not data.endswith(b"\n"):
+            data += fh.readline()
+        return data
+
+
+def _table_columns(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array] | None:
+    """(ids as strings, texts) from a table read by pyarrow, or None when the Python reader must
+    decide (no usable column, nulls, nested values)."""
+    names = set(table.column_names)
+    id_col = next((k for k in _ID_KEYS if k in names), None)
+    text_col = next((k for k in _TEXT_KEYS if k in names), None)
+    if id_col is None or text_col is None:
+        return None
+    ids, texts = table.column(id_col), table.column(text_col)
+    if ids.null_count or texts.null_count:
+        return None
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        return None
+    if not (pa.types.is_string(ids.type) or pa.types.is_integer(ids.type)):
+        return None
+    if not pa.types.is_string(ids.type):
+        ids = ids.cast(pa.string())
+    return ids.combine_chunks(), texts.combine_chunks()
+
+
+def _json_table(data: bytes) -> pa.Table | None:
+    import pyarrow.json as pj
+
+    try:
+        return pj.read_json(
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def _python_batches(docs: Iterator, batch_size: int):
+    ids: list[str] = []
+    texts: list[str] = []
+    for doc in docs:
+        ids.append(doc.id)
+        texts.append(doc.text)
+        if len(ids) >= batch_size:
+            yield pa.array(ids, pa.string()), pa.array(texts, pa.string())
+            ids, texts = [], []
+    if ids:
+        yield pa.array(ids, pa.string()), pa.array(texts, pa.string())
+
+
+def _jsonl_docs(data: bytes, path: str, first_line: Callable[[], int]):
+    """Parse JSONL lines in Python, with the same rules (and errors) as :mod:`curation.formats.corpus`."""
+    for k, line in enumerate(data.split(b"\n")):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, first_line() + k, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise InputError(path, first_line() + k, "expected a JSON object")
+        yield _from_mapping(obj, path, first_line() + k)
+
+
+def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
+    table = _json_table(data) if data else None
+    cols = _table_columns(table, path) if table is not None else None
+    if cols is None:
+        yield from _python_batches(_jsonl_docs(data, path, first_line), batch_size)
+        return
+    ids, texts = cols
+    for s in range(0, len(texts), batch_size):
+        yield ids.slice(s, batch_size), texts.slice(s, batch_size)
+
+
+def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """Yield (ids, texts) string arrays for one task, a batch at a time (constant memory).
+
+    JSONL goes through pyarrow's JSON reader (one block of about 16 MB at a time); a block it
+    cannot read as plain ``id``/``text`` columns falls back to the Python reader of
+    :mod:`curation.formats.corpus`, whose errors name the file and line.
+    """
+    path = task.path
+    if task.kind == "range":
+        data = _line_aligned(path, task.start, task.end)
+
+        def first_line() -> int:  # only counted when an error needs a line number
+            with open(path, "rb") as fh:
+                return fh.read(task.start).count(b"\n") + 1 if task.start else 1
+
+        yield from _jsonl_block_batches(data, path, batch_size, first_line)
+    elif task.kind == "rowgroup":
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=batch_size, row_groups=[task.start]):
+            table = pa.Table.from_batches([batch])
+            cols = _table_columns(table, path)
+            if cols is None:
+                yield from _python_batches((_from_mapping(r, path, None) for r in batch.to_pylist()), batch_size)
+            else:
+                yield cols
+    elif base_suffix(path) in (".jsonl", ".json", ".ndjson"):  # gzip: one stream, blocks of lines
+        lines_before = 1
+        with open_binary(path) as fh:
+            while True:
+                block = b"".join(fh.readlines(16 << 20))
+                if not block:
+                    break
+                start_line = lines_before
+                yield from _jsonl_block_batches(block, path, batch_size, lambda: start_line)
+                lines_before += block.count(b"\n")
+    else:
+        yield from _python_batches(iter_corpus_file(path), batch_size)
+
+
+def read_queries(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """Read ``(qid, text)`` from a JSONL file of objects with ``qid`` and ``text`` (or ``query``).
+
+    As written by ``golden sample``; a repeated qid is an error naming the line.
+    """
+    path = str(path)
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for lineno, obj in iter_jsonl(path, expect="an object with qid and text"):
+        if "qid" not in obj:
+            raise InputError(path, lineno, "expected an object with qid and text")
+        text = obj.get("text", obj.get("query"))
+        if text is None:
+            raise InputError(path, lineno, f"query {obj['qid']!r} has no text (expected a 'text' field)")
+        qid = str(obj["qid"])
+        if qid in seen:
+            raise InputError(path, lineno, f"qid {qid!r} appears twice")
+        seen.add(qid)
+        out.append((qid, str(text)))
+    return out

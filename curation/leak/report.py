@@ -1,0 +1,132 @@
+"""The leak check's results: a match, one query's result, the whole report, and the report file
+(one JSON object a line per query) that ``golden leakcheck`` writes and the findings are read from."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from curation.formats.fileio import InputError, iter_jsonl
+
+
+MODES = ("exact", "jaccard", "containment")
+STATUSES = ("leak", "too_short", "clean")
+
+
+@dataclass(frozen=True)
+class Match:
+    """One chunk that matches one query under one mode, with the exact score.
+
+    ``span`` is the matched stretch of the *normalised* chunk (``span_start:span_end``), from the
+    verbatim position for ``exact`` and from rapidfuzz's ``partial_ratio_alignment`` otherwise.
+    """
+
+    qid: str
+    chunk_id: str
+    mode: str
+    score: float
+    span: str
+    span_start: int
+    span_end: int
+    source: str
+
+    def as_dict(self) -> dict:
+        return {
+            "chunk_id": self.chunk_id,
+            "mode": self.mode,
+            "score": round(self.score, 6),
+            "span": self.span,
+            "span_start": self.span_start,
+            "span_end": self.span_end,
+            "source": self.source,
+        }
+
+
+@dataclass
+class QueryResult:
+    """What the leak check found for one query."""
+
+    qid: str
+    text: str
+    status: str  # "leak", "too_short" or "clean"
+    ngrams: int  # size of the n-gram set compared (after any boilerplate discount)
+    boilerplate: list[str] = field(default_factory=list)
+    matches: list[Match] = field(default_factory=list)  # best first, at most max_matches
+    n_matches: int = 0  # all matches, also those beyond max_matches
+    modes: dict[str, int] = field(default_factory=dict)  # matches per mode
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "qid": self.qid,
+            "text": self.text,
+            "status": self.status,
+            "reason": self.reason,
+            "ngrams": self.ngrams,
+            "boilerplate_ngrams": self.boilerplate,
+            "n_matches": self.n_matches,
+            "matches_by_mode": self.modes,
+            "matches": [m.as_dict() for m in self.matches],
+        }
+
+
+@dataclass
+class LeakReport:
+    """The whole result: one :class:`QueryResult` per query, in input order, and the scan's figures."""
+
+    queries: list[QueryResult]
+    modes: tuple[str, ...]
+    threshold: float
+    ngram: str
+    chunks: int
+    seconds: float
+    boilerplate: list[tuple[str, int]]  # (n-gram, chunks holding it), most common first
+    boilerplate_share: float
+    discounted: bool
+    tasks: int = 0  # pieces of the corpus scanned
+    processes: int = 0  # distinct processes that scanned them
+
+    @property
+    def leaked(self) -> list[QueryResult]:
+        return [q for q in self.queries if q.status == "leak"]
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for q in self.queries:
+            out[q.status] += 1
+        return out
+
+    def summary_rows(self) -> list[tuple[str, int, str]]:
+        """(what, number, share of queries) rows for the summary table."""
+        total = len(self.queries) or 1
+        rows = []
+        for status in STATUSES:
+            n = sum(q.status == status for q in self.queries)
+            label = {"too_short": "too short to judge"}.get(status, status)
+            rows.append((label, n, f"{n / total:.1%}"))
+        for mode in self.modes:
+            n = sum(1 for q in self.queries if q.modes.get(mode))
+            rows.append((f"  flagged by {mode}", n, f"{n / total:.1%}"))
+        return rows
+
+
+def write_report(report: LeakReport, path: str | os.PathLike) -> None:
+    """Write one JSON object a line per query (all statuses), whole or not at all."""
+    from curation.formats.fileio import atomic_write
+
+    with atomic_write(path) as fh:
+        for q in report.queries:
+            fh.write(json.dumps(q.as_dict(), ensure_ascii=False) + "\n")
+
+
+def read_report(path: str | os.PathLike) -> list[dict]:
+    """Read a file written by :func:`write_report` back as dicts."""
+    path = str(path)
+    out = []
+    expect = "a leak-check record with qid and status"
+    for lineno, obj in iter_jsonl(path, expect=expect):
+        if "qid" not in obj or "status" not in obj:
+            raise InputError(path, lineno, f"expected {expect}")
+        out.append(obj)
+    return out
