@@ -162,9 +162,7 @@ def _float_arg(name: str, default: float) -> float:
 def _report(project: Project):
     db = get_db()
     scale = [gr.grade for gr in projects.grades(project)]
-    cut = request.args.get("cut", type=int)
-    if cut is None:
-        cut = 1 if scale[0] < 1 <= scale[-1] else scale[1]
+    cut = request.args.get("cut", type=int)  # None: the report's default for the scale
     try:
         thresholds = Thresholds(usable=_float_arg("usable", 0.70), marginal=_float_arg("marginal", 0.60))
         strata = dict(db.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == project.id)).all())

@@ -380,6 +380,14 @@ def _check_scale(scale: Sequence[int] | None, grades: Iterable[int], cut: int) -
     return scale
 
 
+def default_cut(scale: Sequence[int]) -> int:
+    """The cut when none is given: grade 1 when it splits the scale (TREC's ``grade >= 1`` is relevant:
+    0-1, 0-2, 0-3), else the scale's second grade (a scale without 0, e.g. 1-3: its lowest grade is the
+    "not relevant" one)."""
+    scale = sorted(scale)
+    return 1 if scale[0] < 1 <= scale[-1] else scale[1]
+
+
 def _check_cut(cut: int, scale: list[int]) -> int:
     cut = int(cut)
     if not (scale[0] < cut <= scale[-1]):
@@ -898,7 +906,7 @@ def agreement_report(
     judgments: Iterable[Judgment],
     *,
     scale: Sequence[int] | None = None,
-    cut: int = 1,
+    cut: int | None = None,
     strata: Mapping[str, str] | None = None,
     thresholds: Thresholds = Thresholds(),
     verdict_on: str = "binary",
@@ -911,15 +919,16 @@ def agreement_report(
     """The lead's whole agreement picture from judgment records.
 
     ``scale``: the grades of the label scale (default: every integer from the lowest to the highest
-    grade seen); ``cut``: grade >= cut is relevant for the binary figures (as ``trec_eval -l``);
+    grade seen); ``cut``: grade >= cut is relevant for the binary figures (as ``trec_eval -l``; default:
+    :func:`default_cut` of the scale);
     ``strata``: qid -> stratum for the per-stratum table; ``timing_judgments``: the records to time
     the judges on (default: ``judgments``). Bootstrap: ``resamples`` query resamples, ``seed``.
     """
     memo: dict = {}
     judgments = _in_seconds(judgments, memo)
     labels = latest_labels(judgments)
-    scale = _check_scale(scale, (r.grade for d in labels.values() for r in d.values()), cut)
-    cut = _check_cut(cut, scale)
+    scale = _check_scale(scale, (r.grade for d in labels.values() for r in d.values()), 1 if cut is None else cut)
+    cut = _check_cut(default_cut(scale) if cut is None else cut, scale)
     _validate(confidence, resamples)
     if verdict_on not in ("binary", "graded"):
         raise ValueError(f"verdict_on: expected 'binary' or 'graded', got {verdict_on!r}")

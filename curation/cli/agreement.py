@@ -105,8 +105,9 @@ def print_report(proj_name: str, report) -> None:
 
 @main.command("agreement")
 @click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
-@click.option("--cut", type=int, default=1, show_default=True,
-              help="Grade >= CUT counts as relevant for the binary figures (as trec_eval -l).")
+@click.option("--cut", type=int, default=None,
+              help="Grade >= CUT counts as relevant for the binary figures (as trec_eval -l); "
+                   "default: 1, or the scale's second grade when 1 does not split the scale.")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON, for scripts.")
 @click.option("--resamples", type=int, default=1000, show_default=True,
               help="Bootstrap resamples of the queries for the 95% intervals (0: none).")

@@ -270,6 +270,19 @@ def test_cut_must_split_the_scale():
         agreement_report([Judgment("q", "d", "a", 5)], scale=[0, 1, 2])
 
 
+def test_default_cut_follows_the_scale():
+    recs = [Judgment("q", "d", "a", 3), Judgment("q", "d", "b", 2)]
+    # 1 splits 0-1, 0-2, 0-3 (TREC's grade >= 1); on 1-3 it would make every grade relevant: 2 then.
+    for scale, cut in (([0, 1], 1), ([0, 1, 2], 1), ([0, 1, 2, 3], 1), ([1, 2, 3], 2), ([2, 3, 4], 3)):
+        report = agreement_report(recs if scale[-1] >= 3 else [], scale=scale, resamples=0)
+        assert (report.scale, report.cut) == (scale, cut)
+    # 1-3: the two labels are both relevant at grade >= 2, so they agree on the binary scale.
+    assert agreement_report(recs, scale=[1, 2, 3], resamples=0).overall.binary["agreement"].value == 1.0
+    # No scale given: every integer from 0 (or the lowest grade) to the highest, cut 1 as before.
+    report = agreement_report(recs, resamples=0)
+    assert (report.scale, report.cut) == ([0, 1, 2, 3], 1)
+
+
 def test_drift_is_rolling_agreement_in_judging_order():
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     recs = []
