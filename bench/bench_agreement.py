@@ -2,7 +2,7 @@
 
 Part 1 (no store): two assessments of the same pairs (the two robust03 qrels files, 128,796
 pairs in 100 queries, when ../shared/data is present; else a synthetic pair of the same shape).
-Times :func:`curation.agree.agreement.compare_pair` with 1,000 query resamples (every figure: percent
+Times :func:`curation.agree.measures.compare_pair` with 1,000 query resamples (every figure: percent
 agreement, three kappas, two alphas, and the binary three), against the obvious way: resampling the
 pairs of the drawn queries and calling scikit-learn's ``cohen_kappa_score`` and ``krippendorff.alpha``
 on each resample (timed on ``--naive`` resamples and scaled to 1,000). Also checks that the
@@ -64,10 +64,11 @@ def part1(naive: int, resamples: int) -> None:
     import krippendorff
     from sklearn.metrics import cohen_kappa_score
 
-    from curation.agree.agreement import Judgment, compare_pair, latest_labels
+    from curation.agree.labels import Label, latest_labels
+    from curation.agree.measures import compare_pair
 
     a, b, what = two_assessments()
-    recs = [Judgment(q, d, "a", g) for (q, d), g in a.items()] + [Judgment(q, d, "b", g) for (q, d), g in b.items()]
+    recs = [Label(q, d, "a", g) for (q, d), g in a.items()] + [Label(q, d, "b", g) for (q, d), g in b.items()]
     labels = latest_labels(recs)
     units = sorted(set(a) & set(b))
     scale = [0, 1, 2]
@@ -106,7 +107,7 @@ def part1(naive: int, resamples: int) -> None:
     print(f"  libraries on each resample: {per * 1000:.0f} ms per resample -> {per * resamples:.1f} s for "
           f"{resamples} (measured on {naive}); ratio {per * resamples / ours:.0f}x")
     # The vectorised replicates reproduce the library on these resamples (same draws, same order).
-    from curation.agree.agreement import _kappa_from_confusion
+    from curation.agree.measures import _kappa_from_confusion
 
     conf = np.zeros((len(qids), 3, 3))
     qindex = {q: i for i, q in enumerate(qids)}

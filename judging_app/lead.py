@@ -21,7 +21,9 @@ from curation.agree import adjudication
 from curation.judge import assignment
 from curation.store import projects
 from curation.store import users
-from curation.agree.agreement import MEASURES, Thresholds, agreement_report, format_estimate
+from curation.agree.agreement import agreement_report
+from curation.agree.measures import MEASURES, format_estimate
+from curation.agree.settings import Thresholds
 from curation.agree.labels import load_judgments, overlap_only
 from curation.store.models import Project, Query, User
 

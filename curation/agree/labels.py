@@ -21,17 +21,69 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from sqlmodel import Session, select
 
-from curation.agree.agreement import Judgment as Label
-from curation.agree.agreement import _seconds
 from curation.store.models import Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User
 
 POLICIES = ("adjudicated", "majority", "lead")
 SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
 LEAD_ROLES = ("lead", "admin")
+
+
+class Label(NamedTuple):
+    """One label given by one judge to one (qid, docid) pair. ``grade=None`` is a skip (ignored).
+
+    ``answered_at`` and ``shown_at`` are datetimes (naive ones read as UTC) or numbers of seconds;
+    they order the labels (the latest of a judge for a pair counts), draw the drift curve and time
+    the judges. A NamedTuple: a project's hundreds of thousands of judgments load quickly.
+    (The ``Judgment`` table of :mod:`curation.store.models` holds them in the store.)
+    """
+
+    qid: str
+    docid: str
+    judge: str
+    grade: int | None
+    answered_at: datetime | float | None = None
+    shown_at: datetime | float | None = None
+
+
+def latest_labels(judgments: Iterable[Label]) -> dict[tuple[str, str], dict[str, Label]]:
+    """``{(qid, docid): {judge: latest Label}}``, skips ignored.
+
+    The latest is the one with the greatest ``answered_at``; records without a time, or with equal
+    times, count in input order (a later record wins). A skip after a label does not erase the
+    label: a skip is "no decision", not a decision.
+    """
+    best: dict[tuple[str, str], dict[str, Label]] = {}
+    when: dict[tuple[str, str, str], float] = {}
+    minus_inf = float("-inf")
+    for j in judgments:
+        if j.grade is None:
+            continue
+        t = as_seconds(j.answered_at)
+        if t is None:
+            t = minus_inf
+        unit = (j.qid, j.docid)
+        d = best.get(unit)
+        if d is None:
+            best[unit] = d = {}
+        key = (j.qid, j.docid, j.judge)
+        if j.judge not in d or t >= when[key]:  # equal times: the later record wins
+            d[j.judge] = j
+            when[key] = t
+    return best
+
+
+def as_seconds(t) -> float | None:
+    """A label's time as seconds since the epoch: datetimes (naive ones read as UTC) or numbers."""
+    if t is None or type(t) is float:
+        return t
+    if isinstance(t, datetime):
+        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()  # naive = UTC
+    return float(t)
 
 
 @dataclass(frozen=True)
@@ -56,7 +108,7 @@ class FinalLabel(NamedTuple):
     adjudicated_by: str | None = None
     reason: str | None = None
 
-    def to_dict(self) -> dict:
+    def as_dict(self) -> dict:
         return {
             "qid": self.qid,
             "docid": self.docid,
@@ -121,7 +173,7 @@ def final_labels_from(
     seeds: Mapping[tuple[str, str], int] | None = None,
     leads: Iterable[str] = (),
 ) -> list[FinalLabel]:
-    """Final labels on plain data: ``labels`` as from :func:`curation.agree.agreement.latest_labels`,
+    """Final labels on plain data: ``labels`` as from :func:`latest_labels`,
     ``adjudications`` and ``seeds`` keyed by (qid, docid), ``leads`` the judges whose label wins
     under the ``lead`` policy. Sorted by qid, docid."""
     _check_policy(policy)
@@ -168,7 +220,7 @@ def _resolve_all(
 
 
 def _order(t) -> float:
-    s = _seconds(t)
+    s = as_seconds(t)
     return float("-inf") if s is None else s
 
 
@@ -183,7 +235,7 @@ def load_judgments(
     overlap_only: bool = False,
     include_skips: bool = False,
 ) -> list[Label]:
-    """Every judgment row of the project as :class:`curation.agree.agreement.Judgment` records (judge =
+    """Every judgment row of the project as :class:`Label` records (judge =
     user name), oldest first; ``overlap_only``: only pairs in the overlap set or labelled by two or
     more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``."""
     pid = _project_id(project)
@@ -240,6 +292,13 @@ def overlap_only(session: Session, project: Project | int, judgments: Iterable[L
         .where(Assignment.project_id == pid, Assignment.kind == "overlap")
     ).all())
     return [j for j in judgments if (j.qid, j.docid) in keep]
+
+
+def query_strata(session: Session, project: Project | int) -> dict[str, str]:
+    """``{qid: stratum key}`` of the project's queries (``"(none)"`` for a query without one): the
+    strata the agreement report's per-stratum table groups the pairs by."""
+    rows = session.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == _project_id(project)))
+    return {qid: key or "(none)" for qid, key in rows.all()}
 
 
 def final_labels(

@@ -1,10 +1,11 @@
-"""Inter-annotator agreement on double-judged pairs: can these judgments be trusted?
+"""Inter-annotator agreement measures on double-judged pairs, with query-bootstrap intervals.
 
-Plain functions on plain data. The input is a list of :class:`Judgment` records
-(``qid, docid, judge, grade, answered_at, shown_at``); each judge's LATEST record for a pair counts
-(judgments are append-only) and skipped records (``grade=None``) are ignored.
+Plain functions on plain data: ``labels`` maps each pair ``(qid, docid)`` to ``{judge: latest label}``
+(as :func:`curation.agree.labels.latest_labels` builds it from :class:`curation.agree.labels.Label`
+records; each judge's LATEST label of a pair counts, skips are ignored).
 
-What is computed, for each pair of judges and for all judges together:
+What is computed, for two judges (:func:`compare_pair`) and for all judges together
+(:func:`compare_all`), as an :class:`Agreement`:
 
 - ``pairs``: the pairs (query, document) labelled by both judges (by at least two, for all judges);
 - ``agreement``: percent agreement, the share of those pairs on which the judges gave the same grade
@@ -18,13 +19,9 @@ What is computed, for each pair of judges and for all judges together:
   alpha-reliability"); ordinal on graded scales only;
 - a bootstrap interval (95 % by default) for each figure that resamples QUERIES with replacement,
   not pairs, because the pairs of one query are not independent (a cluster bootstrap; Efron &
-  Tibshirani 1993, ch. 13 percentile interval). It is seeded and reproducible.
-
-The same figures are also given after collapsing the scale to binary at a cut (``grade >= cut`` is
-relevant, as ``trec_eval -l cut``), and a :class:`Verdict` reads the percent agreement against
-configurable thresholds. Alongside: the confusion matrix of each pair of judges, each judge's label
-distribution, agreement per stratum and over time (rolling, in judging order, to show drift), and
-each judge's median seconds per judgment and share of decisions under 2 seconds.
+  Tibshirani 1993, ch. 13 percentile interval). It is seeded and reproducible;
+- the same figures after collapsing the scale to binary at a cut (``grade >= cut`` is relevant, as
+  ``trec_eval -l cut``), and each pair of judges' confusion matrix.
 
 Bootstrap replicates are computed from per-query confusion (pairwise) or coincidence (all judges)
 matrices summed with the resampled multiplicities: the same formulas as scikit-learn and
@@ -33,64 +30,40 @@ replicates against the two libraries on the resampled data.
 
 A figure that the data cannot define (no shared pairs; every label the same grade) is an
 :class:`Estimate` with ``value=None`` and the reason in ``undefined``: never NaN, never an exception.
+
+The verdict, the per-stratum, drift and timing figures and the whole report are in
+:mod:`curation.agree.agreement`; this module is a little over 500 lines because the pairwise and
+all-judges bootstraps share their helpers.
 """
 
 from __future__ import annotations
 
-import statistics
 import warnings
-from collections import defaultdict
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from itertools import combinations
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
+from curation.agree.settings import CONFIDENCE, RESAMPLES, SEED
+
+if TYPE_CHECKING:
+    from curation.agree.labels import Label
+
 __all__ = [
-    "Judgment",
     "Estimate",
-    "Comparison",
-    "Thresholds",
-    "Verdict",
-    "StratumAgreement",
-    "DriftPoint",
-    "Timing",
-    "Report",
+    "Agreement",
     "MEASURES",
-    "latest_labels",
     "cohen_kappa",
     "krippendorff_alpha",
     "compare_pair",
     "compare_all",
-    "verdict",
-    "label_distributions",
-    "per_stratum",
-    "drift",
-    "judge_timing",
-    "agreement_report",
+    "format_estimate",
 ]
 
 
 # --------------------------------------------------------------------------------------- records
-
-
-class Judgment(NamedTuple):
-    """One label given by one judge to one (qid, docid) pair. ``grade=None`` is a skip (ignored).
-
-    ``answered_at`` and ``shown_at`` are datetimes (naive ones read as UTC) or numbers of seconds;
-    they order the labels (the latest of a judge for a pair counts), draw the drift curve and time
-    the judges. A NamedTuple: a project's hundreds of thousands of judgments load quickly.
-    """
-
-    qid: str
-    docid: str
-    judge: str
-    grade: int | None
-    answered_at: datetime | float | None = None
-    shown_at: datetime | float | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +87,7 @@ class Estimate:
     def defined(self) -> bool:
         return self.value is not None
 
-    def to_dict(self) -> dict:
+    def as_dict(self) -> dict:
         return asdict(self)
 
 
@@ -145,7 +118,7 @@ MEASURES: dict[str, Measure] = {
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Agreement:
     """Agreement of two judges (``len(judges) == 2``) or of all judges together."""
 
     judges: tuple[str, ...]
@@ -156,239 +129,23 @@ class Comparison:
     confusion: list[list[int]] | None = None  # rows: judges[0]'s grade, columns: judges[1]'s (pairwise only)
     binary_confusion: list[list[int]] | None = None
 
-    def to_dict(self) -> dict:
+    def as_dict(self) -> dict:
         return {
             "judges": list(self.judges),
             "pairs": self.pairs,
             "queries": self.queries,
-            "measures": {k: v.to_dict() for k, v in self.measures.items()},
-            "binary": {k: v.to_dict() for k, v in self.binary.items()},
+            "measures": {k: v.as_dict() for k, v in self.measures.items()},
+            "binary": {k: v.as_dict() for k, v in self.binary.items()},
             "confusion": self.confusion,
             "binary_confusion": self.binary_confusion,
-        }
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Verdict bands on percent agreement: ``>= usable`` usable for a paired comparison,
-    ``[marginal, usable)`` marginal, ``< marginal`` the definition of relevance is not usable
-    (more queries will not fix it). Fewer than ``min_pairs`` shared pairs: too early to say.
-    A usable or marginal percent agreement with Krippendorff's alpha under ``chance_alpha`` gets a
-    caveat: the agreement is then mostly the prevalence of one grade, not shared judgment."""
-
-    usable: float = 0.70
-    marginal: float = 0.60
-    min_pairs: int = 30
-    chance_alpha: float = 0.20  # below this Krippendorff's alpha, a high percent agreement gets a caveat
-
-    def __post_init__(self):
-        if not -1.0 <= self.chance_alpha <= 1.0:
-            raise ValueError(f"thresholds: chance_alpha must be in [-1, 1], got {self.chance_alpha}")
-        if not 0.0 <= self.marginal <= self.usable <= 1.0:
-            raise ValueError(
-                f"thresholds: need 0 <= marginal <= usable <= 1, got marginal={self.marginal}, usable={self.usable}"
-            )
-        if self.min_pairs < 1:
-            raise ValueError(f"thresholds: min_pairs must be at least 1, got {self.min_pairs}")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    band: str  # "usable", "marginal", "not usable", "too few pairs", "undefined"
-    message: str
-    value: float | None  # the percent agreement read
-    on: str  # which agreement was read, e.g. "binary (grade >= 1 relevant)"
-    pairs: int
-    thresholds: Thresholds
-    caveat: str | None = None  # e.g. a high percent agreement that chance explains
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["thresholds"] = asdict(self.thresholds)
-        return d
-
-
-@dataclass(frozen=True)
-class StratumAgreement:
-    stratum: str
-    pairs: int
-    queries: int
-    agreement: Estimate
-    alpha_nominal: Estimate
-    binary_agreement: Estimate
-
-    def to_dict(self) -> dict:
-        return {
-            "stratum": self.stratum,
-            "pairs": self.pairs,
-            "queries": self.queries,
-            "agreement": self.agreement.to_dict(),
-            "alpha_nominal": self.alpha_nominal.to_dict(),
-            "binary_agreement": self.binary_agreement.to_dict(),
-        }
-
-
-@dataclass(frozen=True)
-class DriftPoint:
-    """Agreement over the ``window`` pairs completed last, after ``index`` pairs were completed
-    (a pair is completed when its second judge answers)."""
-
-    index: int
-    window: int
-    agreement: float
-    cumulative: float
-    at: str | None = None  # ISO time of the index-th completion, when known
-
-
-@dataclass(frozen=True)
-class Timing:
-    judge: str
-    judgments: int  # decisions with both a shown and an answered time
-    median_seconds: float | None
-    share_under_2s: float | None
-
-
-@dataclass
-class Report:
-    """Everything a lead reads before trusting the judgments; ``to_dict()`` is the JSON form."""
-
-    scale: list[int]
-    cut: int
-    judges: list[str]
-    pairwise: list[Comparison]
-    overall: Comparison
-    verdict: Verdict
-    distributions: dict[str, dict[int, int]]
-    strata: list[StratumAgreement]
-    drift: list[DriftPoint]
-    timing: list[Timing]
-    resamples: int
-    seed: int
-    confidence: float
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def graded(self) -> bool:
-        return len(self.scale) > 2
-
-    def to_dict(self) -> dict:
-        return {
-            "scale": self.scale,
-            "graded": self.graded,
-            "cut": self.cut,
-            "judges": self.judges,
-            "verdict": self.verdict.to_dict(),
-            "overall": self.overall.to_dict(),
-            "pairwise": [c.to_dict() for c in self.pairwise],
-            "distributions": {j: {str(g): n for g, n in d.items()} for j, d in self.distributions.items()},
-            "strata": [s.to_dict() for s in self.strata],
-            "drift": [asdict(p) for p in self.drift],
-            "timing": [asdict(t) for t in self.timing],
-            "bootstrap": {"resamples": self.resamples, "seed": self.seed, "confidence": self.confidence,
-                          "unit": "query"},
-            "notes": self.notes,
         }
 
 
 # ------------------------------------------------------------------------------------ small helpers
 
 
-def _seconds(t) -> float | None:
-    if t is None or type(t) is float:
-        return t
-    if isinstance(t, datetime):
-        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()  # naive = UTC
-    return float(t)
-
-
-def _in_seconds(judgments: Iterable[Judgment], memo: dict | None = None) -> list[Judgment]:
-    """The records with both times as float seconds, converted once for everything downstream
-    (``memo``, by record identity, shares the work between two lists holding the same records)."""
-    out = []
-    cache: dict = {}
-    memo = {} if memo is None else memo
-    for j in judgments:
-        done = memo.get(id(j))
-        if done is not None:
-            out.append(done)
-            continue
-        a, s = j.answered_at, j.shown_at
-        if (a is None or type(a) is float) and (s is None or type(s) is float):
-            new = j
-        else:
-            if a is not None and type(a) is not float:
-                a = cache[a] if a in cache else cache.setdefault(a, _seconds(a))
-            if s is not None and type(s) is not float:
-                s = cache[s] if s in cache else cache.setdefault(s, _seconds(s))
-            new = Judgment(j.qid, j.docid, j.judge, j.grade, a, s)
-        memo[id(j)] = new
-        out.append(new)
-    return out
-
-
-def _iso(t) -> str | None:
-    if t is None:
-        return None
-    if isinstance(t, datetime):
-        return t.isoformat(timespec="seconds")
-    if isinstance(t, float) and t > 1e8:  # seconds since the epoch
-        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
-    return str(t)
-
-
-def latest_labels(judgments: Iterable[Judgment]) -> dict[tuple[str, str], dict[str, Judgment]]:
-    """``{(qid, docid): {judge: latest Judgment}}``, skips ignored.
-
-    The latest is the one with the greatest ``answered_at``; records without a time, or with equal
-    times, count in input order (a later record wins). A skip after a label does not erase the
-    label: a skip is "no decision", not a decision.
-    """
-    best: dict[tuple[str, str], dict[str, Judgment]] = {}
-    when: dict[tuple[str, str, str], float] = {}
-    minus_inf = float("-inf")
-    for j in judgments:
-        if j.grade is None:
-            continue
-        t = _seconds(j.answered_at)
-        if t is None:
-            t = minus_inf
-        unit = (j.qid, j.docid)
-        d = best.get(unit)
-        if d is None:
-            best[unit] = d = {}
-        key = (j.qid, j.docid, j.judge)
-        if j.judge not in d or t >= when[key]:  # equal times: the later record wins
-            d[j.judge] = j
-            when[key] = t
-    return best
-
-
-def _check_scale(scale: Sequence[int] | None, grades: Iterable[int], cut: int) -> list[int]:
-    """The scale given, or every integer from the lowest to the highest grade seen, widened so
-    that ``cut`` splits it."""
-    grades = {int(g) for g in grades}
-    if scale is None:
-        lo = min(grades | {int(cut) - 1})
-        hi = max(grades | {int(cut)})
-        return list(range(lo, hi + 1))
-    scale = sorted({int(g) for g in scale})
-    if len(scale) < 2:
-        raise ValueError(f"scale: needs at least two grades, got {scale}")
-    outside = sorted(grades - set(scale))
-    if outside:
-        raise ValueError(f"judgments: grades {outside} are not on the scale {scale}")
-    return scale
-
-
-def default_cut(scale: Sequence[int]) -> int:
-    """The cut when none is given: grade 1 when it splits the scale (TREC's ``grade >= 1`` is relevant:
-    0-1, 0-2, 0-3), else the scale's second grade (a scale without 0, e.g. 1-3: its lowest grade is the
-    "not relevant" one)."""
-    scale = sorted(scale)
-    return 1 if scale[0] < 1 <= scale[-1] else scale[1]
-
-
-def _check_cut(cut: int, scale: list[int]) -> int:
+def check_cut(cut: int, scale: list[int]) -> int:
+    """``cut`` as an int; ValueError when ``grade >= cut`` would not split ``scale`` in two."""
     cut = int(cut)
     if not (scale[0] < cut <= scale[-1]):
         raise ValueError(
@@ -584,7 +341,8 @@ def _few(est: Estimate, n_queries: int) -> Estimate:
 # ------------------------------------------------------------------------------------- comparisons
 
 
-def _validate(confidence: float, resamples: int):
+def check_bootstrap(confidence: float, resamples: int):
+    """ValueError naming the parameter for a confidence outside (0, 1) or a negative resamples."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence: must be between 0 and 1, got {confidence}")
     if resamples < 0:
@@ -592,21 +350,21 @@ def _validate(confidence: float, resamples: int):
 
 
 def compare_pair(
-    labels: Mapping[tuple[str, str], Mapping[str, Judgment]],
+    labels: Mapping[tuple[str, str], Mapping[str, Label]],
     a: str,
     b: str,
     *,
     scale: Sequence[int],
     cut: int,
-    resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> Comparison:
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Agreement:
     """Agreement of judges ``a`` and ``b`` on the pairs both labelled (``labels`` as from
-    :func:`latest_labels`). Bootstrap intervals resample the queries of those pairs."""
-    _validate(confidence, resamples)
+    :func:`curation.agree.labels.latest_labels`). Bootstrap intervals resample the queries of those pairs."""
+    check_bootstrap(confidence, resamples)
     scale = list(scale)
-    cut = _check_cut(cut, scale)
+    cut = check_cut(cut, scale)
     units = sorted(u for u, d in labels.items() if a in d and b in d)
     y1 = np.array([labels[u][a].grade for u in units], dtype=np.int64)
     y2 = np.array([labels[u][b].grade for u in units], dtype=np.int64)
@@ -658,7 +416,7 @@ def compare_pair(
                 for n, e in measures.items()}
     binary = {n: _few(_with_interval(e, breps.get(n), confidence, resamples, why_not), len(qids))
               for n, e in binary.items()}
-    return Comparison((a, b), len(units), len(qids), measures, binary, conf.tolist(), bconf.tolist())
+    return Agreement((a, b), len(units), len(qids), measures, binary, conf.tolist(), bconf.tolist())
 
 
 def _pair_replicates(c: np.ndarray, graded: bool) -> dict[str, np.ndarray]:
@@ -682,28 +440,28 @@ def _coincidences(value_counts: np.ndarray) -> np.ndarray:
 
 
 def compare_all(
-    labels: Mapping[tuple[str, str], Mapping[str, Judgment]],
+    labels: Mapping[tuple[str, str], Mapping[str, Label]],
     judges: Sequence[str],
     *,
     scale: Sequence[int],
     cut: int,
-    resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> Comparison:
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Agreement:
     """Agreement of all ``judges`` together on the pairs at least two of them labelled: percent
     agreement (every judge who labelled the pair gave the same grade) and Krippendorff's alpha with
     missing labels. Cohen's kappa is for two judges: with exactly two judges it is theirs, with more
     it is undefined (read alpha, or the pairwise kappas)."""
-    _validate(confidence, resamples)
+    check_bootstrap(confidence, resamples)
     scale = list(scale)
-    cut = _check_cut(cut, scale)
+    cut = check_cut(cut, scale)
     judges = list(judges)
     units = sorted(u for u, d in labels.items() if sum(1 for j in judges if j in d) >= 2)
     if len(judges) == 2:
         pc = compare_pair(labels, judges[0], judges[1], scale=scale, cut=cut, resamples=resamples, seed=seed,
                           confidence=confidence)
-        return Comparison(tuple(judges), pc.pairs, pc.queries, pc.measures, pc.binary)
+        return Agreement(tuple(judges), pc.pairs, pc.queries, pc.measures, pc.binary)
     k = len(scale)
     graded = k > 2
     index = {g: i for i, g in enumerate(scale)}
@@ -765,202 +523,7 @@ def compare_all(
                 for n, e in measures.items()}
     binary = {n: _few(_with_interval(e, breps.get(n), confidence, resamples, why_not), len(qids))
               for n, e in binary.items()}
-    return Comparison(tuple(judges), len(units), len(qids), measures, binary)
-
-
-# ------------------------------------------------------------------------------------ verdict & co
-
-
-def verdict(comparison: Comparison, *, thresholds: Thresholds = Thresholds(), on: str = "binary",
-            cut: int | None = None) -> Verdict:
-    """Read percent agreement (``on="binary"``: after the collapse at the cut, how the qrels are
-    usually used; ``on="graded"``: on the scale as labelled) against ``thresholds``.
-
-    Bands: ``>= usable``: usable for a paired comparison of systems; ``marginal`` in between;
-    ``< marginal``: the definition of relevance is not usable and more queries will not fix it
-    (tighten the guidelines and re-judge the overlap set).
-    """
-    if on not in ("binary", "graded"):
-        raise ValueError(f"on: expected 'binary' or 'graded', got {on!r}")
-    est = (comparison.binary if on == "binary" else comparison.measures)["agreement"]
-    what = f"binary (grade >= {cut} relevant)" if on == "binary" and cut is not None else on
-    if not est.defined:
-        return Verdict("undefined", f"no verdict: {est.undefined}", None, what, comparison.pairs, thresholds)
-    v = est.value
-    pct = f"{100 * v:.1f}%"
-    if comparison.pairs < thresholds.min_pairs:
-        return Verdict("too few pairs", (
-            f"{comparison.pairs} shared pairs, fewer than {thresholds.min_pairs}: agreement {pct} is not yet "
-            "a reliable figure; judge more of the overlap set"), v, what, comparison.pairs, thresholds)
-    if v >= thresholds.usable:
-        band, msg = "usable", f"agreement {pct} >= {100 * thresholds.usable:.0f}%: usable for a paired comparison"
-    elif v >= thresholds.marginal:
-        band, msg = "marginal", (
-            f"agreement {pct} is between {100 * thresholds.marginal:.0f}% and {100 * thresholds.usable:.0f}%: "
-            "marginal; read the disagreements and consider clarifying the guidelines")
-    else:
-        band, msg = "not usable", (
-            f"agreement {pct} < {100 * thresholds.marginal:.0f}%: the definition of relevance is not usable; "
-            "more queries will not fix it: revise the guidelines and re-judge the overlap set")
-    caveat = None
-    alpha = (comparison.binary if on == "binary" else comparison.measures).get("alpha_nominal")
-    if band != "not usable" and alpha is not None:
-        if not alpha.defined:
-            caveat = f"Krippendorff's alpha is undefined ({alpha.undefined}): the percent agreement says little"
-        elif alpha.value < thresholds.chance_alpha:
-            caveat = (f"Krippendorff's alpha is {alpha.value:.2f} (< {thresholds.chance_alpha:.2f}): beyond chance the "
-                      "judges hardly agree; the percent agreement mostly reflects how common one grade is")
-    return Verdict(band, msg, v, what, comparison.pairs, thresholds, caveat)
-
-
-def label_distributions(labels: Mapping[tuple[str, str], Mapping[str, Judgment]], judges: Sequence[str],
-                        scale: Sequence[int]) -> dict[str, dict[int, int]]:
-    """Each judge's count of pairs per grade (latest labels), every grade of the scale present."""
-    out = {j: {int(g): 0 for g in scale} for j in judges}
-    for d in labels.values():
-        for j, rec in d.items():
-            if j in out:
-                out[j][int(rec.grade)] += 1
-    return out
-
-
-def per_stratum(labels: Mapping[tuple[str, str], Mapping[str, Judgment]], judges: Sequence[str], *,
-                strata: Mapping[str, str], scale: Sequence[int], cut: int) -> list[StratumAgreement]:
-    """All-judges agreement within each stratum of the queries (``strata``: qid -> stratum key;
-    queries not in it fall in ``"(none)"``); no bootstrap here (strata are small)."""
-    groups: dict[str, dict] = defaultdict(dict)
-    for u, d in labels.items():
-        groups[strata.get(u[0], "(none)")][u] = d
-    out = []
-    for name in sorted(groups):
-        c = compare_all(groups[name], judges, scale=scale, cut=cut, resamples=0)
-        out.append(StratumAgreement(name, c.pairs, c.queries, c.measures["agreement"], c.measures["alpha_nominal"],
-                                    c.binary["agreement"]))
-    return out
-
-
-def drift(labels: Mapping[tuple[str, str], Mapping[str, Judgment]], judges: Sequence[str], *, window: int = 20,
-          max_points: int = 200) -> list[DriftPoint]:
-    """Rolling percent agreement (all judges) over the last ``window`` pairs, in the order the pairs
-    were completed (the time their last label was given), so a drop shows when judges drifted apart.
-    At most ``max_points`` evenly spaced points (always including the last)."""
-    if window < 1:
-        raise ValueError(f"window: must be at least 1, got {window}")
-    if max_points < 1:
-        raise ValueError(f"max_points: must be at least 1, got {max_points}")
-    done = []
-    for pos, d in enumerate(labels.values()):
-        recs = [d[j] for j in judges if j in d]
-        if len(recs) < 2:
-            continue
-        t, last, unknown = float("-inf"), recs[0], False
-        for r in recs:
-            x = _seconds(r.answered_at)
-            if x is None:
-                unknown = True
-            elif x >= t:
-                t, last = x, r
-        done.append((float("inf") if unknown else t, pos, len({r.grade for r in recs}) == 1, last.answered_at))
-    if not done:
-        return []
-    done.sort(key=lambda x: (x[0], x[1]))
-    agree = np.array([x[2] for x in done], dtype=np.float64)
-    cs = np.concatenate([[0.0], np.cumsum(agree)])
-    n = len(done)
-    idx = sorted(set(np.linspace(0, n - 1, num=min(n, max_points)).round().astype(int).tolist()))
-    points = []
-    for i in idx:
-        lo = max(0, i + 1 - window)
-        size = i + 1 - lo
-        points.append(DriftPoint(i + 1, size, float((cs[i + 1] - cs[lo]) / size), float(cs[i + 1] / (i + 1)),
-                                 _iso(done[i][3])))
-    return points
-
-
-def judge_timing(judgments: Iterable[Judgment], *, fast: float = 2.0) -> list[Timing]:
-    """Each judge's median seconds from showing a pair to answering it, and the share of decisions
-    taken in under ``fast`` seconds (every non-skipped record with both times, label changes too)."""
-    secs: dict[str, list[float]] = defaultdict(list)
-    judges: list[str] = []
-    for j in judgments:
-        if j.judge not in secs:
-            judges.append(j.judge)
-            secs[j.judge] = []
-        if j.grade is None:
-            continue
-        a, s = _seconds(j.answered_at), _seconds(j.shown_at)
-        if a is None or s is None or a < s:
-            continue
-        secs[j.judge].append(a - s)
-    out = []
-    for judge in sorted(judges):
-        xs = secs[judge]
-        if not xs:
-            out.append(Timing(judge, 0, None, None))
-        else:
-            out.append(Timing(judge, len(xs), float(statistics.median(xs)), sum(x < fast for x in xs) / len(xs)))
-    return out
-
-
-def agreement_report(
-    judgments: Iterable[Judgment],
-    *,
-    scale: Sequence[int] | None = None,
-    cut: int | None = None,
-    strata: Mapping[str, str] | None = None,
-    thresholds: Thresholds = Thresholds(),
-    verdict_on: str = "binary",
-    resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    window: int = 20,
-    timing_judgments: Iterable[Judgment] | None = None,
-) -> Report:
-    """The lead's whole agreement picture from judgment records.
-
-    ``scale``: the grades of the label scale (default: every integer from the lowest to the highest
-    grade seen); ``cut``: grade >= cut is relevant for the binary figures (as ``trec_eval -l``; default:
-    :func:`default_cut` of the scale);
-    ``strata``: qid -> stratum for the per-stratum table; ``timing_judgments``: the records to time
-    the judges on (default: ``judgments``). Bootstrap: ``resamples`` query resamples, ``seed``.
-    """
-    memo: dict = {}
-    judgments = _in_seconds(judgments, memo)
-    labels = latest_labels(judgments)
-    scale = _check_scale(scale, (r.grade for d in labels.values() for r in d.values()), 1 if cut is None else cut)
-    cut = _check_cut(default_cut(scale) if cut is None else cut, scale)
-    _validate(confidence, resamples)
-    if verdict_on not in ("binary", "graded"):
-        raise ValueError(f"verdict_on: expected 'binary' or 'graded', got {verdict_on!r}")
-    judges = sorted({r.judge for d in labels.values() for r in d.values()})
-    notes = []
-    if len(judges) < 2:
-        notes.append("fewer than two judges have labels: agreement needs two" if judges else "no labels yet")
-    pairwise = [
-        compare_pair(labels, a, b, scale=scale, cut=cut, resamples=resamples, seed=seed, confidence=confidence)
-        for a, b in combinations(judges, 2)
-    ]
-    overall = compare_all(labels, judges, scale=scale, cut=cut, resamples=resamples, seed=seed,
-                          confidence=confidence)
-    if judges and len(judges) >= 2 and overall.pairs == 0:
-        notes.append("no pair was labelled by two judges: assign an overlap set (golden assign --overlap)")
-    on = verdict_on if len(scale) > 2 else "graded"
-    return Report(
-        scale=scale,
-        cut=cut,
-        judges=judges,
-        pairwise=pairwise,
-        overall=overall,
-        verdict=verdict(overall, thresholds=thresholds, on=on, cut=cut),
-        distributions=label_distributions(labels, judges, scale),
-        strata=per_stratum(labels, judges, strata=strata or {}, scale=scale, cut=cut) if strata is not None else [],
-        drift=drift(labels, judges, window=window),
-        timing=judge_timing(judgments if timing_judgments is None else _in_seconds(timing_judgments, memo)),
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-        notes=notes,
-    )
+    return Agreement(tuple(judges), len(units), len(qids), measures, binary)
 
 
 def format_estimate(est: Estimate, *, percent: bool = False, digits: int = 3) -> str:

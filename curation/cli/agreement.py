@@ -11,7 +11,8 @@ from curation.cli.base import db_option, domain_errors, main, seed_option, store
 
 
 def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pairs, verdict_on, window):
-    from curation.agree.agreement import Thresholds, agreement_report
+    from curation.agree.agreement import agreement_report
+    from curation.agree.settings import Thresholds
     from curation.agree.labels import load_judgments, overlap_only
     from curation.store.models import Query
     from curation.store.projects import get_project, grades
@@ -33,7 +34,7 @@ def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pair
 def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
     """One line per agreement measure (pairwise-only ones left out for more than two judges),
     with its note, if any, on the next line."""
-    from curation.agree.agreement import MEASURES
+    from curation.agree.measures import MEASURES
 
     pad, width = " " * indent, 36 - indent
     for name, est in measures.items():
@@ -46,13 +47,13 @@ def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
 
 
 def _fmt_pct(est):
-    from curation.agree.agreement import format_estimate
+    from curation.agree.measures import format_estimate
 
     return format_estimate(est, percent=True)
 
 
 def _fmt(est):
-    from curation.agree.agreement import format_estimate
+    from curation.agree.measures import format_estimate
 
     return format_estimate(est)
 
@@ -137,7 +138,7 @@ def agreement_cmd(project_name, cut, as_json, resamples, usable, marginal, min_p
         proj, report = _report(s, project_name, cut=cut, resamples=resamples, seed=seed, usable=usable,
                                marginal=marginal, min_pairs=min_pairs, verdict_on=verdict_on, window=window)
     if as_json:
-        click.echo(json.dumps({"project": proj.name, **report.to_dict()}, indent=2, allow_nan=False))
+        click.echo(json.dumps({"project": proj.name, **report.as_dict()}, indent=2, allow_nan=False))
     else:
         print_report(proj.name, report)
 

@@ -302,7 +302,7 @@ def _agreement_summary(session: Session, project: Project, scale: list[int]) -> 
     if not records:
         return None
     report = agreement_report(records, scale=scale, resamples=1000, seed=0, window=20)
-    d = report.to_dict()
+    d = report.as_dict()
     overall = d["overall"]
     return _plain({
         "computed_by": "curation.agree.agreement.agreement_report (overlap pairs; query bootstrap, 1000 resamples, seed 0)",
