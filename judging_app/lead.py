@@ -2,8 +2,9 @@
 and releasing the held-back remainder of the pool.
 
 Every view is for leads and admins only (:func:`lead_required`: anyone else gets 403). The numbers
-come from :func:`curation.agree.agreement.agreement_report`; the queue and decisions from
-:mod:`curation.agree.adjudication`; the release from :func:`curation.judge.assignment.release`. The charts
+come from :func:`curation.agree.agreement.build_agreement_report` (the report ``golden agreement``
+prints); the queue and decisions from :mod:`curation.agree.adjudication`; the release from
+:func:`curation.judge.assignment.release`. The charts
 (confusion heatmap, drift, label distributions) are inline SVG drawn here from those numbers: no
 script library, no CDN, and no inline style (the app's CSP forbids it; SVG presentation
 attributes are used instead).
@@ -15,25 +16,21 @@ import functools
 import math
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
-from sqlmodel import select
 
 from curation.agree import adjudication
 from curation.judge import assignment
 from curation.store import projects
 from curation.store import users
-from curation.agree.agreement import agreement_report
+from curation.agree.agreement import build_agreement_report
 from curation.agree.measures import MEASURES, format_estimate
-from curation.agree.settings import Thresholds
-from curation.agree.labels import load_judgments, overlap_only
-from curation.store.models import Project, Query, User
+from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
+from curation.store.models import Project, User
 
 from .auth import login_required
 from .db import get_db
 from .errors import is_htmx
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
-
-RESAMPLES = 1000
 
 
 @bp.context_processor
@@ -162,18 +159,12 @@ def _float_arg(name: str, default: float) -> float:
 
 
 def _report(project: Project):
-    db = get_db()
-    scale = [gr.grade for gr in projects.grades(project)]
-    cut = request.args.get("cut", type=int)  # None: the report's default for the scale
+    """The project's agreement report (:func:`curation.agree.agreement.build_agreement_report`, as
+    ``golden agreement`` prints it) with the cut and thresholds of the page's settings form."""
     try:
-        thresholds = Thresholds(usable=_float_arg("usable", 0.70), marginal=_float_arg("marginal", 0.60))
-        strata = dict(db.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == project.id)).all())
-        every = load_judgments(db, project)
-        return agreement_report(
-            overlap_only(db, project, every), scale=scale, cut=cut,
-            strata={q: k or "(none)" for q, k in strata.items()}, thresholds=thresholds, resamples=RESAMPLES,
-            seed=0, timing_judgments=every,
-        )
+        thresholds = Thresholds(usable=_float_arg("usable", DEFAULT_THRESHOLDS.usable),
+                                marginal=_float_arg("marginal", DEFAULT_THRESHOLDS.marginal))
+        return build_agreement_report(get_db(), project, cut=request.args.get("cut", type=int), thresholds=thresholds)
     except ValueError as exc:
         abort(400, description=str(exc))
 
@@ -185,7 +176,7 @@ def _report(project: Project):
 @lead_required
 def index():
     """The projects a lead can review (straight to the dashboard when there is one)."""
-    rows = list(get_db().exec(select(Project).order_by(Project.name)).all())
+    rows = projects.list_projects(get_db())
     if len(rows) == 1:
         return redirect(url_for("lead.dashboard", project_id=rows[0].id))
     return render_template("lead/index.html", projects=rows)
