@@ -26,7 +26,10 @@ from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from sqlmodel import Session, select
 
-from curation.store.models import Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User
+from curation.store.lookups import join_pair_text, pair_ids, project_id
+from curation.store.models import (
+    Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User,
+)
 
 POLICIES = ("adjudicated", "majority", "lead")
 SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
@@ -189,17 +192,17 @@ def _resolve_all(
     adjudications: Mapping[tuple[str, str], object],
     seeds: Mapping[tuple[str, str], int],
     leads: set[str],
-    pair_ids: Mapping[tuple[str, str], int] | None = None,
+    pair_of: Mapping[tuple[str, str], int] | None = None,
 ) -> list[FinalLabel]:
     """:func:`resolve` over every unit, with a fast path for the common cases (one judge, or
     judges who agree, and no adjudication). ``adjudications`` map to a grade, or to a tuple
     (grade, reason, lead name) whose reason and lead are kept on the label."""
-    pair_ids = pair_ids or {}
+    pair_of = pair_of or {}
     out = []
     for unit in sorted(set(votes) | set(adjudications) | set(seeds)):
         by_judge = votes.get(unit) or {}
         adj = adjudications.get(unit)
-        pid = pair_ids.get(unit)
+        pid = pair_of.get(unit)
         items = sorted(by_judge.items()) if len(by_judge) > 1 else list(by_judge.items())
         pairs = tuple((j, g) for j, (g, _) in items)
         if adj is None and pairs and not (policy == "lead" and any(j in leads for j, _ in pairs)):
@@ -224,10 +227,6 @@ def _order(t) -> float:
     return float("-inf") if s is None else s
 
 
-def _project_id(project: Project | int) -> int:
-    return project if isinstance(project, int) else int(project.id)
-
-
 def load_judgments(
     session: Session,
     project: Project | int,
@@ -238,13 +237,13 @@ def load_judgments(
     """Every judgment row of the project as :class:`Label` records (judge =
     user name), oldest first; ``overlap_only``: only pairs in the overlap set or labelled by two or
     more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``."""
-    pid = _project_id(project)
+    pid = project_id(project)
     stmt = (
-        select(Query.qid, Document.docid, User.name, Judgment.grade, Judgment.answered_at, Judgment.shown_at,
-               Judgment.pair_id, Judgment.skipped)
-        .join(PoolPair, PoolPair.id == Judgment.pair_id)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
+        join_pair_text(
+            select(Query.qid, Document.docid, User.name, Judgment.grade, Judgment.answered_at, Judgment.shown_at,
+                   Judgment.pair_id, Judgment.skipped)
+            .join(PoolPair, PoolPair.id == Judgment.pair_id)
+        )
         .join(User, User.id == Judgment.judge_id)
         .where(Judgment.project_id == pid)
         .order_by(Judgment.answered_at, Judgment.id)
@@ -276,7 +275,7 @@ def overlap_only(session: Session, project: Project | int, judgments: Iterable[L
     """The records of ``judgments`` (as from :func:`load_judgments`) on the pairs agreement is
     measured on: the overlap set's pairs and any pair labelled by two or more judges. Saves a
     second load when a page needs both all judgments (timing) and the overlap ones."""
-    pid = _project_id(project)
+    pid = project_id(project)
     judges_of: dict[tuple[str, str], set[str]] = defaultdict(set)
     judgments = list(judgments)
     for j in judgments:
@@ -284,11 +283,9 @@ def overlap_only(session: Session, project: Project | int, judgments: Iterable[L
             judges_of[(j.qid, j.docid)].add(j.judge)
     keep = {u for u, js in judges_of.items() if len(js) >= 2}
     keep |= set(session.exec(
-        select(Query.qid, Document.docid)
-        .select_from(Assignment)
-        .join(PoolPair, PoolPair.id == Assignment.pair_id)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
+        join_pair_text(
+            select(Query.qid, Document.docid).select_from(Assignment).join(PoolPair, PoolPair.id == Assignment.pair_id)
+        )
         .where(Assignment.project_id == pid, Assignment.kind == "overlap")
     ).all())
     return [j for j in judgments if (j.qid, j.docid) in keep]
@@ -297,7 +294,7 @@ def overlap_only(session: Session, project: Project | int, judgments: Iterable[L
 def query_strata(session: Session, project: Project | int) -> dict[str, str]:
     """``{qid: stratum key}`` of the project's queries (``"(none)"`` for a query without one): the
     strata the agreement report's per-stratum table groups the pairs by."""
-    rows = session.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == _project_id(project)))
+    rows = session.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == project_id(project)))
     return {qid: key or "(none)" for qid, key in rows.all()}
 
 
@@ -318,17 +315,9 @@ def final_labels(
     Dropped queries are not filtered here: the export decides what to leave out.
     """
     _check_policy(policy)
-    pid = _project_id(project)
-    pair_ids = {
-        (q, d): i
-        for i, q, d in session.exec(
-            select(PoolPair.id, Query.qid, Document.docid)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
-            .where(PoolPair.project_id == pid)
-        ).all()
-    }
-    unit_of = {i: u for u, i in pair_ids.items()}
+    pid = project_id(project)
+    ids = pair_ids(session, pid)
+    unit_of = {i: u for u, i in ids.items()}
     names = dict(session.exec(select(User.id, User.name)).all())
     leads = {names[i] for i in session.exec(select(User.id).where(User.role.in_(LEAD_ROLES))).all()}
     # Rows in the order they were answered: the last row of a (pair, judge) is its latest label.
@@ -342,10 +331,10 @@ def final_labels(
         votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
     adjudications: dict[tuple[str, str], tuple[int, str, str]] = {}
     for qid, docid, grade, reason, lead in session.exec(
-        select(Query.qid, Document.docid, Adjudication.grade, Adjudication.reason, User.name)
-        .join(PoolPair, PoolPair.id == Adjudication.pair_id)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
+        join_pair_text(
+            select(Query.qid, Document.docid, Adjudication.grade, Adjudication.reason, User.name)
+            .join(PoolPair, PoolPair.id == Adjudication.pair_id)
+        )
         .join(User, User.id == Adjudication.lead_id)
         .where(Adjudication.project_id == pid)
         .order_by(Adjudication.created_at, Adjudication.id)
@@ -359,10 +348,10 @@ def final_labels(
     ).all():
         seeds[(str(qid), str(docid))] = int(grade)
     out = _resolve_all(votes, policy=policy, adjudications=adjudications, seeds=seeds, leads=leads,
-                       pair_ids=pair_ids)
+                       pair_of=ids)
     if include_unjudged:
         seen = {(f.qid, f.docid) for f in out}
-        out.extend(FinalLabel(q, d, None, "unjudged", (), i) for (q, d), i in pair_ids.items() if (q, d) not in seen)
+        out.extend(FinalLabel(q, d, None, "unjudged", (), i) for (q, d), i in ids.items() if (q, d) not in seen)
         out.sort(key=lambda f: (f.qid, f.docid))
     return out
 

@@ -179,10 +179,7 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
       golden adjudicate --project news --lead lena --pair q12/doc7 --grade 2 \\
           --reason "answers the question in the second paragraph"
     """
-    from sqlmodel import select
-
-    from curation.agree.adjudication import adjudicate, disagreements
-    from curation.store.models import Document, PoolPair, Query
+    from curation.agree.adjudication import adjudicate, disagreements, pair_id_of
     from curation.store.projects import get_project
     from curation.store.users import require_user
 
@@ -207,11 +204,7 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
         qid, sep, docid = pair_ref.partition("/")
         if not sep:
             raise click.UsageError(f"--pair {pair_ref!r}: write it as QID/DOCID")
-        pair_id = s.exec(
-            select(PoolPair.id).join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
-            .where(PoolPair.project_id == proj.id, Query.qid == qid, Document.docid == docid)
-        ).first()
+        pair_id = pair_id_of(s, proj, qid, docid)
         if pair_id is None:
             raise click.ClickException(f"--pair: {pair_ref} is not a pair of project {proj.name}")
         lead = require_user(s, lead_name)
