@@ -100,6 +100,22 @@ def test_dashboard_shows_the_reports_numbers_and_a_heatmap(app, engine, setup):
     assert r.status_code == 400
 
 
+def test_every_staff_page_has_the_one_role_guard_and_an_unknown_project_is_404(app, setup):
+    """Lead, leak, versions and report pages: a judge gets the same 403, a lead gets in; a project id
+    that does not exist is a 404 on the lead and leak pages alike."""
+    pid = setup.project_id
+    staff = (f"/lead/{pid}", f"/lead/{pid}/adjudicate", f"/lead/{pid}/leaks", "/versions/", "/reports/x/v1")
+    judge = login(app.test_client(), "alice")
+    for url in staff:
+        r = judge.get(url)
+        assert r.status_code == 403 and "Only leads and admins can open this page." in text_of(r.data), url
+    lead = login(app.test_client(), "lena")
+    assert lead.get("/versions/").status_code == 200
+    for url in ("/lead/9999", "/lead/9999/adjudicate", "/lead/9999/leaks"):
+        assert lead.get(url).status_code == 404, url
+    assert judge.get("/projects/9999/judge").status_code == 404  # the judging page's own lookup
+
+
 def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup, tmp_path):
     # Earlier labels of the document holding <script>: 0 against 2, the largest distance, first.
     with new_session(engine) as s:
