@@ -162,27 +162,10 @@ def resolve(
     if len(grades) == 1:
         return next(iter(grades)), "unanimous"
     if policy == "majority":
-        (top, n), *rest = grades.most_common()
+        (top, n), *_ = grades.most_common()
         if n * 2 > len(votes):
             return top, "majority"
     return None, "unresolved"
-
-
-def final_labels_from(
-    labels: Mapping[tuple[str, str], Mapping[str, Label]],
-    *,
-    policy: str = "adjudicated",
-    adjudications: Mapping[tuple[str, str], int] | None = None,
-    seeds: Mapping[tuple[str, str], int] | None = None,
-    leads: Iterable[str] = (),
-) -> list[FinalLabel]:
-    """Final labels on plain data: ``labels`` as from :func:`latest_labels`,
-    ``adjudications`` and ``seeds`` keyed by (qid, docid), ``leads`` the judges whose label wins
-    under the ``lead`` policy. Sorted by qid, docid."""
-    _check_policy(policy)
-    votes = {u: {j: (int(r.grade), _order(r.answered_at)) for j, r in d.items()} for u, d in labels.items()}
-    return _resolve_all(votes, policy=policy, adjudications=adjudications or {}, seeds=seeds or {},
-                        leads=set(leads))
 
 
 def _resolve_all(
@@ -220,11 +203,6 @@ def _resolve_all(
             reason = lead = None
         out.append(FinalLabel(unit[0], unit[1], grade, source, pairs, pid, lead, reason))
     return out
-
-
-def _order(t) -> float:
-    s = as_seconds(t)
-    return float("-inf") if s is None else s
 
 
 def load_judgments(
@@ -355,8 +333,3 @@ def final_labels(
         out.sort(key=lambda f: (f.qid, f.docid))
     return out
 
-
-def source_counts(labels: Iterable[FinalLabel]) -> dict[str, int]:
-    """How many final labels came from each source (every source present, zeros included)."""
-    counts = Counter(f.source for f in labels)
-    return {s: counts.get(s, 0) for s in SOURCES}

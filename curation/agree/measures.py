@@ -384,7 +384,7 @@ def compare_pair(
     graded = k > 2
     measures: dict[str, Estimate] = {"agreement": _percent(int((y1 == y2).sum()), len(units))}
     for name, w in (("kappa", None), ("kappa_linear", "linear"), ("kappa_quadratic", "quadratic")):
-        if name != "kappa" and not graded:
+        if MEASURES[name].graded_only and not graded:
             continue
         measures[name] = cohen_kappa(y1, y2, scale=scale, weights=w, judges=(a, b))
     rel_data = np.vstack([y1, y2]).astype(np.float64) if units else np.zeros((2, 0))
@@ -489,7 +489,7 @@ def compare_all(
         pairwise_only = "agreement needs two judges"
     measures: dict[str, Estimate] = {"agreement": _percent(int(unanimous.sum()), len(units))}
     for name in ("kappa", "kappa_linear", "kappa_quadratic"):
-        if name == "kappa" or graded:
+        if graded or not MEASURES[name].graded_only:
             measures[name] = Estimate(None, undefined=pairwise_only)
     measures["alpha_nominal"] = krippendorff_alpha(data, scale=scale, level="nominal")
     if graded:
