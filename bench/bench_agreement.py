@@ -10,8 +10,10 @@ vectorised replicates equal the libraries' on those resamples.
 
 Part 2 (store): a project of ``--queries x --docs`` pairs on SQLite (``--db URL`` for another
 database) with two judges' labels imported from qrels (``golden import-judgments``), then times
-the import, loading the judgments, the agreement report, the adjudication queue, the final
-labels, and the lead's dashboard and queue pages through Flask's test client.
+the import, loading the judgments, the agreement report (on the loaded records, then whole as
+``golden agreement`` and the dashboard build it: :func:`curation.agree.agreement.build_agreement_report`),
+the adjudication queue, the final labels, and the lead's dashboard and queue pages through Flask's
+test client.
 
     python bench/bench_agreement.py
     python bench/bench_agreement.py --queries 1000 --docs 100 --naive 20
@@ -33,7 +35,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 SHARED = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
@@ -124,10 +125,10 @@ def part1(naive: int, resamples: int) -> None:
 
 
 def part2(queries: int, docs: int, db: str | None) -> None:
-    from agreement_setup import add_users, write_project_files, write_qrels
+    from tests.support.agreement_setup import add_users, write_project_files, write_qrels
     from curation.store import projects
     from curation.agree.adjudication import disagreements
-    from curation.agree.agreement import agreement_report
+    from curation.agree.agreement import agreement_report, build_agreement_report
     from curation.judge.importing import import_judgments
     from curation.agree.labels import final_labels, load_judgments
     from curation.store.migrate import upgrade
@@ -166,6 +167,8 @@ def part2(queries: int, docs: int, db: str | None) -> None:
         project = projects.get_project(s, "bench")
         recs = timed("load_judgments (overlap)", lambda: load_judgments(s, project, overlap_only=True))
         timed("agreement_report, 1000 resamples", lambda: agreement_report(recs, scale=[0, 1, 2], cut=1))
+        timed("build_agreement_report (golden agreement's and /lead's: loads + report)",
+              lambda: build_agreement_report(s, project))
         queue = timed("disagreements (queue)", lambda: disagreements(s, project))
         labels = timed("final_labels", lambda: final_labels(s, project))
     print(f"  {len(recs):,} judgments, {len(queue):,} disagreements, {len(labels):,} final labels")
