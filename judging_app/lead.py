@@ -167,7 +167,7 @@ def dashboard(project_id: int):
     db = get_db()
     report = _report(project)
     released_by = db.get(User, project.released_by_id) if project.released_by_id else None
-    queue = adjudication.queue_counts(db, project)
+    queue = report.disagreements
     held = project.hold_main and project.released_at is None
     summary = assignment.queue_summary(db, project)
     main_pairs = sum(v.get("main", 0) for v in summary.values())

@@ -23,6 +23,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from sqlmodel import Session
 
+from curation.agree.adjudication import QueueCounts, queue_counts
 from curation.agree.labels import Label, as_seconds, latest_labels, load_judgments, overlap_only, query_strata
 from curation.agree.measures import Agreement, Estimate, check_bootstrap, check_cut, compare_all, compare_pair
 from curation.agree.settings import (
@@ -130,6 +131,7 @@ class Report:
     seed: int
     confidence: float
     notes: list[str] = field(default_factory=list)
+    disagreements: QueueCounts | None = None  # the adjudication queue (from the store only)
 
     @property
     def graded(self) -> bool:
@@ -151,6 +153,7 @@ class Report:
             "bootstrap": {"resamples": self.resamples, "seed": self.seed, "confidence": self.confidence,
                           "unit": "query"},
             "notes": self.notes,
+            "disagreements": None if self.disagreements is None else self.disagreements._asdict(),
         }
 
 
@@ -420,10 +423,13 @@ def build_agreement_report(
     """The agreement report of ``project``, as ``golden agreement`` (text and ``--json``) and the
     ``/lead`` dashboard show it: the overlap set's labels (the overlap assignments and every pair two
     judges labelled) on the project's scale, per stratum of the queries, the judges timed on all their
-    judgments. ``cut`` None: :func:`curation.agree.settings.default_cut` of the scale."""
+    judgments, with the disagreements waiting for a lead and those adjudicated.
+    ``cut`` None: :func:`curation.agree.settings.default_cut` of the scale."""
     every = load_judgments(session, project)
-    return agreement_report(
+    report = agreement_report(
         overlap_only(session, project, every), scale=[g.grade for g in projects.grades(project)], cut=cut,
         strata=query_strata(session, project), thresholds=thresholds, verdict_on=verdict_on, resamples=resamples,
         seed=seed, window=window, timing_judgments=every,
     )
+    report.disagreements = queue_counts(session, project)
+    return report

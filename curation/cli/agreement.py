@@ -54,6 +54,9 @@ def print_report(proj_name: str, report) -> None:
                f"at least {t.min_pairs} pairs")
     for note in report.notes:
         click.echo(f"note: {note}")
+    if report.disagreements is not None:
+        d = report.disagreements
+        click.echo(f"disagreements: {d.open} wait for a lead (golden adjudicate), {d.resolved} adjudicated")
     comps = ([report.overall] if len(report.judges) > 2 else []) + report.pairwise
     for c in comps:
         who = " + ".join(c.judges) if len(c.judges) == 2 else f"all {len(c.judges)} judges"

@@ -301,6 +301,9 @@ def test_cli_json_and_dashboard_show_the_same_figures_on_a_1_to_3_scale(engine, 
     assert (v["band"], v["thresholds"]["usable"], v["thresholds"]["marginal"]) == ("too few pairs", 0.70, 0.60)
     assert v["message"] in page and f"Read on percent agreement, {v['on']}" in page
     assert cli["bootstrap"]["resamples"] == 1000 and "from 1000 bootstrap resamples" in page
+    # The disagreements waiting for a lead: the ...1 documents of the overlap set.
+    assert cli["disagreements"] == {"open": len(both) - same, "resolved": 0}
+    assert re.search(r'data-testid="open-count">(\d+)<', body).group(1) == str(cli["disagreements"]["open"])
     # Per stratum.
     for st in cli["strata"]:
         cells = _row_cells(body, "strata-table", st["stratum"])
