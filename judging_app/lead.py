@@ -1,11 +1,11 @@
 """The lead's side: agreement on the overlap set, the adjudication queue, new guidelines versions
 and releasing the held-back remainder of the pool.
 
-Every view is for leads and admins only (:func:`judging_app.auth.lead_required`: anyone else gets 403). The numbers
-come from :func:`curation.agree.agreement.build_agreement_report` (the report ``golden agreement``
-prints); the queue and decisions from :mod:`curation.agree.adjudication`; the release from
-:func:`curation.judge.assignment.release`. The charts
-(confusion heatmap, drift, label distributions) are inline SVG drawn here from those numbers: no
+Every view is for leads and admins only (:func:`judging_app.auth.lead_required`: anyone else gets
+403). The numbers come from :func:`curation.agree.agreement.build_agreement_report` (the report
+``golden agreement`` prints); the queue and decisions from :mod:`curation.agree.adjudication`; the
+release from :func:`curation.judge.assignment.release`. The charts (confusion heatmap, drift, label
+distributions) are inline SVG drawn here from those numbers: no
 script library, no CDN, and no inline style (the app's CSP forbids it; SVG presentation
 attributes are used instead).
 """

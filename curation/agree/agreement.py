@@ -217,8 +217,8 @@ def _check_scale(scale: Sequence[int] | None, grades: Iterable[int], cut: int) -
 
 
 
-def read_verdict(comparison: Agreement, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, on: str = "binary",
-            cut: int | None = None) -> Verdict:
+def read_verdict(agreement: Agreement, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, on: str = "binary",
+                 cut: int | None = None) -> Verdict:
     """Read percent agreement (``on="binary"``: after the collapse at the cut, how the qrels are
     usually used; ``on="graded"``: on the scale as labelled) against ``thresholds``.
 
@@ -228,16 +228,16 @@ def read_verdict(comparison: Agreement, *, thresholds: Thresholds = DEFAULT_THRE
     """
     if on not in ("binary", "graded"):
         raise ValueError(f"on: expected 'binary' or 'graded', got {on!r}")
-    est = (comparison.binary if on == "binary" else comparison.measures)["agreement"]
+    est = (agreement.binary if on == "binary" else agreement.measures)["agreement"]
     what = f"binary (grade >= {cut} relevant)" if on == "binary" and cut is not None else on
     if not est.defined:
-        return Verdict("undefined", f"no verdict: {est.undefined}", None, what, comparison.pairs, thresholds)
+        return Verdict("undefined", f"no verdict: {est.undefined}", None, what, agreement.pairs, thresholds)
     v = est.value
     pct = f"{100 * v:.1f}%"
-    if comparison.pairs < thresholds.min_pairs:
+    if agreement.pairs < thresholds.min_pairs:
         return Verdict("too few pairs", (
-            f"{comparison.pairs} shared pairs, fewer than {thresholds.min_pairs}: agreement {pct} is not yet "
-            "a reliable figure; judge more of the overlap set"), v, what, comparison.pairs, thresholds)
+            f"{agreement.pairs} shared pairs, fewer than {thresholds.min_pairs}: agreement {pct} is not yet "
+            "a reliable figure; judge more of the overlap set"), v, what, agreement.pairs, thresholds)
     if v >= thresholds.usable:
         band, msg = "usable", f"agreement {pct} >= {100 * thresholds.usable:.0f}%: usable for a paired comparison"
     elif v >= thresholds.marginal:
@@ -249,14 +249,14 @@ def read_verdict(comparison: Agreement, *, thresholds: Thresholds = DEFAULT_THRE
             f"agreement {pct} < {100 * thresholds.marginal:.0f}%: the definition of relevance is not usable; "
             "more queries will not fix it: revise the guidelines and re-judge the overlap set")
     caveat = None
-    alpha = (comparison.binary if on == "binary" else comparison.measures).get("alpha_nominal")
+    alpha = (agreement.binary if on == "binary" else agreement.measures).get("alpha_nominal")
     if band != "not usable" and alpha is not None:
         if not alpha.defined:
             caveat = f"Krippendorff's alpha is undefined ({alpha.undefined}): the percent agreement says little"
         elif alpha.value < thresholds.chance_alpha:
             caveat = (f"Krippendorff's alpha is {alpha.value:.2f} (< {thresholds.chance_alpha:.2f}): beyond chance the "
                       "judges hardly agree; the percent agreement mostly reflects how common one grade is")
-    return Verdict(band, msg, v, what, comparison.pairs, thresholds, caveat)
+    return Verdict(band, msg, v, what, agreement.pairs, thresholds, caveat)
 
 
 def label_distributions(labels: Mapping[tuple[str, str], Mapping[str, Label]], judges: Sequence[str],
