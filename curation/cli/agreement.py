@@ -10,7 +10,7 @@ import json
 
 import click
 
-from curation.agree.settings import DEFAULT_THRESHOLDS, DRIFT_WINDOW, RESAMPLES
+from curation.agree.settings import DEFAULT_THRESHOLDS, DRIFT_WINDOW, RESAMPLES, Thresholds
 from curation.cli.base import db_option, domain_errors, main, seed_option, store_session
 
 
@@ -122,7 +122,6 @@ def agreement_cmd(project_name, cut, as_json, resamples, usable, marginal, min_p
     """
 
     from curation.agree.agreement import build_agreement_report
-    from curation.agree.settings import Thresholds
     from curation.store.projects import get_project
 
     with store_session(db_url) as s:
