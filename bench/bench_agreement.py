@@ -2,7 +2,7 @@
 
 Part 1 (no store): two assessments of the same pairs (the two robust03 qrels files, 128,796
 pairs in 100 queries, when ../shared/data is present; else a synthetic pair of the same shape).
-Times :func:`curation.agree.agreement.compare_pair` with 1,000 query resamples (every figure: percent
+Times :func:`curation.agree.measures.compare_pair` with 1,000 query resamples (every figure: percent
 agreement, three kappas, two alphas, and the binary three), against the obvious way: resampling the
 pairs of the drawn queries and calling scikit-learn's ``cohen_kappa_score`` and ``krippendorff.alpha``
 on each resample (timed on ``--naive`` resamples and scaled to 1,000). Also checks that the
@@ -10,8 +10,10 @@ vectorised replicates equal the libraries' on those resamples.
 
 Part 2 (store): a project of ``--queries x --docs`` pairs on SQLite (``--db URL`` for another
 database) with two judges' labels imported from qrels (``golden import-judgments``), then times
-the import, loading the judgments, the agreement report, the adjudication queue, the final
-labels, and the lead's dashboard and queue pages through Flask's test client.
+the import, loading the judgments, the agreement report (on the loaded records, then whole as
+``golden agreement`` and the dashboard build it: :func:`curation.agree.agreement.build_agreement_report`),
+the adjudication queue, the final labels, and the lead's dashboard and queue pages through Flask's
+test client.
 
     python bench/bench_agreement.py
     python bench/bench_agreement.py --queries 1000 --docs 100 --naive 20
@@ -33,7 +35,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 SHARED = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
@@ -64,10 +65,11 @@ def part1(naive: int, resamples: int) -> None:
     import krippendorff
     from sklearn.metrics import cohen_kappa_score
 
-    from curation.agree.agreement import Judgment, compare_pair, latest_labels
+    from curation.agree.labels import Label, latest_labels
+    from curation.agree.measures import compare_pair
 
     a, b, what = two_assessments()
-    recs = [Judgment(q, d, "a", g) for (q, d), g in a.items()] + [Judgment(q, d, "b", g) for (q, d), g in b.items()]
+    recs = [Label(q, d, "a", g) for (q, d), g in a.items()] + [Label(q, d, "b", g) for (q, d), g in b.items()]
     labels = latest_labels(recs)
     units = sorted(set(a) & set(b))
     scale = [0, 1, 2]
@@ -106,7 +108,7 @@ def part1(naive: int, resamples: int) -> None:
     print(f"  libraries on each resample: {per * 1000:.0f} ms per resample -> {per * resamples:.1f} s for "
           f"{resamples} (measured on {naive}); ratio {per * resamples / ours:.0f}x")
     # The vectorised replicates reproduce the library on these resamples (same draws, same order).
-    from curation.agree.agreement import _kappa_from_confusion
+    from curation.agree.measures import _kappa_from_confusion
 
     conf = np.zeros((len(qids), 3, 3))
     qindex = {q: i for i, q in enumerate(qids)}
@@ -123,10 +125,10 @@ def part1(naive: int, resamples: int) -> None:
 
 
 def part2(queries: int, docs: int, db: str | None) -> None:
-    from agreement_setup import add_users, write_project_files, write_qrels
+    from tests.support.agreement_setup import add_users, write_project_files, write_qrels
     from curation.store import projects
     from curation.agree.adjudication import disagreements
-    from curation.agree.agreement import agreement_report
+    from curation.agree.agreement import agreement_report, build_agreement_report
     from curation.judge.importing import import_judgments
     from curation.agree.labels import final_labels, load_judgments
     from curation.store.migrate import upgrade
@@ -165,6 +167,8 @@ def part2(queries: int, docs: int, db: str | None) -> None:
         project = projects.get_project(s, "bench")
         recs = timed("load_judgments (overlap)", lambda: load_judgments(s, project, overlap_only=True))
         timed("agreement_report, 1000 resamples", lambda: agreement_report(recs, scale=[0, 1, 2], cut=1))
+        timed("build_agreement_report (golden agreement's and /lead's: loads + report)",
+              lambda: build_agreement_report(s, project))
         queue = timed("disagreements (queue)", lambda: disagreements(s, project))
         labels = timed("final_labels", lambda: final_labels(s, project))
     print(f"  {len(recs):,} judgments, {len(queue):,} disagreements, {len(labels):,} final labels")

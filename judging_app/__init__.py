@@ -2,9 +2,11 @@
 
 ``create_app`` builds the app (the Flask tutorial's app-factory pattern): one database engine per
 app, one session per request (:mod:`judging_app.db`), CSRF protection on every form
-(flask-wtf's ``CSRFProtect``), one error renderer (:mod:`judging_app.errors`) and two blueprints,
-``auth`` (log in / out) and ``judge`` (the judging page). Views parse input, call one ``curation``
-function and render; no SQL and no statistics are written here.
+(flask-wtf's ``CSRFProtect``), one error renderer (:mod:`judging_app.errors`) and seven blueprints:
+``assets`` (htmx, from its wheel), ``auth`` (log in / out; the role guards), ``judge`` (the judging page),
+and, for leads and admins, ``lead`` (agreement, adjudication, release), ``leaks`` (the leak review),
+``versions`` (exported versions) and ``reports`` (comparison reports). Views parse input, call
+``curation`` functions and render; no SQL and no statistics are written here.
 """
 
 from __future__ import annotations

@@ -1,14 +1,21 @@
-"""Logging in and out. Passwords are checked by :func:`curation.store.users.authenticate` (werkzeug's
-hashes); the session cookie holds only the user's id, signed by Flask, HttpOnly, SameSite=Lax."""
+"""Logging in and out, and who may open which page. Passwords are checked by
+:func:`curation.store.users.authenticate` (werkzeug's hashes); the session cookie holds only the user's
+id, signed by Flask, HttpOnly, SameSite=Lax.
+
+The guards, each written once: :func:`login_required` (any signed-in user), :func:`lead_required`
+(leads and admins: the lead, leak, versions and report pages) and :func:`project_or_404` (a project
+those staff pages may open: any project of the store). The judging pages have their own, narrower
+lookup (:mod:`judging_app.judge`: only a project the judge has work in)."""
 
 from __future__ import annotations
 
 import functools
 from urllib.parse import urlsplit
 
-from flask import Blueprint, g, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, g, redirect, render_template, request, session, url_for
 
 from curation.store import users
+from curation.store.models import Project
 
 from .db import get_db
 from .errors import is_htmx
@@ -36,6 +43,28 @@ def login_required(view):
         return view(*args, **kwargs)
 
     return wrapped
+
+
+def lead_required(view):
+    """Logged in (else the login page), and a lead or admin (else 403)."""
+
+    @functools.wraps(view)
+    @login_required
+    def wrapped(*args, **kwargs):
+        if not users.is_lead(g.user):
+            abort(403, description="Only leads and admins can open this page.")
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+def project_or_404(project_id: int) -> Project:
+    """The project with this id, for a page behind :func:`lead_required` (staff see every project); 404
+    when there is none."""
+    project = get_db().get(Project, project_id)
+    if project is None:
+        abort(404)
+    return project
 
 
 def _safe_next(value: str | None) -> str | None:

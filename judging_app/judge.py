@@ -1,6 +1,6 @@
 """The judging page: one pair at a time, keyboard first, htmx swapping in the next pair.
 
-Every view goes through :func:`_project_or_404` (the project must be one of the judge's) and calls
+Every view goes through :func:`_own_project_or_404` (the project must be one of the judge's) and calls
 :mod:`curation.judge.judging`, which only ever reads or writes the logged-in judge's own assignments and
 returns records free of provenance and of other judges' labels. A request for anything else gets a
 404 that says nothing about what exists.
@@ -50,7 +50,7 @@ def format_duration(seconds: float | None) -> str | None:
     return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
 
 
-def _project_or_404(project_id: int):
+def _own_project_or_404(project_id: int):
     """The project, when the logged-in user has work in it; else 404 (nothing is revealed)."""
     return judging.judge_project(get_db(), g.user, project_id) or abort(404)
 
@@ -111,7 +111,7 @@ def index():
 def page(project_id: int):
     """The next pair to label; ``?at=N`` shows the judge's pair at queue position N (404 when it is
     not theirs) and ``?before=N`` the pair they answered before position N (the back key)."""
-    project = _project_or_404(project_id)
+    project = _own_project_or_404(project_id)
     db = get_db()
     note = None
     if "at" in request.args:
@@ -132,7 +132,7 @@ def page(project_id: int):
 def answer(project_id: int):
     """Record the answer to the pair shown with ``token``: ``grade=N``, ``action=skip``, or
     ``action=unsure`` with an optional ``note`` (and optional grade); then show the next pair."""
-    project = _project_or_404(project_id)
+    project = _own_project_or_404(project_id)
     db = get_db()
     form = request.form
     token = form.get("token", "")
@@ -170,7 +170,7 @@ def answer(project_id: int):
 @login_required
 def guidelines(project_id: int):
     """The guidelines in force, on a page of their own (the judging page also has them one key away)."""
-    project = _project_or_404(project_id)
+    project = _own_project_or_404(project_id)
     current = projects.current_guidelines(get_db(), project)
     return render_template(
         "judge/guidelines.html",

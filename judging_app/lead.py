@@ -1,63 +1,40 @@
 """The lead's side: agreement on the overlap set, the adjudication queue, new guidelines versions
 and releasing the held-back remainder of the pool.
 
-Every view is for leads and admins only (:func:`lead_required`: anyone else gets 403). The numbers
-come from :func:`curation.agree.agreement.agreement_report`; the queue and decisions from
-:mod:`curation.agree.adjudication`; the release from :func:`curation.judge.assignment.release`. The charts
-(confusion heatmap, drift, label distributions) are inline SVG drawn here from those numbers: no
+Every view is for leads and admins only (:func:`judging_app.auth.lead_required`: anyone else gets
+403). The numbers come from :func:`curation.agree.agreement.build_agreement_report` (the report
+``golden agreement`` prints); the queue and decisions from :mod:`curation.agree.adjudication`; the
+release from :func:`curation.judge.assignment.release`. The charts (confusion heatmap, drift, label
+distributions) are inline SVG drawn here from those numbers: no
 script library, no CDN, and no inline style (the app's CSP forbids it; SVG presentation
 attributes are used instead).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
-from sqlmodel import select
 
 from curation.agree import adjudication
 from curation.judge import assignment
 from curation.store import projects
-from curation.store import users
-from curation.agree.agreement import MEASURES, Thresholds, agreement_report, format_estimate
-from curation.agree.labels import load_judgments, overlap_only
-from curation.store.models import Project, Query, User
+from curation.agree.agreement import build_agreement_report
+from curation.agree.measures import MEASURES, format_estimate
+from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
+from curation.store.models import Project, User
 
-from .auth import login_required
+from .auth import lead_required, project_or_404
 from .db import get_db
 from .errors import is_htmx
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
-
-RESAMPLES = 1000
 
 
 @bp.context_processor
 def _lead_links() -> dict:
     """Links to the other lead pages that this app has (the leak check lives in its own blueprint)."""
     return {"has_leaks": "leaks.index" in current_app.view_functions}
-
-
-def lead_required(view):
-    """Logged in (else the login page), and a lead or admin (else 403)."""
-
-    @functools.wraps(view)
-    @login_required
-    def wrapped(*args, **kwargs):
-        if not users.is_lead(g.user):
-            abort(403, description="Only leads and admins can see agreement and adjudicate.")
-        return view(*args, **kwargs)
-
-    return wrapped
-
-
-def _project_or_404(project_id: int) -> Project:
-    project = get_db().get(Project, project_id)
-    if project is None:
-        abort(404)
-    return project
 
 
 # ------------------------------------------------------------------------------ presentation helpers
@@ -160,20 +137,12 @@ def _float_arg(name: str, default: float) -> float:
 
 
 def _report(project: Project):
-    db = get_db()
-    scale = [gr.grade for gr in projects.grades(project)]
-    cut = request.args.get("cut", type=int)
-    if cut is None:
-        cut = 1 if scale[0] < 1 <= scale[-1] else scale[1]
+    """The project's agreement report (:func:`curation.agree.agreement.build_agreement_report`, as
+    ``golden agreement`` prints it) with the cut and thresholds of the page's settings form."""
     try:
-        thresholds = Thresholds(usable=_float_arg("usable", 0.70), marginal=_float_arg("marginal", 0.60))
-        strata = dict(db.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == project.id)).all())
-        every = load_judgments(db, project)
-        return agreement_report(
-            overlap_only(db, project, every), scale=scale, cut=cut,
-            strata={q: k or "(none)" for q, k in strata.items()}, thresholds=thresholds, resamples=RESAMPLES,
-            seed=0, timing_judgments=every,
-        )
+        thresholds = Thresholds(usable=_float_arg("usable", DEFAULT_THRESHOLDS.usable),
+                                marginal=_float_arg("marginal", DEFAULT_THRESHOLDS.marginal))
+        return build_agreement_report(get_db(), project, cut=request.args.get("cut", type=int), thresholds=thresholds)
     except ValueError as exc:
         abort(400, description=str(exc))
 
@@ -185,7 +154,7 @@ def _report(project: Project):
 @lead_required
 def index():
     """The projects a lead can review (straight to the dashboard when there is one)."""
-    rows = list(get_db().exec(select(Project).order_by(Project.name)).all())
+    rows = projects.list_projects(get_db())
     if len(rows) == 1:
         return redirect(url_for("lead.dashboard", project_id=rows[0].id))
     return render_template("lead/index.html", projects=rows)
@@ -194,11 +163,11 @@ def index():
 @bp.get("/<int:project_id>")
 @lead_required
 def dashboard(project_id: int):
-    project = _project_or_404(project_id)
+    project = project_or_404(project_id)
     db = get_db()
     report = _report(project)
     released_by = db.get(User, project.released_by_id) if project.released_by_id else None
-    queue = adjudication.queue_counts(db, project)
+    queue = report.disagreements
     held = project.hold_main and project.released_at is None
     summary = assignment.queue_summary(db, project)
     main_pairs = sum(v.get("main", 0) for v in summary.values())
@@ -221,7 +190,7 @@ def dashboard(project_id: int):
 def release(project_id: int):
     """Release the held-back main pairs, recording the lead and the agreement the verdict read.
     Against a verdict other than "usable" the form must carry ``confirm``."""
-    project = _project_or_404(project_id)
+    project = project_or_404(project_id)
     report = _report(project)
     if report.verdict.band != "usable" and request.form.get("confirm") != "yes":
         flash(f"Not released: the verdict is {report.verdict.band}. Tick the box to release anyway.", "error")
@@ -250,7 +219,7 @@ def _queue_context(project: Project, *, pair_id: int | None = None, error: str |
 @bp.get("/<int:project_id>/adjudicate")
 @lead_required
 def queue(project_id: int):
-    project = _project_or_404(project_id)
+    project = project_or_404(project_id)
     context = _queue_context(project, pair_id=request.args.get("pair", type=int))
     if is_htmx():
         return render_template("lead/_adjudication.html", **context)
@@ -261,7 +230,7 @@ def queue(project_id: int):
 @lead_required
 def decide(project_id: int):
     """Record the lead's final grade with a reason; show the next disagreement (htmx: the partial)."""
-    project = _project_or_404(project_id)
+    project = project_or_404(project_id)
     form = request.form
     pair_id = form.get("pair_id", type=int)
     grade = form.get("grade", "").strip()
@@ -292,7 +261,7 @@ def decide(project_id: int):
 @lead_required
 def new_guidelines(project_id: int):
     """Write a new guidelines version from the adjudication screen."""
-    project = _project_or_404(project_id)
+    project = project_or_404(project_id)
     text = request.form.get("text", "")
     note = (request.form.get("note") or "").strip() or None
     try:

@@ -11,9 +11,9 @@ from flask import Blueprint, abort, flash, g, redirect, render_template, request
 
 from curation.leak import findings as leaks
 
+from .auth import lead_required, project_or_404
 from .db import get_db
 from .errors import is_htmx
-from .lead import _project_or_404, lead_required
 
 bp = Blueprint("leaks", __name__, url_prefix="/lead")
 
@@ -21,7 +21,7 @@ bp = Blueprint("leaks", __name__, url_prefix="/lead")
 @bp.get("/<int:project_id>/leaks")
 @lead_required
 def index(project_id: int):
-    project = _project_or_404(project_id)
+    project = project_or_404(project_id)
     overview = leaks.leak_overview(get_db(), project)
     return render_template("leaks/index.html", project=project, overview=overview, decisions=leaks.DECISIONS)
 
@@ -30,7 +30,7 @@ def index(project_id: int):
 @lead_required
 def decide(project_id: int, finding_id: int):
     """Record the lead's decision on one (query, chunk); htmx gets the query's section back."""
-    project = _project_or_404(project_id)
+    project = project_or_404(project_id)
     decision = request.form.get("decision", "")
     if decision not in leaks.DECISIONS:
         abort(400, description="Choose one of the decisions in the list.")

@@ -16,7 +16,7 @@ from curation.evaluate.html_report import render_comparison
 from curation.evaluate.stats import WEIGHTINGS
 
 from .db import get_db
-from .versions import staff_required
+from .auth import lead_required
 
 bp = Blueprint("reports", __name__, url_prefix="/reports")
 
@@ -53,13 +53,13 @@ def _number(text: str | None, name: str) -> float | None:
 
 
 @bp.get("/<project>/<version>")
-@staff_required
+@lead_required
 def pick(project: str, version: str):
     return _form(project, version, _runs_or_404(project, version))
 
 
 @bp.get("/<project>/<version>/compare")
-@staff_required
+@lead_required
 def report(project: str, version: str):
     runs = _runs_or_404(project, version)
     args = request.args

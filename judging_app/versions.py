@@ -5,37 +5,20 @@ every download). Judges get a 403: manifests name judges and carry agreement fig
 
 from __future__ import annotations
 
-import functools
 import json
 
-from flask import Blueprint, Response, abort, g, render_template
+from flask import Blueprint, Response, abort, render_template
 
 from curation.export.manifest import ALL_FILES, MANIFEST
 from curation.export.versions_page import version_files, versions_overview
 
-from .auth import login_required
+from .auth import lead_required
 from .db import get_db
 
 bp = Blueprint("versions", __name__, url_prefix="/versions")
 
-ALLOWED_ROLES = ("lead", "admin")
-
-
-def staff_required(view):
-    """Logged in as a lead or admin, else 403 (anonymous visitors go to the login page)."""
-
-    @functools.wraps(view)
-    @login_required
-    def wrapped(*args, **kwargs):
-        if g.user.role not in ALLOWED_ROLES:
-            abort(403)
-        return view(*args, **kwargs)
-
-    return wrapped
-
-
 @bp.get("/")
-@staff_required
+@lead_required
 def index():
     return render_template("versions/index.html", versions=versions_overview(get_db()))
 
@@ -48,7 +31,7 @@ def _version_or_404(project: str, version: str):
 
 
 @bp.get("/<project>/<version>")
-@staff_required
+@lead_required
 def detail(project: str, version: str):
     info, files, _ = _version_or_404(project, version)
     return render_template(
@@ -62,7 +45,7 @@ def detail(project: str, version: str):
 
 
 @bp.get("/<project>/<version>.zip")
-@staff_required
+@lead_required
 def download(project: str, version: str):
     info, _, archive = _version_or_404(project, version)
     filename = f"{info.project}-{info.name}.zip".replace('"', "")

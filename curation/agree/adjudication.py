@@ -21,6 +21,7 @@ from typing import NamedTuple
 from sqlmodel import Session, select
 
 from curation.agree.labels import LEAD_ROLES
+from curation.store.lookups import join_pair_text, project_id
 from curation.store.models import Adjudication, Document, GuidelinesVersion, Judgment, PoolPair, Project, Query, User
 from curation.store.projects import current_guidelines, grades, set_guidelines
 
@@ -70,10 +71,6 @@ class Disagreement:
 class QueueCounts(NamedTuple):
     open: int
     resolved: int
-
-
-def _pid(project: Project | int) -> int:
-    return project if isinstance(project, int) else int(project.id)
 
 
 def _split_pairs(session: Session, pid: int) -> dict[int, int]:
@@ -140,7 +137,7 @@ def disagreements(
     first, then by qid and docid. ``limit`` caps the list (after sorting)."""
     if limit is not None and limit < 0:
         raise ValueError(f"limit: must be >= 0, got {limit}")
-    pid = _pid(project)
+    pid = project_id(project)
     split = _split_pairs(session, pid)
     adjs = _adjudicated(session, pid)
     if not include_resolved:
@@ -152,9 +149,7 @@ def disagreements(
     ids = sorted(split)
     for start in range(0, len(ids), 1000):
         for pair_id, qid, docid in session.exec(
-            select(PoolPair.id, Query.qid, Document.docid)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
+            join_pair_text(select(PoolPair.id, Query.qid, Document.docid))
             .where(PoolPair.id.in_(ids[start:start + 1000]))
         ).all():
             keys[pair_id] = (-split[pair_id], qid, docid)
@@ -170,9 +165,7 @@ def _entries(session: Session, pid: int, ids: list[int], split: dict[int, int]) 
     info = {}
     for start in range(0, len(ids), 1000):
         for pair_id, qid, qtext, docid, title, text in session.exec(
-            select(PoolPair.id, Query.qid, Query.text, Document.docid, Document.title, Document.text)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
+            join_pair_text(select(PoolPair.id, Query.qid, Query.text, Document.docid, Document.title, Document.text))
             .where(PoolPair.id.in_(ids[start:start + 1000]))
         ).all():
             info[pair_id] = (qid, qtext, docid, title, text)
@@ -191,7 +184,7 @@ def _adjudicated(session: Session, pid: int) -> set[int]:
 
 def queue_counts(session: Session, project: Project | int) -> QueueCounts:
     """How many disagreements wait for a lead, and how many were adjudicated (one light pass)."""
-    pid = _pid(project)
+    pid = project_id(project)
     split = _split_pairs(session, pid)
     done = _adjudicated(session, pid)
     resolved = sum(1 for p in split if p in done)
@@ -200,11 +193,19 @@ def queue_counts(session: Session, project: Project | int) -> QueueCounts:
 
 def disagreement(session: Session, project: Project | int, pair_id: int) -> Disagreement | None:
     """The queue entry of one pair (resolved or not), or None when its judges agree."""
-    pid = _pid(project)
+    pid = project_id(project)
     split = _split_pairs(session, pid)
     if pair_id not in split:
         return None
     return _entries(session, pid, [pair_id], split)[0]
+
+
+def pair_id_of(session: Session, project: Project | int, qid: str, docid: str) -> int | None:
+    """The id of the pair (``qid``, ``docid``) in ``project``'s pool, or None when it is not there."""
+    return session.exec(
+        join_pair_text(select(PoolPair.id))
+        .where(PoolPair.project_id == project_id(project), Query.qid == qid, Document.docid == docid)
+    ).first()
 
 
 def adjudicate(
@@ -222,7 +223,7 @@ def adjudicate(
     Submitting the same decision twice in a row (a double click) records it once.
     ValueError naming the parameter when the lead is not a lead or admin, the grade is not on the
     project's scale, the reason is empty or the pair is not the project's."""
-    pid = _pid(project)
+    pid = project_id(project)
     proj = session.get(Project, pid)
     if proj is None:
         raise ValueError(f"project: no project with id {pid}")
@@ -274,7 +275,7 @@ def open_guidelines_version(
     keeps it); judgments made from now on record the new version. Returns (version, is_new)."""
     if lead is None or lead.role not in LEAD_ROLES:
         raise ValueError("lead: only a lead or admin can change the guidelines")
-    proj = session.get(Project, _pid(project))
+    proj = session.get(Project, project_id(project))
     if proj is None:
         raise ValueError("project: unknown project")
     return set_guidelines(session, proj, text, created_by=lead, note=note)

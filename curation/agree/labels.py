@@ -21,17 +21,72 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from sqlmodel import Session, select
 
-from curation.agree.agreement import Judgment as Label
-from curation.agree.agreement import _seconds
-from curation.store.models import Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User
+from curation.store.lookups import join_pair_text, pair_ids, project_id
+from curation.store.models import (
+    Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User,
+)
 
 POLICIES = ("adjudicated", "majority", "lead")
 SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
 LEAD_ROLES = ("lead", "admin")
+
+
+class Label(NamedTuple):
+    """One label given by one judge to one (qid, docid) pair. ``grade=None`` is a skip (ignored).
+
+    ``answered_at`` and ``shown_at`` are datetimes (naive ones read as UTC) or numbers of seconds;
+    they order the labels (the latest of a judge for a pair counts), draw the drift curve and time
+    the judges. A NamedTuple: a project's hundreds of thousands of judgments load quickly.
+    (The ``Judgment`` table of :mod:`curation.store.models` holds them in the store.)
+    """
+
+    qid: str
+    docid: str
+    judge: str
+    grade: int | None
+    answered_at: datetime | float | None = None
+    shown_at: datetime | float | None = None
+
+
+def latest_labels(judgments: Iterable[Label]) -> dict[tuple[str, str], dict[str, Label]]:
+    """``{(qid, docid): {judge: latest Label}}``, skips ignored.
+
+    The latest is the one with the greatest ``answered_at``; records without a time, or with equal
+    times, count in input order (a later record wins). A skip after a label does not erase the
+    label: a skip is "no decision", not a decision.
+    """
+    best: dict[tuple[str, str], dict[str, Label]] = {}
+    when: dict[tuple[str, str, str], float] = {}
+    minus_inf = float("-inf")
+    for j in judgments:
+        if j.grade is None:
+            continue
+        t = as_seconds(j.answered_at)
+        if t is None:
+            t = minus_inf
+        unit = (j.qid, j.docid)
+        d = best.get(unit)
+        if d is None:
+            best[unit] = d = {}
+        key = (j.qid, j.docid, j.judge)
+        if j.judge not in d or t >= when[key]:  # equal times: the later record wins
+            d[j.judge] = j
+            when[key] = t
+    return best
+
+
+def as_seconds(t) -> float | None:
+    """A label's time as seconds since the epoch: datetimes (naive ones read as UTC) or numbers."""
+    if t is None or type(t) is float:
+        return t
+    if isinstance(t, datetime):
+        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()  # naive = UTC
+    return float(t)
 
 
 @dataclass(frozen=True)
@@ -56,7 +111,7 @@ class FinalLabel(NamedTuple):
     adjudicated_by: str | None = None
     reason: str | None = None
 
-    def to_dict(self) -> dict:
+    def as_dict(self) -> dict:
         return {
             "qid": self.qid,
             "docid": self.docid,
@@ -107,27 +162,10 @@ def resolve(
     if len(grades) == 1:
         return next(iter(grades)), "unanimous"
     if policy == "majority":
-        (top, n), *rest = grades.most_common()
+        (top, n), *_ = grades.most_common()
         if n * 2 > len(votes):
             return top, "majority"
     return None, "unresolved"
-
-
-def final_labels_from(
-    labels: Mapping[tuple[str, str], Mapping[str, Label]],
-    *,
-    policy: str = "adjudicated",
-    adjudications: Mapping[tuple[str, str], int] | None = None,
-    seeds: Mapping[tuple[str, str], int] | None = None,
-    leads: Iterable[str] = (),
-) -> list[FinalLabel]:
-    """Final labels on plain data: ``labels`` as from :func:`curation.agree.agreement.latest_labels`,
-    ``adjudications`` and ``seeds`` keyed by (qid, docid), ``leads`` the judges whose label wins
-    under the ``lead`` policy. Sorted by qid, docid."""
-    _check_policy(policy)
-    votes = {u: {j: (int(r.grade), _order(r.answered_at)) for j, r in d.items()} for u, d in labels.items()}
-    return _resolve_all(votes, policy=policy, adjudications=adjudications or {}, seeds=seeds or {},
-                        leads=set(leads))
 
 
 def _resolve_all(
@@ -137,17 +175,17 @@ def _resolve_all(
     adjudications: Mapping[tuple[str, str], object],
     seeds: Mapping[tuple[str, str], int],
     leads: set[str],
-    pair_ids: Mapping[tuple[str, str], int] | None = None,
+    pair_of: Mapping[tuple[str, str], int] | None = None,
 ) -> list[FinalLabel]:
     """:func:`resolve` over every unit, with a fast path for the common cases (one judge, or
     judges who agree, and no adjudication). ``adjudications`` map to a grade, or to a tuple
     (grade, reason, lead name) whose reason and lead are kept on the label."""
-    pair_ids = pair_ids or {}
+    pair_of = pair_of or {}
     out = []
     for unit in sorted(set(votes) | set(adjudications) | set(seeds)):
         by_judge = votes.get(unit) or {}
         adj = adjudications.get(unit)
-        pid = pair_ids.get(unit)
+        pid = pair_of.get(unit)
         items = sorted(by_judge.items()) if len(by_judge) > 1 else list(by_judge.items())
         pairs = tuple((j, g) for j, (g, _) in items)
         if adj is None and pairs and not (policy == "lead" and any(j in leads for j, _ in pairs)):
@@ -167,15 +205,6 @@ def _resolve_all(
     return out
 
 
-def _order(t) -> float:
-    s = _seconds(t)
-    return float("-inf") if s is None else s
-
-
-def _project_id(project: Project | int) -> int:
-    return project if isinstance(project, int) else int(project.id)
-
-
 def load_judgments(
     session: Session,
     project: Project | int,
@@ -183,16 +212,16 @@ def load_judgments(
     overlap_only: bool = False,
     include_skips: bool = False,
 ) -> list[Label]:
-    """Every judgment row of the project as :class:`curation.agree.agreement.Judgment` records (judge =
+    """Every judgment row of the project as :class:`Label` records (judge =
     user name), oldest first; ``overlap_only``: only pairs in the overlap set or labelled by two or
     more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``."""
-    pid = _project_id(project)
+    pid = project_id(project)
     stmt = (
-        select(Query.qid, Document.docid, User.name, Judgment.grade, Judgment.answered_at, Judgment.shown_at,
-               Judgment.pair_id, Judgment.skipped)
-        .join(PoolPair, PoolPair.id == Judgment.pair_id)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
+        join_pair_text(
+            select(Query.qid, Document.docid, User.name, Judgment.grade, Judgment.answered_at, Judgment.shown_at,
+                   Judgment.pair_id, Judgment.skipped)
+            .join(PoolPair, PoolPair.id == Judgment.pair_id)
+        )
         .join(User, User.id == Judgment.judge_id)
         .where(Judgment.project_id == pid)
         .order_by(Judgment.answered_at, Judgment.id)
@@ -224,7 +253,7 @@ def overlap_only(session: Session, project: Project | int, judgments: Iterable[L
     """The records of ``judgments`` (as from :func:`load_judgments`) on the pairs agreement is
     measured on: the overlap set's pairs and any pair labelled by two or more judges. Saves a
     second load when a page needs both all judgments (timing) and the overlap ones."""
-    pid = _project_id(project)
+    pid = project_id(project)
     judges_of: dict[tuple[str, str], set[str]] = defaultdict(set)
     judgments = list(judgments)
     for j in judgments:
@@ -232,14 +261,19 @@ def overlap_only(session: Session, project: Project | int, judgments: Iterable[L
             judges_of[(j.qid, j.docid)].add(j.judge)
     keep = {u for u, js in judges_of.items() if len(js) >= 2}
     keep |= set(session.exec(
-        select(Query.qid, Document.docid)
-        .select_from(Assignment)
-        .join(PoolPair, PoolPair.id == Assignment.pair_id)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
+        join_pair_text(
+            select(Query.qid, Document.docid).select_from(Assignment).join(PoolPair, PoolPair.id == Assignment.pair_id)
+        )
         .where(Assignment.project_id == pid, Assignment.kind == "overlap")
     ).all())
     return [j for j in judgments if (j.qid, j.docid) in keep]
+
+
+def query_strata(session: Session, project: Project | int) -> dict[str, str]:
+    """``{qid: stratum key}`` of the project's queries (``"(none)"`` for a query without one): the
+    strata the agreement report's per-stratum table groups the pairs by."""
+    rows = session.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == project_id(project)))
+    return {qid: key or "(none)" for qid, key in rows.all()}
 
 
 def final_labels(
@@ -259,17 +293,9 @@ def final_labels(
     Dropped queries are not filtered here: the export decides what to leave out.
     """
     _check_policy(policy)
-    pid = _project_id(project)
-    pair_ids = {
-        (q, d): i
-        for i, q, d in session.exec(
-            select(PoolPair.id, Query.qid, Document.docid)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
-            .where(PoolPair.project_id == pid)
-        ).all()
-    }
-    unit_of = {i: u for u, i in pair_ids.items()}
+    pid = project_id(project)
+    ids = pair_ids(session, pid)
+    unit_of = {i: u for u, i in ids.items()}
     names = dict(session.exec(select(User.id, User.name)).all())
     leads = {names[i] for i in session.exec(select(User.id).where(User.role.in_(LEAD_ROLES))).all()}
     # Rows in the order they were answered: the last row of a (pair, judge) is its latest label.
@@ -283,10 +309,10 @@ def final_labels(
         votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
     adjudications: dict[tuple[str, str], tuple[int, str, str]] = {}
     for qid, docid, grade, reason, lead in session.exec(
-        select(Query.qid, Document.docid, Adjudication.grade, Adjudication.reason, User.name)
-        .join(PoolPair, PoolPair.id == Adjudication.pair_id)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
+        join_pair_text(
+            select(Query.qid, Document.docid, Adjudication.grade, Adjudication.reason, User.name)
+            .join(PoolPair, PoolPair.id == Adjudication.pair_id)
+        )
         .join(User, User.id == Adjudication.lead_id)
         .where(Adjudication.project_id == pid)
         .order_by(Adjudication.created_at, Adjudication.id)
@@ -300,15 +326,10 @@ def final_labels(
     ).all():
         seeds[(str(qid), str(docid))] = int(grade)
     out = _resolve_all(votes, policy=policy, adjudications=adjudications, seeds=seeds, leads=leads,
-                       pair_ids=pair_ids)
+                       pair_of=ids)
     if include_unjudged:
         seen = {(f.qid, f.docid) for f in out}
-        out.extend(FinalLabel(q, d, None, "unjudged", (), i) for (q, d), i in pair_ids.items() if (q, d) not in seen)
+        out.extend(FinalLabel(q, d, None, "unjudged", (), i) for (q, d), i in ids.items() if (q, d) not in seen)
         out.sort(key=lambda f: (f.qid, f.docid))
     return out
 
-
-def source_counts(labels: Iterable[FinalLabel]) -> dict[str, int]:
-    """How many final labels came from each source (every source present, zeros included)."""
-    counts = Counter(f.source for f in labels)
-    return {s: counts.get(s, 0) for s in SOURCES}

@@ -1,5 +1,8 @@
 """``golden agreement``, ``golden import-judgments`` and ``golden adjudicate``: the lead's numbers,
-labels from earlier campaigns, and final labels for disagreements, from the command line."""
+labels from earlier campaigns, and final labels for disagreements, from the command line.
+
+The agreement report is :func:`curation.agree.agreement.build_agreement_report`, the one the ``/lead``
+dashboard shows; this module only formats it."""
 
 from __future__ import annotations
 
@@ -7,33 +10,14 @@ import json
 
 import click
 
+from curation.agree.settings import DEFAULT_THRESHOLDS, DRIFT_WINDOW, RESAMPLES, Thresholds
 from curation.cli.base import db_option, domain_errors, main, seed_option, store_session
-
-
-def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pairs, verdict_on, window):
-    from curation.agree.agreement import Thresholds, agreement_report
-    from curation.agree.labels import load_judgments, overlap_only
-    from curation.store.models import Query
-    from curation.store.projects import get_project, grades
-    from sqlmodel import select
-
-    proj = get_project(s, project_name)
-    scale = [g.grade for g in grades(proj)]
-    strata = dict(s.exec(select(Query.qid, Query.stratum_key).where(Query.project_id == proj.id)).all())
-    timing = load_judgments(s, proj)
-    overlap = overlap_only(s, proj, timing)
-    report = agreement_report(
-        overlap, scale=scale, cut=cut, strata={q: k or "(none)" for q, k in strata.items()},
-        thresholds=Thresholds(usable=usable, marginal=marginal, min_pairs=min_pairs), verdict_on=verdict_on,
-        resamples=resamples, seed=seed, window=window, timing_judgments=timing,
-    )
-    return proj, report
 
 
 def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
     """One line per agreement measure (pairwise-only ones left out for more than two judges),
     with its note, if any, on the next line."""
-    from curation.agree.agreement import MEASURES
+    from curation.agree.measures import MEASURES
 
     pad, width = " " * indent, 36 - indent
     for name, est in measures.items():
@@ -46,13 +30,13 @@ def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
 
 
 def _fmt_pct(est):
-    from curation.agree.agreement import format_estimate
+    from curation.agree.measures import format_estimate
 
     return format_estimate(est, percent=True)
 
 
 def _fmt(est):
-    from curation.agree.agreement import format_estimate
+    from curation.agree.measures import format_estimate
 
     return format_estimate(est)
 
@@ -70,6 +54,9 @@ def print_report(proj_name: str, report) -> None:
                f"at least {t.min_pairs} pairs")
     for note in report.notes:
         click.echo(f"note: {note}")
+    if report.disagreements is not None:
+        d = report.disagreements
+        click.echo(f"disagreements: {d.open} wait for a lead (golden adjudicate), {d.resolved} adjudicated")
     comps = ([report.overall] if len(report.judges) > 2 else []) + report.pairwise
     for c in comps:
         who = " + ".join(c.judges) if len(c.judges) == 2 else f"all {len(c.judges)} judges"
@@ -105,19 +92,21 @@ def print_report(proj_name: str, report) -> None:
 
 @main.command("agreement")
 @click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
-@click.option("--cut", type=int, default=1, show_default=True,
-              help="Grade >= CUT counts as relevant for the binary figures (as trec_eval -l).")
+@click.option("--cut", type=int, default=None,
+              help="Grade >= CUT counts as relevant for the binary figures (as trec_eval -l); "
+                   "default: 1, or the scale's second grade when 1 does not split the scale.")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON, for scripts.")
-@click.option("--resamples", type=int, default=1000, show_default=True,
+@click.option("--resamples", type=int, default=RESAMPLES, show_default=True,
               help="Bootstrap resamples of the queries for the 95% intervals (0: none).")
-@click.option("--usable", type=float, default=0.70, show_default=True,
+@click.option("--usable", type=float, default=DEFAULT_THRESHOLDS.usable, show_default=True,
               help="Verdict: percent agreement at or above this is usable for a paired comparison.")
-@click.option("--marginal", type=float, default=0.60, show_default=True,
+@click.option("--marginal", type=float, default=DEFAULT_THRESHOLDS.marginal, show_default=True,
               help="Verdict: below this the definition of relevance is not usable.")
-@click.option("--min-pairs", type=int, default=30, show_default=True, help="Verdict: fewer shared pairs is too early.")
+@click.option("--min-pairs", type=int, default=DEFAULT_THRESHOLDS.min_pairs, show_default=True,
+              help="Verdict: fewer shared pairs is too early.")
 @click.option("--verdict-on", type=click.Choice(["binary", "graded"]), default="binary", show_default=True,
               help="Read the verdict on the binary collapse at --cut, or on the graded labels.")
-@click.option("--window", type=int, default=20, show_default=True, help="Pairs per point of the drift curve.")
+@click.option("--window", type=int, default=DRIFT_WINDOW, show_default=True, help="Pairs per point of the drift curve.")
 @seed_option
 @db_option
 @domain_errors
@@ -132,11 +121,16 @@ def agreement_cmd(project_name, cut, as_json, resamples, usable, marginal, min_p
       golden agreement --project news --cut 2 --json > agreement.json
     """
 
+    from curation.agree.agreement import build_agreement_report
+    from curation.store.projects import get_project
+
     with store_session(db_url) as s:
-        proj, report = _report(s, project_name, cut=cut, resamples=resamples, seed=seed, usable=usable,
-                               marginal=marginal, min_pairs=min_pairs, verdict_on=verdict_on, window=window)
+        proj = get_project(s, project_name)
+        report = build_agreement_report(
+            s, proj, cut=cut, thresholds=Thresholds(usable=usable, marginal=marginal, min_pairs=min_pairs),
+            verdict_on=verdict_on, resamples=resamples, seed=seed, window=window)
     if as_json:
-        click.echo(json.dumps({"project": proj.name, **report.to_dict()}, indent=2, allow_nan=False))
+        click.echo(json.dumps({"project": proj.name, **report.as_dict()}, indent=2, allow_nan=False))
     else:
         print_report(proj.name, report)
 
@@ -187,10 +181,7 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
       golden adjudicate --project news --lead lena --pair q12/doc7 --grade 2 \\
           --reason "answers the question in the second paragraph"
     """
-    from sqlmodel import select
-
-    from curation.agree.adjudication import adjudicate, disagreements
-    from curation.store.models import Document, PoolPair, Query
+    from curation.agree.adjudication import adjudicate, disagreements, pair_id_of
     from curation.store.projects import get_project
     from curation.store.users import require_user
 
@@ -215,11 +206,7 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
         qid, sep, docid = pair_ref.partition("/")
         if not sep:
             raise click.UsageError(f"--pair {pair_ref!r}: write it as QID/DOCID")
-        pair_id = s.exec(
-            select(PoolPair.id).join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
-            .where(PoolPair.project_id == proj.id, Query.qid == qid, Document.docid == docid)
-        ).first()
+        pair_id = pair_id_of(s, proj, qid, docid)
         if pair_id is None:
             raise click.ClickException(f"--pair: {pair_ref} is not a pair of project {proj.name}")
         lead = require_user(s, lead_name)

@@ -131,15 +131,17 @@ def _adjudication_versions(session: Session, project: Project) -> dict[int, int 
 def _agreement_summary(session: Session, project: Project, scale: list[int]) -> dict | None:
     """Agreement on the overlap pairs (:func:`curation.agree.agreement.agreement_report`), summarised."""
     from curation.agree.agreement import agreement_report
+    from curation.agree.settings import RESAMPLES, SEED
 
     records = load_judgments(session, project, overlap_only=True)
     if not records:
         return None
-    report = agreement_report(records, scale=scale, resamples=1000, seed=0, window=20)
-    d = report.to_dict()
+    report = agreement_report(records, scale=scale)  # the report's defaults: curation.agree.settings
+    d = report.as_dict()
     overall = d["overall"]
     return _plain({
-        "computed_by": "curation.agree.agreement.agreement_report (overlap pairs; query bootstrap, 1000 resamples, seed 0)",
+        "computed_by": "curation.agree.agreement.agreement_report "
+                       f"(overlap pairs; query bootstrap, {RESAMPLES} resamples, seed {SEED})",
         "judges": d["judges"],
         "pairs": overall.get("pairs"),
         "queries": overall.get("queries"),

@@ -15,18 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from curation.agree.agreement import (
-    Judgment,
-    Thresholds,
-    agreement_report,
-    cohen_kappa,
-    compare_all,
-    compare_pair,
-    drift,
-    judge_timing,
-    latest_labels,
-    verdict,
-)
+from curation.agree.agreement import agreement_report, drift, judge_timing, read_verdict
+from curation.agree.labels import Label, latest_labels
+from curation.agree.measures import cohen_kappa, compare_all, compare_pair
+from curation.agree.settings import Thresholds
 
 TOL = 1e-9
 
@@ -83,8 +75,8 @@ def _check_pair_against_libraries(a: dict, b: dict, comparison, scale, cut):
     assert comparison.confusion == confusion_matrix(y1, y2, labels=scale).tolist()
 
 
-def _records(groups: dict) -> list[Judgment]:
-    return [Judgment(q, d, f"group{g}", grade) for g, labels in groups.items() for (q, d), grade in labels.items()]
+def _records(groups: dict) -> list[Label]:
+    return [Label(q, d, f"group{g}", grade) for g, labels in groups.items() for (q, d), grade in labels.items()]
 
 
 def test_qrels_123_judgment_groups_match_sklearn_and_krippendorff(shared):
@@ -122,8 +114,8 @@ def test_robust03_two_assessments_match_libraries(shared):
     qrels = shared("robust03", "qrels")
     a = _read_groups(qrels / "robust03_qrels.txt")["0"]
     b = _read_groups(qrels / "mod_robust03_qrels.txt")["0"]
-    recs = [Judgment(q, d, "nist", g) for (q, d), g in a.items()] + [
-        Judgment(q, d, "modified", g) for (q, d), g in b.items()
+    recs = [Label(q, d, "nist", g) for (q, d), g in a.items()] + [
+        Label(q, d, "modified", g) for (q, d), g in b.items()
     ]
     c = compare_pair(latest_labels(recs), "modified", "nist", scale=[0, 1, 2], cut=1, resamples=200, seed=1)
     _check_pair_against_libraries(b, a, c, [0, 1, 2], 1)
@@ -165,7 +157,7 @@ def test_bootstrap_resamples_queries_and_matches_libraries_on_each_resample():
             g2 = int(np.clip(g1 + rng.integers(-1, 2) + bias, 0, 3))
             u = (f"q{q}", f"d{d}")
             units.append(u), y1.append(g1), y2.append(g2)
-            recs += [Judgment(*u, "a", g1), Judgment(*u, "b", g2)]
+            recs += [Label(*u, "a", g1), Label(*u, "b", g2)]
     order = sorted(range(len(units)), key=lambda i: units[i])
     units, y1, y2 = [units[i] for i in order], [y1[i] for i in order], [y2[i] for i in order]
     c = compare_pair(latest_labels(recs), "a", "b", scale=[0, 1, 2, 3], cut=2, resamples=60, seed=11)
@@ -186,7 +178,7 @@ def test_kappa_by_hand():
 
 def test_degenerate_inputs_are_undefined_with_a_reason_not_nan():
     # No overlap at all.
-    recs = [Judgment("q1", "d1", "a", 1), Judgment("q1", "d2", "b", 0)]
+    recs = [Label("q1", "d1", "a", 1), Label("q1", "d2", "b", 0)]
     r = agreement_report(recs, scale=[0, 1, 2])
     c = r.pairwise[0]
     assert c.pairs == 0
@@ -194,36 +186,36 @@ def test_degenerate_inputs_are_undefined_with_a_reason_not_nan():
         assert est.value is None and est.undefined
     assert r.verdict.band == "undefined"
     assert "golden assign" in " ".join(r.notes)
-    json.dumps(r.to_dict(), allow_nan=False)
+    json.dumps(r.as_dict(), allow_nan=False)
     # Both judges give the same single grade everywhere: kappa and alpha undefined.
-    recs = [Judgment(f"q{i}", "d", j, 0) for i in range(5) for j in "ab"]
+    recs = [Label(f"q{i}", "d", j, 0) for i in range(5) for j in "ab"]
     c = agreement_report(recs, scale=[0, 1]).pairwise[0]
     assert c.measures["agreement"].value == 1.0
     assert "chance agreement is 1" in c.measures["kappa"].undefined
     assert "no variation" in c.measures["alpha_nominal"].undefined
     # One judge gives one grade everywhere: kappa is 0 (as sklearn says) and flagged.
-    recs = [Judgment(f"q{i}", "d", "a", 0) for i in range(6)] + [Judgment(f"q{i}", "d", "b", i % 3) for i in range(6)]
+    recs = [Label(f"q{i}", "d", "a", 0) for i in range(6)] + [Label(f"q{i}", "d", "b", i % 3) for i in range(6)]
     c = agreement_report(recs, scale=[0, 1, 2]).pairwise[0]
     assert abs(c.measures["kappa"].value - _lib_kappa([0] * 6, [i % 3 for i in range(6)], [0, 1, 2])) < TOL
     assert "whatever the other judge does" in c.measures["kappa"].note
     # A single pair: no interval (one query), a clear reason.
-    c = agreement_report([Judgment("q", "d", "a", 1), Judgment("q", "d", "b", 2)], scale=[0, 1, 2]).pairwise[0]
+    c = agreement_report([Label("q", "d", "a", 1), Label("q", "d", "b", 2)], scale=[0, 1, 2]).pairwise[0]
     assert c.pairs == 1
     assert c.measures["agreement"].value == 0.0
     assert c.measures["kappa"].low is None and "one query" in c.measures["kappa"].interval_note
     # No labels at all, and one judge only.
     assert agreement_report([]).verdict.band == "undefined"
-    one = agreement_report([Judgment("q", "d", "a", 1)])
+    one = agreement_report([Label("q", "d", "a", 1)])
     assert one.pairwise == [] and one.overall.measures["agreement"].value is None
 
 
 def test_latest_label_counts_and_skips_are_ignored():
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     recs = [
-        Judgment("q", "d", "a", 0, t0),
-        Judgment("q", "d", "a", 2, t0 + timedelta(seconds=5)),  # changed: the latest counts
-        Judgment("q", "d", "a", None, t0 + timedelta(seconds=9)),  # a skip after it: ignored
-        Judgment("q", "d", "b", 2, t0),
+        Label("q", "d", "a", 0, t0),
+        Label("q", "d", "a", 2, t0 + timedelta(seconds=5)),  # changed: the latest counts
+        Label("q", "d", "a", None, t0 + timedelta(seconds=9)),  # a skip after it: ignored
+        Label("q", "d", "b", 2, t0),
     ]
     labels = latest_labels(recs)
     assert labels[("q", "d")]["a"].grade == 2
@@ -234,41 +226,54 @@ def test_verdict_bands_and_thresholds():
     def comp(agree, n=100):
         recs = []
         for i in range(n):
-            recs += [Judgment(f"q{i % 10}", f"d{i}", "a", 1), Judgment(f"q{i % 10}", f"d{i}", "b", 1 if i < agree else 0)]
+            recs += [Label(f"q{i % 10}", f"d{i}", "a", 1), Label(f"q{i % 10}", f"d{i}", "b", 1 if i < agree else 0)]
         return compare_all(latest_labels(recs), ["a", "b"], scale=[0, 1], cut=1, resamples=0)
 
-    assert verdict(comp(75), on="graded").band == "usable"
-    assert verdict(comp(65), on="graded").band == "marginal"
-    v = verdict(comp(55), on="graded")
+    assert read_verdict(comp(75), on="graded").band == "usable"
+    assert read_verdict(comp(65), on="graded").band == "marginal"
+    v = read_verdict(comp(55), on="graded")
     assert v.band == "not usable" and "more queries will not fix it" in v.message
     assert v.thresholds == Thresholds()
     strict = Thresholds(usable=0.8, marginal=0.7)
-    assert verdict(comp(75), on="graded", thresholds=strict).band == "marginal"
-    assert verdict(comp(20, n=20), on="graded").band == "too few pairs"
+    assert read_verdict(comp(75), on="graded", thresholds=strict).band == "marginal"
+    assert read_verdict(comp(20, n=20), on="graded").band == "too few pairs"
     with pytest.raises(ValueError, match="thresholds"):
         Thresholds(usable=0.5, marginal=0.6)
     # 90% agreement that chance explains: judge a calls everything relevant, b nearly everything.
     recs = []
     for i in range(100):
-        recs += [Judgment(f"q{i % 10}", f"d{i}", "a", 1), Judgment(f"q{i % 10}", f"d{i}", "b", 0 if i % 10 == 0 else 1)]
+        recs += [Label(f"q{i % 10}", f"d{i}", "a", 1), Label(f"q{i % 10}", f"d{i}", "b", 0 if i % 10 == 0 else 1)]
     c = compare_all(latest_labels(recs), ["a", "b"], scale=[0, 1], cut=1, resamples=0)
-    v = verdict(c, on="graded")
+    v = read_verdict(c, on="graded")
     assert v.band == "usable" and v.value == pytest.approx(0.9)
     assert "beyond chance the judges hardly agree" in v.caveat
-    assert verdict(comp(75), on="graded").caveat  # comp's judge a gives one grade only: chance again
+    assert read_verdict(comp(75), on="graded").caveat  # comp's judge a gives one grade only: chance again
     balanced = []
     for i in range(100):
         g = i % 2
-        balanced += [Judgment(f"q{i % 10}", f"d{i}", "a", g), Judgment(f"q{i % 10}", f"d{i}", "b", g if i % 10 else 1 - g)]
-    v = verdict(compare_all(latest_labels(balanced), ["a", "b"], scale=[0, 1], cut=1, resamples=0), on="graded")
+        balanced += [Label(f"q{i % 10}", f"d{i}", "a", g), Label(f"q{i % 10}", f"d{i}", "b", g if i % 10 else 1 - g)]
+    v = read_verdict(compare_all(latest_labels(balanced), ["a", "b"], scale=[0, 1], cut=1, resamples=0), on="graded")
     assert v.band == "usable" and v.caveat is None
 
 
 def test_cut_must_split_the_scale():
     with pytest.raises(ValueError, match="^cut"):
-        agreement_report([Judgment("q", "d", "a", 1)], scale=[0, 1, 2], cut=0)
+        agreement_report([Label("q", "d", "a", 1)], scale=[0, 1, 2], cut=0)
     with pytest.raises(ValueError, match="^judgments"):
-        agreement_report([Judgment("q", "d", "a", 5)], scale=[0, 1, 2])
+        agreement_report([Label("q", "d", "a", 5)], scale=[0, 1, 2])
+
+
+def test_default_cut_follows_the_scale():
+    recs = [Label("q", "d", "a", 3), Label("q", "d", "b", 2)]
+    # 1 splits 0-1, 0-2, 0-3 (TREC's grade >= 1); on 1-3 it would make every grade relevant: 2 then.
+    for scale, cut in (([0, 1], 1), ([0, 1, 2], 1), ([0, 1, 2, 3], 1), ([1, 2, 3], 2), ([2, 3, 4], 3)):
+        report = agreement_report(recs if scale[-1] >= 3 else [], scale=scale, resamples=0)
+        assert (report.scale, report.cut) == (scale, cut)
+    # 1-3: the two labels are both relevant at grade >= 2, so they agree on the binary scale.
+    assert agreement_report(recs, scale=[1, 2, 3], resamples=0).overall.binary["agreement"].value == 1.0
+    # No scale given: every integer from 0 (or the lowest grade) to the highest, cut 1 as before.
+    report = agreement_report(recs, resamples=0)
+    assert (report.scale, report.cut) == ([0, 1, 2, 3], 1)
 
 
 def test_drift_is_rolling_agreement_in_judging_order():
@@ -276,7 +281,7 @@ def test_drift_is_rolling_agreement_in_judging_order():
     recs = []
     for i in range(20):  # first ten pairs agree, the last ten do not
         t = t0 + timedelta(minutes=i)
-        recs += [Judgment("q", f"d{i}", "a", 1, t), Judgment("q", f"d{i}", "b", 1 if i < 10 else 0, t)]
+        recs += [Label("q", f"d{i}", "a", 1, t), Label("q", f"d{i}", "b", 1 if i < 10 else 0, t)]
     points = drift(latest_labels(list(reversed(recs))), ["a", "b"], window=10)
     assert [p.index for p in points] == list(range(1, 21))
     assert points[9].agreement == 1.0 and points[19].agreement == 0.0
@@ -286,7 +291,7 @@ def test_drift_is_rolling_agreement_in_judging_order():
 def test_timing_median_and_fast_share():
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     secs = [1.0, 1.5, 3.0, 10.0]
-    recs = [Judgment("q", f"d{i}", "a", 1, t0 + timedelta(seconds=s), t0) for i, s in enumerate(secs)]
+    recs = [Label("q", f"d{i}", "a", 1, t0 + timedelta(seconds=s), t0) for i, s in enumerate(secs)]
     (t,) = judge_timing(recs)
     assert t.median_seconds == pytest.approx(2.25) and t.share_under_2s == pytest.approx(0.5)
 
@@ -305,7 +310,7 @@ def label_sets(draw):
             if draw(st.integers(0, 3)) == 0:
                 continue  # missing
             grade = 0 if (constant and j == 0) else draw(st.integers(0, 3))
-            recs.append(Judgment(q, f"d{u}", f"j{j}", grade))
+            recs.append(Label(q, f"d{u}", f"j{j}", grade))
     return recs
 
 
@@ -315,7 +320,7 @@ def label_sets(draw):
 def test_generated_label_sets_match_libraries(recs):
     scale = [0, 1, 2, 3]
     report = agreement_report(recs, scale=scale, cut=2, resamples=20, seed=0)
-    json.dumps(report.to_dict(), allow_nan=False)  # never a NaN
+    json.dumps(report.as_dict(), allow_nan=False)  # never a NaN
     labels = latest_labels(recs)
     for c in report.pairwise:
         a, b = c.judges

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from tests.support.judgments import write_qrels
 from tests.support.projects import add_users, pairs_project
 from curation.agree.adjudication import adjudicate, disagreements, open_guidelines_version, queue_counts
 from curation.judge.importing import import_judgments
-from curation.agree.labels import FinalLabel, Vote, final_labels, resolve, source_counts
+from curation.agree.labels import FinalLabel, Vote, final_labels, resolve
 from curation.store.models import Judgment, SeedJudgment
 from curation.store.projects import current_guidelines, get_project
 from curation.store.engine import session as new_session
@@ -85,7 +87,7 @@ def test_adjudication_queue_and_final_label_change(store):
         # A later adjudication replaces the earlier one.
         adjudicate(s, project, pair_id=queue[0].pair_id, lead=lena, grade=2, reason="on reflection, fully")
         assert _by_pair(final_labels(s, project))["d2"] == (2, "adjudicated")
-        counts = source_counts(final_labels(s, project))
+        counts = Counter(f.source for f in final_labels(s, project))
         assert counts["adjudicated"] == 1 and counts["unresolved"] == 3 and counts["seed"] == 1
 
 

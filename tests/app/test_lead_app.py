@@ -94,6 +94,22 @@ def test_dashboard_shows_the_reports_numbers_and_a_heatmap(app, engine, setup):
     assert r.status_code == 400
 
 
+def test_every_staff_page_has_the_one_role_guard_and_an_unknown_project_is_404(app, setup):
+    """Lead, leak, versions and report pages: a judge gets the same 403, a lead gets in; a project id
+    that does not exist is a 404 on the lead and leak pages alike."""
+    pid = setup.project_id
+    staff = (f"/lead/{pid}", f"/lead/{pid}/adjudicate", f"/lead/{pid}/leaks", "/versions/", "/reports/x/v1")
+    judge = login(app.test_client(), "alice")
+    for url in staff:
+        r = judge.get(url)
+        assert r.status_code == 403 and "Only leads and admins can open this page." in text_of(r.data), url
+    lead = login(app.test_client(), "lena")
+    assert lead.get("/versions/").status_code == 200
+    for url in ("/lead/9999", "/lead/9999/adjudicate", "/lead/9999/leaks"):
+        assert lead.get(url).status_code == 404, url
+    assert judge.get("/projects/9999/judge").status_code == 404  # the judging page's own lookup
+
+
 def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup, tmp_path):
     # Earlier labels of the document holding <script>: 0 against 2, the largest distance, first.
     with new_session(engine) as s:
@@ -191,3 +207,99 @@ def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_p
         with new_session(engine) as s:
             report = agreement_report(load_judgments(s, pid, overlap_only=True), scale=[0, 1, 2], cut=1)
         assert f"{report.overall.measures['alpha_nominal'].value:.3f}" in page
+
+
+def _row_cells(body: str, testid: str, who: str) -> list[tuple[str, str]]:
+    """(value, interval) of each figure cell in the row of ``who`` in the table ``testid``."""
+    table = re.search(rf'<table[^>]*data-testid="{testid}".*?</table>', body, re.S).group(0)
+    row = re.search(rf"<tr><th>{re.escape(who)}</th>(.*?)</tr>", table, re.S).group(1)
+    out = []
+    for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S):
+        value = re.search(r'<span class="value">([^<]*)</span>', cell)
+        ci = re.search(r'<span class="ci">([^<]*)</span>', cell)
+        out.append((value.group(1) if value else text_of(cell.encode()).strip(), ci.group(1) if ci else ""))
+    return out
+
+
+def _as_shown(est: dict, percent: bool) -> tuple[str, str]:
+    """A figure of the CLI's JSON as the page rounds it."""
+    if est["value"] is None:
+        return "undefined", ""
+    f = (lambda x: f"{100 * x:.1f}") if percent else (lambda x: f"{x:.3f}")
+    ci = f"[{f(est['low'])}, {f(est['high'])}]" if est["low"] is not None else ""
+    return f(est["value"]) + ("%" if percent else ""), ci
+
+
+def test_cli_json_and_dashboard_show_the_same_figures_on_a_1_to_3_scale(engine, tmp_path):
+    """One agreement report: on a scale without grade 0 (1-3) the CLI's default cut is the dashboard's
+    (grade >= 2 relevant, as 1 would make every grade relevant) and every figure is the same."""
+    import json
+
+    from click.testing import CliRunner
+
+    from curation.cli import main
+
+    s = build_project(engine, tmp_path / "p13", name="one3", n_queries=6, docs_per_query=5, overlap=12)
+    grades13 = [{"grade": g, "name": n, "description": f"grade {g}"}
+                for g, n in ((1, "Not relevant"), (2, "Relevant"), (3, "Highly relevant"))]
+    with new_session(engine) as db:  # a 1-3 scale (imported from a store that labels 1, 2, 3)
+        project = db.get(Project, s.project_id)
+        project.scale = "1-3"
+        project.grades_json = json.dumps(grades13)
+        db.add(project)
+        db.commit()
+
+    def alice(docid: str) -> int:
+        return int(docid[-1]) % 3 + 1
+
+    def bob(docid: str) -> int:  # bob calls every "...1" document not relevant (alice: 2)
+        return 1 if docid.endswith("1") else alice(docid)
+
+    judge_queue(engine, s.project_id, "alice", alice, start=T0, seconds=6.0)
+    judge_queue(engine, s.project_id, "bob", bob, start=T0, seconds=1.5)
+    url = engine.url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(main, ["agreement", "--project", "one3", "--json", "--db", url])
+    assert result.exit_code == 0, result.output
+    cli = json.loads(result.output)
+    with app_on(engine) as app:
+        r = login(app.test_client(), "lena").get(f"/lead/{s.project_id}")
+    assert r.status_code == 200
+    body, page = r.data.decode(), text_of(r.data)
+
+    # The cut both read: 1 does not split 1-3, so grade >= 2 is relevant.
+    assert cli["scale"] == [1, 2, 3] and cli["cut"] == 2
+    assert re.search(r'<option value="(\d+)" selected>', body).group(1) == "2"
+    assert "Binary: grade ≥ 2 is relevant" in page
+    # Binary percent agreement by hand from the labels: alice and bob differ on relevance only where
+    # alice's grade is >= 2 and bob's is 1, i.e. on the "...1" documents.
+    with new_session(engine) as db:
+        by_pair: dict = {}
+        for rec in load_judgments(db, s.project_id, overlap_only=True):
+            by_pair.setdefault((rec.qid, rec.docid), {})[rec.judge] = rec.grade
+    both = [g for g in by_pair.values() if len(g) == 2]
+    same = sum((g["alice"] >= 2) == (g["bob"] >= 2) for g in both)
+    pair = cli["pairwise"][0]
+    assert pair["pairs"] == len(both) == 12
+    assert abs(pair["binary"]["agreement"]["value"] - same / len(both)) < 1e-12
+
+    # Every figure of the agreement and binary tables is the CLI's, as the page rounds it.
+    cells = _row_cells(body, "agreement-table", "alice + bob")
+    assert cells[:2] == [(str(pair["pairs"]), ""), (str(pair["queries"]), "")]
+    want = [_as_shown(est, name == "agreement") for name, est in pair["measures"].items()]
+    assert cells[2:] == want and len(want) == 6
+    cells = _row_cells(body, "binary-table", "alice + bob")
+    want = [_as_shown(est, name == "agreement") for name, est in pair["binary"].items()]
+    assert cells[1:] == want and len(want) == 3
+    # The verdict, its thresholds and the bootstrap settings.
+    v = cli["verdict"]
+    assert (v["band"], v["thresholds"]["usable"], v["thresholds"]["marginal"]) == ("too few pairs", 0.70, 0.60)
+    assert v["message"] in page and f"Read on percent agreement, {v['on']}" in page
+    assert cli["bootstrap"]["resamples"] == 1000 and "from 1000 bootstrap resamples" in page
+    # The disagreements waiting for a lead: the ...1 documents of the overlap set.
+    assert cli["disagreements"] == {"open": len(both) - same, "resolved": 0}
+    assert re.search(r'data-testid="open-count">(\d+)<', body).group(1) == str(cli["disagreements"]["open"])
+    # Per stratum.
+    for st in cli["strata"]:
+        cells = _row_cells(body, "strata-table", st["stratum"])
+        assert cells == [(str(st["pairs"]), ""), (str(st["queries"]), ""), _as_shown(st["agreement"], True),
+                         _as_shown(st["binary_agreement"], True), _as_shown(st["alpha_nominal"], False)]

@@ -1,0 +1,541 @@
+"""Inter-annotator agreement measures on double-judged pairs, with query-bootstrap intervals.
+
+Plain functions on plain data: ``labels`` maps each pair ``(qid, docid)`` to ``{judge: latest label}``
+(as :func:`curation.agree.labels.latest_labels` builds it from :class:`curation.agree.labels.Label`
+records; each judge's LATEST label of a pair counts, skips are ignored).
+
+What is computed, for two judges (:func:`compare_pair`) and for all judges together
+(:func:`compare_all`), as an :class:`Agreement`:
+
+- ``pairs``: the pairs (query, document) labelled by both judges (by at least two, for all judges);
+- ``agreement``: percent agreement, the share of those pairs on which the judges gave the same grade
+  (for all judges together: on which every judge who labelled the pair gave the same grade);
+- ``kappa``, ``kappa_linear``, ``kappa_quadratic``: Cohen's kappa, unweighted and with linear and
+  quadratic weights (graded scales only), computed by scikit-learn's
+  :func:`sklearn.metrics.cohen_kappa_score` with ``labels`` = the scale's grades, so the weights are
+  grade distances (Cohen 1960; Cohen 1968 for the weighted form). Pairwise only;
+- ``alpha_nominal``, ``alpha_ordinal``: Krippendorff's alpha, any number of judges, missing labels
+  allowed, computed by the ``krippendorff`` package (Krippendorff 2011, "Computing Krippendorff's
+  alpha-reliability"); ordinal on graded scales only;
+- a bootstrap interval (95 % by default) for each figure that resamples QUERIES with replacement,
+  not pairs, because the pairs of one query are not independent (a cluster bootstrap; Efron &
+  Tibshirani 1993, ch. 13 percentile interval). It is seeded and reproducible;
+- the same figures after collapsing the scale to binary at a cut (``grade >= cut`` is relevant, as
+  ``trec_eval -l cut``), and each pair of judges' confusion matrix.
+
+Bootstrap replicates are computed from per-query confusion (pairwise) or coincidence (all judges)
+matrices summed with the resampled multiplicities: the same formulas as scikit-learn and
+``krippendorff`` use, vectorised, so a thousand replicates take milliseconds. The tests check
+replicates against the two libraries on the resampled data.
+
+A figure that the data cannot define (no shared pairs; every label the same grade) is an
+:class:`Estimate` with ``value=None`` and the reason in ``undefined``: never NaN, never an exception.
+
+The verdict, the per-stratum, drift and timing figures and the whole report are in
+:mod:`curation.agree.agreement`; this module is a little over 500 lines because the pairwise and
+all-judges bootstraps share their helpers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import krippendorff
+import numpy as np
+from sklearn.metrics import cohen_kappa_score
+
+from curation.agree.settings import CONFIDENCE, RESAMPLES, SEED
+
+if TYPE_CHECKING:
+    from curation.agree.labels import Label
+
+__all__ = [
+    "Estimate",
+    "Agreement",
+    "MEASURES",
+    "cohen_kappa",
+    "krippendorff_alpha",
+    "compare_pair",
+    "compare_all",
+    "format_estimate",
+]
+
+
+# --------------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure with its bootstrap interval.
+
+    ``value`` is None when the data cannot define the figure, and ``undefined`` says why.
+    ``low``/``high`` are None when no interval could be computed, and ``interval_note`` says why.
+    ``note`` flags a defined value that means less than it seems (e.g. a judge who gave one grade
+    everywhere makes kappa 0 whatever the other judge does).
+    """
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    undefined: str | None = None
+    note: str | None = None
+    interval_note: str | None = None
+
+    @property
+    def defined(self) -> bool:
+        return self.value is not None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """An entry of the agreement-measure registry."""
+
+    name: str
+    title: str
+    pairwise_only: bool  # Cohen's kappa needs exactly two judges
+    graded_only: bool  # the same as another measure on a two-grade scale
+    reference: str
+
+
+MEASURES: dict[str, Measure] = {
+    m.name: m
+    for m in (
+        Measure("agreement", "Percent agreement", False, False, "share of pairs with the same grade"),
+        Measure("kappa", "Cohen's kappa", True, False, "Cohen 1960; sklearn cohen_kappa_score"),
+        Measure("kappa_linear", "Cohen's kappa, linear weights", True, True, "Cohen 1968; sklearn weights='linear'"),
+        Measure(
+            "kappa_quadratic", "Cohen's kappa, quadratic weights", True, True, "Cohen 1968; sklearn weights='quadratic'"
+        ),
+        Measure("alpha_nominal", "Krippendorff's alpha, nominal", False, False, "Krippendorff 2011; krippendorff.alpha"),
+        Measure("alpha_ordinal", "Krippendorff's alpha, ordinal", False, True, "Krippendorff 2011; krippendorff.alpha"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement of two judges (``len(judges) == 2``) or of all judges together."""
+
+    judges: tuple[str, ...]
+    pairs: int  # pairs labelled by both judges (by at least two judges, for all judges)
+    queries: int  # queries those pairs belong to (the bootstrap resamples these)
+    measures: dict[str, Estimate]
+    binary: dict[str, Estimate]  # the same after collapsing to binary at ``cut``
+    confusion: list[list[int]] | None = None  # rows: judges[0]'s grade, columns: judges[1]'s (pairwise only)
+    binary_confusion: list[list[int]] | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "judges": list(self.judges),
+            "pairs": self.pairs,
+            "queries": self.queries,
+            "measures": {k: v.as_dict() for k, v in self.measures.items()},
+            "binary": {k: v.as_dict() for k, v in self.binary.items()},
+            "confusion": self.confusion,
+            "binary_confusion": self.binary_confusion,
+        }
+
+
+# ------------------------------------------------------------------------------------ small helpers
+
+
+def check_cut(cut: int, scale: list[int]) -> int:
+    """``cut`` as an int; ValueError when ``grade >= cut`` would not split ``scale`` in two."""
+    cut = int(cut)
+    if not (scale[0] < cut <= scale[-1]):
+        raise ValueError(
+            f"cut: {cut} would put every grade of the scale {scale} on one side; "
+            f"choose a grade in {scale[1:]} (grade >= cut counts as relevant)"
+        )
+    return cut
+
+
+def _percentile_interval(reps: np.ndarray, confidence: float, resamples: int) -> tuple:
+    """(low, high, note) from replicate values, NaN meaning an undefined replicate."""
+    ok = reps[~np.isnan(reps)]
+    if ok.size == 0:
+        return None, None, "undefined in every resample"
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ok, [tail, 1.0 - tail])
+    note = None
+    if ok.size < reps.size:
+        note = f"{reps.size - ok.size} of {resamples} resamples undefined and left out"
+    return float(low), float(high), note
+
+
+def _resample_counts(n_queries: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, n_queries) multiplicities of each query when drawing n_queries queries with
+    replacement; numpy's PCG64 seeded with ``seed`` (the same seed gives the same intervals)."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_queries, size=(resamples, n_queries))
+    counts = np.zeros((resamples, n_queries), dtype=np.float64)
+    np.add.at(counts, (np.repeat(np.arange(resamples), n_queries), draws.ravel()), 1.0)
+    return counts
+
+
+def _kappa_weights(k: int, weights: str | None) -> np.ndarray:
+    idx = np.arange(k, dtype=np.float64)
+    diff = idx[:, None] - idx[None, :]
+    if weights is None:
+        return (diff != 0).astype(np.float64)
+    if weights == "linear":
+        return np.abs(diff)
+    if weights == "quadratic":
+        return diff**2
+    raise ValueError(f"weights: expected None, 'linear' or 'quadratic', got {weights!r}")
+
+
+def _kappa_from_confusion(conf: np.ndarray, weights: str | None) -> np.ndarray:
+    """Cohen's kappa of a batch of confusion matrices (..., K, K); NaN where undefined. The formula
+    of sklearn's cohen_kappa_score: 1 - sum(w * observed) / sum(w * expected)."""
+    conf = np.asarray(conf, dtype=np.float64)
+    w = _kappa_weights(conf.shape[-1], weights)
+    n = conf.sum(axis=(-1, -2))
+    rows = conf.sum(axis=-1)
+    cols = conf.sum(axis=-2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = rows[..., :, None] * cols[..., None, :] / n[..., None, None]
+        num = (w * conf).sum(axis=(-1, -2))
+        den = (w * expected).sum(axis=(-1, -2))
+        out = 1.0 - num / den
+    return np.where(den > 0, out, np.nan)
+
+
+def _ordinal_distances(n_v: np.ndarray) -> np.ndarray:
+    """Krippendorff's ordinal distance for value frequencies n_v (..., V): for grades c <= k,
+    (sum of n_g for g from c to k, minus (n_c + n_k) / 2) squared (as the krippendorff package)."""
+    v = n_v.shape[-1]
+    idx = np.arange(v)
+    lo = np.minimum(idx[:, None], idx[None, :])
+    hi = np.maximum(idx[:, None], idx[None, :])
+    cs = np.cumsum(n_v, axis=-1)
+    between = cs[..., hi] - cs[..., lo] + n_v[..., lo]
+    return (between - (n_v[..., lo] + n_v[..., hi]) / 2.0) ** 2
+
+
+def _alpha_from_coincidence(o: np.ndarray, level: str) -> np.ndarray:
+    """Krippendorff's alpha of a batch of coincidence matrices (..., V, V); NaN where undefined.
+    alpha = 1 - sum(o * d) / sum(e * d), e the coincidences expected by chance."""
+    o = np.asarray(o, dtype=np.float64)
+    n_v = o.sum(axis=-2)
+    n = n_v.sum(axis=-1)
+    v = o.shape[-1]
+    eye = np.eye(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = (n_v[..., :, None] * n_v[..., None, :] - eye * n_v[..., None, :]) / (n[..., None, None] - 1.0)
+        if level == "nominal":
+            d = 1.0 - eye
+        elif level == "ordinal":
+            d = _ordinal_distances(n_v)
+        else:
+            raise ValueError(f"level: expected 'nominal' or 'ordinal', got {level!r}")
+        num = (o * d).sum(axis=(-1, -2))
+        den = (e * d).sum(axis=(-1, -2))
+        out = 1.0 - num / den
+    return np.where((den > 0) & (n > 1), out, np.nan)
+
+
+# ------------------------------------------------------------------------ point estimates (libraries)
+
+
+def cohen_kappa(y1: Sequence[int], y2: Sequence[int], *, scale: Sequence[int], weights: str | None = None,
+                judges: tuple[str, str] = ("judge 1", "judge 2"),
+                grade_names: Mapping[int, str] | None = None) -> Estimate:
+    """Cohen's kappa of two judges' grades on the same pairs, by scikit-learn's
+    ``cohen_kappa_score(y1, y2, labels=scale, weights=weights)``; an undefined :class:`Estimate`
+    (never NaN) when the pairs are none or both judges gave one and the same grade everywhere.
+
+    >>> cohen_kappa([0, 1, 1, 0], [0, 1, 0, 0], scale=[0, 1]).value  # po=.75, pe=.5 -> .5
+    0.5
+    """
+    _kappa_weights(2, weights)  # validates ``weights``
+    y1 = np.asarray(y1, dtype=np.int64)
+    y2 = np.asarray(y2, dtype=np.int64)
+    if y1.shape != y2.shape:
+        raise ValueError(f"y2: has {y2.size} grades, y1 has {y1.size}")
+    if y1.size == 0:
+        return Estimate(None, undefined="no pairs labelled by both judges")
+    g1, g2 = np.unique(y1), np.unique(y2)
+    if g1.size == 1 and g2.size == 1 and g1[0] == g2[0]:
+        return Estimate(None, undefined=(
+            f"both judges gave grade {int(g1[0])} to every shared pair: chance agreement is 1, kappa is undefined"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = cohen_kappa_score(y1, y2, labels=list(scale), weights=weights, replace_undefined_by=np.nan)
+    if value is None or not np.isfinite(value):
+        return Estimate(None, undefined="chance agreement is 1: kappa is undefined")
+    note = None
+    for name, g in zip(judges, (g1, g2)):
+        if g.size == 1:
+            what = grade_names[int(g[0])] if grade_names else f"grade {int(g[0])}"
+            note = f"{name} gave {what} to every shared pair: kappa is 0 whatever the other judge does"
+    return Estimate(float(value), note=note)
+
+
+def krippendorff_alpha(reliability: np.ndarray, *, scale: Sequence[int], level: str) -> Estimate:
+    """Krippendorff's alpha by the ``krippendorff`` package, for a judges x pairs matrix of grades
+    with NaN where a judge did not label a pair; ``value_domain`` is the scale. Undefined (never NaN)
+    when no pair has two labels or every paired label is the same grade."""
+    if level not in ("nominal", "ordinal"):
+        raise ValueError(f"level: expected 'nominal' or 'ordinal', got {level!r}")
+    data = np.asarray(reliability, dtype=np.float64)
+    if data.ndim != 2 or data.size == 0:
+        return Estimate(None, undefined="no pairs labelled by two judges")
+    counts = (~np.isnan(data)).sum(axis=0)
+    pairable = data[:, counts >= 2]
+    if pairable.shape[1] == 0:
+        return Estimate(None, undefined="no pairs labelled by two judges")
+    values = np.unique(pairable[~np.isnan(pairable)])
+    if values.size < 2:
+        return Estimate(None, undefined=(
+            f"every label on the shared pairs is grade {int(values[0])}: no variation, alpha is undefined"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = krippendorff.alpha(reliability_data=data, value_domain=list(scale), level_of_measurement=level)
+    if not np.isfinite(value):
+        return Estimate(None, undefined="expected disagreement is 0: alpha is undefined")
+    return Estimate(float(value))
+
+
+def _percent(agree: int, total: int) -> Estimate:
+    if total == 0:
+        return Estimate(None, undefined="no pairs labelled by two judges")
+    return Estimate(agree / total)
+
+
+def _with_interval(est: Estimate, reps: np.ndarray | None, confidence: float, resamples: int,
+                   why_not: str | None) -> Estimate:
+    if not est.defined:
+        return est
+    if reps is None:
+        return Estimate(est.value, undefined=est.undefined, note=est.note, interval_note=why_not)
+    low, high, note = _percentile_interval(reps, confidence, resamples)
+    return Estimate(est.value, low, high, undefined=None, note=est.note, interval_note=note)
+
+
+def _bootstrap_reason(n_queries: int, resamples: int) -> str | None:
+    if resamples <= 0:
+        return "bootstrap not requested"
+    if n_queries < 2:
+        return "one query only: resampling queries cannot estimate the spread"
+    return None
+
+
+BINARY_NAMES = {0: "'not relevant'", 1: "'relevant'"}
+FEW_QUERIES = 10  # below this many queries a query bootstrap interval is rough
+
+
+def _few(est: Estimate, n_queries: int) -> Estimate:
+    if est.low is None or n_queries >= FEW_QUERIES:
+        return est
+    note = f"only {n_queries} queries: the interval is rough"
+    return Estimate(est.value, est.low, est.high, est.undefined, est.note,
+                    f"{est.interval_note}; {note}" if est.interval_note else note)
+
+
+# ------------------------------------------------------------------------------------- comparisons
+
+
+def check_bootstrap(confidence: float, resamples: int):
+    """ValueError naming the parameter for a confidence outside (0, 1) or a negative resamples."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence: must be between 0 and 1, got {confidence}")
+    if resamples < 0:
+        raise ValueError(f"resamples: must be >= 0, got {resamples}")
+
+
+def compare_pair(
+    labels: Mapping[tuple[str, str], Mapping[str, Label]],
+    a: str,
+    b: str,
+    *,
+    scale: Sequence[int],
+    cut: int,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Agreement:
+    """Agreement of judges ``a`` and ``b`` on the pairs both labelled (``labels`` as from
+    :func:`curation.agree.labels.latest_labels`). Bootstrap intervals resample the queries of those pairs."""
+    check_bootstrap(confidence, resamples)
+    scale = list(scale)
+    cut = check_cut(cut, scale)
+    units = sorted(u for u, d in labels.items() if a in d and b in d)
+    y1 = np.array([labels[u][a].grade for u in units], dtype=np.int64)
+    y2 = np.array([labels[u][b].grade for u in units], dtype=np.int64)
+    qids = sorted({u[0] for u in units})
+    k = len(scale)
+    index = {g: i for i, g in enumerate(scale)}
+    i1 = np.array([index[int(g)] for g in y1], dtype=np.int64)
+    i2 = np.array([index[int(g)] for g in y2], dtype=np.int64)
+    conf = np.zeros((k, k), dtype=np.int64)
+    np.add.at(conf, (i1, i2), 1)
+    rel = (np.asarray(scale) >= cut).astype(np.int64)  # grade index -> 0/1
+    collapse = np.zeros((k, 2))
+    collapse[np.arange(k), rel] = 1.0
+    bconf = (collapse.T @ conf @ collapse).astype(np.int64)
+    b1, b2 = rel[i1], rel[i2]
+
+    graded = k > 2
+    measures: dict[str, Estimate] = {"agreement": _percent(int((y1 == y2).sum()), len(units))}
+    for name, w in (("kappa", None), ("kappa_linear", "linear"), ("kappa_quadratic", "quadratic")):
+        if MEASURES[name].graded_only and not graded:
+            continue
+        measures[name] = cohen_kappa(y1, y2, scale=scale, weights=w, judges=(a, b))
+    rel_data = np.vstack([y1, y2]).astype(np.float64) if units else np.zeros((2, 0))
+    measures["alpha_nominal"] = krippendorff_alpha(rel_data, scale=scale, level="nominal")
+    if graded:
+        measures["alpha_ordinal"] = krippendorff_alpha(rel_data, scale=scale, level="ordinal")
+    binary = {
+        "agreement": _percent(int((b1 == b2).sum()), len(units)),
+        "kappa": cohen_kappa(b1, b2, scale=[0, 1], judges=(a, b), grade_names=BINARY_NAMES),
+        "alpha_nominal": krippendorff_alpha(
+            np.vstack([b1, b2]).astype(np.float64) if units else np.zeros((2, 0)), scale=[0, 1], level="nominal"),
+    }
+
+    why_not = _bootstrap_reason(len(qids), resamples)
+    reps: dict[str, np.ndarray] = {}
+    breps: dict[str, np.ndarray] = {}
+    if why_not is None and units:
+        qindex = {q: i for i, q in enumerate(qids)}
+        qi = np.array([qindex[u[0]] for u in units], dtype=np.int64)
+        per_q = np.zeros((len(qids), k, k))
+        np.add.at(per_q, (qi, i1, i2), 1.0)
+        counts = _resample_counts(len(qids), resamples, seed)
+        c = np.einsum("bq,qij->bij", counts, per_q)
+        bc = np.einsum("ik,bij,jl->bkl", collapse, c, collapse)
+        reps = _pair_replicates(c, graded)
+        breps = _pair_replicates(bc, False)
+        breps = {n: breps[n] for n in binary}
+    measures = {n: _few(_with_interval(e, reps.get(n), confidence, resamples, why_not), len(qids))
+                for n, e in measures.items()}
+    binary = {n: _few(_with_interval(e, breps.get(n), confidence, resamples, why_not), len(qids))
+              for n, e in binary.items()}
+    return Agreement((a, b), len(units), len(qids), measures, binary, conf.tolist(), bconf.tolist())
+
+
+def _pair_replicates(c: np.ndarray, graded: bool) -> dict[str, np.ndarray]:
+    n = c.sum(axis=(1, 2))
+    out = {"agreement": np.trace(c, axis1=1, axis2=2) / n, "kappa": _kappa_from_confusion(c, None)}
+    o = c + np.swapaxes(c, 1, 2)  # two judges per pair: o = confusion + its transpose
+    out["alpha_nominal"] = _alpha_from_coincidence(o, "nominal")
+    if graded:
+        out["kappa_linear"] = _kappa_from_confusion(c, "linear")
+        out["kappa_quadratic"] = _kappa_from_confusion(c, "quadratic")
+        out["alpha_ordinal"] = _alpha_from_coincidence(o, "ordinal")
+    return out
+
+
+def _coincidences(value_counts: np.ndarray) -> np.ndarray:
+    """Per-unit coincidence matrices (U, V, V) from value counts (U, V), units with >= 2 labels."""
+    m = value_counts.sum(axis=1)
+    outer = value_counts[:, :, None] * value_counts[:, None, :]
+    diag = value_counts[:, None, :] * np.eye(value_counts.shape[1])[None]
+    return (outer - diag) / (m - 1.0)[:, None, None]
+
+
+def compare_all(
+    labels: Mapping[tuple[str, str], Mapping[str, Label]],
+    judges: Sequence[str],
+    *,
+    scale: Sequence[int],
+    cut: int,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Agreement:
+    """Agreement of all ``judges`` together on the pairs at least two of them labelled: percent
+    agreement (every judge who labelled the pair gave the same grade) and Krippendorff's alpha with
+    missing labels. Cohen's kappa is for two judges: with exactly two judges it is theirs, with more
+    it is undefined (read alpha, or the pairwise kappas)."""
+    check_bootstrap(confidence, resamples)
+    scale = list(scale)
+    cut = check_cut(cut, scale)
+    judges = list(judges)
+    units = sorted(u for u, d in labels.items() if sum(1 for j in judges if j in d) >= 2)
+    if len(judges) == 2:
+        pc = compare_pair(labels, judges[0], judges[1], scale=scale, cut=cut, resamples=resamples, seed=seed,
+                          confidence=confidence)
+        return Agreement(tuple(judges), pc.pairs, pc.queries, pc.measures, pc.binary)
+    k = len(scale)
+    graded = k > 2
+    index = {g: i for i, g in enumerate(scale)}
+    rel = (np.asarray(scale) >= cut).astype(np.int64)
+    data = np.full((len(judges), len(units)), np.nan)
+    for col, u in enumerate(units):
+        for row, j in enumerate(judges):
+            if j in labels[u]:
+                data[row, col] = labels[u][j].grade
+    qids = sorted({u[0] for u in units})
+    vc = np.zeros((len(units), k))
+    for row in range(len(judges)):
+        have = ~np.isnan(data[row])
+        cols = np.nonzero(have)[0]
+        np.add.at(vc, (cols, [index[int(g)] for g in data[row, have]]), 1.0)
+    collapse = np.zeros((k, 2))
+    collapse[np.arange(k), rel] = 1.0
+    bvc = vc @ collapse
+    unanimous = (vc > 0).sum(axis=1) == 1
+    bunanimous = (bvc > 0).sum(axis=1) == 1
+    bdata = np.where(np.isnan(data), np.nan, (data >= cut).astype(np.float64))
+
+    pairwise_only = "Cohen's kappa is for two judges: read Krippendorff's alpha, or the kappa of each pair"
+    if len(judges) < 2:
+        pairwise_only = "agreement needs two judges"
+    measures: dict[str, Estimate] = {"agreement": _percent(int(unanimous.sum()), len(units))}
+    for name in ("kappa", "kappa_linear", "kappa_quadratic"):
+        if graded or not MEASURES[name].graded_only:
+            measures[name] = Estimate(None, undefined=pairwise_only)
+    measures["alpha_nominal"] = krippendorff_alpha(data, scale=scale, level="nominal")
+    if graded:
+        measures["alpha_ordinal"] = krippendorff_alpha(data, scale=scale, level="ordinal")
+    binary = {
+        "agreement": _percent(int(bunanimous.sum()), len(units)),
+        "kappa": Estimate(None, undefined=pairwise_only),
+        "alpha_nominal": krippendorff_alpha(bdata, scale=[0, 1], level="nominal"),
+    }
+    why_not = _bootstrap_reason(len(qids), resamples)
+    reps: dict[str, np.ndarray] = {}
+    breps: dict[str, np.ndarray] = {}
+    if why_not is None and units:
+        qindex = {q: i for i, q in enumerate(qids)}
+        qi = np.array([qindex[u[0]] for u in units], dtype=np.int64)
+        nq = len(qids)
+        per_q_o = np.zeros((nq, k, k))
+        np.add.at(per_q_o, qi, _coincidences(vc))
+        per_q_n = np.bincount(qi, minlength=nq).astype(np.float64)
+        per_q_u = np.bincount(qi, weights=unanimous.astype(np.float64), minlength=nq)
+        per_q_bu = np.bincount(qi, weights=bunanimous.astype(np.float64), minlength=nq)
+        counts = _resample_counts(nq, resamples, seed)
+        o = np.einsum("bq,qij->bij", counts, per_q_o)
+        bo = np.einsum("ik,bij,jl->bkl", collapse, o, collapse)
+        n = counts @ per_q_n
+        reps = {"agreement": (counts @ per_q_u) / n, "alpha_nominal": _alpha_from_coincidence(o, "nominal")}
+        if graded:
+            reps["alpha_ordinal"] = _alpha_from_coincidence(o, "ordinal")
+        breps = {"agreement": (counts @ per_q_bu) / n, "alpha_nominal": _alpha_from_coincidence(bo, "nominal")}
+    measures = {n: _few(_with_interval(e, reps.get(n), confidence, resamples, why_not), len(qids))
+                for n, e in measures.items()}
+    binary = {n: _few(_with_interval(e, breps.get(n), confidence, resamples, why_not), len(qids))
+              for n, e in binary.items()}
+    return Agreement(tuple(judges), len(units), len(qids), measures, binary)
+
+
+def format_estimate(est: Estimate, *, percent: bool = False, digits: int = 3) -> str:
+    """A short human form: ``0.712 [0.650, 0.770]`` or ``undefined (reason)``."""
+    if not est.defined:
+        return f"undefined ({est.undefined})"
+
+    def f(x):
+        return f"{100 * x:.1f}%" if percent else f"{x:.{digits}f}"
+
+    s = f(est.value)
+    if est.low is not None and est.high is not None:
+        s += f" [{f(est.low)}, {f(est.high)}]"
+    return s
+
