@@ -31,6 +31,7 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
     from sqlmodel import select
 
     from curation.agree.adjudication import adjudicate, disagreements
+    from curation.store.lookups import join_pair_text
     from curation.store.models import Document, PoolPair, Query
     from curation.store.projects import get_project
     from curation.store.users import require_user
@@ -57,8 +58,7 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
         if not sep:
             raise click.UsageError(f"--pair {pair_ref!r}: write it as QID/DOCID")
         pair_id = s.exec(
-            select(PoolPair.id).join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
+            join_pair_text(select(PoolPair.id))
             .where(PoolPair.project_id == proj.id, Query.qid == qid, Document.docid == docid)
         ).first()
         if pair_id is None:
