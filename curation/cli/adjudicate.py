@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, project_option, store_session
 
 
 @main.command("adjudicate")
-@click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
+@project_option
 @click.option("--lead", "lead_name", metavar="NAME", help="The lead recording the decision (with --pair).")
 @click.option("--pair", "pair_ref", metavar="QID/DOCID", help="The pair to decide, as qid/docid.")
 @click.option("--grade", type=int, help="The final grade.")
 @click.option("--reason", help="Why this grade (kept with the final label).")
 @click.option("--guidelines-issue", is_flag=True, help="The disagreement came from the guidelines.")
-@click.option("--json", "as_json", is_flag=True, help="List the queue as JSON.")
+@json_option
 @db_option
 @domain_errors
 def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_issue, as_json, db_url):
@@ -41,10 +39,10 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
         if pair_ref is None:
             queue = disagreements(s, proj)
             if as_json:
-                click.echo(json.dumps([
+                echo_json([
                     {"qid": d.qid, "docid": d.docid, "distance": d.distance,
                      "labels": {lab.judge: lab.grade for lab in d.labels},
-                     "notes": {lab.judge: lab.note for lab in d.labels if lab.note}} for d in queue], indent=2))
+                     "notes": {lab.judge: lab.note for lab in d.labels if lab.note}} for d in queue])
                 return
             if not queue:
                 click.echo("no disagreements wait for a lead")

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, seed_option, store_session
+from curation.cli.base import db_option, domain_errors, json_option, main, project_option, seed_option, store_session
 
 
 def _report(s, project_name, *, cut, resamples, seed, usable, marginal, min_pairs, verdict_on, window):
@@ -103,10 +103,10 @@ def print_report(proj_name: str, report) -> None:
 
 
 @main.command("agreement")
-@click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
+@project_option
 @click.option("--cut", type=int, default=1, show_default=True,
               help="Grade >= CUT counts as relevant for the binary figures (as trec_eval -l).")
-@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON, for scripts.")
+@json_option
 @click.option("--resamples", type=int, default=1000, show_default=True,
               help="Bootstrap resamples of the queries for the 95% intervals (0: none).")
 @click.option("--usable", type=float, default=0.70, show_default=True,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, seed_option, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, seed_option, store_session
 
 
 @main.command()
 @click.option("--judges", required=True, help="Comma-separated judge names, e.g. alice,bob.")
 @click.option("--overlap", type=click.IntRange(min=0), default=100, show_default=True,
               help="Pairs every listed judge labels first (calibration and agreement); 0 for none.")
-@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@project_option
 @click.option("--hold/--no-hold", default=None,
               help="Hold the main pairs back until a lead runs `golden release` (default: hold when there is an overlap set).")
 @seed_option
@@ -50,7 +50,7 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
 @click.option("--lead", "lead_name", required=True, help="The lead releasing the work (role lead or admin).")
 @click.option("--agreement", type=float, default=None,
               help="The agreement reviewed on the overlap set (e.g. Krippendorff's alpha), for the record.")
-@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@project_option
 @db_option
 @domain_errors
 def release(lead_name, agreement, project_name, db_url):

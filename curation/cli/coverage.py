@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from curation.cli.base import db_option, domain_errors, main, open_db
+from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, open_db, project_option
 
 
 def format_coverage(results, *, per_query: bool = False) -> str:
@@ -53,14 +51,13 @@ def format_coverage(results, *, per_query: bool = False) -> str:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--qrels", "qrels_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="TREC qrels file (any grade counts as judged).")
-@click.option("--project", "project_name", default=None,
-              help="Measure against this project's judgments in the store instead of a qrels file.")
+@project_option(help_text="Measure against this project's judgments in the store instead of a qrels file.")
 @db_option
 @click.option("--depth", type=int, default=10, show_default=True, help="Top-k of each run to check.")
 @click.option("--holes-at", type=float, default=0.10, show_default=True,
               help="Unjudged share from which a run is called 'measured on holes'.")
 @click.option("--per-query", is_flag=True, help="Also list every query's unjudged share.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (per run and per query) instead of the table.")
+@json_option
 @domain_errors
 def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json):
     """Share of each run's top-DEPTH results with no judgment, per query and in total.
@@ -99,6 +96,6 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
             }
             for r in results
         ]
-        click.echo(json.dumps(out, indent=1))
+        echo_json(out)
         return
     click.echo(format_coverage(results, per_query=per_query))

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, store_session
 
 POLICY_CHOICES = ["adjudicated", "majority", "lead"]
 
@@ -27,7 +27,7 @@ def _whoami() -> str | None:
 
 @main.command("export")
 @click.option("--version", "version", required=True, metavar="NAME", help="Version name, e.g. v5 (a folder of that name is written).")
-@click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
+@project_option
 @click.option("--policy", type=click.Choice(POLICY_CHOICES), default="adjudicated", show_default=True,
               help="How a pair's final label is decided when judges disagree (see curation/agree/labels.py).")
 @click.option("--allow-incomplete", is_flag=True,

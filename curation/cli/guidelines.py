@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, store_session
 
 
 @main.group()
@@ -19,7 +19,7 @@ def guidelines():
 
 @guidelines.command("set")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@project_option
 @click.option("--note", default=None, help="What changed, for the history.")
 @db_option
 @domain_errors

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, store_session
 
 
 @main.command("import-judgments")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--judge", required=True, metavar="NAME", help="The user the labels are recorded for.")
-@click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
+@project_option
 @click.option("--group", default=None, metavar="G",
               help="Import only lines whose second column is G (multi-assessor files such as qrels.123).")
 @click.option("--clip", is_flag=True, help="Map grades outside the project's scale to its ends instead of skipping.")

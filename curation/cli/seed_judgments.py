@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, seed_option, store_session
 
 
 @main.command("seed-judgments")
@@ -12,9 +12,9 @@ from curation.cli.base import db_option, domain_errors, main, store_session
 @click.option("--source", type=click.Choice(["ticket", "click"]), required=True,
               help="ticket: a resolved ticket linked the document (default grade: the top grade); "
                    "click: a click (a weak positive, default grade 1).")
-@click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
+@project_option
 @click.option("--add-to-pool", is_flag=True, help="Add the pairs to the judging pool, so judges confirm or reject them blind.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the pool order the new pairs take.")
+@seed_option(help_text="Seed of the pool order the new pairs take.")
 @db_option
 @domain_errors
 def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, db_url):

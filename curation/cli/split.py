@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, store_session
 
 
 @main.command("split")
-@click.option("--project", "project_name", metavar="NAME", default=None, help="Project (default: the only one).")
+@project_option
 @click.option("--holdout", type=float, default=None,
               help="Share of each stratum held out, e.g. 0.35 (first run only; fixed afterwards).")
 @click.option("--seed", type=int, default=None, help="Seed of the split (first run only; default 0).")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from curation.evaluate.metrics import QrelsIndex, evaluate, metric_choices, pars
 from curation.formats.qrels import read_qrels
 from curation.formats.runs import read_runs
 from curation.evaluate.stats import CI_METHODS, WEIGHTINGS, attribute, compare, noise, pair_scores, power, read_queries, sweep
-from curation.cli.base import domain_errors, main, seed_option
+from curation.cli.base import domain_errors, echo_json, json_option, main, seed_option
 
 _METRIC_HELP = "Metric, e.g. ndcg@10 (choices: " + ", ".join(metric_choices()) + ")."
 
@@ -41,10 +40,6 @@ def _rel_level_option(func):
 def _resamples_option(func):
     return click.option("--resamples", type=int, default=10_000, show_default=True,
                         help="Bootstrap resamples.")(func)
-
-
-def _json_option(func):
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)
 
 
 def _metric_callback(ctx, param, value):
@@ -91,24 +86,6 @@ def _unique_names(runs) -> None:
             seen[r.name] = 1
 
 
-def _echo_json(obj) -> None:
-    def default(o):
-        if hasattr(o, "tolist"):
-            return o.tolist()
-        return str(o)
-
-    def clean(o):
-        if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
-            return None
-        if isinstance(o, dict):
-            return {k: clean(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [clean(v) for v in o]
-        return o
-
-    click.echo(json.dumps(clean(obj), indent=2, default=default, ensure_ascii=False))
-
-
 def _score(run, index, spec):
     return evaluate(run, index, [spec], rel_level=index.rel_level)[str(spec)]
 
@@ -131,7 +108,7 @@ def _no_results_line(scores_by_run) -> str | None:
               show_default=True, callback=_metric_callback, help=_METRIC_HELP + " Repeat for several.")
 @_rel_level_option
 @click.option("--per-query", is_flag=True, help="Print one line per query and metric (qid, value, judged).")
-@_json_option
+@json_option
 @domain_errors
 def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
     """Per-query metrics of one or more runs, averaged, with judged@k beside each.
@@ -158,7 +135,7 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
                     "no_results": s.no_results, **({"per_query": s.as_dict()} if per_query else {})}
                 for m, s in per.items()
             }
-        _echo_json(out)
+        echo_json(out)
         return
     if per_query:
         click.echo("run\tmetric\tqid\tvalue\tjudged")
@@ -254,7 +231,7 @@ def _print_comparison(c) -> None:
 @click.option("--cluster-col", default=None, help="queries.jsonl field whose queries are resampled together, e.g. user.")
 @click.option("--ci", type=click.Choice(CI_METHODS), default="percentile", show_default=True,
               help="Bootstrap interval: percentile, or BCa (scipy).")
-@_json_option
+@json_option
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML report.")
 @domain_errors
 def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resamples, seed, tie, weighting,
@@ -290,7 +267,7 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
         with atomic_write(html_path) as fh:
             fh.write(render_comparison(result))
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
     else:
         _print_comparison(result)
         if html_path:
@@ -309,7 +286,7 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
 @click.option("--sd-diff", type=float, default=None, help="Standard deviation of per-query differences (without runs).")
 @click.option("--queries", "n_queries", type=int, default=None, help="Number of queries (without runs).")
 @click.option("--delta", type=float, default=None, help="Difference to detect; prints the queries needed for it.")
-@_json_option
+@json_option
 @domain_errors
 def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as_json):
     """What a query set can resolve: paired sd, standard error, minimum detectable
@@ -333,7 +310,7 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
         raise click.ClickException("give two runs and --qrels, or both --sd-diff and --queries N")
     p = power(diff, sd=sd_diff, n=n_queries, delta=delta)
     if as_json:
-        _echo_json(p.as_dict())
+        echo_json(p.as_dict())
         return
     click.echo(f"queries                       {p.n}")
     click.echo(f"paired sd of differences  s = {p.sd:.4f}")
@@ -359,7 +336,7 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
 @_rel_level_option
 @_resamples_option
 @seed_option
-@_json_option
+@json_option
 @domain_errors
 def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
     """Noise floor from repeated runs of ONE configuration: sd, range, and the threshold
@@ -376,7 +353,7 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
     _unique_names(loaded)
     result = noise([_score(r, index, metric) for r in loaded], resamples=resamples, seed=seed)
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
     else:
         click.echo(f"{result.metric} over {result.n} queries, {len(result.runs)} repeated runs")
         for name, m in zip(result.runs, result.means):
@@ -410,7 +387,7 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
 @click.option("--top", type=int, default=3, show_default=True, help="How many of the best to re-measure on holdout.")
 @click.option("--simulations", type=int, default=2000, show_default=True, help="Resamples for the optimism.")
 @seed_option
-@_json_option
+@json_option
 @domain_errors
 def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulations, seed, as_json):
     """Rank many configurations on the tune split, show the optimism expected from
@@ -430,7 +407,7 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
     result = sweep([_score(r, index, metric) for r in loaded], queries=queries, top=top,
                    simulations=simulations, seed=seed)
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
         return
     click.echo(f"{result.metric}: {result.configs} configurations, {result.n_tune} tune queries, "
                f"{result.n_holdout} holdout queries")
@@ -462,7 +439,7 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
 @_rel_level_option
 @_resamples_option
 @seed_option
-@_json_option
+@json_option
 @domain_errors
 def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name, rel_level, resamples, seed,
                   as_json):
@@ -482,7 +459,7 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
     result = attribute(*[_score(r, index, metric) for r in loaded], a_name=a_name, b_name=b_name,
                        resamples=resamples, seed=seed)
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
         return
     click.echo(f"{result.metric} over {result.n} queries; {round(result.level * 100)}% paired bootstrap, "
                f"{result.resamples} resamples, seed {result.seed}")
