@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
-from curation.cli.base import db_option, domain_errors, main, project_option, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, seed_option, store_session
 
 
 @main.command("split")
 @project_option
 @click.option("--holdout", type=float, default=None,
               help="Share of each stratum held out, e.g. 0.35 (first run only; fixed afterwards).")
-@click.option("--seed", type=int, default=None, help="Seed of the split (first run only; default 0).")
+@seed_option(help_text="Seed of the split (first run only; a project keeps the seed of its first split).")
 @db_option
 @domain_errors
 def split_cmd(project_name, holdout, seed, db_url):
@@ -25,6 +26,9 @@ def split_cmd(project_name, holdout, seed, db_url):
     """
     from curation.export.split import split_project
     from curation.store.projects import get_project
+
+    if click.get_current_context().get_parameter_source("seed") is ParameterSource.DEFAULT:
+        seed = None  # a project already split keeps its seed; a first split takes the default, 0
 
     with store_session(db_url) as s:
         proj = get_project(s, project_name)

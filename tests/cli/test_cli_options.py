@@ -63,3 +63,9 @@ def test_json_help_reads_the_same_in_every_command(path):
     text = CliRunner().invoke(main, [*path.split(), "--help"]).output
     assert "Print the result as JSON instead of text, for scripts." in " ".join(text.split())
 
+
+def test_every_seed_defaults_to_zero_and_shows_it():
+    found = _options("seed")
+    assert {"split", "seed-judgments", "assign", "pool", "sample", "compare", "demo"} <= set(found)
+    for path, p in found.items():
+        assert (p.opts, p.type, p.default, p.show_default) == (["--seed"], click.INT, 0, True), path
