@@ -11,7 +11,6 @@ import os
 import click
 
 from curation import __version__
-from curation.formats.fileio import InputError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -80,14 +79,14 @@ def echo_json(obj) -> None:
 
 
 def domain_errors(func):
-    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback."""
+    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback.
+    ``ValueError`` includes ``curation.formats.fileio.InputError`` (``path:line: message``), which is
+    not imported here so that starting the CLI loads no file helpers."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except InputError as exc:
-            raise click.ClickException(str(exc)) from None
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
 

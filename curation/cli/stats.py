@@ -7,16 +7,13 @@ import sys
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
-from curation.formats.fileio import atomic_write
-from curation.evaluate.metrics import QrelsIndex, evaluate, metric_choices, parse_metric
-from curation.formats.qrels import read_qrels
-from curation.formats.runs import read_runs
-from curation.evaluate.stats import CI_METHODS, WEIGHTINGS, attribute, compare, noise, pair_scores, power, read_queries, sweep
 from curation.cli.base import domain_errors, echo_json, json_option, main, seed_option
+from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
 
-_METRIC_HELP = "Metric, e.g. ndcg@10 (choices: " + ", ".join(metric_choices()) + ")."
+# The metric registry lives with numpy (curation.evaluate.metrics): naming every choice here would
+# import it for `golden --help`; an unknown metric is refused with the list.
+_METRIC_HELP = "Metric, e.g. ndcg@10, recall@100, ap or mrr@10 (an unknown name is answered with the choices)."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -43,6 +40,8 @@ def _resamples_option(func):
 
 
 def _metric_callback(ctx, param, value):
+    from curation.evaluate.metrics import parse_metric
+
     try:
         if isinstance(value, tuple):
             return tuple(parse_metric(v) for v in value)
@@ -53,6 +52,8 @@ def _metric_callback(ctx, param, value):
 
 def _load_qrels(path: str) -> tuple[dict, str | None]:
     """The qrels, and the export's queries.jsonl when ``path`` is an exported version folder."""
+    from curation.formats.qrels import read_qrels
+
     p = Path(path)
     if p.is_dir():
         qrels_file = p / "qrels.txt"
@@ -64,12 +65,18 @@ def _load_qrels(path: str) -> tuple[dict, str | None]:
 
 
 def _load_queries(queries_path: str | None, from_export: str | None):
+    from curation.evaluate.stats import read_queries
+
     path = queries_path or from_export
     return (read_queries(path), path) if path else (None, None)
 
 
 def _read_runs(paths) -> list:
     """Read the runs (in parallel), with a progress bar on stderr when it is a terminal."""
+    from tqdm import tqdm
+
+    from curation.formats.runs import read_runs
+
     paths = list(paths)
     with tqdm(total=len(paths), desc="reading runs", unit="run", file=sys.stderr,
               disable=len(paths) < 3 or not sys.stderr.isatty()) as bar:
@@ -87,6 +94,8 @@ def _unique_names(runs) -> None:
 
 
 def _score(run, index, spec):
+    from curation.evaluate.metrics import evaluate
+
     return evaluate(run, index, [spec], rel_level=index.rel_level)[str(spec)]
 
 
@@ -122,6 +131,8 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
     Example:
       golden metrics runs/bm25.trec runs/rerank.trec --qrels exports/v3 -m ndcg@10 -m recall@100
     """
+    from curation.evaluate.metrics import QrelsIndex, evaluate
+
     qrels, _ = _load_qrels(qrels_path)
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     loaded = _read_runs(runs)
@@ -228,7 +239,8 @@ def _print_comparison(c) -> None:
 @click.option("--weighting", type=click.Choice(WEIGHTINGS), default="unweighted", show_default=True,
               help="How queries count in the mean: unweighted, traffic (queries.jsonl weight), stratum (equal per stratum).")
 @click.option("--split", default=None, help="Only the queries of this split, e.g. holdout.")
-@click.option("--cluster-col", default=None, help="queries.jsonl field whose queries are resampled together, e.g. user.")
+@click.option("--cluster-col", default=None,
+              help="queries.jsonl field whose queries are resampled together, e.g. user.")
 @click.option("--ci", type=click.Choice(CI_METHODS), default="percentile", show_default=True,
               help="Bootstrap interval: percentile, or BCa (scipy).")
 @json_option
@@ -250,6 +262,9 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
       golden compare runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 \\
           --weighting traffic --split holdout --tie 0.02 --html report.html
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.stats import compare, pair_scores
+
     qrels, export_queries = _load_qrels(qrels_path)
     queries, _ = _load_queries(queries_path, export_queries)
     if queries is None and (weighting != "unweighted" or split or cluster_col):
@@ -263,6 +278,7 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
                      seed=seed, ci=ci, tie=tie, split=split)
     if html_path:
         from curation.evaluate.html_report import render_comparison
+        from curation.formats.fileio import atomic_write
 
         with atomic_write(html_path) as fh:
             fh.write(render_comparison(result))
@@ -280,7 +296,8 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
 
 @main.command("power")
 @click.argument("runs", nargs=-1, type=click.Path(exists=True))
-@click.option("--qrels", "qrels_path", type=click.Path(exists=True), help="Qrels file or export folder (with two runs).")
+@click.option("--qrels", "qrels_path", type=click.Path(exists=True),
+              help="Qrels file or export folder (with two runs).")
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @_rel_level_option
 @click.option("--sd-diff", type=float, default=None, help="Standard deviation of per-query differences (without runs).")
@@ -297,6 +314,9 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
       golden power runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 --delta 0.02
       golden power --sd-diff 0.18 --queries 250 --delta 0.03
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.stats import pair_scores, power
+
     diff = None
     if runs:
         if len(runs) != 2 or not qrels_path:
@@ -347,6 +367,9 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
     Example:
       golden noise runs/ann-seed1.trec runs/ann-seed2.trec runs/ann-seed3.trec --qrels exports/v3
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.stats import noise
+
     qrels, _ = _load_qrels(qrels_path)
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     loaded = _read_runs(runs)
@@ -397,6 +420,9 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
     Example:
       golden sweep runs/bm25-k1-*.trec --qrels exports/v3 --metric ndcg@10
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.stats import sweep
+
     qrels, export_queries = _load_qrels(qrels_path)
     queries, _ = _load_queries(queries_path, export_queries)
     if queries is None:
@@ -452,6 +478,9 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
       golden attribute base.trec rerank.trec expand.trec both.trec --qrels exports/v3 \\
           --a-name rerank --b-name expansion
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.stats import attribute
+
     qrels, _ = _load_qrels(qrels_path)
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     loaded = _read_runs([base, a_only, b_only, both])

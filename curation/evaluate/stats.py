@@ -39,6 +39,7 @@ import numpy as np
 from scipy import stats as sps
 
 from curation.formats.fileio import InputError, iter_jsonl_lines, open_text
+from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
 from curation.evaluate.metrics import MetricSpec, QueryScores
 
 __all__ = [
@@ -68,8 +69,6 @@ __all__ = [
     "Attribution",
 ]
 
-WEIGHTINGS = ("unweighted", "traffic", "stratum")
-CI_METHODS = ("percentile", "bca")
 TIED = 1e-12  # |B_i - A_i| at or below this is a tie (float noise of equal rankings)
 Z_80_POWER_5PCT = float(sps.norm.ppf(0.975) + sps.norm.ppf(0.80))  # 2.8016
 
