@@ -61,7 +61,8 @@ def print_report(proj_name: str, report) -> None:
 
     v = report.verdict
     t = v.thresholds
-    click.echo(f"project {proj_name}: scale {report.scale[0]}-{report.scale[-1]}, judges {', '.join(report.judges) or '-'}")
+    click.echo(f"project {proj_name}: scale {report.scale[0]}-{report.scale[-1]}, "
+               f"judges {', '.join(report.judges) or '-'}")
     click.echo(f"verdict: {v.band.upper()} - {v.message}")
     if v.caveat:
         click.echo(f"  caveat: {v.caveat}")
@@ -73,7 +74,8 @@ def print_report(proj_name: str, report) -> None:
     for c in comps:
         who = " + ".join(c.judges) if len(c.judges) == 2 else f"all {len(c.judges)} judges"
         click.echo(f"\n{who}: {c.pairs} pairs in {c.queries} queries "
-                   f"({int(100 * report.confidence)}% intervals: {report.resamples} query resamples, seed {report.seed})")
+                   f"({int(100 * report.confidence)}% intervals: {report.resamples} query resamples, "
+                   f"seed {report.seed})")
         _echo_measures(c.measures, n_judges=len(c.judges), indent=2)
         if report.graded:
             click.echo(f"  binary (grade >= {report.cut} relevant):")

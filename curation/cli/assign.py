@@ -13,7 +13,8 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
               help="Pairs every listed judge labels first (calibration and agreement); 0 for none.")
 @project_option
 @click.option("--hold/--no-hold", default=None,
-              help="Hold the main pairs back until a lead runs `golden release` (default: hold when there is an overlap set).")
+              help="Hold the main pairs back until a lead runs `golden release` "
+                   "(default: hold when there is an overlap set).")
 @seed_option
 @db_option
 @domain_errors
@@ -33,7 +34,8 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
         rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
-    again = " (assigned before; its pairs are not added again)" if rep.overlap_pairs and not rep.new_overlap_rows else ""
+    again = (" (assigned before; its pairs are not added again)"
+             if rep.overlap_pairs and not rep.new_overlap_rows else "")
     click.echo(
         f"project {proj.name}: overlap set of {rep.overlap_pairs} pairs over {rep.overlap_queries} queries "
         f"and {rep.overlap_strata} strata{again}; {rep.new_main_pairs} new main pairs"

@@ -13,7 +13,8 @@ def format_coverage(results, *, per_query: bool = False) -> str:
         return "no runs"
     depth = results[0].depth
     width = max(12, max(len(r.name) for r in results) + 2)
-    lines = [f"{'run':{width}}{'queries':>9}{'top-' + str(depth):>10}{'unjudged':>10}{'share':>8}{'mean/q':>8}{'worst q':>9}"]
+    lines = [f"{'run':{width}}{'queries':>9}{'top-' + str(depth):>10}{'unjudged':>10}{'share':>8}{'mean/q':>8}"
+             f"{'worst q':>9}"]
     ordered = sorted(results, key=lambda r: (-r.share, r.name))
     for r in ordered:
         worst = max((q.share for q in r.queries), default=0.0)
@@ -28,7 +29,8 @@ def format_coverage(results, *, per_query: bool = False) -> str:
             notes.append(r.verdict())
         if r.not_judged_queries:
             notes.append(f"{r.name}: {len(r.not_judged_queries)} of its queries have no judgments and were not "
-                         f"measured ({', '.join(r.not_judged_queries[:5])}{' ...' if len(r.not_judged_queries) > 5 else ''})")
+                         f"measured ({', '.join(r.not_judged_queries[:5])}"
+                         f"{' ...' if len(r.not_judged_queries) > 5 else ''})")
         if r.unanswered_queries:
             notes.append(f"{r.name}: answers none of {len(r.unanswered_queries)} judged queries "
                          f"({', '.join(r.unanswered_queries[:5])}{' ...' if len(r.unanswered_queries) > 5 else ''})")
@@ -37,7 +39,8 @@ def format_coverage(results, *, per_query: bool = False) -> str:
         lines.extend(notes)
     else:
         lines.append("")
-        lines.append(f"every run's top-{depth} is covered by the judgments (unjudged share below {results[0].holes_at:.0%})")
+        lines.append(f"every run's top-{depth} is covered by the judgments "
+                     f"(unjudged share below {results[0].holes_at:.0%})")
     if per_query:
         for r in ordered:
             lines.append("")

@@ -21,19 +21,22 @@ def _project(s, name):
 def _whoami() -> str | None:
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no login name in some containers
+    except (ImportError, KeyError, OSError):  # no login name: a container's uid with no passwd entry
         return None
 
 
 @main.command("export")
-@click.option("--version", "version", required=True, metavar="NAME", help="Version name, e.g. v5 (a folder of that name is written).")
+@click.option("--version", "version", required=True, metavar="NAME",
+              help="Version name, e.g. v5 (a folder of that name is written).")
 @project_option
 @click.option("--policy", type=click.Choice(POLICY_CHOICES), default="adjudicated", show_default=True,
               help="How a pair's final label is decided when judges disagree (see curation/agree/labels.py).")
 @click.option("--allow-incomplete", is_flag=True,
               help="Export even with unjudged pooled pairs or unresolved disagreements (the manifest counts them).")
-@click.option("--frozen", is_flag=True, help="Write an already exported version as frozen, whatever the store holds now.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder to write VERSION/ into.")
+@click.option("--frozen", is_flag=True,
+              help="Write an already exported version as frozen, whatever the store holds now.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder to write VERSION/ into.")
 @click.option("--by", "created_by", metavar="NAME", default=None, help="Who exports (default: your login name).")
 @db_option
 @domain_errors

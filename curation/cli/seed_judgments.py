@@ -13,7 +13,8 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
               help="ticket: a resolved ticket linked the document (default grade: the top grade); "
                    "click: a click (a weak positive, default grade 1).")
 @project_option
-@click.option("--add-to-pool", is_flag=True, help="Add the pairs to the judging pool, so judges confirm or reject them blind.")
+@click.option("--add-to-pool", is_flag=True,
+              help="Add the pairs to the judging pool, so judges confirm or reject them blind.")
 @seed_option(help_text="Seed of the pool order the new pairs take.")
 @db_option
 @domain_errors

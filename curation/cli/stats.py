@@ -237,7 +237,8 @@ def _print_comparison(c) -> None:
 @click.option("--tie", type=float, default=None,
               help="Smallest difference that matters, declared before the run, e.g. 0.03.")
 @click.option("--weighting", type=click.Choice(WEIGHTINGS), default="unweighted", show_default=True,
-              help="How queries count in the mean: unweighted, traffic (queries.jsonl weight), stratum (equal per stratum).")
+              help="How queries count in the mean: unweighted, traffic (queries.jsonl weight), "
+                   "stratum (equal per stratum).")
 @click.option("--split", default=None, help="Only the queries of this split, e.g. holdout.")
 @click.option("--cluster-col", default=None,
               help="queries.jsonl field whose queries are resampled together, e.g. user.")
@@ -268,7 +269,8 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
     qrels, export_queries = _load_qrels(qrels_path)
     queries, _ = _load_queries(queries_path, export_queries)
     if queries is None and (weighting != "unweighted" or split or cluster_col):
-        raise click.ClickException("--weighting/--split/--cluster-col need --queries QUERIES.jsonl (or an export folder)")
+        raise click.ClickException(
+            "--weighting/--split/--cluster-col need --queries QUERIES.jsonl (or an export folder)")
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     ra, rb = _read_runs([run_a, run_b])
     if ra.name == rb.name:

@@ -26,4 +26,5 @@ def verify_cmd(folder):
             click.echo(f"FAIL {p}", err=True)
         raise click.ClickException(f"{folder}: {len(rep.problems)} problem(s); re-export with `golden export --version "
                                    f"{rep.version or 'NAME'} --frozen --out DIR` to restore the frozen files")
-    click.echo(f"{folder}: OK, version {rep.version}; {len(rep.checked)} files match the manifest ({', '.join(rep.checked)})")
+    click.echo(f"{folder}: OK, version {rep.version}; {len(rep.checked)} files match the manifest "
+               f"({', '.join(rep.checked)})")

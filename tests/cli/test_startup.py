@@ -10,7 +10,8 @@ from pathlib import Path
 
 import curation.cli
 
-HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarrow", "flask", "gunicorn", "alembic", "tqdm")
+HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarrow", "flask", "gunicorn", "alembic",
+         "tqdm")
 
 # Every top-level command, as the README and the commands' docstrings name them.
 COMMANDS = {
