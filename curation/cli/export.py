@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import sys
 
 import click
@@ -19,6 +18,8 @@ def _project(s, name):
 
 
 def _whoami() -> str | None:
+    import getpass
+
     try:
         return getpass.getuser()
     except (ImportError, KeyError, OSError):  # no login name: a container's uid with no passwd entry
