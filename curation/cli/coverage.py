@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, open_db, project_option
+from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, project_option, store_session
 
 
 def format_coverage(results, *, per_query: bool = False) -> str:
@@ -81,12 +81,9 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
     if qrels_path is not None:
         judged = judged_from_qrels(qrels_path)
     else:
-        from sqlmodel import Session
-
         from curation.store.projects import get_project
 
-        engine = open_db(db_url)
-        with Session(engine) as session:
+        with store_session(db_url) as session:
             judged = judged_from_store(session, get_project(session, project_name))
     results = [unjudged(read_run(p), judged, depth=depth, holes_at=holes_at) for p in runs]
     if as_json:
