@@ -61,12 +61,9 @@ def echo_json(obj) -> None:
     """Print ``obj`` as indented UTF-8 JSON: NaN and infinity become null (JSON has neither), numpy
     values their Python equivalents, anything else unknown its string."""
 
-    def default(o):
-        if hasattr(o, "tolist"):  # numpy arrays and scalars, without importing numpy here
-            return o.tolist()
-        return str(o)
-
     def clean(o):
+        if hasattr(o, "tolist"):  # numpy arrays and scalars, without importing numpy here
+            o = o.tolist()
         if isinstance(o, float) and not math.isfinite(o):
             return None
         if isinstance(o, dict):
@@ -75,7 +72,7 @@ def echo_json(obj) -> None:
             return [clean(v) for v in o]
         return o
 
-    click.echo(json.dumps(clean(obj), indent=2, default=default, ensure_ascii=False))
+    click.echo(json.dumps(clean(obj), indent=2, default=str, ensure_ascii=False))
 
 
 def domain_errors(func):

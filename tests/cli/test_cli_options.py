@@ -51,10 +51,12 @@ def test_echo_json_writes_valid_json_for_nan_numpy_and_non_ascii():
     @click.command()
     def show():
         echo_json({"alpha": float("nan"), "inf": float("inf"), "v": np.array([1, 2]), "n": np.int64(3),
-                   "note": "réponse"})
+                   "w": np.array([0.5, np.nan]), "x": np.float64("nan"), "note": "réponse"})
 
     out = CliRunner().invoke(show).output
-    assert json.loads(out) == {"alpha": None, "inf": None, "v": [1, 2], "n": 3, "note": "réponse"}
+    assert json.loads(out) == {"alpha": None, "inf": None, "v": [1, 2], "n": 3, "w": [0.5, None], "x": None,
+                               "note": "réponse"}
+    assert "NaN" not in out and "Infinity" not in out  # what json.loads accepts but JSON does not
     assert "réponse" in out  # UTF-8, not \u escapes
 
 
