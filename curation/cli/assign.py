@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, seed_option, store_session
+from curation.cli.base import db_option, domain_errors, main, project_option, seed_option, store_session
 
 
 @main.command()
 @click.option("--judges", required=True, help="Comma-separated judge names, e.g. alice,bob.")
 @click.option("--overlap", type=click.IntRange(min=0), default=100, show_default=True,
               help="Pairs every listed judge labels first (calibration and agreement); 0 for none.")
-@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@project_option
 @click.option("--hold/--no-hold", default=None,
-              help="Hold the main pairs back until a lead runs `golden release` (default: hold when there is an overlap set).")
+              help="Hold the main pairs back until a lead runs `golden release` "
+                   "(default: hold when there is an overlap set).")
 @seed_option
 @db_option
 @domain_errors
@@ -33,7 +34,8 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
         rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
-    again = " (assigned before; its pairs are not added again)" if rep.overlap_pairs and not rep.new_overlap_rows else ""
+    again = (" (assigned before; its pairs are not added again)"
+             if rep.overlap_pairs and not rep.new_overlap_rows else "")
     click.echo(
         f"project {proj.name}: overlap set of {rep.overlap_pairs} pairs over {rep.overlap_queries} queries "
         f"and {rep.overlap_strata} strata{again}; {rep.new_main_pairs} new main pairs"
@@ -50,7 +52,7 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
 @click.option("--lead", "lead_name", required=True, help="The lead releasing the work (role lead or admin).")
 @click.option("--agreement", type=float, default=None,
               help="The agreement reviewed on the overlap set (e.g. Krippendorff's alpha), for the record.")
-@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
+@project_option
 @db_option
 @domain_errors
 def release(lead_name, agreement, project_name, db_url):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
+import math
 import os
 
 import click
 
 from curation import __version__
-from curation.formats.fileio import InputError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -29,22 +30,60 @@ def main():
     """
 
 
-def seed_option(func):
-    """``--seed``: every random choice is reproducible byte for byte from it."""
-    return click.option(
-        "--seed", type=int, default=0, show_default=True, help="Random seed; the same seed gives the same output."
-    )(func)
+SEED_HELP = "Random seed; the same seed gives the same output."
+PROJECT_HELP = "Project name (default: the only project in the store; needed when it holds several)."
+JSON_HELP = "Print the result as JSON instead of text, for scripts."
+
+
+def _option(decorator, func):
+    """Let an option decorator be used bare (``@seed_option``) or called (``@seed_option(help_text=...)``)."""
+    return decorator if func is None else decorator(func)
+
+
+def seed_option(func=None, *, help_text: str = SEED_HELP):
+    """``--seed N`` (default 0): every random choice is reproducible byte for byte from it. Only the
+    help may say what the seed decides in a command."""
+    return _option(click.option("--seed", type=int, default=0, show_default=True, help=help_text), func)
+
+
+def project_option(func=None, *, help_text: str = PROJECT_HELP):
+    """``--project NAME``: the project a command works on. Only where naming a project switches
+    something on (coverage, leakcheck) does the help say so instead."""
+    return _option(click.option("--project", "project_name", metavar="NAME", default=None, help=help_text), func)
+
+
+def json_option(func):
+    """``--json``: the command prints its result with :func:`echo_json` instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help=JSON_HELP)(func)
+
+
+def echo_json(obj) -> None:
+    """Print ``obj`` as indented UTF-8 JSON: NaN and infinity become null (JSON has neither), numpy
+    values their Python equivalents, anything else unknown its string."""
+
+    def clean(o):
+        if hasattr(o, "tolist"):  # numpy arrays and scalars, without importing numpy here
+            o = o.tolist()
+        if isinstance(o, float) and not math.isfinite(o):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [clean(v) for v in o]
+        return o
+
+    click.echo(json.dumps(clean(obj), indent=2, default=str, ensure_ascii=False))
 
 
 def domain_errors(func):
-    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback."""
+    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback.
+    ``ValueError`` includes ``curation.formats.fileio.InputError`` (``path:line: message``), which is
+    not imported here so that starting the CLI loads no file helpers."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except InputError as exc:
-            raise click.ClickException(str(exc)) from None
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
 

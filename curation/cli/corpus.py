@@ -5,9 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
-from tqdm import tqdm
 
-from curation.formats.corpus import read_docids, sample_corpus
 from curation.cli.base import domain_errors, main, seed_option
 
 
@@ -37,6 +35,10 @@ def corpus_sample_command(corpus, size, keep_files, seed, out):
     Example:
       golden corpus-sample corpus.jsonl.gz --size 200000 --keep pool.jsonl --seed 7 --out sample.jsonl.gz
     """
+    from tqdm import tqdm
+
+    from curation.formats.corpus import read_docids, sample_corpus
+
     keep: list[str] = []
     for path in keep_files:
         keep.extend(read_docids(path))

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from curation.cli.base import db_option, domain_errors, main, open_db
+from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, project_option, store_session
 
 
 def format_coverage(results, *, per_query: bool = False) -> str:
@@ -15,7 +13,8 @@ def format_coverage(results, *, per_query: bool = False) -> str:
         return "no runs"
     depth = results[0].depth
     width = max(12, max(len(r.name) for r in results) + 2)
-    lines = [f"{'run':{width}}{'queries':>9}{'top-' + str(depth):>10}{'unjudged':>10}{'share':>8}{'mean/q':>8}{'worst q':>9}"]
+    lines = [f"{'run':{width}}{'queries':>9}{'top-' + str(depth):>10}{'unjudged':>10}{'share':>8}{'mean/q':>8}"
+             f"{'worst q':>9}"]
     ordered = sorted(results, key=lambda r: (-r.share, r.name))
     for r in ordered:
         worst = max((q.share for q in r.queries), default=0.0)
@@ -30,7 +29,8 @@ def format_coverage(results, *, per_query: bool = False) -> str:
             notes.append(r.verdict())
         if r.not_judged_queries:
             notes.append(f"{r.name}: {len(r.not_judged_queries)} of its queries have no judgments and were not "
-                         f"measured ({', '.join(r.not_judged_queries[:5])}{' ...' if len(r.not_judged_queries) > 5 else ''})")
+                         f"measured ({', '.join(r.not_judged_queries[:5])}"
+                         f"{' ...' if len(r.not_judged_queries) > 5 else ''})")
         if r.unanswered_queries:
             notes.append(f"{r.name}: answers none of {len(r.unanswered_queries)} judged queries "
                          f"({', '.join(r.unanswered_queries[:5])}{' ...' if len(r.unanswered_queries) > 5 else ''})")
@@ -39,7 +39,8 @@ def format_coverage(results, *, per_query: bool = False) -> str:
         lines.extend(notes)
     else:
         lines.append("")
-        lines.append(f"every run's top-{depth} is covered by the judgments (unjudged share below {results[0].holes_at:.0%})")
+        lines.append(f"every run's top-{depth} is covered by the judgments "
+                     f"(unjudged share below {results[0].holes_at:.0%})")
     if per_query:
         for r in ordered:
             lines.append("")
@@ -53,14 +54,13 @@ def format_coverage(results, *, per_query: bool = False) -> str:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--qrels", "qrels_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="TREC qrels file (any grade counts as judged).")
-@click.option("--project", "project_name", default=None,
-              help="Measure against this project's judgments in the store instead of a qrels file.")
+@project_option(help_text="Measure against this project's judgments in the store instead of a qrels file.")
 @db_option
 @click.option("--depth", type=int, default=10, show_default=True, help="Top-k of each run to check.")
 @click.option("--holes-at", type=float, default=0.10, show_default=True,
               help="Unjudged share from which a run is called 'measured on holes'.")
 @click.option("--per-query", is_flag=True, help="Also list every query's unjudged share.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (per run and per query) instead of the table.")
+@json_option
 @domain_errors
 def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json):
     """Share of each run's top-DEPTH results with no judgment, per query and in total.
@@ -81,12 +81,9 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
     if qrels_path is not None:
         judged = judged_from_qrels(qrels_path)
     else:
-        from sqlmodel import Session
-
         from curation.store.projects import get_project
 
-        engine = open_db(db_url)
-        with Session(engine) as session:
+        with store_session(db_url) as session:
             judged = judged_from_store(session, get_project(session, project_name))
     results = [unjudged(read_run(p), judged, depth=depth, holes_at=holes_at) for p in runs]
     if as_json:
@@ -99,6 +96,6 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
             }
             for r in results
         ]
-        click.echo(json.dumps(out, indent=1))
+        echo_json(out)
         return
     click.echo(format_coverage(results, per_query=per_query))

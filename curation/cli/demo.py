@@ -33,7 +33,8 @@ def demo_commands(result) -> dict[str, str]:
               help="Folder to write the demo into (new, empty, or an earlier demo folder).")
 @seed_option
 @click.option("--no-serve", is_flag=True, help="Stop after loading the judging store; do not serve it.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to serve the judging app on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to serve the judging app on.")
 @domain_errors
 def demo_command(folder, seed, no_serve, port):
     """Generate a realistic demo data set in --dir, sample, pool, load and serve it for judging.
@@ -51,20 +52,27 @@ def demo_command(folder, seed, no_serve, port):
     Example:
       golden demo --dir golden-demo --seed 0 --no-serve
     """
-    from curation.demo import POOL_DEPTH, SYSTEMS, build_demo
     from curation.cli.pool import pool_summary
     from curation.cli.sample import format_strata_table
+    from curation.demo import POOL_DEPTH, SYSTEMS, build_demo
 
     result = build_demo(folder, seed=seed)
     data, paths = result.data, result.data.paths
     echo = click.echo
-    rel = lambda p: p.relative_to(paths.folder).as_posix()  # noqa: E731
+
+    def rel(p):
+        return p.relative_to(paths.folder).as_posix()
+
     echo(f"Generated a demo data set in {paths.folder}/ (seed {seed}):")
-    echo(f"  {rel(paths.log):<18} {data.log_rows:,} searches, {data.distinct_queries:,} distinct queries, surfaces web/app/chat")
-    echo(f"  {rel(paths.corpus):<18} {data.corpus_docs:,} chunks, fingerprint {result.fetched.fingerprint.sha256[:16]}...")
+    echo(f"  {rel(paths.log):<18} {data.log_rows:,} searches, {data.distinct_queries:,} distinct queries, "
+         "surfaces web/app/chat")
+    echo(f"  {rel(paths.corpus):<18} {data.corpus_docs:,} chunks, "
+         f"fingerprint {result.fetched.fingerprint.sha256[:16]}...")
     echo(f"  {'runs/':<18} {', '.join(SYSTEMS)}: top 100 for each of {data.run_queries:,} queries")
     echo(f"  {rel(paths.guidelines):<18} relevance on a 0-2 scale")
-    echo(f"  {rel(paths.handwritten):<18} {sum(1 for _ in open(paths.handwritten, encoding='utf-8'))} hand-written queries")
+    with open(paths.handwritten, encoding="utf-8") as fh:
+        handwritten = sum(1 for _ in fh)
+    echo(f"  {rel(paths.handwritten):<18} {handwritten} hand-written queries")
     echo(f"  {rel(paths.hidden_qrels):<18} the hidden truth the runs were built from (for simulated judges only)")
     commands = demo_commands(result)
     echo("")
@@ -85,7 +93,8 @@ def demo_command(folder, seed, no_serve, port):
     pooled_docs = len({p.docid for p in result.pool.pairs})
     echo(f"-> {rel(paths.pool)} ({len(result.pool.pairs):,} pairs, depth {POOL_DEPTH}) and {rel(paths.pool_meta)}")
     if result.fetched.missing:
-        echo(f"  {len(result.fetched.missing)} pooled documents are missing from the corpus: {', '.join(result.fetched.missing[:5])}")
+        echo(f"  {len(result.fetched.missing)} pooled documents are missing from the corpus: "
+             f"{', '.join(result.fetched.missing[:5])}")
     else:
         echo(f"  all {pooled_docs:,} pooled documents are in the corpus")
     from curation.demo import load_demo_store
@@ -103,7 +112,8 @@ def demo_command(folder, seed, no_serve, port):
     echo(f"  golden assign --project {store.project} --judges {','.join(judges)} --overlap {a.overlap_pairs} "
          f"--seed {seed} --db {db}")
     echo(f"  overlap set: {a.overlap_pairs} pairs over {a.overlap_queries} queries, labelled by every judge first;"
-         f" the other {a.new_main_pairs} pairs are split by query" + (", held until the lead releases them" if a.held else ""))
+         f" the other {a.new_main_pairs} pairs are split by query"
+         + (", held until the lead releases them" if a.held else ""))
     echo("")
     echo("Log in as (the passwords are new each run):")
     for name, role, password in store.logins:

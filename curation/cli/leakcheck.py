@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, open_db
+from curation.cli.base import db_option, domain_errors, main, open_db, project_option
 
 EXIT_LEAKS = 3
 
@@ -114,8 +114,7 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
 @click.option("--fail-on-leak", is_flag=True, help=f"Exit with status {EXIT_LEAKS} when any query leaks (for CI).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="JSONL: one line per query with its status and matching chunks (written whole or not at all).")
-@click.option("--project", "project_name", default=None,
-              help="Also record the findings in this project (leads review them on its Leak check page).")
+@project_option(help_text="Also record the findings in this project (leads review them on its Leak check page).")
 @db_option
 @domain_errors
 def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, workers, dask_address,

@@ -7,10 +7,7 @@ import os
 import sys
 
 import click
-from tqdm import tqdm
 
-from curation.pool.pooling import file_info, make_pool, pool_meta_path, read_pool, read_query_ids, write_pool
-from curation.formats.runs import read_runs
 from curation.cli.base import domain_errors, main, seed_option
 
 
@@ -26,6 +23,8 @@ def _split_run_arg(arg: str) -> tuple[str | None, str]:
 
 def _pool_depth(pool_path: str) -> int | None:
     """The depth recorded in a pool's metadata file, when there is one."""
+    from curation.pool.pooling import pool_meta_path
+
     meta = pool_meta_path(pool_path)
     if not meta.exists():
         return None
@@ -97,6 +96,11 @@ def pool_command(runs, queries, depth, seed, extend, out):
       golden pool runs/*.trec.gz --queries queries.jsonl --depth 20 --seed 7 --out pool.jsonl
       golden pool new=runs/new.trec --extend pool.jsonl --depth 20 --out pool-new.jsonl
     """
+    from tqdm import tqdm
+
+    from curation.formats.runs import read_runs
+    from curation.pool.pooling import file_info, make_pool, read_pool, read_query_ids, write_pool
+
     parsed = [_split_run_arg(a) for a in runs]
     if extend and os.path.abspath(extend) == os.path.abspath(out):
         raise click.ClickException(

@@ -1,5 +1,4 @@
-"""``golden project`` and ``golden guidelines``: load a project into the store, extend its pool,
-and version its guidelines."""
+"""``golden project``: load a project into the store, extend its pool, and list the projects."""
 
 from __future__ import annotations
 
@@ -134,40 +133,3 @@ def list_(db_url):
             f"{'v' + str(r.guidelines_version) if r.guidelines_version else '-':>10}  "
             f"{'released' if r.released else 'held'}"
         )
-
-
-@main.group()
-def guidelines():
-    """Version the written definition of relevance judges work under.
-
-    \b
-    Example:
-      golden guidelines set GUIDELINES.md --project news --note "clarify partial answers"
-    """
-
-
-@guidelines.command("set")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--project", "project_name", default=None, help="Project name (needed when the store has several).")
-@click.option("--note", default=None, help="What changed, for the history.")
-@db_option
-@domain_errors
-def set_(path, project_name, note, db_url):
-    """Make the text of PATH the project's guidelines: a changed text becomes a new version, and
-    judgments made from now on record it.
-
-    \b
-    Example:
-      golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
-    """
-    from curation.store.projects import get_project, set_guidelines
-
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    with store_session(db_url) as s:
-        proj = get_project(s, project_name)
-        version, new = set_guidelines(s, proj, text, note=note)
-    if new:
-        click.echo(f"project {proj.name}: guidelines v{version.version} recorded")
-    else:
-        click.echo(f"project {proj.name}: guidelines unchanged (still v{version.version})")

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from curation.cli.base import db_option, main
+
+if TYPE_CHECKING:
+    import socket
 
 
 def default_workers() -> int:
@@ -31,6 +34,8 @@ def default_workers() -> int:
 
 def _listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that port 0 (any free port) can be reported exactly."""
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -115,8 +120,8 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=cli
 
 def build_app(db_url: str | None):
     """The judging app for ``db_url``; an out-of-date schema becomes a clean CLI error."""
-    from judging_app import create_app
     from curation.store.migrate import SchemaError
+    from judging_app import create_app
 
     if db_url and "://" not in db_url:  # a plain path means a SQLite file
         db_url = f"sqlite:///{Path(db_url).resolve()}"
@@ -127,7 +132,8 @@ def build_app(db_url: str | None):
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0 for every interface).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port, printed at start).")
 @db_option

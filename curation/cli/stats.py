@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
-from curation.formats.fileio import atomic_write
-from curation.evaluate.metrics import QrelsIndex, evaluate, metric_choices, parse_metric
-from curation.formats.qrels import read_qrels
-from curation.formats.runs import read_runs
-from curation.evaluate.attribution import attribute
-from curation.evaluate.noise import noise, sweep
-from curation.evaluate.power import power
-from curation.evaluate.stats import CI_METHODS, WEIGHTINGS, compare, pair_scores, read_queries
-from curation.cli.base import domain_errors, main, seed_option
+from curation.cli.base import domain_errors, echo_json, json_option, main, seed_option
+from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
 
-_METRIC_HELP = "Metric, e.g. ndcg@10 (choices: " + ", ".join(metric_choices()) + ")."
+# The metric registry lives with numpy (curation.evaluate.metrics): naming every choice here would
+# import it for `golden --help`; an unknown metric is refused with the list.
+_METRIC_HELP = "Metric, e.g. ndcg@10, recall@100, ap or mrr@10 (an unknown name is answered with the choices)."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -46,11 +39,9 @@ def _resamples_option(func):
                         help="Bootstrap resamples.")(func)
 
 
-def _json_option(func):
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)
-
-
 def _metric_callback(ctx, param, value):
+    from curation.evaluate.metrics import parse_metric
+
     try:
         if isinstance(value, tuple):
             return tuple(parse_metric(v) for v in value)
@@ -61,6 +52,8 @@ def _metric_callback(ctx, param, value):
 
 def _load_qrels(path: str) -> tuple[dict, str | None]:
     """The qrels, and the export's queries.jsonl when ``path`` is an exported version folder."""
+    from curation.formats.qrels import read_qrels
+
     p = Path(path)
     if p.is_dir():
         qrels_file = p / "qrels.txt"
@@ -72,12 +65,18 @@ def _load_qrels(path: str) -> tuple[dict, str | None]:
 
 
 def _load_queries(queries_path: str | None, from_export: str | None):
+    from curation.evaluate.stats import read_queries
+
     path = queries_path or from_export
     return (read_queries(path), path) if path else (None, None)
 
 
 def _read_runs(paths) -> list:
     """Read the runs (in parallel), with a progress bar on stderr when it is a terminal."""
+    from tqdm import tqdm
+
+    from curation.formats.runs import read_runs
+
     paths = list(paths)
     with tqdm(total=len(paths), desc="reading runs", unit="run", file=sys.stderr,
               disable=len(paths) < 3 or not sys.stderr.isatty()) as bar:
@@ -94,25 +93,9 @@ def _unique_names(runs) -> None:
             seen[r.name] = 1
 
 
-def _echo_json(obj) -> None:
-    def default(o):
-        if hasattr(o, "tolist"):
-            return o.tolist()
-        return str(o)
-
-    def clean(o):
-        if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
-            return None
-        if isinstance(o, dict):
-            return {k: clean(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [clean(v) for v in o]
-        return o
-
-    click.echo(json.dumps(clean(obj), indent=2, default=default, ensure_ascii=False))
-
-
 def _score(run, index, spec):
+    from curation.evaluate.metrics import evaluate
+
     return evaluate(run, index, [spec], rel_level=index.rel_level)[str(spec)]
 
 
@@ -134,7 +117,7 @@ def _no_results_line(scores_by_run) -> str | None:
               show_default=True, callback=_metric_callback, help=_METRIC_HELP + " Repeat for several.")
 @_rel_level_option
 @click.option("--per-query", is_flag=True, help="Print one line per query and metric (qid, value, judged).")
-@_json_option
+@json_option
 @domain_errors
 def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
     """Per-query metrics of one or more runs, averaged, with judged@k beside each.
@@ -148,6 +131,8 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
     Example:
       golden metrics runs/bm25.trec runs/rerank.trec --qrels exports/v3 -m ndcg@10 -m recall@100
     """
+    from curation.evaluate.metrics import QrelsIndex, evaluate
+
     qrels, _ = _load_qrels(qrels_path)
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     loaded = _read_runs(runs)
@@ -161,7 +146,7 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
                     "no_results": s.no_results, **({"per_query": s.as_dict()} if per_query else {})}
                 for m, s in per.items()
             }
-        _echo_json(out)
+        echo_json(out)
         return
     if per_query:
         click.echo("run\tmetric\tqid\tvalue\tjudged")
@@ -252,12 +237,14 @@ def _print_comparison(c) -> None:
 @click.option("--tie", type=float, default=None,
               help="Smallest difference that matters, declared before the run, e.g. 0.03.")
 @click.option("--weighting", type=click.Choice(WEIGHTINGS), default="unweighted", show_default=True,
-              help="How queries count in the mean: unweighted, traffic (queries.jsonl weight), stratum (equal per stratum).")
+              help="How queries count in the mean: unweighted, traffic (queries.jsonl weight), "
+                   "stratum (equal per stratum).")
 @click.option("--split", default=None, help="Only the queries of this split, e.g. holdout.")
-@click.option("--cluster-col", default=None, help="queries.jsonl field whose queries are resampled together, e.g. user.")
+@click.option("--cluster-col", default=None,
+              help="queries.jsonl field whose queries are resampled together, e.g. user.")
 @click.option("--ci", type=click.Choice(CI_METHODS), default="percentile", show_default=True,
               help="Bootstrap interval: percentile, or BCa (scipy).")
-@_json_option
+@json_option
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML report.")
 @domain_errors
 def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resamples, seed, tie, weighting,
@@ -276,10 +263,14 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
       golden compare runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 \\
           --weighting traffic --split holdout --tie 0.02 --html report.html
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.stats import compare, pair_scores
+
     qrels, export_queries = _load_qrels(qrels_path)
     queries, _ = _load_queries(queries_path, export_queries)
     if queries is None and (weighting != "unweighted" or split or cluster_col):
-        raise click.ClickException("--weighting/--split/--cluster-col need --queries QUERIES.jsonl (or an export folder)")
+        raise click.ClickException(
+            "--weighting/--split/--cluster-col need --queries QUERIES.jsonl (or an export folder)")
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     ra, rb = _read_runs([run_a, run_b])
     if ra.name == rb.name:
@@ -289,11 +280,12 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
                      seed=seed, ci=ci, tie=tie, split=split)
     if html_path:
         from curation.evaluate.html_report import render_comparison
+        from curation.formats.fileio import atomic_write
 
         with atomic_write(html_path) as fh:
             fh.write(render_comparison(result))
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
     else:
         _print_comparison(result)
         if html_path:
@@ -306,13 +298,14 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
 
 @main.command("power")
 @click.argument("runs", nargs=-1, type=click.Path(exists=True))
-@click.option("--qrels", "qrels_path", type=click.Path(exists=True), help="Qrels file or export folder (with two runs).")
+@click.option("--qrels", "qrels_path", type=click.Path(exists=True),
+              help="Qrels file or export folder (with two runs).")
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @_rel_level_option
 @click.option("--sd-diff", type=float, default=None, help="Standard deviation of per-query differences (without runs).")
 @click.option("--queries", "n_queries", type=int, default=None, help="Number of queries (without runs).")
 @click.option("--delta", type=float, default=None, help="Difference to detect; prints the queries needed for it.")
-@_json_option
+@json_option
 @domain_errors
 def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as_json):
     """What a query set can resolve: paired sd, standard error, minimum detectable
@@ -323,6 +316,10 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
       golden power runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 --delta 0.02
       golden power --sd-diff 0.18 --queries 250 --delta 0.03
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.power import power
+    from curation.evaluate.stats import pair_scores
+
     diff = None
     if runs:
         if len(runs) != 2 or not qrels_path:
@@ -336,7 +333,7 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
         raise click.ClickException("give two runs and --qrels, or both --sd-diff and --queries N")
     p = power(diff, sd=sd_diff, n=n_queries, delta=delta)
     if as_json:
-        _echo_json(p.as_dict())
+        echo_json(p.as_dict())
         return
     click.echo(f"queries                       {p.n}")
     click.echo(f"paired sd of differences  s = {p.sd:.4f}")
@@ -362,7 +359,7 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
 @_rel_level_option
 @_resamples_option
 @seed_option
-@_json_option
+@json_option
 @domain_errors
 def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
     """Noise floor from repeated runs of ONE configuration: sd, range, and the threshold
@@ -373,13 +370,16 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
     Example:
       golden noise runs/ann-seed1.trec runs/ann-seed2.trec runs/ann-seed3.trec --qrels exports/v3
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.noise import noise
+
     qrels, _ = _load_qrels(qrels_path)
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     loaded = _read_runs(runs)
     _unique_names(loaded)
     result = noise([_score(r, index, metric) for r in loaded], resamples=resamples, seed=seed)
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
     else:
         click.echo(f"{result.metric} over {result.n} queries, {len(result.runs)} repeated runs")
         for name, m in zip(result.runs, result.means):
@@ -413,7 +413,7 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
 @click.option("--top", type=int, default=3, show_default=True, help="How many of the best to re-measure on holdout.")
 @click.option("--simulations", type=int, default=2000, show_default=True, help="Resamples for the optimism.")
 @seed_option
-@_json_option
+@json_option
 @domain_errors
 def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulations, seed, as_json):
     """Rank many configurations on the tune split, show the optimism expected from
@@ -423,6 +423,9 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
     Example:
       golden sweep runs/bm25-k1-*.trec --qrels exports/v3 --metric ndcg@10
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.noise import sweep
+
     qrels, export_queries = _load_qrels(qrels_path)
     queries, _ = _load_queries(queries_path, export_queries)
     if queries is None:
@@ -433,7 +436,7 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
     result = sweep([_score(r, index, metric) for r in loaded], queries=queries, top=top,
                    simulations=simulations, seed=seed)
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
         return
     click.echo(f"{result.metric}: {result.configs} configurations, {result.n_tune} tune queries, "
                f"{result.n_holdout} holdout queries")
@@ -465,7 +468,7 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
 @_rel_level_option
 @_resamples_option
 @seed_option
-@_json_option
+@json_option
 @domain_errors
 def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name, rel_level, resamples, seed,
                   as_json):
@@ -478,6 +481,9 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
       golden attribute base.trec rerank.trec expand.trec both.trec --qrels exports/v3 \\
           --a-name rerank --b-name expansion
     """
+    from curation.evaluate.metrics import QrelsIndex
+    from curation.evaluate.attribution import attribute
+
     qrels, _ = _load_qrels(qrels_path)
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     loaded = _read_runs([base, a_only, b_only, both])
@@ -485,7 +491,7 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
     result = attribute(*[_score(r, index, metric) for r in loaded], a_name=a_name, b_name=b_name,
                        resamples=resamples, seed=seed)
     if as_json:
-        _echo_json(result.as_dict())
+        echo_json(result.as_dict())
         return
     click.echo(f"{result.metric} over {result.n} queries; {round(result.level * 100)}% paired bootstrap, "
                f"{result.resamples} resamples, seed {result.seed}")

@@ -43,6 +43,7 @@ import numpy as np
 
 from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
+from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
 from curation.formats.fileio import InputError, iter_jsonl_lines, open_text
 from curation.evaluate.metrics import MetricSpec, QueryScores
 
@@ -62,8 +63,6 @@ __all__ = [
     "Comparison",
 ]
 
-WEIGHTINGS = ("unweighted", "traffic", "stratum")
-CI_METHODS = ("percentile", "bca")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,7 +34,8 @@ def test_log_has_heavy_head_long_tail_and_strata(demo):
     assert set(shares.index) == {"web", "app", "chat"}
     assert shares.min() > 0.05 and shares.max() / shares.min() > 1.5  # strata of different traffic
     # A query's stratum is a property of the query: nearly all its searches come from one surface.
-    home_share = log.groupby(log["query"].map(normalize_text))["surface"].agg(lambda s: s.value_counts().iloc[0] / len(s))
+    by_query = log.groupby(log["query"].map(normalize_text))["surface"]
+    home_share = by_query.agg(lambda s: s.value_counts().iloc[0] / len(s))
     assert (home_share * traffic.reindex(home_share.index)).sum() / traffic.sum() > 0.9
     # People type the same query differently; normalisation collapses them.
     assert log["query"].nunique() > len(traffic)
@@ -53,7 +54,8 @@ def test_runs_differ_clearly_in_quality(demo):
     qrels = list(ir_measures.read_trec_qrels(str(demo.data.paths.hidden_qrels)))
     score = {}
     for name, path in zip(SYSTEMS, demo.data.paths.runs):
-        score[name] = ir_measures.calc_aggregate([nDCG @ 10], qrels, list(ir_measures.read_trec_run(str(path))))[nDCG @ 10]
+        run = list(ir_measures.read_trec_run(str(path)))
+        score[name] = ir_measures.calc_aggregate([nDCG @ 10], qrels, run)[nDCG @ 10]
     assert score["hybrid-v2"] - score["bm25"] > 0.1
     assert score["bm25"] - score["embed-small"] > 0.1
 
@@ -82,7 +84,8 @@ def test_sample_and_pool_are_what_the_printed_commands_make(demo, tmp_path):
 def test_same_seed_same_bytes(demo, tmp_path):
     again = generate_demo_data(tmp_path / "again", seed=3)
     first = demo.data.paths
-    for a, b in [(first.log, again.paths.log), (first.corpus, again.paths.corpus), (first.hidden_qrels, again.paths.hidden_qrels),
+    for a, b in [(first.log, again.paths.log), (first.corpus, again.paths.corpus),
+                 (first.hidden_qrels, again.paths.hidden_qrels),
                  *zip(first.runs, again.paths.runs)]:
         assert a.read_bytes() == b.read_bytes(), a.name
     other = generate_demo_data(tmp_path / "other", seed=4)

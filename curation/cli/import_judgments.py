@@ -1,0 +1,34 @@
+"""``golden import-judgments``: labels from earlier campaigns (TREC qrels) as judgments."""
+
+from __future__ import annotations
+
+import click
+
+from curation.cli.base import db_option, domain_errors, main, project_option, store_session
+
+
+@main.command("import-judgments")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--judge", required=True, metavar="NAME", help="The user the labels are recorded for.")
+@project_option
+@click.option("--group", default=None, metavar="G",
+              help="Import only lines whose second column is G (multi-assessor files such as qrels.123).")
+@click.option("--clip", is_flag=True, help="Map grades outside the project's scale to its ends instead of skipping.")
+@click.option("--create-judge", is_flag=True, help="Add NAME as a judge without a login when there is no such user.")
+@db_option
+@domain_errors
+def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, db_url):
+    """Load TREC qrels (qid iter docid grade) as judgments by NAME (source "import"); pairs that
+    are not in the pool are reported and skipped. Running it again adds nothing.
+
+    \b
+    Example:
+      golden import-judgments qrels.trec2019.txt --judge nist --project news
+      golden import-judgments qrels.123 --group 1 --judge assessor1 --create-judge --clip
+    """
+    from curation.judge.importing import import_judgments
+
+    with store_session(db_url) as s:
+        report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
+                                  create_judge=create_judge)
+    click.echo(report.summary())
