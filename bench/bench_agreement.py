@@ -125,7 +125,8 @@ def part1(naive: int, resamples: int) -> None:
 
 
 def part2(queries: int, docs: int, db: str | None) -> None:
-    from tests.support.agreement_setup import add_users, write_project_files, write_qrels
+    from tests.support.judgments import write_qrels
+    from tests.support.projects import add_users, write_project_files
     from curation.store import projects
     from curation.agree.adjudication import disagreements
     from curation.agree.agreement import agreement_report, build_agreement_report

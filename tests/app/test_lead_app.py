@@ -239,7 +239,7 @@ def test_cli_json_and_dashboard_show_the_same_figures_on_a_1_to_3_scale(engine, 
 
     from curation.cli import main
 
-    s = build_project(engine, tmp_path / "p13", name="one3", n_queries=6, docs_per_query=5, overlap=12)
+    s = assigned_project(engine, tmp_path / "p13", name="one3", n_queries=6, docs_per_query=5, overlap=12)
     grades13 = [{"grade": g, "name": n, "description": f"grade {g}"}
                 for g, n in ((1, "Not relevant"), (2, "Relevant"), (3, "Highly relevant"))]
     with new_session(engine) as db:  # a 1-3 scale (imported from a store that labels 1, 2, 3)

@@ -8,7 +8,7 @@ from curation.cli import main
 from curation.export.split import SplitQuery, assign_splits
 from curation.store.engine import session as new_session
 from curation.store.models import Query
-from tests.support.export_setup import make_project
+from tests.support.projects import pairs_project
 
 PAIRS = [(f"q{i:02d}", f"d{i % 5}") for i in range(12)]
 
@@ -19,7 +19,7 @@ def _splits(engine) -> dict[str, str | None]:
 
 
 def test_split_seed_defaults_to_0_and_a_split_project_keeps_its_seed(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     url = engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
     assert "[default: 0]" in " ".join(runner.invoke(main, ["split", "--help"]).output.split())
@@ -36,7 +36,7 @@ def test_split_seed_defaults_to_0_and_a_split_project_keeps_its_seed(engine, tmp
 
 
 def test_a_project_split_with_another_seed_keeps_it_when_seed_is_left_out(engine, tmp_path):
-    make_project(engine, tmp_path / "in", PAIRS)
+    pairs_project(engine, tmp_path / "in", PAIRS)
     url = engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
     res = runner.invoke(main, ["split", "--db", url, "--holdout", "0.35", "--seed", "3"])
