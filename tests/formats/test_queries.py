@@ -100,3 +100,15 @@ def test_writer_round_trip_is_byte_stable(tmp_path):
     write_queries(read_queries(path), again)
     assert again.read_bytes() == path.read_bytes()
     assert json.loads(path.read_text(encoding="utf-8").splitlines()[0])["text"] == "café"
+
+
+def test_stats_reads_queries_by_the_same_rules(tmp_path):
+    """`golden stats` took empty text and any split; the queries reader refuses both, so stats does too."""
+    from curation.evaluate.stats import read_queries as stats_read_queries
+
+    good = stats_read_queries(_file(tmp_path, '{"qid": 1, "query": "x", "stratum": {"m": "us"}, "weight": 2}'))
+    assert list(good) == ["1"] and good["1"].text == "x" and good["1"].weight == 2 and good["1"].get("m") == "us"
+    with pytest.raises(InputError, match=r"q.jsonl:1: query 'a' has no text"):
+        stats_read_queries(_file(tmp_path, '{"qid": "a", "text": ""}', name="q.jsonl"))
+    with pytest.raises(InputError, match=r"s.jsonl:1: 'split' must be null"):
+        stats_read_queries(_file(tmp_path, '{"qid": "a", "text": "x", "split": "dev"}', name="s.jsonl"))
