@@ -27,6 +27,7 @@ from tqdm import tqdm
 from curation.formats.corpus import fetch_docs
 from curation.pool.pooling import pool_meta_path
 from curation.formats.fileio import InputError, iter_jsonl, open_text, sha256_file
+from curation.formats.queries import iter_queries
 from curation.store.models import (
     Document,
     GuidelinesVersion,
@@ -209,40 +210,23 @@ def stratum_key(stratum: dict) -> str:
     return "; ".join(f"{k}={stratum[k]}" for k in sorted(stratum))
 
 
-def read_queries(path) -> list[dict]:
-    """The rows of a queries file (``golden sample``'s format) as Query column values; InputError
-    (path:line) for a row without qid or text, a repeated qid, or a stratum that is not an object."""
-    rows, seen = [], set()
-    for lineno, obj in _jsonl(path):
-        qid = _ident(obj, "qid", path, lineno)
-        if qid in seen:
-            raise InputError(path, lineno, f"qid {qid!r} appears twice")
-        seen.add(qid)
-        text = obj.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(path, lineno, f"query {qid!r} has no text")
-        stratum = obj.get("stratum") or {}
-        if not isinstance(stratum, dict):
-            raise InputError(path, lineno, f"'stratum' must be an object (dimension -> value), got {stratum!r}")
-        pii = obj.get("pii")
-        users = obj.get("users")
-        rows.append(
-            dict(
-                qid=qid,
-                text=text,
-                stratum_json=json.dumps(stratum, ensure_ascii=False, sort_keys=True),
-                stratum_key=stratum_key(stratum),
-                traffic=float(_number(obj, "traffic", path, lineno)),
-                users=int(users) if isinstance(users, (int, float)) and not isinstance(users, bool) else 0,
-                weight=float(_number(obj, "weight", path, lineno)),
-                stratum_share=float(_number(obj, "stratum_share", path, lineno)),
-                pii_json=json.dumps(pii) if pii else None,
-                split=obj.get("split") if obj.get("split") in ("tune", "holdout") else None,
-            )
+def _query_rows(path) -> list[dict]:
+    """The lines of a queries file (read by curation.formats.queries) as Query column values."""
+    return [
+        dict(
+            qid=q.qid,
+            text=q.text,
+            stratum_json=json.dumps(q.stratum, ensure_ascii=False, sort_keys=True),
+            stratum_key=stratum_key(q.stratum),
+            traffic=float(q.traffic or 0.0),
+            users=q.users or 0,
+            weight=float(q.weight or 0.0),
+            stratum_share=float(q.stratum_share or 0.0),
+            pii_json=json.dumps(q.pii) if q.pii else None,
+            split=q.split,
         )
-    if not rows:
-        raise InputError(path, None, "no queries: is this the file `golden sample` wrote?")
-    return rows
+        for q in iter_queries(path)
+    ]
 
 
 def read_pool(path) -> list[dict]:
@@ -381,7 +365,7 @@ def create_project(
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
         raise ValueError(f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`")
 
-    queries = read_queries(queries_path)
+    queries = _query_rows(queries_path)
     pool = read_pool(pool_path)
     known = {q["qid"] for q in queries}
     for p in pool:

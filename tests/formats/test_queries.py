@@ -112,3 +112,32 @@ def test_stats_reads_queries_by_the_same_rules(tmp_path):
         stats_read_queries(_file(tmp_path, '{"qid": "a", "text": ""}', name="q.jsonl"))
     with pytest.raises(InputError, match=r"s.jsonl:1: 'split' must be null"):
         stats_read_queries(_file(tmp_path, '{"qid": "a", "text": "x", "split": "dev"}', name="s.jsonl"))
+
+
+def _create_from(folder, query_lines):
+    from sqlmodel import select
+
+    from curation.store.engine import session
+    from curation.store.models import Query
+    from curation.store.projects import create_project
+    from tests.support.store_data import sqlite_store, write_inputs
+
+    paths = write_inputs(folder / "in", queries={"q1": 1, "q2": 1})
+    _file(folder / "in", *query_lines)
+    engine = sqlite_store(folder)
+    try:
+        with session(engine) as s:
+            create_project(s, "p", queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
+                           corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"])
+            return {q.qid: (q.text, q.split, q.traffic) for q in s.exec(select(Query))}
+    finally:
+        engine.dispose()
+
+
+def test_project_create_reads_queries_by_the_same_rules(tmp_path):
+    """The store refused a `query` field the leak check took, and turned an unknown split into none."""
+    got = _create_from(tmp_path / "a", ['{"qid": "q1", "query": "from another tool"}',
+                                  '{"qid": "q2", "text": "t", "split": "holdout", "traffic": 3}'])
+    assert got == {"q1": ("from another tool", None, 0.0), "q2": ("t", "holdout", 3.0)}
+    with pytest.raises(InputError, match=r"queries.jsonl:2: 'split' must be null"):
+        _create_from(tmp_path / "b", ['{"qid": "q1", "text": "a"}', '{"qid": "q2", "text": "b", "split": "test"}'])
