@@ -63,6 +63,7 @@ import pyarrow.compute as pc
 from curation.formats.corpus import _ID_KEYS, _from_mapping, iter_corpus_file
 from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl, open_binary
 from curation.formats.normalize import normalize_text
+from curation.formats.queries import iter_queries
 
 MODES = ("exact", "jaccard", "containment")
 STATUSES = ("leak", "too_short", "clean")
@@ -876,25 +877,8 @@ def scan_task(task: Task, index: QueryIndex, *, batch_size: int = 4096, max_matc
 
 
 def read_queries(path: str | os.PathLike) -> list[tuple[str, str]]:
-    """Read ``(qid, text)`` from a JSONL file of objects with ``qid`` and ``text`` (or ``query``).
-
-    As written by ``golden sample``; a repeated qid is an error naming the line.
-    """
-    path = str(path)
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for lineno, obj in iter_jsonl(path, expect="an object with qid and text"):
-        if "qid" not in obj:
-            raise InputError(path, lineno, "expected an object with qid and text")
-        text = obj.get("text", obj.get("query"))
-        if text is None:
-            raise InputError(path, lineno, f"query {obj['qid']!r} has no text (expected a 'text' field)")
-        qid = str(obj["qid"])
-        if qid in seen:
-            raise InputError(path, lineno, f"qid {qid!r} appears twice")
-        seen.add(qid)
-        out.append((qid, str(text)))
-    return out
+    """``(qid, text)`` of each line of a queries.jsonl file (read by :mod:`curation.formats.queries`)."""
+    return [(q.qid, q.text) for q in iter_queries(path)]
 
 
 def _check_options(modes, threshold, spec: NgramSpec, boilerplate_share, workers, max_matches):

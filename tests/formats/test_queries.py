@@ -141,3 +141,13 @@ def test_project_create_reads_queries_by_the_same_rules(tmp_path):
     assert got == {"q1": ("from another tool", None, 0.0), "q2": ("t", "holdout", 3.0)}
     with pytest.raises(InputError, match=r"queries.jsonl:2: 'split' must be null"):
         _create_from(tmp_path / "b", ['{"qid": "q1", "text": "a"}', '{"qid": "q2", "text": "b", "split": "test"}'])
+
+
+def test_leak_check_reads_queries_by_the_same_rules(tmp_path):
+    """The leak check took a query whose text was empty (which every document 'contains')."""
+    from curation.leak.scan import read_queries as leak_read_queries
+
+    assert leak_read_queries(_file(tmp_path, '{"qid": 4, "query": "a b"}', '{"qid": 5, "text": "c"}')) == [
+        ("4", "a b"), ("5", "c")]
+    with pytest.raises(InputError, match=r"e.jsonl:1: query 'a' has no text"):
+        leak_read_queries(_file(tmp_path, '{"qid": "a", "text": ""}', name="e.jsonl"))
