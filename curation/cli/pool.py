@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 import click
 from tqdm import tqdm
 
-from curation.pool.pooling import file_info, make_pool, pool_meta_path, read_pool, read_query_ids, write_pool
+from curation.formats.pool_file import read_pool, read_pool_meta
+from curation.pool.pooling import file_info, make_pool, read_query_ids, write_pool
 from curation.formats.runs import read_runs
 from curation.cli.base import domain_errors, main, seed_option
 
@@ -22,18 +22,6 @@ def _split_run_arg(arg: str) -> tuple[str | None, str]:
     if sep and name and os.path.exists(path):
         return name, path
     raise click.BadParameter(f"{arg}: no such run file", param_hint="RUN")
-
-
-def _pool_depth(pool_path: str) -> int | None:
-    """The depth recorded in a pool's metadata file, when there is one."""
-    meta = pool_meta_path(pool_path)
-    if not meta.exists():
-        return None
-    try:
-        depth = json.loads(meta.read_text(encoding="utf-8")).get("depth")
-    except (json.JSONDecodeError, AttributeError):
-        return None
-    return depth if isinstance(depth, int) else None
 
 
 def _fmt_num(x: float) -> str:
@@ -105,8 +93,8 @@ def pool_command(runs, queries, depth, seed, extend, out):
     qids = read_query_ids(queries) if queries else None
     existing = read_pool(extend) if extend else None
     if extend:
-        old_depth = _pool_depth(extend)
-        if old_depth is not None and old_depth != depth:
+        old_depth = read_pool_meta(extend).get("depth")
+        if isinstance(old_depth, int) and old_depth != depth:
             raise click.ClickException(
                 f"{extend} was pooled at depth {old_depth}: extend it with --depth {old_depth}, "
                 f"or pool all the runs again at depth {depth}"

@@ -40,6 +40,7 @@ class PoolEntry:
     order: int = 0  # position in the query's judging queue
     systems: dict[str, int] = field(default_factory=dict, compare=False)  # run name -> 1-based rank
     seed_source: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False, repr=False)  # where it was read (not written)
 
     def as_dict(self) -> dict:
         out = {"qid": self.qid, "docid": self.docid, "order": self.order, "systems": self.systems}
@@ -95,7 +96,7 @@ def iter_pool(path: str | os.PathLike) -> Iterator[PoolEntry]:
         source = obj.get("seed_source")
         if source is not None and not isinstance(source, str):
             raise InputError(path, lineno, f"'seed_source' must be a string, got {source!r}")
-        yield PoolEntry(qid, docid, order, systems, source)
+        yield PoolEntry(qid, docid, order, systems, source, lineno)
     if not seen:
         raise InputError(path, None, "no pairs: is this the file `golden pool` wrote?")
 

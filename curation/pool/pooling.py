@@ -38,21 +38,11 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from curation import __version__
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl, open_text, sha256_file
+from curation.formats.fileio import InputError, open_text, sha256_file
+from curation.formats.pool_file import POOL_FORMAT, PoolEntry, write_pool_file
 from curation.formats.runs import Run
 
-POOL_FORMAT = "golden.pool/1"
 ORDERING = "trec_eval: score descending, ties by docid descending, rank column ignored"
-
-
-@dataclass(frozen=True)
-class PoolPair:
-    """One (query, document) pair to judge."""
-
-    qid: str
-    docid: str
-    order: int  # 1-based position in the query's judging queue
-    systems: dict[str, int] = field(default_factory=dict, compare=False)  # run name -> 1-based rank
 
 
 @dataclass(frozen=True)
@@ -86,7 +76,7 @@ class PoolStats:
 
 @dataclass
 class Pool:
-    pairs: list[PoolPair]  # the pairs to write: all of them, or only the new ones when extending
+    pairs: list[PoolEntry]  # the pairs to write: all of them, or only the new ones when extending
     depth: int
     seed: int
     runs: list[RunInfo]
@@ -115,7 +105,7 @@ def make_pool(
     depth: int,
     seed: int,
     qids: Sequence[str] | None = None,
-    existing: Iterable[PoolPair] | None = None,
+    existing: Iterable[PoolEntry] | None = None,
 ) -> Pool:
     """Pool the first ``depth`` documents of each run for each query.
 
@@ -160,7 +150,7 @@ def make_pool(
             old_order.setdefault(p.qid, {})[p.docid] = p.order
 
     run_index = {r.name: i for i, r in enumerate(runs)}
-    pairs: list[PoolPair] = []
+    pairs: list[PoolEntry] = []
     pooled_qids: list[str] = []
     empty: list[str] = []
     sizes: list[int] = []
@@ -197,7 +187,7 @@ def make_pool(
         new_docs.sort(key=lambda d: hashlib.sha256(f"{prefix}{d}".encode("utf-8")).digest())  # = order_key
         start = max(old.values(), default=0)
         for i, docid in enumerate(new_docs, start + 1):
-            pairs.append(PoolPair(qid, docid, i, systems[docid]))
+            pairs.append(PoolEntry(qid, docid, i, systems[docid]))
     incidence = np.zeros((n_pooled, len(runs)), dtype=np.int32)
     incidence[hit_rows, hit_cols] = 1
     shared = incidence.T @ incidence
@@ -235,24 +225,6 @@ def make_pool(
 # Files: the pool (JSONL), its metadata (JSON beside it), and query lists
 
 
-def pool_meta_path(pool_path: str | os.PathLike) -> Path:
-    """Where the metadata of a pool file lives: ``pool.jsonl`` -> ``pool.meta.json``."""
-    p = Path(pool_path)
-    name = p.name
-    for suffix in (".gz", ".jsonl", ".ndjson", ".json"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return p.with_name(name + ".meta.json")
-
-
-def format_pair(pair: PoolPair) -> str:
-    return json.dumps(
-        {"qid": pair.qid, "docid": pair.docid, "order": pair.order, "systems": pair.systems},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
 def pool_metadata(pool: Pool, pool_path: str | os.PathLike) -> dict:
     """The facts a later step needs about how the pool was made (``golden project create``).
 
@@ -288,40 +260,9 @@ def pool_metadata(pool: Pool, pool_path: str | os.PathLike) -> dict:
 
 
 def write_pool(pool: Pool, path: str | os.PathLike) -> Path:
-    """Write ``pool.pairs`` as JSONL and its metadata beside it; both whole or neither.
-
-    Returns the metadata path (see :func:`pool_meta_path`).
-    """
-    meta_path = pool_meta_path(path)
-    meta = pool_metadata(pool, path)
-    with atomic_write(path) as fh, atomic_write(meta_path) as mh:
-        for pair in pool.pairs:
-            fh.write(format_pair(pair) + "\n")
-        mh.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    return meta_path
-
-
-def read_pool(path: str | os.PathLike) -> list[PoolPair]:
-    """Read a pool JSONL file (``qid``, ``docid``, ``order``, optional ``systems``)."""
-    path = str(path)
-    if not os.path.exists(path):
-        raise InputError(path, None, "no such file")
-    pairs: list[PoolPair] = []
-    seen: set[tuple[str, str]] = set()
-    expect = "an object with qid, docid and order"
-    for lineno, obj in iter_jsonl(path, expect=expect):
-        if "qid" not in obj or "docid" not in obj:
-            raise InputError(path, lineno, f"expected {expect}")
-        order = obj.get("order")
-        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
-            raise InputError(path, lineno, f"order must be a positive integer, not {order!r}")
-        qid, docid = str(obj["qid"]), str(obj["docid"])
-        if (qid, docid) in seen:
-            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
-        seen.add((qid, docid))
-        systems = obj.get("systems") or {}
-        pairs.append(PoolPair(qid, docid, order, {str(k): int(v) for k, v in systems.items()}))
-    return pairs
+    """Write ``pool.pairs`` as ``pool.jsonl`` and its metadata beside it, both whole or neither
+    (:func:`curation.formats.pool_file.write_pool_file`). Returns the metadata path."""
+    return write_pool_file(pool.pairs, pool_metadata(pool, path), path)
 
 
 def read_query_ids(path: str | os.PathLike) -> list[str]:

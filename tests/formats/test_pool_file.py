@@ -113,3 +113,19 @@ def test_writer_leaves_nothing_on_error(tmp_path):
     with pytest.raises(RuntimeError):
         write_pool_file(entries(), {}, tmp_path / "pool.jsonl")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_pool_extend_reads_the_pool_by_the_same_rules(tmp_path):
+    """`golden pool --extend` refused orders from 0 (and absent ones) that `golden project create` took."""
+    from click.testing import CliRunner
+
+    from curation.cli import main
+
+    run = tmp_path / "new.trec"
+    run.write_text("1 Q0 a 1 3 new\n1 Q0 c 2 2 new\n2 Q0 x 1 1 new\n", encoding="utf-8")
+    old = _file(tmp_path, '{"qid": "1", "docid": "a", "order": 0}', '{"qid": "1", "docid": "b", "order": 1}',
+                '{"qid": "2", "docid": "y"}')
+    out = tmp_path / "more.jsonl"
+    res = CliRunner().invoke(main, ["pool", str(run), "--depth", "2", "--extend", str(old), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert {(e.qid, e.docid, e.order) for e in read_pool(out)} == {("1", "c", 2), ("2", "x", 1)}
