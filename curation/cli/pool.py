@@ -9,7 +9,8 @@ import click
 from tqdm import tqdm
 
 from curation.formats.pool_file import read_pool, read_pool_meta
-from curation.pool.pooling import file_info, make_pool, read_query_ids, write_pool
+from curation.formats.queries import read_query_ids
+from curation.pool.pooling import file_info, make_pool, write_pool
 from curation.formats.runs import read_runs
 from curation.cli.base import domain_errors, main, seed_option
 
@@ -54,7 +55,7 @@ def _overlap_table(stats) -> list[str]:
 @click.option(
     "--queries",
     type=click.Path(exists=True, dir_okay=False),
-    help="Pool only these queries (a `golden sample` output, or any JSONL with qid); other qids are skipped and counted.",
+    help="Pool only these queries (queries.jsonl, or .txt with one qid a line); other qids are skipped and counted.",
 )
 @click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True, help="Top-k of each run to pool.")
 @seed_option

@@ -28,7 +28,6 @@ Library entry points::
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import statistics
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from curation import __version__
-from curation.formats.fileio import InputError, open_text, sha256_file
+from curation.formats.fileio import sha256_file
 from curation.formats.pool_file import POOL_FORMAT, PoolEntry, write_pool_file
 from curation.formats.runs import Run
 
@@ -263,38 +262,6 @@ def write_pool(pool: Pool, path: str | os.PathLike) -> Path:
     """Write ``pool.pairs`` as ``pool.jsonl`` and its metadata beside it, both whole or neither
     (:func:`curation.formats.pool_file.write_pool_file`). Returns the metadata path."""
     return write_pool_file(pool.pairs, pool_metadata(pool, path), path)
-
-
-def read_query_ids(path: str | os.PathLike) -> list[str]:
-    """The qids of a query file (``golden sample``'s JSONL output, or any JSONL with ``qid``), in order.
-
-    A plain text file (``.txt``) is read as one qid per line.
-    """
-    path = str(path)
-    if not os.path.exists(path):
-        raise InputError(path, None, "no such file")
-    qids: list[str] = []
-    seen: set[str] = set()
-    is_text = path.endswith((".txt", ".txt.gz"))
-    with open_text(path, encoding="utf-8-sig") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            if is_text:
-                qid = line.strip()
-            else:
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict) or obj.get("qid") is None:
-                    raise InputError(path, lineno, 'expected an object with a "qid" field')
-                qid = str(obj["qid"])
-            if qid in seen:
-                raise InputError(path, lineno, f"qid {qid!r} appears twice")
-            seen.add(qid)
-            qids.append(qid)
-    return qids
 
 
 def file_info(path: str | os.PathLike, **extra) -> dict:

@@ -151,3 +151,19 @@ def test_leak_check_reads_queries_by_the_same_rules(tmp_path):
         ("4", "a b"), ("5", "c")]
     with pytest.raises(InputError, match=r"e.jsonl:1: query 'a' has no text"):
         leak_read_queries(_file(tmp_path, '{"qid": "a", "text": ""}', name="e.jsonl"))
+
+
+def test_pool_reads_its_query_list_by_the_same_rules(tmp_path):
+    """`golden pool --queries` took any JSONL with a qid, a file `golden project create` then refused."""
+    from click.testing import CliRunner
+
+    from curation.cli import main
+
+    run = tmp_path / "r.trec"
+    run.write_text("1 Q0 a 1 3 r\n2 Q0 b 1 3 r\n", encoding="utf-8")
+    only_ids = _file(tmp_path, '{"qid": 1}', '{"qid": 2}', name="ids.jsonl")
+    res = CliRunner().invoke(main, ["pool", str(run), "--queries", str(only_ids), "--out", str(tmp_path / "p.jsonl")])
+    assert res.exit_code == 1 and f"{only_ids}:1: query '1' has no text" in res.output
+    listed = _file(tmp_path, "2", name="ids.txt")
+    res = CliRunner().invoke(main, ["pool", str(run), "--queries", str(listed), "--out", str(tmp_path / "p.jsonl")])
+    assert res.exit_code == 0 and [json.loads(x)["qid"] for x in (tmp_path / "p.jsonl").open()] == ["2"]
