@@ -467,7 +467,8 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
     """
     from curation.pool.pooling import file_info, make_pool, write_pool
     from curation.formats.runs import read_runs
-    from curation.sample.sampling import sample_queries, write_queries
+    from curation.formats.queries import write_queries
+    from curation.sample.sampling import sample_queries
 
     data = generate_demo_data(folder, seed=seed)
     paths = data.paths
