@@ -33,7 +33,7 @@ from curation.formats.fileio import InputError, base_suffix
 
 
 @dataclass
-class Run:
+class RankedRun:
     """One system's ranked results: ``rankings[qid]`` is a list of docids in trec_eval order."""
 
     name: str
@@ -81,8 +81,8 @@ def _parse_score(raw, path, lineno) -> float:
     return score
 
 
-def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | None = None) -> Run:
-    """Read a TREC or JSONL run file (gzip allowed) into a :class:`Run` in trec_eval order.
+def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | None = None) -> RankedRun:
+    """Read a TREC or JSONL run file (gzip allowed) into a :class:`RankedRun` in trec_eval order.
 
     The format is taken from the name (``.jsonl``/``.json`` means JSONL, anything else TREC).
     Raises :class:`InputError` naming the file and line for a line with the wrong number of fields,
@@ -110,7 +110,7 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
     rankings, scores, tags = parsed
     if name is None:
         name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
-    return Run(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
+    return RankedRun(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
 
 
 def read_runs(
@@ -120,12 +120,12 @@ def read_runs(
     depth: int | None = None,
     workers: int | None = None,
     progress=None,
-) -> list[Run]:
+) -> list[RankedRun]:
     """Read several runs with :func:`read_run`, in parallel threads, in the order given.
 
     Decompressing, parsing (pyarrow) and sorting (numpy) release the GIL, so threads overlap.
     When several files are bad, the error of the first one in ``paths`` order is raised.
-    ``progress``, when given, is called with each :class:`Run` as it is read (e.g. to tick a bar).
+    ``progress``, when given, is called with each :class:`RankedRun` as it is read (e.g. to tick a bar).
     """
     paths = list(paths)
     if names is None:

@@ -39,7 +39,7 @@ import numpy as np
 from curation import __version__
 from curation.formats.fileio import sha256_file
 from curation.formats.pool_file import POOL_FORMAT, PoolEntry, write_pool_file
-from curation.formats.runs import Run
+from curation.formats.runs import RankedRun
 
 ORDERING = "trec_eval: score descending, ties by docid descending, rank column ignored"
 
@@ -99,7 +99,7 @@ def order_key(seed: int, qid: str, docid: str) -> bytes:
 
 
 def make_pool(
-    runs: Sequence[Run],
+    runs: Sequence[RankedRun],
     *,
     depth: int,
     seed: int,
