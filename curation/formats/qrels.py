@@ -55,11 +55,3 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
         qrels.setdefault(q.qid, {})[q.docid] = q.grade
     return qrels
 
-
-def format_qrels(qrels: dict[str, dict[str, int]]) -> str:
-    """TREC qrels text, sorted by qid then docid (as strings), iteration column ``0``."""
-    lines = []
-    for qid in sorted(qrels):
-        for docid in sorted(qrels[qid]):
-            lines.append(f"{qid} 0 {docid} {int(qrels[qid][docid])}\n")
-    return "".join(lines)

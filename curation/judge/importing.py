@@ -69,14 +69,6 @@ class ImportReport:
         return "\n".join(out)
 
 
-def qrels_groups(path: str | os.PathLike) -> list[str]:
-    """The distinct values of the second column of a qrels file, in order of first appearance."""
-    seen: dict[str, None] = {}
-    for q in iter_qrels(path):
-        seen.setdefault(q.iteration, None)
-    return list(seen)
-
-
 def import_judgments(
     session: Session,
     path: str | os.PathLike,

@@ -68,10 +68,6 @@ class PoolStats:
     #: and its mean per pooled query)
     overlap: list[tuple[str, str, int, float]]
 
-    @property
-    def mean_per_query(self) -> float:
-        return self.pairs / self.queries if self.queries else 0.0
-
 
 @dataclass
 class Pool:
@@ -159,7 +155,6 @@ def make_pool(
     hit_rows: list[int] = []
     hit_cols: list[int] = []
     n_pooled = 0
-    seed_prefix = f"{seed}\x00"
     for qid in wanted:
         systems: dict[str, dict[str, int]] = {}
         for r in runs:
@@ -182,8 +177,7 @@ def make_pool(
         old = old_order.get(qid, {})
         new_docs = [d for d in systems if d not in old]
         already += len(systems) - len(new_docs)
-        prefix = f"{seed_prefix}{qid}\x00"
-        new_docs.sort(key=lambda d: hashlib.sha256(f"{prefix}{d}".encode("utf-8")).digest())  # = order_key
+        new_docs.sort(key=lambda d: order_key(seed, qid, d))
         start = max(old.values(), default=0)
         for i, docid in enumerate(new_docs, start + 1):
             pairs.append(PoolEntry(qid, docid, i, systems[docid]))
