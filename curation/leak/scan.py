@@ -60,14 +60,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.formats.corpus import _ID_KEYS, _from_mapping, iter_corpus_file
+from curation.formats.corpus import ID_KEYS, TEXT_KEYS, doc_from_mapping, iter_corpus_file, iter_jsonl_docs
 from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl, open_binary
 from curation.formats.normalize import normalize_text
 from curation.formats.queries import iter_queries
 
 MODES = ("exact", "jaccard", "containment")
 STATUSES = ("leak", "too_short", "clean")
-_TEXT_KEYS = ("text", "contents", "body")
 _WORD = re.compile(r"\w+")
 _MIN_CHAR_CONTAINMENT = 5
 _SMALL_CORPUS = 8 << 20  # bytes on disk under which one process scans everything
@@ -744,8 +743,8 @@ def _table_columns(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array] | No
     """(ids as strings, texts) from a table read by pyarrow, or None when the Python reader must
     decide (no usable column, nulls, nested values)."""
     names = set(table.column_names)
-    id_col = next((k for k in _ID_KEYS if k in names), None)
-    text_col = next((k for k in _TEXT_KEYS if k in names), None)
+    id_col = next((k for k in ID_KEYS if k in names), None)
+    text_col = next((k for k in TEXT_KEYS if k in names), None)
     if id_col is None or text_col is None:
         return None
     ids, texts = table.column(id_col), table.column(text_col)
@@ -785,25 +784,12 @@ def _python_batches(docs: Iterator, batch_size: int):
         yield pa.array(ids, pa.string()), pa.array(texts, pa.string())
 
 
-def _jsonl_docs(data: bytes, path: str, first_line: Callable[[], int]):
-    """Parse JSONL lines in Python, with the same rules (and errors) as :mod:`curation.formats.corpus`."""
-    for k, line in enumerate(data.split(b"\n")):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, first_line() + k, f"not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InputError(path, first_line() + k, "expected a JSON object")
-        yield _from_mapping(obj, path, first_line() + k)
-
-
 def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
     table = _json_table(data) if data else None
     cols = _table_columns(table, path) if table is not None else None
     if cols is None:
-        yield from _python_batches(_jsonl_docs(data, path, first_line), batch_size)
+        docs = iter_jsonl_docs(data.split(b"\n"), path, first_line=first_line)
+        yield from _python_batches(docs, batch_size)
         return
     ids, texts = cols
     for s in range(0, len(texts), batch_size):
@@ -834,7 +820,7 @@ def iter_task_batches(task: Task, *, batch_size: int = 4096) -> Iterator[tuple[p
             table = pa.Table.from_batches([batch])
             cols = _table_columns(table, path)
             if cols is None:
-                yield from _python_batches((_from_mapping(r, path, None) for r in batch.to_pylist()), batch_size)
+                yield from _python_batches((doc_from_mapping(r, path, None) for r in batch.to_pylist()), batch_size)
             else:
                 yield cols
     elif base_suffix(path) in (".jsonl", ".json", ".ndjson"):  # gzip: one stream, blocks of lines
