@@ -6,12 +6,7 @@ import os
 import sys
 
 import click
-from tqdm import tqdm
 
-from curation.formats.pool_file import read_pool, read_pool_meta
-from curation.formats.queries import read_query_ids
-from curation.pool.pooling import file_info, make_pool, write_pool
-from curation.formats.runs import read_runs
 from curation.cli.base import domain_errors, main, seed_option
 
 
@@ -86,6 +81,13 @@ def pool_command(runs, queries, depth, seed, extend, out):
       golden pool runs/*.trec.gz --queries queries.jsonl --depth 20 --seed 7 --out pool.jsonl
       golden pool new=runs/new.trec --extend pool.jsonl --depth 20 --out pool-new.jsonl
     """
+    # Imported here, not at the top: `golden --help` and the other commands need none of it
+    # (numpy, pyarrow), and `golden pool` needs nothing heavier.
+    from curation.formats.pool_file import read_pool, read_pool_meta
+    from curation.formats.queries import read_query_ids
+    from curation.formats.runs import read_runs
+    from curation.pool.pooling import file_info, make_pool, write_pool
+
     parsed = [_split_run_arg(a) for a in runs]
     if extend and os.path.abspath(extend) == os.path.abspath(out):
         raise click.ClickException(
@@ -100,11 +102,17 @@ def pool_command(runs, queries, depth, seed, extend, out):
                 f"{extend} was pooled at depth {old_depth}: extend it with --depth {old_depth}, "
                 f"or pool all the runs again at depth {depth}"
             )
-    bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr, disable=not sys.stderr.isatty())
-    with bar:
-        run_list = read_runs(
-            [p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=lambda _: bar.update()
-        )
+    progress = None
+    if sys.stderr.isatty():  # a bar for people; scripts and pipes neither see it nor import tqdm
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr)
+        progress = lambda _: bar.update()  # noqa: E731
+    try:
+        run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=progress)
+    finally:
+        if progress is not None:
+            bar.close()
     pool = make_pool(run_list, depth=depth, seed=seed, qids=qids, existing=existing)
     if queries:
         pool.queries_file = file_info(queries, queries=len(qids))
