@@ -3,7 +3,7 @@
 Identifiers stay strings, grades are integers (``2.0`` is read as ``2``; ``2.5`` is an error), as
 trec_eval reads them; blank lines and ``#`` comments are skipped; gzip is read transparently;
 errors name ``file:line``. :func:`parse_qrels` is the one parser, for files and for the bytes of
-an export alike. (``golden export`` writes qrels.txt, sorted, iteration ``0``.)
+an export alike; :func:`write_qrels` writes one line per :class:`QrelLine`, single spaces.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from curation.formats.fileio import InputError, open_text
+from curation.formats.fileio import InputError, atomic_write, open_text
 
 
 @dataclass(frozen=True)
@@ -82,3 +82,13 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """
     return qrels_dict(iter_qrels(path))
 
+
+def format_qrel(line: QrelLine) -> str:
+    """One qrels line, with its newline: ``qid iter docid grade``."""
+    return f"{line.qid} {line.iteration} {line.docid} {int(line.grade)}\n"
+
+
+def write_qrels(lines: Iterable[QrelLine], path: str | os.PathLike) -> None:
+    """Write qrels lines in the order given, whole or not at all."""
+    with atomic_write(path) as fh:
+        fh.writelines(format_qrel(q) for q in lines)

@@ -22,6 +22,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +30,7 @@ from isal import igzip  # ISA-L's gzip: the same format as the standard library'
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from curation.formats.fileio import InputError, base_suffix
+from curation.formats.fileio import InputError, atomic_write, base_suffix
 
 
 @dataclass
@@ -111,6 +112,20 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
     if name is None:
         name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
     return RankedRun(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
+
+
+def write_run(
+    rankings: Iterable[tuple[str, Sequence[tuple[str, float]]]], path: str | os.PathLike, *, tag: str,
+    precision: int | None = None,
+) -> None:
+    """Write a TREC run, whole or not at all: for each ``(qid, [(docid, score), ...])``, one line
+    ``qid Q0 docid rank score tag`` per result, ranks from 1 in the order given. ``precision``:
+    digits after the point of the scores (default: Python's shortest repr)."""
+    with atomic_write(path) as fh:
+        for qid, results in rankings:
+            for rank, (docid, score) in enumerate(results, 1):
+                shown = repr(float(score)) if precision is None else f"{score:.{precision}f}"
+                fh.write(f"{qid} Q0 {docid} {rank} {shown} {tag}\n")
 
 
 def read_runs(

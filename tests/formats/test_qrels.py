@@ -53,3 +53,13 @@ def test_parse_grade_accepts_integers(raw, grade):
 def test_parse_grade_refuses_the_rest(raw):
     with pytest.raises(InputError, match=r"^f:4: grade .* is not an integer"):
         parse_grade(raw, "f", 4)
+
+
+def test_writer_round_trips(tmp_path):
+    from curation.formats.qrels import write_qrels
+
+    lines = [QrelLine("301", "0", "FT1", 2), QrelLine("9", "alice", "é", -1)]
+    path = tmp_path / "out.txt"
+    write_qrels(lines, path)
+    assert path.read_text(encoding="utf-8") == "301 0 FT1 2\n9 alice é -1\n"
+    assert list(iter_qrels(path)) == lines
