@@ -217,21 +217,17 @@ def read_docids(path: str | os.PathLike) -> list[str]:
     if not os.path.exists(path):
         raise InputError(path, None, "no such file")
     out: dict[str, None] = {}
-    is_jsonl = base_suffix(path) in (".jsonl", ".json", ".ndjson")
     with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            if is_jsonl:
-                try:
-                    obj = json.loads(stripped)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                key = next((k for k in ("docid", "id", "doc_id") if isinstance(obj, dict) and k in obj), None)
+        if base_suffix(path) in (".jsonl", ".json", ".ndjson"):
+            for lineno, obj in iter_jsonl_lines(fh, path, expect='an object with a "docid" field'):
+                key = next((k for k in ("docid", "id", "doc_id") if k in obj), None)
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')
                 out[str(obj[key])] = None
+            return list(out)
+        for lineno, line in enumerate(fh, 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
                 continue
             parts = stripped.split()
             if len(parts) in (4, 6):
