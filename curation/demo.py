@@ -37,7 +37,8 @@ import numpy as np
 from curation.formats.corpus import Doc, Fetched, fetch_docs, write_corpus
 from curation.formats.fileio import atomic_write
 from curation.formats.normalize import normalize_text
-from curation.formats.runs import trec_order
+from curation.formats.qrels import QrelLine, write_qrels
+from curation.formats.runs import trec_order, write_run
 
 MARKER = ".golden-demo"
 SYSTEMS = ("hybrid-v2", "bm25", "embed-small")  # strong, medium, weak
@@ -344,18 +345,15 @@ def generate_demo_data(folder: str | os.PathLike, *, seed: int = 0) -> DemoData:
 
     write_corpus(docs, paths.corpus)
     qids = [qid_for(q) for q, _, _ in all_q]
+    def ranked(row):
+        top = np.argsort(-row, kind="stable")[:150]
+        return trec_order([(docs[i].id, float(row[i])) for i in top])[:100]
+
     for name, path in zip(SYSTEMS, paths.runs):
-        with atomic_write(path) as fh:
-            for qi, qid in enumerate(qids):
-                row = np.round(scores[name][qi], 4)
-                top = np.argsort(-row, kind="stable")[:150]
-                ranked = trec_order([(docs[i].id, float(row[i])) for i in top])[:100]
-                for rank, (docid, score) in enumerate(ranked, 1):
-                    fh.write(f"{qid} Q0 {docid} {rank} {score:.4f} {name}\n")
-    with atomic_write(paths.hidden_qrels) as fh:
-        for qi, qid in enumerate(qids):
-            for di in np.flatnonzero(grades[qi]):
-                fh.write(f"{qid} 0 {docs[di].id} {int(grades[qi, di])}\n")
+        rounded = np.round(scores[name], 4)
+        write_run(((qid, ranked(rounded[qi])) for qi, qid in enumerate(qids)), path, tag=name, precision=4)
+    write_qrels((QrelLine(qid, "0", docs[di].id, int(grades[qi, di]))
+                 for qi, qid in enumerate(qids) for di in np.flatnonzero(grades[qi])), paths.hidden_qrels)
     with atomic_write(paths.handwritten) as fh:
         fh.writelines(t + "\n" for t, _, _ in HANDWRITTEN)
     with atomic_write(paths.guidelines) as fh:
@@ -471,7 +469,8 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
     """
     from curation.pool.pooling import file_info, make_pool, write_pool
     from curation.formats.runs import read_runs
-    from curation.sample.sampling import sample_queries, write_queries
+    from curation.formats.queries import write_queries
+    from curation.sample.sampling import sample_queries
 
     data = generate_demo_data(folder, seed=seed)
     paths = data.paths

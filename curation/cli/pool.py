@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -19,20 +18,6 @@ def _split_run_arg(arg: str) -> tuple[str | None, str]:
     if sep and name and os.path.exists(path):
         return name, path
     raise click.BadParameter(f"{arg}: no such run file", param_hint="RUN")
-
-
-def _pool_depth(pool_path: str) -> int | None:
-    """The depth recorded in a pool's metadata file, when there is one."""
-    from curation.pool.pooling import pool_meta_path
-
-    meta = pool_meta_path(pool_path)
-    if not meta.exists():
-        return None
-    try:
-        depth = json.loads(meta.read_text(encoding="utf-8")).get("depth")
-    except (json.JSONDecodeError, AttributeError):
-        return None
-    return depth if isinstance(depth, int) else None
 
 
 def _fmt_num(x: float) -> str:
@@ -65,7 +50,7 @@ def _overlap_table(stats) -> list[str]:
 @click.option(
     "--queries",
     type=click.Path(exists=True, dir_okay=False),
-    help="Pool only these queries (a `golden sample` output, or any JSONL with qid); other qids are skipped and counted.",
+    help="Pool only these queries (queries.jsonl, or .txt with one qid a line); other qids are skipped and counted.",
 )
 @click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True, help="Top-k of each run to pool.")
 @seed_option
@@ -96,10 +81,12 @@ def pool_command(runs, queries, depth, seed, extend, out):
       golden pool runs/*.trec.gz --queries queries.jsonl --depth 20 --seed 7 --out pool.jsonl
       golden pool new=runs/new.trec --extend pool.jsonl --depth 20 --out pool-new.jsonl
     """
-    from tqdm import tqdm
-
+    # Imported here, not at the top: `golden --help` and the other commands need none of it
+    # (numpy, pyarrow), and `golden pool` needs nothing heavier.
+    from curation.formats.pool_file import read_pool, read_pool_meta
+    from curation.formats.queries import read_query_ids
     from curation.formats.runs import read_runs
-    from curation.pool.pooling import file_info, make_pool, read_pool, read_query_ids, write_pool
+    from curation.pool.pooling import file_info, make_pool, write_pool
 
     parsed = [_split_run_arg(a) for a in runs]
     if extend and os.path.abspath(extend) == os.path.abspath(out):
@@ -109,17 +96,23 @@ def pool_command(runs, queries, depth, seed, extend, out):
     qids = read_query_ids(queries) if queries else None
     existing = read_pool(extend) if extend else None
     if extend:
-        old_depth = _pool_depth(extend)
-        if old_depth is not None and old_depth != depth:
+        old_depth = read_pool_meta(extend).get("depth")
+        if isinstance(old_depth, int) and old_depth != depth:
             raise click.ClickException(
                 f"{extend} was pooled at depth {old_depth}: extend it with --depth {old_depth}, "
                 f"or pool all the runs again at depth {depth}"
             )
-    bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr, disable=not sys.stderr.isatty())
-    with bar:
-        run_list = read_runs(
-            [p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=lambda _: bar.update()
-        )
+    progress = None
+    if sys.stderr.isatty():  # a bar for people; scripts and pipes neither see it nor import tqdm
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr)
+        progress = lambda _: bar.update()  # noqa: E731
+    try:
+        run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=progress)
+    finally:
+        if progress is not None:
+            bar.close()
     pool = make_pool(run_list, depth=depth, seed=seed, qids=qids, existing=existing)
     if queries:
         pool.queries_file = file_info(queries, queries=len(qids))

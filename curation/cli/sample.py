@@ -67,7 +67,8 @@ def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed
           --stratum market --shape --size 300 --floor 20 --seed 7 --out queries.jsonl
     """
     from curation.formats.fileio import InputError
-    from curation.sample.sampling import sample_queries, write_queries
+    from curation.formats.queries import write_queries
+    from curation.sample.sampling import sample_queries
 
     try:
         result = sample_queries(

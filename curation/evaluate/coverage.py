@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Mapping
 
 from curation.formats.qrels import iter_qrels
-from curation.formats.runs import Run
+from curation.formats.runs import RankedRun
 
 
 @dataclass(frozen=True)
@@ -111,12 +111,12 @@ def judged_from_store(session, project, *, policy: str = "adjudicated") -> dict[
 
 
 def unjudged(
-    run: Run, judged: Mapping[str, Collection[str]], *, depth: int = 10, holes_at: float = 0.1
+    run: RankedRun, judged: Mapping[str, Collection[str]], *, depth: int = 10, holes_at: float = 0.1
 ) -> RunCoverage:
     """The unjudged share of ``run``'s top ``depth`` against ``judged`` (``{qid: docids}``).
 
-    >>> from curation.formats.runs import Run
-    >>> r = Run("sys", "sys.run", "", rankings={"1": ["a", "b", "c"], "9": ["x"]})
+    >>> from curation.formats.runs import RankedRun
+    >>> r = RankedRun("sys", "sys.run", "", rankings={"1": ["a", "b", "c"], "9": ["x"]})
     >>> c = unjudged(r, {"1": {"a", "c"}, "2": {"z"}}, depth=2)
     >>> (c.retrieved, c.unjudged, c.not_judged_queries, c.unanswered_queries)
     (2, 1, ['9'], ['2'])

@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from curation.formats.runs import Run
+from curation.formats.runs import RankedRun
 
 __all__ = [
     "METRICS",
@@ -385,7 +385,7 @@ class QueryScores:
 
 
 def evaluate(
-    run: Run | Mapping[str, list[str]],
+    run: RankedRun | Mapping[str, list[str]],
     qrels: Mapping[str, Mapping[str, int]] | QrelsIndex,
     metrics: Iterable[str | MetricSpec],
     *,
@@ -395,7 +395,7 @@ def evaluate(
 ) -> dict[str, QueryScores]:
     """Per-query values of ``metrics`` for ``run`` against ``qrels``, keyed by metric name.
 
-    ``run`` is a :class:`curation.formats.runs.Run` (or ``{qid: [docid, ...]}`` already in trec_eval order).
+    ``run`` is a :class:`curation.formats.runs.RankedRun` (or ``{qid: [docid, ...]}`` already in trec_eval order).
     ``qrels`` is ``{qid: {docid: grade}}`` or a :class:`QrelsIndex` built once for many runs. The
     evaluated queries are those of the qrels (or ``qids``, a subset of them).
 
@@ -414,8 +414,8 @@ def evaluate(
         index = qrels
     else:
         index = QrelsIndex.build(qrels, rel_level=rel_level, qids=qids)
-    rankings = run.rankings if isinstance(run, Run) else run
-    run_name = name or (run.name if isinstance(run, Run) else "run")
+    rankings = run.rankings if isinstance(run, RankedRun) else run
+    run_name = name or (run.name if isinstance(run, RankedRun) else "run")
     depth = None if any(s.k is None for s in specs) else max(s.k for s in specs)
     judged = _lay(rankings, index, depth)
     no_results = [q for q, n in zip(index.qids, judged.lengths) if n == 0]

@@ -44,7 +44,8 @@ import numpy as np
 from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
-from curation.formats.fileio import InputError, iter_jsonl_lines, open_text
+from curation.formats.queries import QueryRecord, iter_queries
+from curation.formats.queries import parse_queries as formats_parse_queries
 from curation.evaluate.metrics import MetricSpec, QueryScores
 
 __all__ = [
@@ -69,29 +70,8 @@ __all__ = [
 # Queries file
 
 
-@dataclass(frozen=True)
-class QueryRow:
-    """One line of queries.jsonl (from ``golden sample`` or an export)."""
-
-    qid: str
-    text: str
-    stratum: dict
-    traffic: float | None
-    weight: float | None
-    split: str | None
-    extra: dict
-
-    @property
-    def label(self) -> str:
-        return stratum_label(self.stratum)
-
-    def get(self, key: str):
-        """A field by name: a top-level field, else a stratum dimension (for ``cluster_col``)."""
-        if key in self.extra:
-            return self.extra[key]
-        if isinstance(self.stratum, dict) and key in self.stratum:
-            return self.stratum[key]
-        return None
+#: One line of queries.jsonl: the record of curation.formats.queries (the only reader of that format).
+QueryRow = QueryRecord
 
 
 def stratum_label(stratum) -> str:
@@ -105,46 +85,14 @@ def stratum_label(stratum) -> str:
     return ", ".join(f"{k}={v}" for k, v in stratum.items())
 
 
-def _number(value, path, lineno, name):
-    if value is None:
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise InputError(path, lineno, f"{name} {value!r} is not a number") from None
-    if math.isnan(out) or out < 0:
-        raise InputError(path, lineno, f"{name} {value!r} must be a non-negative number")
-    return out
-
-
 def read_queries(path: str | os.PathLike) -> dict[str, QueryRow]:
     """Read queries.jsonl into ``{qid: QueryRow}`` (gzip allowed); errors name the file and line."""
-    with open_text(path) as fh:
-        return parse_queries(fh, path=str(path))
+    return {q.qid: q for q in iter_queries(path)}
 
 
 def parse_queries(lines: Iterable[str], *, path: str = "queries.jsonl") -> dict[str, QueryRow]:
     """Parse queries.jsonl lines (``path`` names them in errors) into ``{qid: QueryRow}``."""
-    rows: dict[str, QueryRow] = {}
-    for lineno, obj in iter_jsonl_lines(lines, path, expect="an object with at least a qid"):
-        if "qid" not in obj:
-            raise InputError(path, lineno, "expected an object with at least a qid")
-        qid = str(obj["qid"])
-        if qid in rows:
-            raise InputError(path, lineno, f"qid {qid!r} appears twice")
-        stratum = obj.get("stratum") or {}
-        rows[qid] = QueryRow(
-            qid=qid,
-            text=str(obj.get("text", "")),
-            stratum=stratum,
-            traffic=_number(obj.get("traffic"), path, lineno, "traffic"),
-            weight=_number(obj.get("weight"), path, lineno, "weight"),
-            split=None if obj.get("split") is None else str(obj["split"]),
-            extra=obj,
-        )
-    if not rows:
-        raise InputError(path, None, "has no queries")
-    return rows
+    return {q.qid: q for q in formats_parse_queries(lines, path)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,7 +200,7 @@ def query_weights(
         if weighting != "unweighted":
             raise ValueError(f"weighting {weighting!r} needs the queries file (--queries) with strata and weights")
         return np.ones(n), None, []
-    labels_of = [queries[q].label for q in qids]
+    labels_of = [stratum_label(queries[q].stratum) for q in qids]
     labels = sorted(set(labels_of))
     pos = {lab: i for i, lab in enumerate(labels)}
     strata = np.array([pos[lab] for lab in labels_of], dtype=np.int64)

@@ -21,6 +21,7 @@ from curation.export.versions import get_version
 from curation.export.versions_page import version_files
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
 from curation.store.lookups import join_pair_text
+from curation.formats.qrels import parse_qrels, qrels_dict
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
 from curation.evaluate.stats import Comparison, compare, pair_scores, parse_queries
@@ -63,18 +64,6 @@ def version_runs(session: Session, project: str, version: str) -> dict[str, Pool
     return pooled_runs(session, project)
 
 
-def _qrels_from_bytes(data: bytes) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) != 4:
-            raise ValueError(f"qrels.txt:{lineno}: has {len(parts)} fields, expected 4")
-        qrels.setdefault(parts[0], {})[parts[2]] = int(float(parts[3]))
-    return qrels
-
-
 def compare_pooled(
     session: Session,
     project: str,
@@ -104,7 +93,7 @@ def compare_pooled(
     if spec.k is None or spec.k > depth:
         raise ValueError(f"metric: the pool holds these runs' top {depth}; choose a metric cut at k <= {depth}, "
                          f"e.g. {spec.metric.name}@{min(10, depth)}")
-    qrels = _qrels_from_bytes(files["qrels.txt"])
+    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
     queries = None
     if "queries.jsonl" in files:
         queries = parse_queries(files["queries.jsonl"].decode("utf-8").splitlines(), path="queries.jsonl")

@@ -1,7 +1,10 @@
 """Reading a corpus of chunks: JSONL, TSV or Parquet (gzip for the text forms), streamed.
 
-A corpus record has ``id`` and ``text``, and optionally ``title`` and ``url``. JSONL objects may
-name the id ``docid`` or ``_id`` instead. A TSV file has a header row naming its columns.
+A corpus record has ``id`` and ``text``, and optionally ``title`` and ``url``. The id may be named
+``docid``, ``_id`` or ``doc_id`` instead (:data:`ID_KEYS`, the first one present and not null wins),
+the text ``contents`` or ``body`` (:data:`TEXT_KEYS`); an empty title or url is none. A TSV file has
+a header row naming its columns. :func:`doc_from_mapping` holds these rules, for every reader of a
+corpus (the leak check's fast pyarrow path included); errors name ``file:line``.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import math
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl, open_text
+from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, open_text
 
-_ID_KEYS = ("id", "docid", "_id", "doc_id")
+ID_KEYS = ("id", "docid", "_id", "doc_id")
+TEXT_KEYS = ("text", "contents", "body")
 
 
 @dataclass(frozen=True)
@@ -29,16 +33,15 @@ class Doc:
     url: str | None = None
 
 
-def _from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
-    for key in _ID_KEYS:
+def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
+    """The :class:`Doc` of one record read as a mapping (a JSON object, a TSV row, a Parquet row)."""
+    for key in ID_KEYS:
         if key in obj and obj[key] is not None:
             docid = str(obj[key])
             break
     else:
-        raise InputError(path, lineno, "record has no id (expected one of: " + ", ".join(_ID_KEYS) + ")")
-    text = obj.get("text")
-    if text is None:
-        text = obj.get("contents", obj.get("body"))
+        raise InputError(path, lineno, "record has no id (expected one of: " + ", ".join(ID_KEYS) + ")")
+    text = next((obj[k] for k in TEXT_KEYS if obj.get(k) is not None), None)
     if text is None:
         raise InputError(path, lineno, f"record {docid!r} has no text")
     # An empty title or url (as a TSV column left blank) is no title or url, so the same records
@@ -58,17 +61,32 @@ def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iter
         pf = pq.ParquetFile(path)
         for batch in pf.iter_batches(batch_size=batch_size):
             for row in batch.to_pylist():
-                yield _from_mapping(row, path, None)
+                yield doc_from_mapping(row, path, None)
     elif suffix in (".tsv", ".tab"):
         with open_text(path) as fh:
             reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
             for lineno, row in enumerate(reader, 2):
-                yield _from_mapping(row, path, lineno)
+                yield doc_from_mapping(row, path, lineno)
     elif suffix in (".jsonl", ".json", ".ndjson"):
-        for lineno, obj in iter_jsonl(path):
-            yield _from_mapping(obj, path, lineno)
+        with open_text(path) as fh:
+            yield from iter_jsonl_docs(fh, path)
     else:
         raise InputError(path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)")
+
+
+def iter_jsonl_docs(
+    lines: Iterable[str | bytes], path: str, *, first_line: int | Callable[[], int] = 1
+) -> Iterator[Doc]:
+    """The :class:`Doc` records of JSONL lines: a whole file, or a block of one starting at line
+    ``first_line`` (a callable is called only when an error needs the line number)."""
+    try:
+        for lineno, obj in iter_jsonl_lines(lines, path):
+            yield doc_from_mapping(obj, path, lineno)
+    except InputError as exc:
+        if first_line == 1 or exc.line is None:
+            raise
+        base = first_line() if callable(first_line) else first_line
+        raise InputError(path, base + exc.line - 1, exc.message) from None
 
 
 def iter_corpus(paths: Iterable[str | os.PathLike]) -> Iterator[Doc]:
@@ -199,21 +217,17 @@ def read_docids(path: str | os.PathLike) -> list[str]:
     if not os.path.exists(path):
         raise InputError(path, None, "no such file")
     out: dict[str, None] = {}
-    is_jsonl = base_suffix(path) in (".jsonl", ".json", ".ndjson")
     with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            if is_jsonl:
-                try:
-                    obj = json.loads(stripped)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                key = next((k for k in ("docid", "id", "doc_id") if isinstance(obj, dict) and k in obj), None)
+        if base_suffix(path) in (".jsonl", ".json", ".ndjson"):
+            for lineno, obj in iter_jsonl_lines(fh, path, expect='an object with a "docid" field'):
+                key = next((k for k in ("docid", "id", "doc_id") if k in obj), None)
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')
                 out[str(obj[key])] = None
+            return list(out)
+        for lineno, line in enumerate(fh, 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
                 continue
             parts = stripped.split()
             if len(parts) in (4, 6):

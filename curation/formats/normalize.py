@@ -38,5 +38,3 @@ def normalize_text(text: str) -> str:
     text = _INVISIBLE.sub("", text)
     return _SPACE.sub(" ", text).strip()
 
-
-normalize_query = normalize_text

@@ -1,14 +1,18 @@
-"""Reading and writing TREC qrels (``qid iter docid grade``).
+"""Reading TREC qrels (``qid iter docid grade``, white-space separated, one judgment a line).
 
-Identifiers stay strings, grades are integers, as trec_eval reads them.
+Identifiers stay strings, grades are integers (``2.0`` is read as ``2``; ``2.5`` is an error), as
+trec_eval reads them; blank lines and ``#`` comments are skipped; gzip is read transparently;
+errors name ``file:line``. :func:`parse_qrels` is the one parser, for files and for the bytes of
+an export alike; :func:`write_qrels` writes one line per :class:`QrelLine`, single spaces.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Iterable, Iterator
 
-from curation.formats.fileio import InputError, open_text
+from curation.formats.fileio import InputError, atomic_write, open_text
 
 
 @dataclass(frozen=True)
@@ -19,29 +23,55 @@ class QrelLine:
     grade: int
 
 
-def iter_qrels(path: str | os.PathLike):
-    """Yield :class:`QrelLine` from a TREC qrels file (gzip allowed); blank and ``#`` lines skipped."""
+def parse_grade(raw, path: str | os.PathLike, lineno: int | None) -> int:
+    """A grade as an integer: ``2``, ``"2"`` or ``"2.0"``; anything else (``"2.5"``, ``"high"``,
+    ``true``) is an :class:`InputError` naming the file and line."""
+    if isinstance(raw, bool):
+        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str):
+        try:
+            return int(raw)
+        except ValueError:
+            pass
+    try:
+        as_float = float(raw)
+    except (TypeError, ValueError):
+        raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
+    if not as_float.is_integer():
+        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+    return int(as_float)
+
+
+def parse_qrels(lines: Iterable[str], path: str | os.PathLike = "qrels.txt") -> Iterator[QrelLine]:
+    """Yield :class:`QrelLine` from qrels text lines (``path`` names them in errors); blank and
+    ``#`` lines skipped."""
     path = str(path)
+    for lineno, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts = stripped.split()
+        if len(parts) != 4:
+            raise InputError(path, lineno, f"has {len(parts)} fields, expected 4 (qid iter docid grade)")
+        qid, iteration, docid, raw = parts
+        yield QrelLine(qid, iteration, docid, parse_grade(raw, path, lineno))
+
+
+def iter_qrels(path: str | os.PathLike) -> Iterator[QrelLine]:
+    """Yield :class:`QrelLine` from a TREC qrels file (gzip allowed); blank and ``#`` lines skipped."""
     with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            parts = stripped.split()
-            if len(parts) != 4:
-                raise InputError(path, lineno, f"has {len(parts)} fields, expected 4 (qid iter docid grade)")
-            qid, iteration, docid, raw = parts
-            try:
-                grade = int(raw)
-            except ValueError:
-                try:
-                    as_float = float(raw)
-                except ValueError:
-                    raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
-                if not as_float.is_integer():
-                    raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
-                grade = int(as_float)
-            yield QrelLine(qid, iteration, docid, grade)
+        yield from parse_qrels(fh, path)
+
+
+def qrels_dict(lines: Iterable[QrelLine]) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: grade}}`` from qrels lines; when a pair appears more than once (a
+    multi-assessor file), the last line wins."""
+    qrels: dict[str, dict[str, int]] = {}
+    for q in lines:
+        qrels.setdefault(q.qid, {})[q.docid] = q.grade
+    return qrels
 
 
 def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
@@ -50,16 +80,15 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     When a pair appears more than once (a multi-assessor file), the last line wins; use
     :func:`iter_qrels` to see every line.
     """
-    qrels: dict[str, dict[str, int]] = {}
-    for q in iter_qrels(path):
-        qrels.setdefault(q.qid, {})[q.docid] = q.grade
-    return qrels
+    return qrels_dict(iter_qrels(path))
 
 
-def format_qrels(qrels: dict[str, dict[str, int]]) -> str:
-    """TREC qrels text, sorted by qid then docid (as strings), iteration column ``0``."""
-    lines = []
-    for qid in sorted(qrels):
-        for docid in sorted(qrels[qid]):
-            lines.append(f"{qid} 0 {docid} {int(qrels[qid][docid])}\n")
-    return "".join(lines)
+def format_qrel(line: QrelLine) -> str:
+    """One qrels line, with its newline: ``qid iter docid grade``."""
+    return f"{line.qid} {line.iteration} {line.docid} {int(line.grade)}\n"
+
+
+def write_qrels(lines: Iterable[QrelLine], path: str | os.PathLike) -> None:
+    """Write qrels lines in the order given, whole or not at all."""
+    with atomic_write(path) as fh:
+        fh.writelines(format_qrel(q) for q in lines)

@@ -22,6 +22,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,11 +30,11 @@ from isal import igzip  # ISA-L's gzip: the same format as the standard library'
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from curation.formats.fileio import InputError, base_suffix
+from curation.formats.fileio import InputError, atomic_write, base_suffix
 
 
 @dataclass
-class Run:
+class RankedRun:
     """One system's ranked results: ``rankings[qid]`` is a list of docids in trec_eval order."""
 
     name: str
@@ -81,8 +82,8 @@ def _parse_score(raw, path, lineno) -> float:
     return score
 
 
-def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | None = None) -> Run:
-    """Read a TREC or JSONL run file (gzip allowed) into a :class:`Run` in trec_eval order.
+def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | None = None) -> RankedRun:
+    """Read a TREC or JSONL run file (gzip allowed) into a :class:`RankedRun` in trec_eval order.
 
     The format is taken from the name (``.jsonl``/``.json`` means JSONL, anything else TREC).
     Raises :class:`InputError` naming the file and line for a line with the wrong number of fields,
@@ -110,7 +111,21 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
     rankings, scores, tags = parsed
     if name is None:
         name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
-    return Run(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
+    return RankedRun(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
+
+
+def write_run(
+    rankings: Iterable[tuple[str, Sequence[tuple[str, float]]]], path: str | os.PathLike, *, tag: str,
+    precision: int | None = None,
+) -> None:
+    """Write a TREC run, whole or not at all: for each ``(qid, [(docid, score), ...])``, one line
+    ``qid Q0 docid rank score tag`` per result, ranks from 1 in the order given. ``precision``:
+    digits after the point of the scores (default: Python's shortest repr)."""
+    with atomic_write(path) as fh:
+        for qid, results in rankings:
+            for rank, (docid, score) in enumerate(results, 1):
+                shown = repr(float(score)) if precision is None else f"{score:.{precision}f}"
+                fh.write(f"{qid} Q0 {docid} {rank} {shown} {tag}\n")
 
 
 def read_runs(
@@ -120,12 +135,12 @@ def read_runs(
     depth: int | None = None,
     workers: int | None = None,
     progress=None,
-) -> list[Run]:
+) -> list[RankedRun]:
     """Read several runs with :func:`read_run`, in parallel threads, in the order given.
 
     Decompressing, parsing (pyarrow) and sorting (numpy) release the GIL, so threads overlap.
     When several files are bad, the error of the first one in ``paths`` order is raised.
-    ``progress``, when given, is called with each :class:`Run` as it is read (e.g. to tick a bar).
+    ``progress``, when given, is called with each :class:`RankedRun` as it is read (e.g. to tick a bar).
     """
     paths = list(paths)
     if names is None:

@@ -23,7 +23,8 @@ from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
 from curation.formats.fileio import sha256_file
-from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, User, utcnow
+from curation.store.models import Assignment, Judgment, Project, User, utcnow
+from curation.store import lookups
 from curation.store.projects import get_project, grades
 from curation.formats.qrels import iter_qrels
 from curation.store.users import get_user
@@ -69,14 +70,6 @@ class ImportReport:
         return "\n".join(out)
 
 
-def qrels_groups(path: str | os.PathLike) -> list[str]:
-    """The distinct values of the second column of a qrels file, in order of first appearance."""
-    seen: dict[str, None] = {}
-    for q in iter_qrels(path):
-        seen.setdefault(q.iteration, None)
-    return list(seen)
-
-
 def import_judgments(
     session: Session,
     path: str | os.PathLike,
@@ -109,15 +102,7 @@ def import_judgments(
         raise ValueError(f"group: {group!r} is not in {path} (groups: {', '.join(groups) or 'none'})")
 
     report = ImportReport(path, proj.name, user.name, group, groups=groups)
-    pool = {
-        (q, d): pid
-        for pid, q, d in session.exec(
-            select(PoolPair.id, Query.qid, Document.docid)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
-            .where(PoolPair.project_id == proj.id)
-        ).all()
-    }
+    pool = lookups.pair_ids(session, proj)
     prefix = f"import:{sha256_file(path)[:20]}:"
     done = set(
         session.exec(

@@ -5,18 +5,17 @@ arrow arrays at a time."""
 from __future__ import annotations
 
 import io
-import json
 import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
-from curation.formats.corpus import _ID_KEYS, _from_mapping, iter_corpus_file
-from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl, open_binary
+from curation.formats.corpus import ID_KEYS, TEXT_KEYS, doc_from_mapping, iter_corpus_file, iter_jsonl_docs
+from curation.formats.queries import iter_queries
+from curation.formats.fileio import InputError, base_suffix, is_gzip, open_binary
 
 
-_TEXT_KEYS = ("text", "contents", "body")
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,8 @@ def _table_columns(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array] | No
     """(ids as strings, texts) from a table read by pyarrow, or None when the Python reader must
     decide (no usable column, nulls, nested values)."""
     names = set(table.column_names)
-    id_col = next((k for k in _ID_KEYS if k in names), None)
-    text_col = next((k for k in _TEXT_KEYS if k in names), None)
+    id_col = next((k for k in ID_KEYS if k in names), None)
+    text_col = next((k for k in TEXT_KEYS if k in names), None)
     if id_col is None or text_col is None:
         return None
     ids, texts = table.column(id_col), table.column(text_col)
@@ -119,25 +118,12 @@ def _python_batches(docs: Iterator, batch_size: int):
         yield pa.array(ids, pa.string()), pa.array(texts, pa.string())
 
 
-def _jsonl_docs(data: bytes, path: str, first_line: Callable[[], int]):
-    """Parse JSONL lines in Python, with the same rules (and errors) as :mod:`curation.formats.corpus`."""
-    for k, line in enumerate(data.split(b"\n")):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, first_line() + k, f"not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InputError(path, first_line() + k, "expected a JSON object")
-        yield _from_mapping(obj, path, first_line() + k)
-
-
 def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
     table = _json_table(data) if data else None
     cols = _table_columns(table, path) if table is not None else None
     if cols is None:
-        yield from _python_batches(_jsonl_docs(data, path, first_line), batch_size)
+        docs = iter_jsonl_docs(data.split(b"\n"), path, first_line=first_line)
+        yield from _python_batches(docs, batch_size)
         return
     ids, texts = cols
     for s in range(0, len(texts), batch_size):
@@ -168,7 +154,7 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
             table = pa.Table.from_batches([batch])
             cols = _table_columns(table, path)
             if cols is None:
-                yield from _python_batches((_from_mapping(r, path, None) for r in batch.to_pylist()), batch_size)
+                yield from _python_batches((doc_from_mapping(r, path, None) for r in batch.to_pylist()), batch_size)
             else:
                 yield cols
     elif base_suffix(path) in (".jsonl", ".json", ".ndjson"):  # gzip: one stream, blocks of lines
@@ -186,22 +172,5 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
 
 
 def read_queries(path: str | os.PathLike) -> list[tuple[str, str]]:
-    """Read ``(qid, text)`` from a JSONL file of objects with ``qid`` and ``text`` (or ``query``).
-
-    As written by ``golden sample``; a repeated qid is an error naming the line.
-    """
-    path = str(path)
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for lineno, obj in iter_jsonl(path, expect="an object with qid and text"):
-        if "qid" not in obj:
-            raise InputError(path, lineno, "expected an object with qid and text")
-        text = obj.get("text", obj.get("query"))
-        if text is None:
-            raise InputError(path, lineno, f"query {obj['qid']!r} has no text (expected a 'text' field)")
-        qid = str(obj["qid"])
-        if qid in seen:
-            raise InputError(path, lineno, f"qid {qid!r} appears twice")
-        seen.add(qid)
-        out.append((qid, str(text)))
-    return out
+    """``(qid, text)`` of each line of a queries.jsonl file (read by :mod:`curation.formats.queries`)."""
+    return [(q.qid, q.text) for q in iter_queries(path)]

@@ -28,7 +28,6 @@ Library entry points::
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import statistics
 from dataclasses import dataclass, field
@@ -38,21 +37,11 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from curation import __version__
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl, open_text, sha256_file
-from curation.formats.runs import Run
+from curation.formats.fileio import sha256_file
+from curation.formats.pool_file import POOL_FORMAT, PoolEntry, write_pool_file
+from curation.formats.runs import RankedRun
 
-POOL_FORMAT = "golden.pool/1"
 ORDERING = "trec_eval: score descending, ties by docid descending, rank column ignored"
-
-
-@dataclass(frozen=True)
-class PoolPair:
-    """One (query, document) pair to judge."""
-
-    qid: str
-    docid: str
-    order: int  # 1-based position in the query's judging queue
-    systems: dict[str, int] = field(default_factory=dict, compare=False)  # run name -> 1-based rank
 
 
 @dataclass(frozen=True)
@@ -79,14 +68,10 @@ class PoolStats:
     #: and its mean per pooled query)
     overlap: list[tuple[str, str, int, float]]
 
-    @property
-    def mean_per_query(self) -> float:
-        return self.pairs / self.queries if self.queries else 0.0
-
 
 @dataclass
 class Pool:
-    pairs: list[PoolPair]  # the pairs to write: all of them, or only the new ones when extending
+    pairs: list[PoolEntry]  # the pairs to write: all of them, or only the new ones when extending
     depth: int
     seed: int
     runs: list[RunInfo]
@@ -110,12 +95,12 @@ def order_key(seed: int, qid: str, docid: str) -> bytes:
 
 
 def make_pool(
-    runs: Sequence[Run],
+    runs: Sequence[RankedRun],
     *,
     depth: int,
     seed: int,
     qids: Sequence[str] | None = None,
-    existing: Iterable[PoolPair] | None = None,
+    existing: Iterable[PoolEntry] | None = None,
 ) -> Pool:
     """Pool the first ``depth`` documents of each run for each query.
 
@@ -160,7 +145,7 @@ def make_pool(
             old_order.setdefault(p.qid, {})[p.docid] = p.order
 
     run_index = {r.name: i for i, r in enumerate(runs)}
-    pairs: list[PoolPair] = []
+    pairs: list[PoolEntry] = []
     pooled_qids: list[str] = []
     empty: list[str] = []
     sizes: list[int] = []
@@ -170,7 +155,6 @@ def make_pool(
     hit_rows: list[int] = []
     hit_cols: list[int] = []
     n_pooled = 0
-    seed_prefix = f"{seed}\x00"
     for qid in wanted:
         systems: dict[str, dict[str, int]] = {}
         for r in runs:
@@ -193,11 +177,10 @@ def make_pool(
         old = old_order.get(qid, {})
         new_docs = [d for d in systems if d not in old]
         already += len(systems) - len(new_docs)
-        prefix = f"{seed_prefix}{qid}\x00"
-        new_docs.sort(key=lambda d: hashlib.sha256(f"{prefix}{d}".encode("utf-8")).digest())  # = order_key
+        new_docs.sort(key=lambda d: order_key(seed, qid, d))
         start = max(old.values(), default=0)
         for i, docid in enumerate(new_docs, start + 1):
-            pairs.append(PoolPair(qid, docid, i, systems[docid]))
+            pairs.append(PoolEntry(qid, docid, i, systems[docid]))
     incidence = np.zeros((n_pooled, len(runs)), dtype=np.int32)
     incidence[hit_rows, hit_cols] = 1
     shared = incidence.T @ incidence
@@ -235,24 +218,6 @@ def make_pool(
 # Files: the pool (JSONL), its metadata (JSON beside it), and query lists
 
 
-def pool_meta_path(pool_path: str | os.PathLike) -> Path:
-    """Where the metadata of a pool file lives: ``pool.jsonl`` -> ``pool.meta.json``."""
-    p = Path(pool_path)
-    name = p.name
-    for suffix in (".gz", ".jsonl", ".ndjson", ".json"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return p.with_name(name + ".meta.json")
-
-
-def format_pair(pair: PoolPair) -> str:
-    return json.dumps(
-        {"qid": pair.qid, "docid": pair.docid, "order": pair.order, "systems": pair.systems},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
 def pool_metadata(pool: Pool, pool_path: str | os.PathLike) -> dict:
     """The facts a later step needs about how the pool was made (``golden project create``).
 
@@ -288,72 +253,9 @@ def pool_metadata(pool: Pool, pool_path: str | os.PathLike) -> dict:
 
 
 def write_pool(pool: Pool, path: str | os.PathLike) -> Path:
-    """Write ``pool.pairs`` as JSONL and its metadata beside it; both whole or neither.
-
-    Returns the metadata path (see :func:`pool_meta_path`).
-    """
-    meta_path = pool_meta_path(path)
-    meta = pool_metadata(pool, path)
-    with atomic_write(path) as fh, atomic_write(meta_path) as mh:
-        for pair in pool.pairs:
-            fh.write(format_pair(pair) + "\n")
-        mh.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    return meta_path
-
-
-def read_pool(path: str | os.PathLike) -> list[PoolPair]:
-    """Read a pool JSONL file (``qid``, ``docid``, ``order``, optional ``systems``)."""
-    path = str(path)
-    if not os.path.exists(path):
-        raise InputError(path, None, "no such file")
-    pairs: list[PoolPair] = []
-    seen: set[tuple[str, str]] = set()
-    expect = "an object with qid, docid and order"
-    for lineno, obj in iter_jsonl(path, expect=expect):
-        if "qid" not in obj or "docid" not in obj:
-            raise InputError(path, lineno, f"expected {expect}")
-        order = obj.get("order")
-        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
-            raise InputError(path, lineno, f"order must be a positive integer, not {order!r}")
-        qid, docid = str(obj["qid"]), str(obj["docid"])
-        if (qid, docid) in seen:
-            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
-        seen.add((qid, docid))
-        systems = obj.get("systems") or {}
-        pairs.append(PoolPair(qid, docid, order, {str(k): int(v) for k, v in systems.items()}))
-    return pairs
-
-
-def read_query_ids(path: str | os.PathLike) -> list[str]:
-    """The qids of a query file (``golden sample``'s JSONL output, or any JSONL with ``qid``), in order.
-
-    A plain text file (``.txt``) is read as one qid per line.
-    """
-    path = str(path)
-    if not os.path.exists(path):
-        raise InputError(path, None, "no such file")
-    qids: list[str] = []
-    seen: set[str] = set()
-    is_text = path.endswith((".txt", ".txt.gz"))
-    with open_text(path, encoding="utf-8-sig") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            if is_text:
-                qid = line.strip()
-            else:
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict) or obj.get("qid") is None:
-                    raise InputError(path, lineno, 'expected an object with a "qid" field')
-                qid = str(obj["qid"])
-            if qid in seen:
-                raise InputError(path, lineno, f"qid {qid!r} appears twice")
-            seen.add(qid)
-            qids.append(qid)
-    return qids
+    """Write ``pool.pairs`` as ``pool.jsonl`` and its metadata beside it, both whole or neither
+    (:func:`curation.formats.pool_file.write_pool_file`). Returns the metadata path."""
+    return write_pool_file(pool.pairs, pool_metadata(pool, path), path)
 
 
 def file_info(path: str | os.PathLike, **extra) -> dict:

@@ -11,37 +11,25 @@ added to the judging pool (``PoolPair.seed_source``), where judges confirm or re
 nothing a judge sees says a pair came from a seed, and the pair takes its place in the query's
 shuffled order like any other. The export marks the labels that rest on a seed alone.
 
-Input files, one pair per line:
-
-* JSONL: ``{"qid": "q1", "docid": "d7", "grade": 2}`` (``grade`` optional);
-* TSV / CSV / whitespace text: ``qid docid [grade]``, with an optional ``qid,docid[,grade]`` header.
+Input files: see :mod:`curation.formats.seeds_file`.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, open_text
+from curation.formats.fileio import InputError
+from curation.formats.seeds_file import read_seeds
 from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment
 
 SOURCES = ("ticket", "click")
-
-
-@dataclass(frozen=True)
-class Seed:
-    qid: str
-    docid: str
-    grade: int | None  # None: the source's default grade
-    line: int
 
 
 def project_grades(project: Project) -> list[int]:
@@ -61,51 +49,6 @@ def default_grade(source: str, grades: list[int]) -> int:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     positives = [g for g in grades if g > 0] or [max(grades)]
     return max(positives) if source == "ticket" else min(positives)
-
-
-def _grade(raw, path, lineno) -> int | None:
-    if raw is None or raw == "":
-        return None
-    if isinstance(raw, bool):
-        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
-    if not value.is_integer():
-        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
-    return int(value)
-
-
-def read_seeds(path: str | os.PathLike) -> Iterator[Seed]:
-    """Yield the seed pairs of a JSONL, CSV, TSV or whitespace-separated file (gzip allowed)."""
-    path = str(path)
-    suffix = base_suffix(path)
-    with open_text(path) as fh:
-        if suffix in (".jsonl", ".json", ".ndjson"):
-            for lineno, obj in iter_jsonl_lines(fh, path, expect="a JSON object with qid and docid"):
-                for key in ("qid", "docid"):
-                    if obj.get(key) in (None, ""):
-                        raise InputError(path, lineno, f"missing {key!r}")
-                yield Seed(str(obj["qid"]), str(obj["docid"]), _grade(obj.get("grade"), path, lineno), lineno)
-            return
-        if suffix == ".csv":
-            rows = csv.reader(fh)
-        elif suffix == ".tsv":
-            rows = csv.reader(fh, delimiter="\t")
-        else:
-            rows = (line.split() for line in fh)
-        for lineno, parts in enumerate(rows, 1):
-            parts = [p.strip() for p in parts]
-            if not parts or not any(parts) or parts[0].startswith("#"):
-                continue
-            if lineno == 1 and [p.lower() for p in parts[:2]] == ["qid", "docid"]:
-                continue
-            if len(parts) not in (2, 3):
-                raise InputError(path, lineno, f"has {len(parts)} fields, expected 2 or 3 (qid docid [grade])")
-            if not parts[0] or not parts[1]:
-                raise InputError(path, lineno, "empty qid or docid")
-            yield Seed(parts[0], parts[1], _grade(parts[2] if len(parts) == 3 else None, path, lineno), lineno)
 
 
 @dataclass

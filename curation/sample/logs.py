@@ -130,15 +130,8 @@ def _to_str(value, path: str, line: int, name: str) -> str:
 def _header(path: str, fmt: str) -> list[str]:
     with open_text(path, encoding="utf-8-sig") as fh:
         if fmt == "jsonl":
-            for lineno, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-                    if not isinstance(obj, dict):
-                        raise InputError(path, lineno, "expected a JSON object")
-                    return list(obj)
+            for _, obj in iter_jsonl_lines(fh, path):
+                return list(obj)
             raise InputError(path, None, "the log is empty")
         kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
         row = next(csv.reader(fh, **kwargs), None)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import re
 
-PII_FLAGS = ("digits", "email", "phone")
-
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}", re.IGNORECASE)
 _PHONE = re.compile(r"(?<![\w+])(?:\+\s?)?\(?\d{1,4}\)?(?:[\s.\-]?\(?\d{2,5}\)?){1,5}(?![\w])")
 _LOCAL_PHONE = re.compile(r"(?<![\d\w-])\d{3}-\d{4}(?![\d\w-])")

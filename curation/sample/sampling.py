@@ -10,7 +10,8 @@ the mean over searches, not over distinct queries.
 
 Library entry points::
 
-    from curation.sample.sampling import sample_queries, write_queries
+    from curation.formats.queries import write_queries
+    from curation.sample.sampling import sample_queries
 
     result = sample_queries("log.csv.gz", query_col="query", user_col="user",
                             strata=["market"], shape=True, size=300, floor=20, seed=7)
@@ -36,7 +37,6 @@ only right when they are read together; its reader and writer of query files are
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -265,66 +265,6 @@ def qid_for(text: str) -> str:
     return "q" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
-    """(line, normalised text) for each query in a list file, in file order; empty lines skipped.
-
-    ``.txt``: one query per line. ``.jsonl``: objects with ``text`` (or ``query``), such as an
-    earlier ``golden sample`` output. ``.csv``/``.tsv``: a header row with a ``text`` or
-    ``query`` column. Gzip is read transparently.
-    """
-    import csv
-
-    from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, open_text
-    from curation.formats.normalize import normalize_text
-
-    path = str(path)
-    if not os.path.exists(path):
-        raise InputError(path, None, "no such file")
-    suffix = base_suffix(path)
-    out: list[tuple[int, str]] = []
-    with open_text(path, encoding="utf-8-sig") as fh:
-        if suffix in (".jsonl", ".ndjson", ".json"):
-            for lineno, obj in iter_jsonl_lines(fh, path, expect='a JSON object with a "text" field'):
-                text = obj.get("text", obj.get("query"))
-                if not isinstance(text, str):
-                    raise InputError(path, lineno, "needs a \"text\" (or \"query\") field holding a string")
-                out.append((lineno, normalize_text(text)))
-        elif suffix in (".csv", ".tsv", ".tab"):
-            kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if suffix != ".csv" else {}
-            reader = csv.reader(fh, **kwargs)
-            header = next(reader, None) or []
-            col = next((header.index(c) for c in ("text", "query") if c in header), None)
-            if col is None:
-                raise InputError(path, 1, "needs a header row with a \"text\" or \"query\" column")
-            start = reader.line_num + 1
-            for row in reader:
-                if row:
-                    if len(row) != len(header):
-                        raise InputError(path, start, f"has {len(row)} fields, expected {len(header)}")
-                    out.append((start, normalize_text(row[col])))
-                start = reader.line_num + 1
-        elif suffix in (".txt", ""):
-            for lineno, line in enumerate(fh, 1):
-                out.append((lineno, normalize_text(line)))
-        else:
-            raise InputError(path, None, f"unknown query list format {suffix!r}: use .txt, .jsonl, .csv or .tsv")
-    return [(line, text) for line, text in out if text]
-
-
-def format_query(row: Mapping) -> str:
-    """One output line: compact, key order as given, non-ASCII kept (so it is byte-for-byte stable)."""
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-
-
-def write_queries(rows: Iterable[Mapping], path: str | os.PathLike) -> None:
-    """Write query rows as JSONL, whole or not at all."""
-    from curation.formats.fileio import atomic_write
-
-    with atomic_write(path) as fh:
-        for row in rows:
-            fh.write(format_query(row) + "\n")
-
-
 # --------------------------------------------------------------------------------------------
 # The whole command
 
@@ -371,6 +311,7 @@ def sample_queries(
     (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
     """
     from curation.sample.logs import collapse_log
+    from curation.formats.query_list import read_query_list
     from curation.sample.pii import pii_flags
 
     if weighting not in WEIGHTINGS:

@@ -25,8 +25,9 @@ from sqlmodel import Session, select
 from tqdm import tqdm
 
 from curation.formats.corpus import fetch_docs
-from curation.pool.pooling import pool_meta_path
-from curation.formats.fileio import InputError, iter_jsonl, open_text, sha256_file
+from curation.formats.fileio import InputError, open_text, sha256_file
+from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
+from curation.formats.queries import iter_queries
 from curation.store.models import (
     Document,
     GuidelinesVersion,
@@ -184,103 +185,29 @@ def list_projects(session: Session) -> list[ProjectSummary]:
 
 # --- reading the input files -------------------------------------------------------------------
 
-_jsonl = iter_jsonl
-
-
-def _ident(obj: dict, key: str, path, lineno) -> str:
-    value = obj.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()) or isinstance(value, (dict, list, bool)):
-        raise InputError(path, lineno, f"missing or empty {key!r}")
-    return str(value)
-
-
-def _number(obj: dict, key: str, path, lineno, default=0.0) -> float:
-    value = obj.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(path, lineno, f"{key!r} must be a number, got {value!r}")
-    return value
-
-
 def stratum_key(stratum: dict) -> str:
     """A stable, readable form of a stratum for grouping: ``dim=value`` pairs sorted by dimension,
     joined by ``; `` (``""`` for no stratum)."""
     return "; ".join(f"{k}={stratum[k]}" for k in sorted(stratum))
 
 
-def read_queries(path) -> list[dict]:
-    """The rows of a queries file (``golden sample``'s format) as Query column values; InputError
-    (path:line) for a row without qid or text, a repeated qid, or a stratum that is not an object."""
-    rows, seen = [], set()
-    for lineno, obj in _jsonl(path):
-        qid = _ident(obj, "qid", path, lineno)
-        if qid in seen:
-            raise InputError(path, lineno, f"qid {qid!r} appears twice")
-        seen.add(qid)
-        text = obj.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(path, lineno, f"query {qid!r} has no text")
-        stratum = obj.get("stratum") or {}
-        if not isinstance(stratum, dict):
-            raise InputError(path, lineno, f"'stratum' must be an object (dimension -> value), got {stratum!r}")
-        pii = obj.get("pii")
-        users = obj.get("users")
-        rows.append(
-            dict(
-                qid=qid,
-                text=text,
-                stratum_json=json.dumps(stratum, ensure_ascii=False, sort_keys=True),
-                stratum_key=stratum_key(stratum),
-                traffic=float(_number(obj, "traffic", path, lineno)),
-                users=int(users) if isinstance(users, (int, float)) and not isinstance(users, bool) else 0,
-                weight=float(_number(obj, "weight", path, lineno)),
-                stratum_share=float(_number(obj, "stratum_share", path, lineno)),
-                pii_json=json.dumps(pii) if pii else None,
-                split=obj.get("split") if obj.get("split") in ("tune", "holdout") else None,
-            )
+def _query_rows(path) -> list[dict]:
+    """The lines of a queries file (read by curation.formats.queries) as Query column values."""
+    return [
+        dict(
+            qid=q.qid,
+            text=q.text,
+            stratum_json=json.dumps(q.stratum, ensure_ascii=False, sort_keys=True),
+            stratum_key=stratum_key(q.stratum),
+            traffic=float(q.traffic or 0.0),
+            users=q.users or 0,
+            weight=float(q.weight or 0.0),
+            stratum_share=float(q.stratum_share or 0.0),
+            pii_json=json.dumps(q.pii) if q.pii else None,
+            split=q.split,
         )
-    if not rows:
-        raise InputError(path, None, "no queries: is this the file `golden sample` wrote?")
-    return rows
-
-
-def read_pool(path) -> list[dict]:
-    """The rows of a pool file (``golden pool``'s format): dicts with qid, docid, order and systems
-    (run -> rank). InputError (path:line) for a row without qid or docid, a repeated pair, or
-    systems that is not an object."""
-    rows, seen = [], set()
-    for lineno, obj in _jsonl(path):
-        qid = _ident(obj, "qid", path, lineno)
-        docid = _ident(obj, "docid", path, lineno)
-        if (qid, docid) in seen:
-            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
-        seen.add((qid, docid))
-        systems = obj.get("systems") or {}
-        if not isinstance(systems, dict):
-            raise InputError(path, lineno, f"'systems' must be an object (run -> rank), got {systems!r}")
-        order = obj.get("order", 0)
-        if isinstance(order, bool) or not isinstance(order, int):
-            raise InputError(path, lineno, f"'order' must be an integer, got {order!r}")
-        rows.append(dict(qid=qid, docid=docid, order=order, systems=systems, lineno=lineno,
-                         seed_source=obj.get("seed_source") if isinstance(obj.get("seed_source"), str) else None))
-    if not rows:
-        raise InputError(path, None, "no pairs: is this the file `golden pool` wrote?")
-    return rows
-
-
-def read_pool_meta(pool_path) -> dict:
-    """The pool's sidecar metadata (``depth``, ``runs``), or ``{}`` when there is none."""
-    meta = pool_meta_path(pool_path)
-    if not meta.exists():
-        return {}
-    try:
-        data = json.loads(meta.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(meta, exc.lineno, f"not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise InputError(meta, None, "expected a JSON object")
-    return data
+        for q in iter_queries(path)
+    ]
 
 
 def _meta_runs(meta: dict) -> list[dict]:
@@ -322,11 +249,11 @@ def _project_id(project: Project | int) -> int:
     return project if isinstance(project, int) else project.id
 
 
-def _insert_pairs(session: Session, project_id: int, pairs: list[dict], qids: dict[str, int],
+def _insert_pairs(session: Session, project_id: int, pairs: list[PoolEntry], qids: dict[str, int],
                   docs: dict[str, int], batch: int) -> int:
     rows = [
-        dict(project_id=project_id, query_id=qids[p["qid"]], document_id=docs[p["docid"]], shuffle_order=p["order"],
-             systems_json=json.dumps(p["systems"], sort_keys=True), batch=batch, seed_source=p["seed_source"])
+        dict(project_id=project_id, query_id=qids[p.qid], document_id=docs[p.docid], shuffle_order=p.order,
+             systems_json=json.dumps(p.systems, sort_keys=True), batch=batch, seed_source=p.seed_source)
         for p in pairs
     ]
     if rows:
@@ -381,19 +308,20 @@ def create_project(
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
         raise ValueError(f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`")
 
-    queries = read_queries(queries_path)
+    queries = _query_rows(queries_path)
     pool = read_pool(pool_path)
     known = {q["qid"] for q in queries}
     for p in pool:
-        if p["qid"] not in known:
-            raise InputError(pool_path, p["lineno"], f"qid {p['qid']!r} is not in {queries_path}: was the pool built from this query set?")
+        if p.qid not in known:
+            raise InputError(pool_path, p.line,
+                             f"qid {p.qid!r} is not in {queries_path}: was the pool built from this query set?")
     meta = read_pool_meta(pool_path)
-    fetched = _load_documents(corpus_paths, {p["docid"] for p in pool})
+    fetched = _load_documents(corpus_paths, {p.docid for p in pool})
     found, missing = fetched.docs, fetched.missing
     if missing and not allow_missing:
         raise _missing_error(corpus_paths, missing)
     missing_set = set(missing)
-    pool = [p for p in pool if p["docid"] not in missing_set]
+    pool = [p for p in pool if p.docid not in missing_set]
 
     try:
         project = Project(
@@ -440,8 +368,8 @@ def extend_pool(
     pool = read_pool(pool_path)
     qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
     for p in pool:
-        if p["qid"] not in qids:
-            raise InputError(pool_path, p["lineno"], f"qid {p['qid']!r} is not in project {project.name!r}: "
+        if p.qid not in qids:
+            raise InputError(pool_path, p.line, f"qid {p.qid!r} is not in project {project.name!r}: "
                              "an extended pool adds documents to the project's queries, not new queries")
     docs = dict(session.exec(select(Document.docid, Document.id).where(Document.project_id == pid)).all())
     existing = {
@@ -453,21 +381,21 @@ def extend_pool(
             .where(PoolPair.project_id == pid)
         ).all()
     }
-    new = [p for p in pool if (p["qid"], p["docid"]) not in existing]
-    fetched = _load_documents(corpus_paths, {p["docid"] for p in new} - docs.keys())
+    new = [p for p in pool if (p.qid, p.docid) not in existing]
+    fetched = _load_documents(corpus_paths, {p.docid for p in new} - docs.keys())
     found, missing = fetched.docs, fetched.missing
     if missing and not allow_missing:
         raise _missing_error(corpus_paths, missing)
     missing_set = set(missing)
-    new = [p for p in new if p["docid"] not in missing_set]
+    new = [p for p in new if p.docid not in missing_set]
     meta = read_pool_meta(pool_path)
     try:
         # Provenance of pairs already pooled: add what the new runs say (run -> rank).
         for p in pool:
-            old = existing.get((p["qid"], p["docid"]))
+            old = existing.get((p.qid, p.docid))
             if old is not None:
                 merged = dict(json.loads(old[1] or "{}"))
-                merged.update(p["systems"])
+                merged.update(p.systems)
                 text = json.dumps(merged, sort_keys=True)
                 if text != old[1]:
                     session.get(PoolPair, old[0]).systems_json = text

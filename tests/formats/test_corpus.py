@@ -194,3 +194,22 @@ def test_corpus_sample_cli(tmp_path):
     res = CliRunner().invoke(main, ["corpus-sample", str(bad), "--size", "1", "--out", str(tmp_path / "o.jsonl")])
     assert res.exit_code == 1 and f"{bad}:2: record has no id" in res.output
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_jsonl_block_errors_name_the_line_of_the_whole_file(tmp_path):
+    from curation.formats.corpus import iter_jsonl_docs
+
+    block = b'{"id": "a", "text": "x"}\n\n{"docid": 7, "body": "y"}\n{"title": "no id"}\n'
+    calls = []
+
+    def first_line():
+        calls.append(1)
+        return 101
+
+    docs = iter_jsonl_docs(block.split(b"\n"), "big.jsonl", first_line=first_line)
+    assert [(d.id, d.text) for d in (next(docs), next(docs))] == [("a", "x"), ("7", "y")]
+    assert calls == []  # the offset is only computed for an error
+    with pytest.raises(InputError, match=r"^big.jsonl:104: record has no id"):
+        next(docs)
+    with pytest.raises(InputError, match=r"^big.jsonl:12: not valid JSON"):
+        list(iter_jsonl_docs(['{"id": 1, "text": "t"}', "{"], "big.jsonl", first_line=11))

@@ -55,3 +55,15 @@ def test_scores_equal_at_trec_eval_precision_are_ties(tmp_path):
     path = tmp_path / "run.trec"
     path.write_text("1 Q0 a 1 0.30000001 s\n1 Q0 b 2 0.3 s\n1 Q0 c 3 0.2 s\n")
     assert read_run(path).rankings["1"] == ["b", "a", "c"]
+
+
+def test_writer_round_trips_in_trec_eval_order(tmp_path):
+    from curation.formats.runs import write_run
+
+    path = tmp_path / "out.trec"
+    write_run([("1", [("b", 2.5), ("a", 1.0)]), ("2", [("x", 0.125)])], path, tag="sys")
+    assert path.read_text() == "1 Q0 b 1 2.5 sys\n1 Q0 a 2 1.0 sys\n2 Q0 x 1 0.125 sys\n"
+    run = read_run(path)
+    assert run.name == "sys" and run.rankings == {"1": ["b", "a"], "2": ["x"]}
+    write_run([("1", [("b", 2.5)])], path, tag="t", precision=3)
+    assert path.read_text() == "1 Q0 b 1 2.500 t\n"

@@ -16,7 +16,8 @@ from curation.cli import main
 from curation.formats.fileio import InputError
 from curation.store.models import Judgment, PoolPair, Query, SeedJudgment
 from curation.store.projects import get_project
-from curation.pool.seeds import Seed, import_seeds, read_seeds
+from curation.formats.seeds_file import Seed, read_seeds
+from curation.pool.seeds import import_seeds
 from curation.store.engine import session as new_session
 from curation.store.users import get_user
 

@@ -13,15 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curation.formats.normalize import normalize_text
+from curation.formats.queries import format_query, write_queries
+from curation.formats.query_list import read_query_list
 from curation.sample.sampling import (
     allocate,
     draw_stratum,
-    format_query,
     qid_for,
     query_shapes,
-    read_query_list,
     sample_queries,
-    write_queries,
 )
 
 # ---- allocation ------------------------------------------------------------------------------

@@ -1,0 +1,137 @@
+"""``pool.jsonl`` and ``pool.meta.json``: the judging pool ``golden pool`` writes and ``golden project`` loads.
+
+``pool.jsonl``, one JSON object per line::
+
+    qid          required; a non-empty string or number (read as a string)
+    docid        required; the same; a (qid, docid) pair appears once in the file
+    order        optional integer >= 0: the pair's place in its query's judging queue (``golden pool``
+                 numbers them from 1); absent: 0, pairs with equal order keep file order
+    systems      optional object: run name -> the pair's 1-based rank in that run (for engineers)
+    seed_source  optional string: where a seeded pair came from (``golden seed``)
+
+Blank lines are skipped, gzip is read transparently; a file with no pair is an error, and every
+error names ``file:line``.
+
+``pool.meta.json`` lives beside the pool (``pool.jsonl`` -> ``pool.meta.json``, see
+:func:`pool_meta_path`): one JSON object, how the pool was made (``format`` :data:`POOL_FORMAT`,
+``depth``, ``seed``, ``runs``...). A pool without it is allowed (:func:`read_pool_meta` gives ``{}``);
+one that is not a JSON object is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl
+
+POOL_FORMAT = "golden.pool/1"
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    """One (query, document) pair to judge: a line of ``pool.jsonl``."""
+
+    qid: str
+    docid: str
+    order: int = 0  # position in the query's judging queue
+    systems: dict[str, int] = field(default_factory=dict, compare=False)  # run name -> 1-based rank
+    seed_source: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False, repr=False)  # where it was read (not written)
+
+    def as_dict(self) -> dict:
+        out = {"qid": self.qid, "docid": self.docid, "order": self.order, "systems": self.systems}
+        if self.seed_source is not None:
+            out["seed_source"] = self.seed_source
+        return out
+
+
+def pool_meta_path(pool_path: str | os.PathLike) -> Path:
+    """Where the metadata of a pool file lives: ``pool.jsonl`` -> ``pool.meta.json``."""
+    p = Path(pool_path)
+    name = p.name
+    for suffix in (".gz", ".jsonl", ".ndjson", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return p.with_name(name + ".meta.json")
+
+
+def _ident(obj: dict, key: str, path: str, lineno: int) -> str:
+    value = obj.get(key)
+    if value is None or isinstance(value, (dict, list, bool)) or not str(value).strip():
+        raise InputError(path, lineno, f"missing or empty {key!r}")
+    return str(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def iter_pool(path: str | os.PathLike) -> Iterator[PoolEntry]:
+    """Stream the :class:`PoolEntry` of a ``pool.jsonl`` file (gzip allowed), checking the rules above."""
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    seen: set[tuple[str, str]] = set()
+    for lineno, obj in iter_jsonl(path, expect="an object with qid, docid and order"):
+        qid = _ident(obj, "qid", path, lineno)
+        docid = _ident(obj, "docid", path, lineno)
+        if (qid, docid) in seen:
+            raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
+        seen.add((qid, docid))
+        systems = obj.get("systems")
+        if systems is None:
+            systems = {}
+        if not isinstance(systems, dict):
+            raise InputError(path, lineno, f"'systems' must be an object (run -> rank), got {systems!r}")
+        bad = next((k for k, v in systems.items() if not _is_int(v) or v < 1), None)
+        if bad is not None:
+            raise InputError(path, lineno, f"rank of run {bad!r} must be a positive integer, got {systems[bad]!r}")
+        order = obj.get("order", 0)
+        if not _is_int(order) or order < 0:
+            raise InputError(path, lineno, f"'order' must be an integer >= 0, got {order!r}")
+        source = obj.get("seed_source")
+        if source is not None and not isinstance(source, str):
+            raise InputError(path, lineno, f"'seed_source' must be a string, got {source!r}")
+        yield PoolEntry(qid, docid, order, systems, source, lineno)
+    if not seen:
+        raise InputError(path, None, "no pairs: is this the file `golden pool` wrote?")
+
+
+def read_pool(path: str | os.PathLike) -> list[PoolEntry]:
+    """Every :class:`PoolEntry` of a ``pool.jsonl`` file, in file order."""
+    return list(iter_pool(path))
+
+
+def read_pool_meta(pool_path: str | os.PathLike) -> dict:
+    """The metadata beside a pool file (see :func:`pool_meta_path`), or ``{}`` when there is none."""
+    meta = pool_meta_path(pool_path)
+    if not meta.exists():
+        return {}
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(meta, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(meta, None, "expected a JSON object")
+    return data
+
+
+def format_entry(entry: PoolEntry) -> str:
+    """One line of ``pool.jsonl`` (without newline): compact, non-ASCII kept."""
+    return json.dumps(entry.as_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def write_pool_file(entries: Iterable[PoolEntry], meta: dict, path: str | os.PathLike) -> Path:
+    """Write ``entries`` as ``pool.jsonl`` and ``meta`` as its ``pool.meta.json``; both whole or neither.
+
+    Returns the metadata path."""
+    meta_path = pool_meta_path(path)
+    with atomic_write(path) as fh, atomic_write(meta_path) as mh:
+        for entry in entries:
+            fh.write(format_entry(entry) + "\n")
+        mh.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return meta_path

@@ -1,0 +1,177 @@
+"""``queries.jsonl``: the query set, one JSON object per line (written by ``golden sample`` and by an export).
+
+Fields and rules (one set, for every command that reads the file)::
+
+    qid            required; a non-empty string or number (read as a string); unique in the file
+    text           required; a string with something besides white space. ``query`` is accepted
+                   as another name for it when ``text`` is absent (files from other tools use it)
+    stratum        optional object (dimension -> value); absent or null: ``{}``
+    traffic        optional non-negative number (searches of the query in the log)
+    weight         optional non-negative number (its weight for traffic-weighted means)
+    stratum_share  optional non-negative number
+    users          optional non-negative integer
+    pii            optional; anything (the PII flags ``golden sample`` found)
+    split          optional; null, ``"tune"`` or ``"holdout"`` (``golden split``'s values)
+
+Blank lines are skipped, gzip is read transparently, a UTF-8 byte-order mark is allowed; any other
+field is kept in :attr:`QueryRecord.extra`. A file with no query at all is an error. Every error
+names ``file:line``.
+
+A plain query-id list (``.txt``: one qid per line), as ``golden pool --queries`` also takes, is read
+by :func:`read_query_ids`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping
+
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, open_text
+
+SPLITS = ("tune", "holdout")
+_EXPECT = "an object with qid and text"
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """One line of ``queries.jsonl``."""
+
+    qid: str
+    text: str
+    stratum: dict = field(default_factory=dict)
+    traffic: float | None = None
+    weight: float | None = None
+    stratum_share: float | None = None
+    users: int | None = None
+    pii: object = None
+    split: str | None = None
+    extra: dict = field(default_factory=dict, compare=False)  # the whole object as read
+
+    def get(self, key: str):
+        """A field by name: a field of the line, else a stratum dimension."""
+        if key in self.extra:
+            return self.extra[key]
+        if isinstance(self.stratum, dict) and key in self.stratum:
+            return self.stratum[key]
+        return None
+
+    def as_dict(self) -> dict:
+        """The line's object: the fields read (``text`` under its own name), every other field kept."""
+        out = {"qid": self.qid, "text": self.text}
+        out.update((k, v) for k, v in self.extra.items() if k not in ("qid", "text", "query") or k == "query"
+                   and "text" in self.extra)
+        for key in ("stratum", "traffic", "weight", "stratum_share", "users", "pii", "split"):
+            value = getattr(self, key)
+            if key in self.extra or value not in (None, {}):
+                out[key] = value
+        return out
+
+
+def _ident(obj: dict, path: str, lineno: int) -> str:
+    value = obj.get("qid")
+    if value is None or isinstance(value, (dict, list, bool)) or not str(value).strip():
+        raise InputError(path, lineno, "missing or empty 'qid'")
+    return str(value)
+
+
+def _number(obj: dict, key: str, path: str, lineno: int) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        raise InputError(path, lineno, f"{key!r} must be a non-negative number, got {value!r}")
+    return value
+
+
+def parse_queries(lines: Iterable[str], path: str | os.PathLike = "queries.jsonl") -> Iterator[QueryRecord]:
+    """Yield a :class:`QueryRecord` per line of ``lines`` (``path`` names them in errors)."""
+    path = str(path)
+    seen: set[str] = set()
+    any_line = False
+    for lineno, obj in iter_jsonl_lines(lines, path, expect=_EXPECT):
+        any_line = True
+        qid = _ident(obj, path, lineno)
+        if qid in seen:
+            raise InputError(path, lineno, f"qid {qid!r} appears twice")
+        seen.add(qid)
+        text = obj["text"] if "text" in obj else obj.get("query")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, lineno, f"query {qid!r} has no text (expected a non-empty 'text' field)")
+        stratum = obj.get("stratum")
+        if stratum is None:
+            stratum = {}
+        if not isinstance(stratum, dict):
+            raise InputError(path, lineno, f"'stratum' must be an object (dimension -> value), got {stratum!r}")
+        users = _number(obj, "users", path, lineno)
+        if users is not None and users != int(users):
+            raise InputError(path, lineno, f"'users' must be a non-negative integer, got {users!r}")
+        split = obj.get("split")
+        if split is not None and split not in SPLITS:
+            raise InputError(path, lineno, f"'split' must be null, \"tune\" or \"holdout\", got {split!r}")
+        yield QueryRecord(
+            qid=qid,
+            text=text,
+            stratum=stratum,
+            traffic=_number(obj, "traffic", path, lineno),
+            weight=_number(obj, "weight", path, lineno),
+            stratum_share=_number(obj, "stratum_share", path, lineno),
+            users=None if users is None else int(users),
+            pii=obj.get("pii"),
+            split=split,
+            extra=obj,
+        )
+    if not any_line:
+        raise InputError(path, None, "no queries: is this the file `golden sample` wrote?")
+
+
+def iter_queries(path: str | os.PathLike) -> Iterator[QueryRecord]:
+    """Stream the :class:`QueryRecord` of a ``queries.jsonl`` file (gzip allowed)."""
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    with open_text(path, encoding="utf-8-sig") as fh:
+        yield from parse_queries(fh, path)
+
+
+def read_queries(path: str | os.PathLike) -> list[QueryRecord]:
+    """Every :class:`QueryRecord` of a ``queries.jsonl`` file, in file order."""
+    return list(iter_queries(path))
+
+
+def read_query_ids(path: str | os.PathLike) -> list[str]:
+    """The qids of a query file, in order: a ``queries.jsonl`` file (read by :func:`iter_queries`),
+    or a plain text file (``.txt``, ``.txt.gz``) of one qid per line, a repeated qid being an error."""
+    path = str(path)
+    if not path.endswith((".txt", ".txt.gz")):
+        return [q.qid for q in iter_queries(path)]
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    qids: list[str] = []
+    seen: set[str] = set()
+    with open_text(path, encoding="utf-8-sig") as fh:
+        for lineno, line in enumerate(fh, 1):
+            qid = line.strip()
+            if not qid:
+                continue
+            if qid in seen:
+                raise InputError(path, lineno, f"qid {qid!r} appears twice")
+            seen.add(qid)
+            qids.append(qid)
+    return qids
+
+
+def format_query(row: Mapping | QueryRecord) -> str:
+    """One line (without newline): compact, key order as given, non-ASCII kept, so it is byte-for-byte stable."""
+    if isinstance(row, QueryRecord):
+        row = row.as_dict()
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_queries(rows: Iterable[Mapping | QueryRecord], path: str | os.PathLike) -> None:
+    """Write query rows (mappings or :class:`QueryRecord`) as ``queries.jsonl``, whole or not at all."""
+    with atomic_write(path) as fh:
+        for row in rows:
+            fh.write(format_query(row) + "\n")

@@ -1,0 +1,65 @@
+"""TREC qrels: the one parser (curation.formats.qrels), on real files and on an export's bytes."""
+
+import gzip
+
+import pytest
+
+from curation.formats.fileio import InputError
+from curation.formats.qrels import QrelLine, iter_qrels, parse_grade, parse_qrels, qrels_dict, read_qrels
+
+
+def test_reads_lines_grades_and_skips_comments(tmp_path):
+    path = tmp_path / "qrels.txt.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("# judged in 2024\n301 0 FT1 2\n\n301 alice FT2 0\n302\t0\tLA1\t1.0\n301 bob FT1 -1\n")
+    assert list(iter_qrels(path)) == [
+        QrelLine("301", "0", "FT1", 2), QrelLine("301", "alice", "FT2", 0),
+        QrelLine("302", "0", "LA1", 1), QrelLine("301", "bob", "FT1", -1),
+    ]
+    assert read_qrels(path) == {"301": {"FT1": -1, "FT2": 0}, "302": {"LA1": 1}}  # the last line of a pair wins
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("1 0 d", "has 3 fields, expected 4"),
+        ("1 0 d 2 x", "has 5 fields, expected 4"),
+        ("1 0 d 2.5", "grade '2.5' is not an integer"),
+        ("1 0 d high", "grade 'high' is not an integer"),
+    ],
+)
+def test_bad_line_names_file_and_line(tmp_path, line, words):
+    path = tmp_path / "q.txt"
+    path.write_text(f"1 0 a 1\n\n{line}\n")
+    with pytest.raises(InputError) as err:
+        read_qrels(path)
+    assert str(err.value) == f"{path}:3: {words}" or str(err.value).startswith(f"{path}:3: {words}")
+
+
+def test_export_bytes_go_through_the_same_parser():
+    """compare_pooled read an export's qrels.txt with its own loop, which turned grade 2.5 into 2."""
+    data = b"1 0 a 2\n1 0 b 0\n"
+    assert qrels_dict(parse_qrels(data.decode().splitlines(), "qrels.txt")) == {"1": {"a": 2, "b": 0}}
+    with pytest.raises(InputError, match=r"^qrels.txt:2: grade '2.5' is not an integer"):
+        list(parse_qrels(["1 0 a 2", "1 0 b 2.5"], "qrels.txt"))
+
+
+@pytest.mark.parametrize("raw, grade", [(2, 2), ("2", 2), ("-1", -1), ("3.0", 3), (1.0, 1)])
+def test_parse_grade_accepts_integers(raw, grade):
+    assert parse_grade(raw, "f", 1) == grade
+
+
+@pytest.mark.parametrize("raw", [True, "2.5", 0.5, "", None, "two", [1]])
+def test_parse_grade_refuses_the_rest(raw):
+    with pytest.raises(InputError, match=r"^f:4: grade .* is not an integer"):
+        parse_grade(raw, "f", 4)
+
+
+def test_writer_round_trips(tmp_path):
+    from curation.formats.qrels import write_qrels
+
+    lines = [QrelLine("301", "0", "FT1", 2), QrelLine("9", "alice", "é", -1)]
+    path = tmp_path / "out.txt"
+    write_qrels(lines, path)
+    assert path.read_text(encoding="utf-8") == "301 0 FT1 2\n9 alice é -1\n"
+    assert list(iter_qrels(path)) == lines
