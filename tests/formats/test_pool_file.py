@@ -135,14 +135,11 @@ def test_project_create_refuses_a_rank_that_is_not_a_positive_integer(tmp_path):
     """The store kept whatever 'systems' held; `golden pool --extend` crashed on a non-integer rank."""
     from curation.store.engine import session
     from curation.store.projects import create_project
-    from tests.support.store_data import sqlite_store, write_inputs
+    from tests.support.projects import sqlite_store, write_inputs
 
     paths = write_inputs(tmp_path / "in", queries={"q1": 1})
     _file(tmp_path / "in", '{"qid": "q1", "docid": "q1-d0", "order": 1, "systems": {"bm25": "first"}}')
-    engine = sqlite_store(tmp_path)
-    try:
-        with session(engine) as s, pytest.raises(InputError, match=r"pool.jsonl:1: rank of run 'bm25'"):
+    with sqlite_store(tmp_path) as (_, engine), session(engine) as s:
+        with pytest.raises(InputError, match=r"pool.jsonl:1: rank of run 'bm25'"):
             create_project(s, "p", queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
                            corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"])
-    finally:
-        engine.dispose()

@@ -120,18 +120,14 @@ def _create_from(folder, query_lines):
     from curation.store.engine import session
     from curation.store.models import Query
     from curation.store.projects import create_project
-    from tests.support.store_data import sqlite_store, write_inputs
+    from tests.support.projects import sqlite_store, write_inputs
 
     paths = write_inputs(folder / "in", queries={"q1": 1, "q2": 1})
     _file(folder / "in", *query_lines)
-    engine = sqlite_store(folder)
-    try:
-        with session(engine) as s:
-            create_project(s, "p", queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
-                           corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"])
-            return {q.qid: (q.text, q.split, q.traffic) for q in s.exec(select(Query))}
-    finally:
-        engine.dispose()
+    with sqlite_store(folder) as (_, engine), session(engine) as s:
+        create_project(s, "p", queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
+                       corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"])
+        return {q.qid: (q.text, q.split, q.traffic) for q in s.exec(select(Query))}
 
 
 def test_project_create_reads_queries_by_the_same_rules(tmp_path):
@@ -145,7 +141,7 @@ def test_project_create_reads_queries_by_the_same_rules(tmp_path):
 
 def test_leak_check_reads_queries_by_the_same_rules(tmp_path):
     """The leak check took a query whose text was empty (which every document 'contains')."""
-    from curation.leak.scan import read_queries as leak_read_queries
+    from curation.leak.inputs import read_queries as leak_read_queries
 
     assert leak_read_queries(_file(tmp_path, '{"qid": 4, "query": "a b"}', '{"qid": 5, "text": "c"}')) == [
         ("4", "a b"), ("5", "c")]
