@@ -467,9 +467,9 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
     ``SAMPLE_FLOOR``, plus the hand-written ones) and ``pool.jsonl`` with ``pool.meta.json``
     (depth ``POOL_DEPTH``). Returns what was done, paths included.
     """
-    from curation.pool.pooling import file_info, make_pool, write_pool
-    from curation.formats.runs import read_runs
     from curation.formats.queries import write_queries
+    from curation.formats.runs import read_runs
+    from curation.pool.pooling import file_info, make_pool, write_pool
     from curation.sample.sampling import sample_queries
 
     data = generate_demo_data(folder, seed=seed)
@@ -514,10 +514,9 @@ def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OV
     The store is built under a temporary name and renamed into place, so an earlier demo's store is
     replaced whole or not at all."""
     from curation.judge import assignment
-    from curation.store import projects
-    from curation.store import users
-    from curation.store.migrate import upgrade
+    from curation.store import projects, users
     from curation.store.engine import make_engine, session
+    from curation.store.migrate import upgrade
 
     paths = result.data.paths
     final = paths.folder / "golden.db"

@@ -20,15 +20,24 @@ Used by ``curation.export.versions`` (the qrels are the labels with a grade) and
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from datetime import UTC, datetime
+from typing import NamedTuple
 
 from sqlmodel import Session, select
 
 from curation.store.lookups import join_pair_text, pair_ids, project_id
 from curation.store.models import (
-    Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User,
+    Adjudication,
+    Assignment,
+    Document,
+    Judgment,
+    PoolPair,
+    Project,
+    Query,
+    SeedJudgment,
+    User,
 )
 
 POLICIES = ("adjudicated", "majority", "lead")
@@ -85,7 +94,7 @@ def as_seconds(t) -> float | None:
     if t is None or type(t) is float:
         return t
     if isinstance(t, datetime):
-        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()  # naive = UTC
+        return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()  # naive = UTC
     return float(t)
 
 

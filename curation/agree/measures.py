@@ -39,8 +39,9 @@ all-judges bootstraps share their helpers.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import krippendorff
 import numpy as np

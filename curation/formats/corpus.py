@@ -16,8 +16,8 @@ import json
 import math
 import os
 import random
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, open_text
 

@@ -9,8 +9,9 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 
 class InputError(ValueError):

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from sqlalchemy import case, func, insert
 from sqlmodel import Session, select

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -310,8 +310,8 @@ def sample_queries(
     Rows come stratum by stratum (strata ordered by their values), within a stratum by traffic
     (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
     """
-    from curation.sample.logs import collapse_log
     from curation.formats.query_list import read_query_list
+    from curation.sample.logs import collapse_log
     from curation.sample.pii import pii_flags
 
     if weighting not in WEIGHTINGS:
