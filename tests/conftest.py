@@ -74,8 +74,8 @@ def db_url(request, tmp_path, pg_reason):
 @pytest.fixture
 def engine(db_url):
     """An engine on a fresh database migrated to head by the code behind `golden db upgrade`."""
-    from curation.store.migrate import upgrade
     from curation.store.engine import make_engine
+    from curation.store.migrate import upgrade
 
     eng = make_engine(db_url)
     upgrade(eng)

@@ -14,9 +14,10 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from curation.cli import main
+from curation.store.engine import make_engine
+from curation.store.engine import session as new_session
 from curation.store.migrate import SchemaError
 from curation.store.models import Assignment, Document, Judgment, PoolPair, User
-from curation.store.engine import make_engine, session as new_session
 from judging_app import create_app
 from tests.support.client import login, post_login
 from tests.support.projects import GUIDELINES, PASSWORD, RUN_NAMES, XSS_TEXT

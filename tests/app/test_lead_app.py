@@ -6,22 +6,22 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from tests.support.judgments import judge_queue, write_qrels
-from tests.support.client import app_on, csrf, login
 from curation.agree.agreement import agreement_report
-from curation.judge.importing import import_judgments
 from curation.agree.labels import final_labels, load_judgments
+from curation.judge.importing import import_judgments
+from curation.store.engine import session as new_session
 from curation.store.models import Project, User
 from curation.store.projects import current_guidelines
-from curation.store.engine import session as new_session
+from tests.support.client import app_on, csrf, login
+from tests.support.judgments import judge_queue, write_qrels
 from tests.support.projects import assigned_project
 
 HTMX = {"HX-Request": "true"}
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def alice_grade(docid: str) -> int:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
-from tests.support.browser import golden_serve, log_in, require_chromium
-from curation.store.models import Judgment, User
 from curation.store.engine import session as new_session
+from curation.store.models import Judgment, User
+from tests.support.browser import golden_serve, log_in, require_chromium
 from tests.support.projects import assigned_project, sqlite_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium

@@ -13,16 +13,15 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
+from curation.cli import main
 from curation.export import versions as export
 from curation.export.archive import build_archive, read_archive
 from curation.export.manifest import ALL_FILES, DATA_FILES, sha256_bytes
 from curation.export.verify import verify
-from curation.cli import main
-from curation.store.models import Document, ExportVersion, PoolPair, Query
-from curation.store.projects import get_project
 from curation.formats.qrels import read_qrels
 from curation.store.engine import session as new_session
-
+from curation.store.models import Document, ExportVersion, PoolPair, Query
+from curation.store.projects import get_project
 from tests.support.judgments import adjudicate, judge
 from tests.support.projects import pairs_project, read_files
 
@@ -146,8 +145,8 @@ def test_exporting_the_same_version_again_gives_identical_bytes(complete, tmp_pa
 
 
 def test_the_same_store_content_gives_the_same_files_in_another_store(complete, tmp_path):
-    from curation.store.migrate import upgrade
     from curation.store.engine import make_engine
+    from curation.store.migrate import upgrade
 
     other = make_engine(f"sqlite:///{tmp_path / 'other.db'}")
     upgrade(other)

@@ -8,16 +8,16 @@ import random
 from collections import Counter, defaultdict
 
 import pytest
-from tests.support.projects import counts_project, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
-from curation.judge.assignment import PairRef, _apportion, assign, draw_overlap, main_visible, release, split_main
 from curation.cli import main
+from curation.judge.assignment import PairRef, _apportion, assign, draw_overlap, main_visible, release, split_main
+from curation.store.engine import session
 from curation.store.models import MAIN_BASE, Assignment, Document, PoolPair, Project, Query, User
 from curation.store.projects import extend_pool
-from curation.store.engine import session
 from curation.store.users import add_user
+from tests.support.projects import counts_project, write_inputs
 
 
 def _users(s, *names, role="judge"):

@@ -10,13 +10,13 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
-from tests.support.judgments import write_qrels
-from tests.support.projects import add_users, pairs_project
 from curation.agree.agreement import agreement_report
+from curation.agree.labels import load_judgments
 from curation.cli import main
 from curation.judge.importing import import_judgments
-from curation.agree.labels import load_judgments
 from curation.store.engine import session as new_session
+from tests.support.judgments import write_qrels
+from tests.support.projects import add_users, pairs_project
 
 
 def _groups(path):

@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from tests.support.projects import counts_project
 from sqlmodel import select
 
 from curation.judge.assignment import assign, release
@@ -26,10 +25,11 @@ from curation.judge.judging import (
     submit,
     task_at,
 )
+from curation.store.engine import make_engine, session
 from curation.store.models import MAIN_BASE, Assignment, Document, GuidelinesVersion, Judgment, PoolPair, Query, utcnow
 from curation.store.projects import set_guidelines
-from curation.store.engine import make_engine, session
 from curation.store.users import add_user
+from tests.support.projects import counts_project
 
 
 def _setup(engine, tmp_path):

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from tests.support.client import csrf, login
 from curation.cli import main
 from curation.leak.findings import decide, leak_overview, record_findings
-from curation.store.models import Document, LeakFinding, Query, User
 from curation.store.engine import session as new_session
+from curation.store.models import Document, LeakFinding, Query, User
+from tests.support.client import csrf, login
 from tests.support.projects import assigned_project
 
 HTMX = {"HX-Request": "true"}

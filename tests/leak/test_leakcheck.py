@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from curation.cli import main
 from curation.formats.fileio import InputError
+from curation.formats.normalize import normalize_text
 from curation.leak.driver import leakcheck
 from curation.leak.report import read_report
-from curation.formats.normalize import normalize_text
 
 # --------------------------------------------------------------------------------------------
 # an independent brute force: every query against every chunk, plain Python sets

@@ -9,18 +9,16 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import func, select
 
-from curation.judge import assignment
-from curation.export import versions as export
-from curation.judge import judging
 from curation.cli import main
+from curation.export import versions as export
 from curation.formats.fileio import InputError
-from curation.store.models import Judgment, PoolPair, Query, SeedJudgment
-from curation.store.projects import get_project
 from curation.formats.seeds_file import Seed, read_seeds
+from curation.judge import assignment, judging
 from curation.pool.seeds import import_seeds
 from curation.store.engine import session as new_session
+from curation.store.models import Judgment, PoolPair, Query, SeedJudgment
+from curation.store.projects import get_project
 from curation.store.users import get_user
-
 from tests.support.judgments import judge
 from tests.support.projects import pairs_project
 

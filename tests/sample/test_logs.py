@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curation.sample import logs
 from curation.formats.fileio import InputError
-from curation.sample.logs import collapse_log
 from curation.formats.normalize import normalize_text
+from curation.sample import logs
+from curation.sample.logs import collapse_log
 
 # (query, user, market, count): one search row each, `count` searches.
 ROWS = [

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.projects import GUIDELINES, counts_project, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
 from curation.cli import main
 from curation.formats.fileio import InputError
+from curation.store.engine import session
 from curation.store.models import Document, GuidelinesVersion, PoolPair, Project, Query, Run
 from curation.store.projects import (
     DEFAULT_SCALES,
@@ -25,7 +25,7 @@ from curation.store.projects import (
     scale_grades,
     set_guidelines,
 )
-from curation.store.engine import session
+from tests.support.projects import GUIDELINES, counts_project, write_inputs
 
 
 def test_create_loads_queries_pairs_and_only_pooled_documents(engine, tmp_path):
