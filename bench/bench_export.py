@@ -33,12 +33,11 @@ sys.path.insert(0, str(ROOT))
 def build(folder: Path, engine, n_queries: int, n_docs: int, overlap: float, seed: int = 0) -> int:
     from sqlmodel import select
 
-    from curation.store import projects
-    from curation.store import users
     from curation.agree.adjudication import adjudicate
     from curation.judge.importing import import_judgments
-    from curation.store.models import Document, PoolPair, Query
+    from curation.store import projects, users
     from curation.store.engine import session
+    from curation.store.models import Document, PoolPair, Query
 
     rng = random.Random(seed)
     with open(folder / "queries.jsonl", "w") as q, open(folder / "pool.jsonl", "w") as p, \
@@ -95,9 +94,9 @@ def main() -> None:
 
     from curation.export import versions as export
     from curation.export.verify import verify
+    from curation.store.engine import make_engine, session
     from curation.store.migrate import upgrade
     from curation.store.projects import get_project
-    from curation.store.engine import make_engine, session
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -44,13 +44,13 @@ import numpy as np
 from sqlalchemy import func, insert, update
 from sqlmodel import select
 
-from curation.judge import assignment
-from curation.store import projects
-from curation.store import users
 from curation.cli.serve import default_workers
+from curation.judge import assignment
+from curation.store import projects, users
+from curation.store.engine import make_engine, scratch_database
+from curation.store.engine import session as new_session
 from curation.store.migrate import upgrade
 from curation.store.models import Assignment, Judgment, User, utcnow
-from curation.store.engine import make_engine, scratch_database, session as new_session
 
 PASSWORD = "bench-password-1"
 PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -35,8 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from curation.leak.ngrams import ngram_set, parse_ngram  # noqa: E402
 from curation.formats.normalize import normalize_text  # noqa: E402
+from curation.leak.ngrams import ngram_set, parse_ngram  # noqa: E402
 
 QUESTION_HEADS = ["how do i", "how to", "what is the", "why does my", "can i", "where is the", "when will my"]
 

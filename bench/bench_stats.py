@@ -23,10 +23,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from curation.evaluate.bootstrap import bootstrap_replicates, interval  # noqa: E402
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric  # noqa: E402
 from curation.formats.qrels import read_qrels  # noqa: E402
 from curation.formats.runs import read_runs  # noqa: E402
-from curation.evaluate.bootstrap import bootstrap_replicates, interval  # noqa: E402
 
 SHARED = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 METRICS = ["ndcg@10", "ndcg@100", "p@10", "recall@100", "ap", "mrr"]
