@@ -549,7 +549,9 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
                     open_ -= n
     done = assigned - open_ - skipped
     pace = _PACE.get(conn.dialect.name, _PACE["postgresql"])
-    secs = [max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()]
+    secs = [
+        max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()
+    ]
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * (assigned - done)
     return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)
