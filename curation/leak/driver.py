@@ -121,7 +121,9 @@ def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, 
                 yield res
         else:
             with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
-                futures = [pool.submit(scan_task, t, index, batch_size=batch_size, max_matches=max_matches) for t in tasks]
+                futures = [
+                    pool.submit(scan_task, t, index, batch_size=batch_size, max_matches=max_matches) for t in tasks
+                ]
                 bar = make_bar()
                 for fut in as_completed(futures):
                     res = fut.result()
