@@ -44,10 +44,12 @@ def build(folder: Path, engine, n_queries: int, n_docs: int, overlap: float, see
             open(folder / "corpus.jsonl", "w") as c:
         for i in range(n_queries):
             qid = f"q{i:05d}"
-            q.write(json.dumps({"qid": qid, "text": f"query number {i}", "stratum": {"freq": ("head", "torso", "tail")[i % 3]},
+            q.write(json.dumps({"qid": qid, "text": f"query number {i}",
+                                "stratum": {"freq": ("head", "torso", "tail")[i % 3]},
                                 "traffic": 1000 - i % 1000, "users": 3, "stratum_share": 0.33, "weight": 1.0}) + "\n")
             for j in range(n_docs):
-                p.write(json.dumps({"qid": qid, "docid": f"{qid}-d{j:03d}", "order": j, "systems": {"bm25": j + 1}}) + "\n")
+                p.write(json.dumps({"qid": qid, "docid": f"{qid}-d{j:03d}", "order": j,
+                                    "systems": {"bm25": j + 1}}) + "\n")
                 c.write(json.dumps({"id": f"{qid}-d{j:03d}", "text": f"document {j} for query {i}"}) + "\n")
     (folder / "G.md").write_text("# Relevance\n")
     alice, bob, disagree = [], [], []

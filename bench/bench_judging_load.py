@@ -66,11 +66,13 @@ def write_project_files(folder: Path, n_queries: int, docs: int, seed: int) -> d
     rng = random.Random(seed)
     words = "oven pasta boil salt garlic onion bake roast sauce grill pepper lemon butter flour rice".split()
     paths = {k: folder / f for k, f in
-             (("queries", "queries.jsonl"), ("pool", "pool.jsonl"), ("corpus", "corpus.jsonl"), ("guidelines", "GUIDELINES.md"))}
+             (("queries", "queries.jsonl"), ("pool", "pool.jsonl"), ("corpus", "corpus.jsonl"),
+              ("guidelines", "GUIDELINES.md"))}
     with open(paths["queries"], "w") as fq, open(paths["pool"], "w") as fp, open(paths["corpus"], "w") as fc:
         for q in range(n_queries):
             qid = f"q{q:05d}"
-            fq.write(json.dumps({"qid": qid, "text": " ".join(rng.sample(words, 3)), "stratum": {"freq": "head" if q % 3 else "tail"},
+            fq.write(json.dumps({"qid": qid, "text": " ".join(rng.sample(words, 3)),
+                                 "stratum": {"freq": "head" if q % 3 else "tail"},
                                  "traffic": 1.0, "users": 1, "stratum_share": 0.5, "weight": 1.0, "pii": []}) + "\n")
             for d in range(docs):
                 docid = f"{qid}-d{d:02d}"
@@ -408,7 +410,8 @@ def main(argv=None) -> int:
         port = free_port()
         server = start_server(url, port, args.workers, args.threads, folder / "serve.log")
         try:
-            judges = [Judge(name, port, project_id, seed=args.seed + i, think=args.think) for i, name in enumerate(names)]
+            judges = [Judge(name, port, project_id, seed=args.seed + i, think=args.think)
+                      for i, name in enumerate(names)]
             elapsed, server_cpu, client_cpu = asyncio.run(run_judges(judges, args.seconds, server.pid))
         finally:
             server.terminate()

@@ -98,10 +98,13 @@ def bench_metrics(repeat: int) -> None:
     print(f"\nmetrics {', '.join(METRICS)} per query, 17 runs x 100 queries x 1000 documents "
           f"(best / median of {repeat}):")
     print(f"  golden (qrels index + evaluate)        {g_min:7.3f} s  / {g_med:.3f} s")
-    print(f"  ranx   (Qrels/Run from dict + evaluate) {r_min:7.3f} s  / {r_med:.3f} s   golden is {r_min / g_min:.1f}x faster")
-    print(f"  ranx   (evaluate only, objects built)   {re_min:7.3f} s  / {re_med:.3f} s   golden is {re_min / g_min:.1f}x faster")
+    print(f"  ranx   (Qrels/Run from dict + evaluate) {r_min:7.3f} s  / {r_med:.3f} s   "
+          f"golden is {r_min / g_min:.1f}x faster")
+    print(f"  ranx   (evaluate only, objects built)   {re_min:7.3f} s  / {re_med:.3f} s   "
+          f"golden is {re_min / g_min:.1f}x faster")
     print(f"  ranx   numba JIT warm-up (excluded)     {warm:7.3f} s")
-    print(f"  ir_measures (pytrec_eval)              {i_min:7.3f} s  / {i_med:.3f} s   golden is {i_min / g_min:.1f}x faster")
+    print(f"  ir_measures (pytrec_eval)              {i_min:7.3f} s  / {i_med:.3f} s   "
+          f"golden is {i_min / g_min:.1f}x faster")
 
 
 def bench_bootstrap(repeat: int) -> None:
