@@ -1,7 +1,7 @@
 """initial schema
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-29 21:33:49.474475
 """
 
@@ -239,7 +239,9 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_assignment_judge_id'), ['judge_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_assignment_pair_id'), ['pair_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_assignment_project_id'), ['project_id'], unique=False)
-        batch_op.create_index('ix_assignment_queue', ['judge_id', 'project_id', 'done_at', 'skipped', 'position'], unique=False)
+        batch_op.create_index(
+            'ix_assignment_queue', ['judge_id', 'project_id', 'done_at', 'skipped', 'position'], unique=False
+        )
 
     op.create_table('judgment',
     sa.Column('id', sa.Integer(), nullable=False),
