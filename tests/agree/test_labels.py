@@ -147,7 +147,8 @@ def test_adjudicate_command_lists_and_decides(store):
     assert res.exit_code == 0 and "final grade 1 (adjudicated by lena)" in res.output
     res = runner.invoke(main, ["adjudicate", "--json", *db])
     assert [d["docid"] for d in __import__("json").loads(res.output)] == ["d6", "d3", "d4"]
-    res = runner.invoke(main, ["adjudicate", "--lead", "alice", "--pair", "q1/d3", "--grade", "1", "--reason", "x", *db])
+    res = runner.invoke(main, ["adjudicate", "--lead", "alice", "--pair", "q1/d3", "--grade", "1", "--reason", "x",
+                               *db])
     assert res.exit_code == 1 and "only a lead or admin" in res.output
     res = runner.invoke(main, ["adjudicate", "--lead", "lena", "--pair", "q9/d1", "--grade", "1", "--reason", "x", *db])
     assert res.exit_code == 1 and "is not a pair of project p" in res.output

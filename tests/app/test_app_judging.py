@@ -100,7 +100,8 @@ def test_answers_need_the_csrf_token(app, setup, engine):
     client = app.test_client()
     login(client, "alice")
     page = judge_page(client, setup)
-    response = client.post(f"/projects/{setup.project_id}/judge", data={"token": field(page.data, "token"), "grade": "2"})
+    response = client.post(f"/projects/{setup.project_id}/judge",
+                           data={"token": field(page.data, "token"), "grade": "2"})
     assert response.status_code == 400 and b"Page expired" in response.data
     response = client.post(
         f"/projects/{setup.project_id}/judge", headers=HTMX,

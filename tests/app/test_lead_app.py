@@ -195,7 +195,7 @@ def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_p
     pid = pairs_project(engine, tmp_path / "three", pairs, name="three").id
     add_users(engine, ann="judge", ben="judge", cat="judge", lena="lead")
     with new_session(engine) as s:
-        for i, judge in enumerate(("ann", "ben", "cat")):
+        for _i, judge in enumerate(("ann", "ben", "cat")):
             rows = [(q, 0, d, (int(d[-1]) + (1 if (judge == "cat" and d.endswith("2")) else 0)) % 3) for q, d in pairs]
             import_judgments(s, write_qrels(tmp_path / f"{judge}.qrels", rows), judge=judge)
     with app_on(engine) as app:

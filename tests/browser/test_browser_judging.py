@@ -40,7 +40,9 @@ def counts(page) -> str:
 
 def judged(engine, name: str) -> list[Judgment]:
     with new_session(engine) as db:
-        return list(db.exec(select(Judgment).join(User, User.id == Judgment.judge_id).where(User.name == name).order_by(Judgment.id)))
+        return list(db.exec(
+            select(Judgment).join(User, User.id == Judgment.judge_id).where(User.name == name).order_by(Judgment.id)
+        ))
 
 
 def test_ten_pairs_by_keyboard_alone_survive_a_reload(server, page):

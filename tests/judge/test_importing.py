@@ -76,7 +76,8 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
     outs = {}
     for g in ("0", "1", "2"):
         res = runner.invoke(main, ["import-judgments", str(path), "--judge", f"assessor{g}", "--group", g,
-                                   "--project", "trec", "--clip", "--create-judge", "--db", engine.url.render_as_string(hide_password=False)])
+                                   "--project", "trec", "--clip", "--create-judge",
+                                   "--db", engine.url.render_as_string(hide_password=False)])
         assert res.exit_code == 0, res.output
         outs[g] = res.output
     n_missing0 = sum(p in groups["0"] for p in left_out)

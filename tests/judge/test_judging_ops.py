@@ -227,7 +227,8 @@ def test_progress_time_left_at_the_judges_median_pace(setup):
         p = progress(s, project, alice)
         assert (p.done, p.assigned, p.held) == (3, 4, 5)
         # Durations are computed by the database (SQLite: julianday, a double: ~50 µs resolution).
-        assert p.median_seconds == pytest.approx(10, abs=1e-3) and p.seconds_left == pytest.approx(10 * (4 - 3), abs=1e-3)
+        assert p.median_seconds == pytest.approx(10, abs=1e-3)
+        assert p.seconds_left == pytest.approx(10 * (4 - 3), abs=1e-3)
         assert p.fraction == 0.75
         release(s, project, lena)
         p = progress(s, project, alice)
