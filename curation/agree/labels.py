@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from sqlalchemy import false
 from sqlmodel import Session, select
 
 from curation.store.lookups import join_pair_text, pair_ids, project_id
@@ -312,7 +313,7 @@ def final_labels(
     votes: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
     for n, (pair_id, judge_id, grade) in enumerate(session.exec(
         select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
-        .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None))  # noqa: E712
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None))
         .order_by(Judgment.answered_at, Judgment.id)
     ).all()):
         votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
