@@ -35,6 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# E402: imported after the sys.path line above, so the script runs from a checkout.
 from curation.formats.normalize import normalize_text  # noqa: E402
 from curation.leak.ngrams import ngram_set, parse_ngram  # noqa: E402
 

@@ -23,6 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# E402: imported after the sys.path line above, so the script runs from a checkout.
 from curation.evaluate.bootstrap import bootstrap_replicates, interval  # noqa: E402
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric  # noqa: E402
 from curation.formats.qrels import read_qrels  # noqa: E402

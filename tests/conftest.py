@@ -45,7 +45,7 @@ def _pg_reachable() -> str | None:
             host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, connect_timeout=3
         ):
             return None
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+    except Exception as exc:  # any failure means "not reachable"
         return f"PostgreSQL not reachable at {url.host}:{url.port}: {exc}"
 
 

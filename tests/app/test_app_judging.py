@@ -208,12 +208,15 @@ def test_a_judge_cannot_reach_another_judges_pairs(app, setup, engine):
     # alice edits the URL to one of bob's main pairs, or to a pair that does not exist
     with new_session(engine) as db:
         ids = dict(db.exec(select(User.name, User.id)).all())
-        queue = lambda name: {  # noqa: E731 - position -> docid of a judge's main pairs
-            a.position: d for a, d in db.exec(
-                select(Assignment, Document.docid).join(PoolPair, PoolPair.id == Assignment.pair_id)
-                .join(Document, Document.id == PoolPair.document_id)
-                .where(Assignment.judge_id == ids[name], Assignment.kind == "main"))
-        }
+
+        def queue(name):  # position -> docid of a judge's main pairs
+            return {
+                a.position: d for a, d in db.exec(
+                    select(Assignment, Document.docid).join(PoolPair, PoolPair.id == Assignment.pair_id)
+                    .join(Document, Document.id == PoolPair.document_id)
+                    .where(Assignment.judge_id == ids[name], Assignment.kind == "main"))
+            }
+
         bob_queue, alice_queue = queue("bob"), queue("alice")
     # positions are per judge: where alice has none, bob's position is a 404; where she has one,
     # she gets her own pair there; never bob's document

@@ -92,7 +92,10 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
 
         recs = load_judgments(s, get_project(s, "trec"), overlap_only=True)
     report = agreement_report(recs, scale=[0, 1, 2, 3], cut=1, resamples=0)
-    clip = lambda g: min(max(g, 0), 3)  # noqa: E731
+
+    def clip(g):
+        return min(max(g, 0), 3)
+
     for c in report.pairwise:
         a, b = (j.removeprefix("assessor") for j in c.judges)
         units = sorted(u for u in set(groups[a]) & set(groups[b]) if u not in left_out)
