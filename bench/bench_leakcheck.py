@@ -33,11 +33,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # this checkout's curation package, imported below
 
-# E402: imported after the sys.path line above, so the script runs from a checkout.
-from curation.formats.normalize import normalize_text  # noqa: E402
-from curation.leak.ngrams import ngram_set, parse_ngram  # noqa: E402
+from curation.formats.normalize import normalize_text  # noqa: E402 - after the sys.path line
+from curation.leak.ngrams import ngram_set, parse_ngram  # noqa: E402 - after the sys.path line
 
 QUESTION_HEADS = ["how do i", "how to", "what is the", "why does my", "can i", "where is the", "when will my"]
 

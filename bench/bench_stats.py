@@ -21,13 +21,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # this checkout's curation package, imported below
 
-# E402: imported after the sys.path line above, so the script runs from a checkout.
-from curation.evaluate.bootstrap import bootstrap_replicates, interval  # noqa: E402
-from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric  # noqa: E402
-from curation.formats.qrels import read_qrels  # noqa: E402
-from curation.formats.runs import read_runs  # noqa: E402
+from curation.evaluate.bootstrap import bootstrap_replicates, interval  # noqa: E402 - after the sys.path line
+from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric  # noqa: E402 - after the sys.path line
+from curation.formats.qrels import read_qrels  # noqa: E402 - after the sys.path line
+from curation.formats.runs import read_runs  # noqa: E402 - after the sys.path line
 
 SHARED = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 METRICS = ["ndcg@10", "ndcg@100", "p@10", "recall@100", "ap", "mrr"]
