@@ -100,7 +100,8 @@ def test_fetch_docs_returns_texts_and_names_missing(tmp_path):
 
 def test_read_docids_from_pool_qrels_run_and_list(tmp_path):
     pool = tmp_path / "pool.jsonl"
-    pool.write_text('{"qid":"1","docid":"a","order":1}\n{"qid":"2","docid":"b","order":1}\n{"qid":"3","docid":"a","order":1}\n')
+    pool.write_text('{"qid":"1","docid":"a","order":1}\n{"qid":"2","docid":"b","order":1}\n'
+                    '{"qid":"3","docid":"a","order":1}\n')
     assert read_docids(pool) == ["a", "b"]
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("1 0 x 1\n1 0 y 0\n")
