@@ -83,7 +83,8 @@ def test_pool_rows_are_checked_against_the_queries(sqlite_engine, tmp_path):
 @pytest.mark.parametrize(
     "line, message",
     [
-        ('{"qid": "q1", "docid": "q1-d0", "order": 0, "systems": {}}', "pool.jsonl:15: pair ('q1', 'q1-d0') appears twice"),
+        ('{"qid": "q1", "docid": "q1-d0", "order": 0, "systems": {}}',
+         "pool.jsonl:15: pair ('q1', 'q1-d0') appears twice"),
         ('{"qid": "q1", "order": 0}', "pool.jsonl:15: missing or empty 'docid'"),
         ('{"qid": "q1", "docid": "x", "systems": [1]}', "pool.jsonl:15: 'systems' must be an object"),
         ("not json", "pool.jsonl:15: not valid JSON"),

@@ -13,7 +13,7 @@ from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 from werkzeug.security import check_password_hash
 
-import curation.store.models  # noqa: F401  (tables on the metadata)
+import curation.store.models  # noqa: F401 - imported for its effect: registers the tables on SQLModel.metadata
 from curation.cli import main
 from curation.store.engine import make_engine, session
 from curation.store.migrate import (
