@@ -28,7 +28,7 @@ import tempfile
 import time
 import warnings
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -125,15 +125,16 @@ def part1(naive: int, resamples: int) -> None:
 
 
 def part2(queries: int, docs: int, db: str | None) -> None:
-    from tests.support.judgments import write_qrels
-    from tests.support.projects import add_users, write_project_files
-    from curation.store import projects
     from curation.agree.adjudication import disagreements
     from curation.agree.agreement import agreement_report, build_agreement_report
-    from curation.judge.importing import import_judgments
     from curation.agree.labels import final_labels, load_judgments
+    from curation.judge.importing import import_judgments
+    from curation.store import projects
+    from curation.store.engine import make_engine
+    from curation.store.engine import session as new_session
     from curation.store.migrate import upgrade
-    from curation.store.engine import make_engine, session as new_session
+    from tests.support.judgments import write_qrels
+    from tests.support.projects import add_users, write_project_files
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-agreement-"))
     url = db or f"sqlite:///{tmp / 'golden.db'}"
@@ -197,7 +198,7 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="an empty database URL (default: a temporary SQLite file)")
     ap.add_argument("--skip-store", action="store_true")
     args = ap.parse_args()
-    print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs (shared: timings are noisy)")
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs (shared: timings are noisy)")
     part1(args.naive, args.resamples)
     if not args.skip_store:
         part2(args.queries, args.docs, args.db)

@@ -33,22 +33,23 @@ sys.path.insert(0, str(ROOT))
 def build(folder: Path, engine, n_queries: int, n_docs: int, overlap: float, seed: int = 0) -> int:
     from sqlmodel import select
 
-    from curation.store import projects
-    from curation.store import users
     from curation.agree.adjudication import adjudicate
     from curation.judge.importing import import_judgments
-    from curation.store.models import Document, PoolPair, Query
+    from curation.store import projects, users
     from curation.store.engine import session
+    from curation.store.models import Document, PoolPair, Query
 
     rng = random.Random(seed)
     with open(folder / "queries.jsonl", "w") as q, open(folder / "pool.jsonl", "w") as p, \
             open(folder / "corpus.jsonl", "w") as c:
         for i in range(n_queries):
             qid = f"q{i:05d}"
-            q.write(json.dumps({"qid": qid, "text": f"query number {i}", "stratum": {"freq": ("head", "torso", "tail")[i % 3]},
+            q.write(json.dumps({"qid": qid, "text": f"query number {i}",
+                                "stratum": {"freq": ("head", "torso", "tail")[i % 3]},
                                 "traffic": 1000 - i % 1000, "users": 3, "stratum_share": 0.33, "weight": 1.0}) + "\n")
             for j in range(n_docs):
-                p.write(json.dumps({"qid": qid, "docid": f"{qid}-d{j:03d}", "order": j, "systems": {"bm25": j + 1}}) + "\n")
+                p.write(json.dumps({"qid": qid, "docid": f"{qid}-d{j:03d}", "order": j,
+                                    "systems": {"bm25": j + 1}}) + "\n")
                 c.write(json.dumps({"id": f"{qid}-d{j:03d}", "text": f"document {j} for query {i}"}) + "\n")
     (folder / "G.md").write_text("# Relevance\n")
     alice, bob, disagree = [], [], []
@@ -95,9 +96,9 @@ def main() -> None:
 
     from curation.export import versions as export
     from curation.export.verify import verify
+    from curation.store.engine import make_engine, session
     from curation.store.migrate import upgrade
     from curation.store.projects import get_project
-    from curation.store.engine import make_engine, session
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -44,13 +44,13 @@ import numpy as np
 from sqlalchemy import func, insert, update
 from sqlmodel import select
 
-from curation.judge import assignment
-from curation.store import projects
-from curation.store import users
 from curation.cli.serve import default_workers
+from curation.judge import assignment
+from curation.store import projects, users
+from curation.store.engine import make_engine, scratch_database
+from curation.store.engine import session as new_session
 from curation.store.migrate import upgrade
 from curation.store.models import Assignment, Judgment, User, utcnow
-from curation.store.engine import make_engine, scratch_database, session as new_session
 
 PASSWORD = "bench-password-1"
 PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -66,11 +66,13 @@ def write_project_files(folder: Path, n_queries: int, docs: int, seed: int) -> d
     rng = random.Random(seed)
     words = "oven pasta boil salt garlic onion bake roast sauce grill pepper lemon butter flour rice".split()
     paths = {k: folder / f for k, f in
-             (("queries", "queries.jsonl"), ("pool", "pool.jsonl"), ("corpus", "corpus.jsonl"), ("guidelines", "GUIDELINES.md"))}
+             (("queries", "queries.jsonl"), ("pool", "pool.jsonl"), ("corpus", "corpus.jsonl"),
+              ("guidelines", "GUIDELINES.md"))}
     with open(paths["queries"], "w") as fq, open(paths["pool"], "w") as fp, open(paths["corpus"], "w") as fc:
         for q in range(n_queries):
             qid = f"q{q:05d}"
-            fq.write(json.dumps({"qid": qid, "text": " ".join(rng.sample(words, 3)), "stratum": {"freq": "head" if q % 3 else "tail"},
+            fq.write(json.dumps({"qid": qid, "text": " ".join(rng.sample(words, 3)),
+                                 "stratum": {"freq": "head" if q % 3 else "tail"},
                                  "traffic": 1.0, "users": 1, "stratum_share": 0.5, "weight": 1.0, "pii": []}) + "\n")
             for d in range(docs):
                 docid = f"{qid}-d{d:02d}"
@@ -283,7 +285,7 @@ class Judge:
     async def run(self, deadline: float):
         try:
             await self._run(deadline)
-        except Exception as exc:  # noqa: BLE001 - reported in the summary
+        except Exception as exc:  # any failure is reported in the summary
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
     async def _run(self, deadline: float):
@@ -408,7 +410,8 @@ def main(argv=None) -> int:
         port = free_port()
         server = start_server(url, port, args.workers, args.threads, folder / "serve.log")
         try:
-            judges = [Judge(name, port, project_id, seed=args.seed + i, think=args.think) for i, name in enumerate(names)]
+            judges = [Judge(name, port, project_id, seed=args.seed + i, think=args.think)
+                      for i, name in enumerate(names)]
             elapsed, server_cpu, client_cpu = asyncio.run(run_judges(judges, args.seconds, server.pid))
         finally:
             server.terminate()

@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # this checkout's curation package, imported below
 
-from curation.leak.ngrams import ngram_set, parse_ngram  # noqa: E402
-from curation.formats.normalize import normalize_text  # noqa: E402
+from curation.formats.normalize import normalize_text  # noqa: E402 - after the sys.path line
+from curation.leak.ngrams import ngram_set, parse_ngram  # noqa: E402 - after the sys.path line
 
 QUESTION_HEADS = ["how do i", "how to", "what is the", "why does my", "can i", "where is the", "when will my"]
 
@@ -56,7 +56,8 @@ def generate(folder: Path, chunks: int, n_queries: int, words: int, seed: int) -
     """Write corpus.jsonl and queries.jsonl into ``folder`` (reused when already there)."""
     folder.mkdir(parents=True, exist_ok=True)
     tag = f"v2-{chunks}-{n_queries}-{words}-{seed}"  # bump when the generator changes
-    corpus, queries, truth_path = folder / f"corpus-{tag}.jsonl", folder / f"queries-{tag}.jsonl", folder / f"truth-{tag}.json"
+    corpus, queries = folder / f"corpus-{tag}.jsonl", folder / f"queries-{tag}.jsonl"
+    truth_path = folder / f"truth-{tag}.json"
     if corpus.exists() and queries.exists() and truth_path.exists():
         return corpus, queries, json.loads(truth_path.read_text())
     rng = random.Random(seed)
@@ -238,12 +239,12 @@ def main(argv=None):
     print(f"corpus: {args.chunks:,} chunks of ~{args.words} words, {corpus.stat().st_size / 1e9:.2f} GB "
           f"at {corpus} ({time.perf_counter() - t0:.0f} s to prepare); {args.queries} queries, "
           f"{len(truth)} planted")
-    queries = [(json.loads(l)["qid"], json.loads(l)["text"]) for l in open(queries_path, encoding="utf-8")]
+    queries = [(json.loads(line)["qid"], json.loads(line)["text"]) for line in open(queries_path, encoding="utf-8")]
 
     out = folder / "leaks.jsonl"
     g = run_golden(corpus, queries_path, out, args.workers, args.threshold)
     rate = args.chunks / g["wall"]
-    records = [json.loads(l) for l in open(out, encoding="utf-8")]
+    records = [json.loads(line) for line in open(out, encoding="utf-8")]
     flagged = {r["qid"]: {m["chunk_id"] for m in r["matches"]} for r in records if r["status"] == "leak"}
     kinds = {}
     for qid, t in truth.items():
@@ -265,7 +266,8 @@ def main(argv=None):
     mh_recall = sum(1 for qid, t in in_sub.items() if (qid, t["chunk"]) in mh_found)
     print(f"\ndatasketch MinHashLSH route (num_perm={args.num_perm}, threshold {args.threshold}, exact verification), "
           f"{len(sub):,} chunks, 1 process:")
-    print(f"  {mh_time:.1f} s ({mh_build:.2f} s index), {mh_rate:,.0f} chunks/s, CPU {mh_cpu / len(sub) * 1e6:.0f} us a chunk; "
+    print(f"  {mh_time:.1f} s ({mh_build:.2f} s index), {mh_rate:,.0f} chunks/s, "
+          f"CPU {mh_cpu / len(sub) * 1e6:.0f} us a chunk; "
           f"planted found {mh_recall}/{len(in_sub)} in the subset")
 
     bsub = sub[: args.brute_chunks]

@@ -44,8 +44,8 @@ DEFAULT_RUNS = ROOT.parent / "shared" / "data" / "robust03" / "runs"
 
 
 def golden_pool(files, depth):
-    from curation.pool.pooling import make_pool
     from curation.formats.runs import read_runs
+    from curation.pool.pooling import make_pool
 
     pool = make_pool(read_runs(files, depth=depth), depth=depth, seed=0)
     return {(p.qid, p.docid) for p in pool.pairs}
@@ -99,7 +99,7 @@ def run_child(cmd, env=None):
     """Run ``cmd`` in a fresh process: (wall s, CPU s of the child: user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -162,8 +162,9 @@ def main(argv=None):
     checks = []
     if args.mode in ("in-process", "both"):
         # Import both libraries before timing, so neither pays its import cost inside the timer.
-        import curation.pool.pooling  # noqa: F401
-        import trectools  # noqa: F401
+        import trectools  # noqa: F401 - imported for the import cost, paid before timing
+
+        import curation.pool.pooling  # noqa: F401 - imported for the import cost, paid before timing
 
         load = os.getloadavg()[0]
         g_best, g_times, g_cpu, g_pairs = best_time(lambda: golden_pool(files, args.depth), args.repeat)

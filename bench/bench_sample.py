@@ -50,7 +50,8 @@ def make_vocab(n: int, rng: np.random.Generator) -> list[str]:
             if r < 0.05:
                 q += f" {rng.integers(0, 10**6)}"
             elif r < 0.051:  # a little personal data, as real logs have
-                q += f" {rng.choice(['jane.doe', 'j.smith', 'kim'])}@example.com" if r < 0.0505 else f" +1 555 {rng.integers(100, 999)} {rng.integers(1000, 9999)}"
+                q += (f" {rng.choice(['jane.doe', 'j.smith', 'kim'])}@example.com" if r < 0.0505
+                      else f" +1 555 {rng.integers(100, 999)} {rng.integers(1000, 9999)}")
             if q not in seen:
                 seen.add(q)
                 out.append(q)
@@ -63,7 +64,8 @@ def generate(path: Path, rows: int, distinct: int, seed: int, gzip: bool) -> Non
     rng = np.random.default_rng(seed)
     vocab = make_vocab(distinct, rng)
     # Raw variants: a fifth of the queries also appear capitalised or padded with spaces.
-    variants = vocab + [v.title() for v in vocab[: distinct // 10]] + [f"  {v}  " for v in vocab[distinct // 10: distinct // 5]]
+    variants = (vocab + [v.title() for v in vocab[: distinct // 10]]
+                + [f"  {v}  " for v in vocab[distinct // 10: distinct // 5]])
     ranks = np.arange(1, distinct + 1)
     p = 1.0 / ranks**1.05
     p /= p.sum()
@@ -86,10 +88,16 @@ def generate(path: Path, rows: int, distinct: int, seed: int, gzip: bool) -> Non
         market[stray] = rng.integers(0, 3, size=int(stray.sum()))
         users = (rng.pareto(1.2, size=n) * 50_000).astype(np.int64) % 2_000_000
         table = pa.table({
-            "query": pa.DictionaryArray.from_arrays(pa.array(variant, pa.int32()), pa.array(variants)).cast(pa.string()),
+            "query": pa.DictionaryArray.from_arrays(
+                pa.array(variant, pa.int32()), pa.array(variants)
+            ).cast(pa.string()),
             "user_id": pa.array([f"u{u}" for u in users.tolist()]),
-            "market": pa.DictionaryArray.from_arrays(pa.array(market, pa.int8()), pa.array(["us", "uk", "de"])).cast(pa.string()),
-            "device": pa.DictionaryArray.from_arrays(pa.array((rng.random(n) < 0.45).astype(np.int8)), pa.array(["desktop", "mobile"])).cast(pa.string()),
+            "market": pa.DictionaryArray.from_arrays(
+                pa.array(market, pa.int8()), pa.array(["us", "uk", "de"])
+            ).cast(pa.string()),
+            "device": pa.DictionaryArray.from_arrays(
+                pa.array((rng.random(n) < 0.45).astype(np.int8)), pa.array(["desktop", "mobile"])
+            ).cast(pa.string()),
         })
         if writer is None:
             writer = pacsv.CSVWriter(sink, table.schema, write_options=opts)
@@ -108,7 +116,8 @@ g = df.groupby(["text", "market"]).agg(traffic=("user_id", "size"), users=("user
 print(len(g))
 """
 # Each child reports its own peak resident memory, so two children are measured apart.
-PEAK = "\nimport resource, sys\nprint('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+PEAK = ("\nimport resource, sys\n"
+        "print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
 GOLDEN = """
 import sys
 from curation.cli import main

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # this checkout's curation package, imported below
 
-from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric  # noqa: E402
-from curation.formats.qrels import read_qrels  # noqa: E402
-from curation.formats.runs import read_runs  # noqa: E402
-from curation.evaluate.bootstrap import bootstrap_replicates, interval  # noqa: E402
+from curation.evaluate.bootstrap import bootstrap_replicates, interval  # noqa: E402 - after the sys.path line
+from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric  # noqa: E402 - after the sys.path line
+from curation.formats.qrels import read_qrels  # noqa: E402 - after the sys.path line
+from curation.formats.runs import read_runs  # noqa: E402 - after the sys.path line
 
 SHARED = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 METRICS = ["ndcg@10", "ndcg@100", "p@10", "recall@100", "ap", "mrr"]
@@ -98,10 +98,13 @@ def bench_metrics(repeat: int) -> None:
     print(f"\nmetrics {', '.join(METRICS)} per query, 17 runs x 100 queries x 1000 documents "
           f"(best / median of {repeat}):")
     print(f"  golden (qrels index + evaluate)        {g_min:7.3f} s  / {g_med:.3f} s")
-    print(f"  ranx   (Qrels/Run from dict + evaluate) {r_min:7.3f} s  / {r_med:.3f} s   golden is {r_min / g_min:.1f}x faster")
-    print(f"  ranx   (evaluate only, objects built)   {re_min:7.3f} s  / {re_med:.3f} s   golden is {re_min / g_min:.1f}x faster")
+    print(f"  ranx   (Qrels/Run from dict + evaluate) {r_min:7.3f} s  / {r_med:.3f} s   "
+          f"golden is {r_min / g_min:.1f}x faster")
+    print(f"  ranx   (evaluate only, objects built)   {re_min:7.3f} s  / {re_med:.3f} s   "
+          f"golden is {re_min / g_min:.1f}x faster")
     print(f"  ranx   numba JIT warm-up (excluded)     {warm:7.3f} s")
-    print(f"  ir_measures (pytrec_eval)              {i_min:7.3f} s  / {i_med:.3f} s   golden is {i_min / g_min:.1f}x faster")
+    print(f"  ir_measures (pytrec_eval)              {i_min:7.3f} s  / {i_med:.3f} s   "
+          f"golden is {i_min / g_min:.1f}x faster")
 
 
 def bench_bootstrap(repeat: int) -> None:

@@ -54,42 +54,78 @@ SAMPLE_SIZE, SAMPLE_FLOOR, POOL_DEPTH = 40, 5, 10
 
 # slug, area, keyword phrases, action ("... my ..."), problem, thing
 TOPICS = [
-    ("reset-password", "account", ["reset password", "forgot password"], "reset my password", "password reset email not arriving", "password reset"),
-    ("two-factor", "security", ["two factor authentication", "2fa"], "turn on two-factor authentication", "2fa code not accepted", "two-factor authentication"),
-    ("change-email", "account", ["change email", "update email address"], "change my email address", "email change link expired", "email change"),
-    ("delete-account", "account", ["delete account", "close account"], "delete my account", "cannot delete account", "account deletion"),
-    ("export-invoices", "billing", ["download invoice", "invoice pdf"], "download my invoices", "invoice shows wrong company name", "invoices"),
-    ("refund", "billing", ["refund", "money back"], "get a refund", "refund not received", "refunds"),
-    ("cancel-plan", "billing", ["cancel subscription", "cancel plan"], "cancel my subscription", "still charged after cancelling", "cancellation"),
-    ("upgrade-plan", "billing", ["upgrade plan", "change plan"], "upgrade my plan", "upgrade payment declined", "plan upgrade"),
-    ("payment-method", "billing", ["update credit card", "payment method"], "update my payment method", "card declined", "payment methods"),
-    ("share-folder", "sharing", ["share folder", "shared folder"], "share a folder", "shared folder not showing", "folder sharing"),
-    ("share-link", "sharing", ["share link", "public link"], "create a share link", "share link says access denied", "share links"),
-    ("link-expiry", "sharing", ["link expiration", "expiring link"], "set an expiry date on a link", "link expired too early", "link expiry"),
-    ("permissions", "sharing", ["edit permissions", "view only access"], "change who can edit my files", "cannot edit shared file", "permissions"),
-    ("desktop-sync", "sync", ["desktop sync", "sync client"], "sync my desktop folder", "sync stuck on indexing", "desktop sync"),
-    ("selective-sync", "sync", ["selective sync", "choose folders to sync"], "choose which folders sync", "selective sync missing folders", "selective sync"),
-    ("sync-conflicts", "sync", ["conflicted copy", "sync conflict"], "resolve a conflicted copy", "conflicted copies keep appearing", "sync conflicts"),
-    ("offline-files", "mobile", ["offline files", "available offline"], "make files available offline", "offline files not updating", "offline files"),
-    ("camera-upload", "mobile", ["camera upload", "photo backup"], "back up my phone photos", "camera upload paused", "camera uploads"),
-    ("restore-deleted", "files", ["restore deleted files", "recover deleted file"], "restore a deleted file", "deleted file not in trash", "file recovery"),
-    ("version-history", "files", ["version history", "previous version"], "open an older version of a file", "version history empty", "version history"),
-    ("storage-full", "files", ["storage full", "out of space"], "free up storage space", "storage full but files are small", "storage quota"),
-    ("large-upload", "files", ["upload large file", "file size limit"], "upload a large file", "upload fails at 99 percent", "large uploads"),
-    ("search-files", "files", ["search files", "find a file"], "search inside my files", "search does not find pdf text", "file search"),
-    ("file-requests", "files", ["file request", "collect files"], "request files from someone", "file request upload failed", "file requests"),
-    ("team-admin", "teams", ["admin console", "team admin"], "add a member to my team", "invite to team not received", "team administration"),
-    ("remove-member", "teams", ["remove team member", "offboard user"], "remove someone from my team", "removed member still has access", "member removal"),
-    ("sso", "security", ["single sign on", "saml sso"], "set up single sign-on", "sso login loop", "single sign-on"),
-    ("login-alerts", "security", ["suspicious login", "login alert"], "see where my account is logged in", "login from unknown device", "login alerts"),
-    ("encryption", "security", ["encryption", "end to end encryption"], "encrypt a folder", "cannot open encrypted folder", "encryption"),
-    ("api-tokens", "developers", ["api token", "access token"], "create an api token", "api returns 401 unauthorized", "api tokens"),
-    ("webhooks", "developers", ["webhooks", "webhook setup"], "set up a webhook", "webhook not firing", "webhooks"),
-    ("mobile-login", "mobile", ["app login", "sign in on phone"], "sign in on the mobile app", "app keeps logging me out", "mobile sign-in"),
-    ("notifications", "account", ["notifications", "email notifications"], "turn off email notifications", "too many notification emails", "notifications"),
-    ("language", "account", ["change language", "language settings"], "change the app language", "app shows wrong language", "language settings"),
-    ("student-discount", "billing", ["student discount", "education pricing"], "get the student discount", "student verification failed", "student pricing"),
-    ("data-export", "account", ["export all data", "download my data"], "export all my data", "data export email never came", "data export"),
+    ("reset-password", "account", ["reset password", "forgot password"],
+     "reset my password", "password reset email not arriving", "password reset"),
+    ("two-factor", "security", ["two factor authentication", "2fa"],
+     "turn on two-factor authentication", "2fa code not accepted", "two-factor authentication"),
+    ("change-email", "account", ["change email", "update email address"],
+     "change my email address", "email change link expired", "email change"),
+    ("delete-account", "account", ["delete account", "close account"],
+     "delete my account", "cannot delete account", "account deletion"),
+    ("export-invoices", "billing", ["download invoice", "invoice pdf"],
+     "download my invoices", "invoice shows wrong company name", "invoices"),
+    ("refund", "billing", ["refund", "money back"],
+     "get a refund", "refund not received", "refunds"),
+    ("cancel-plan", "billing", ["cancel subscription", "cancel plan"],
+     "cancel my subscription", "still charged after cancelling", "cancellation"),
+    ("upgrade-plan", "billing", ["upgrade plan", "change plan"],
+     "upgrade my plan", "upgrade payment declined", "plan upgrade"),
+    ("payment-method", "billing", ["update credit card", "payment method"],
+     "update my payment method", "card declined", "payment methods"),
+    ("share-folder", "sharing", ["share folder", "shared folder"],
+     "share a folder", "shared folder not showing", "folder sharing"),
+    ("share-link", "sharing", ["share link", "public link"],
+     "create a share link", "share link says access denied", "share links"),
+    ("link-expiry", "sharing", ["link expiration", "expiring link"],
+     "set an expiry date on a link", "link expired too early", "link expiry"),
+    ("permissions", "sharing", ["edit permissions", "view only access"],
+     "change who can edit my files", "cannot edit shared file", "permissions"),
+    ("desktop-sync", "sync", ["desktop sync", "sync client"],
+     "sync my desktop folder", "sync stuck on indexing", "desktop sync"),
+    ("selective-sync", "sync", ["selective sync", "choose folders to sync"],
+     "choose which folders sync", "selective sync missing folders", "selective sync"),
+    ("sync-conflicts", "sync", ["conflicted copy", "sync conflict"],
+     "resolve a conflicted copy", "conflicted copies keep appearing", "sync conflicts"),
+    ("offline-files", "mobile", ["offline files", "available offline"],
+     "make files available offline", "offline files not updating", "offline files"),
+    ("camera-upload", "mobile", ["camera upload", "photo backup"],
+     "back up my phone photos", "camera upload paused", "camera uploads"),
+    ("restore-deleted", "files", ["restore deleted files", "recover deleted file"],
+     "restore a deleted file", "deleted file not in trash", "file recovery"),
+    ("version-history", "files", ["version history", "previous version"],
+     "open an older version of a file", "version history empty", "version history"),
+    ("storage-full", "files", ["storage full", "out of space"],
+     "free up storage space", "storage full but files are small", "storage quota"),
+    ("large-upload", "files", ["upload large file", "file size limit"],
+     "upload a large file", "upload fails at 99 percent", "large uploads"),
+    ("search-files", "files", ["search files", "find a file"],
+     "search inside my files", "search does not find pdf text", "file search"),
+    ("file-requests", "files", ["file request", "collect files"],
+     "request files from someone", "file request upload failed", "file requests"),
+    ("team-admin", "teams", ["admin console", "team admin"],
+     "add a member to my team", "invite to team not received", "team administration"),
+    ("remove-member", "teams", ["remove team member", "offboard user"],
+     "remove someone from my team", "removed member still has access", "member removal"),
+    ("sso", "security", ["single sign on", "saml sso"],
+     "set up single sign-on", "sso login loop", "single sign-on"),
+    ("login-alerts", "security", ["suspicious login", "login alert"],
+     "see where my account is logged in", "login from unknown device", "login alerts"),
+    ("encryption", "security", ["encryption", "end to end encryption"],
+     "encrypt a folder", "cannot open encrypted folder", "encryption"),
+    ("api-tokens", "developers", ["api token", "access token"],
+     "create an api token", "api returns 401 unauthorized", "api tokens"),
+    ("webhooks", "developers", ["webhooks", "webhook setup"],
+     "set up a webhook", "webhook not firing", "webhooks"),
+    ("mobile-login", "mobile", ["app login", "sign in on phone"],
+     "sign in on the mobile app", "app keeps logging me out", "mobile sign-in"),
+    ("notifications", "account", ["notifications", "email notifications"],
+     "turn off email notifications", "too many notification emails", "notifications"),
+    ("language", "account", ["change language", "language settings"],
+     "change the app language", "app shows wrong language", "language settings"),
+    ("student-discount", "billing", ["student discount", "education pricing"],
+     "get the student discount", "student verification failed", "student pricing"),
+    ("data-export", "account", ["export all data", "download my data"],
+     "export all my data", "data export email never came", "data export"),
 ]
 ASPECTS = ("howto", "troubleshoot", "policy")
 # Surfaces lean towards areas: the app towards mobile and sync, chat towards billing and account.
@@ -98,7 +134,8 @@ SURFACE_AREA_BIAS = {
     "app": {"mobile": 4.0, "sync": 2.0, "files": 1.5},
     "chat": {"billing": 4.0, "account": 2.5, "security": 1.5},
 }
-PLACES = ["Settings", "Account settings", "the Admin console", "the Files page", "Billing", "the sharing dialog", "Preferences"]
+PLACES = ["Settings", "Account settings", "the Admin console", "the Files page", "Billing", "the sharing dialog",
+          "Preferences"]
 BUTTONS = ["Edit", "Manage", "Continue", "Save changes", "Get started", "Open", "Confirm"]
 CHECKS = ["your internet connection", "that you are signed in to the right account", "the status page",
           "that the app is up to date", "your spam folder", "the activity log"]
@@ -400,7 +437,7 @@ def _write_log(path: Path, queries, rng: random.Random, nrng: np.random.Generato
     # of all is a web query.
     names = list(SURFACES)
     home = []
-    for qi, (_, t, _, allowed) in enumerate(queries):
+    for _qi, (_, t, _, allowed) in enumerate(queries):
         if allowed == ("chat",):
             home.append(names.index("chat"))
             continue
@@ -467,9 +504,9 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
     ``SAMPLE_FLOOR``, plus the hand-written ones) and ``pool.jsonl`` with ``pool.meta.json``
     (depth ``POOL_DEPTH``). Returns what was done, paths included.
     """
-    from curation.pool.pooling import file_info, make_pool, write_pool
-    from curation.formats.runs import read_runs
     from curation.formats.queries import write_queries
+    from curation.formats.runs import read_runs
+    from curation.pool.pooling import file_info, make_pool, write_pool
     from curation.sample.sampling import sample_queries
 
     data = generate_demo_data(folder, seed=seed)
@@ -514,10 +551,9 @@ def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OV
     The store is built under a temporary name and renamed into place, so an earlier demo's store is
     replaced whole or not at all."""
     from curation.judge import assignment
-    from curation.store import projects
-    from curation.store import users
-    from curation.store.migrate import upgrade
+    from curation.store import projects, users
     from curation.store.engine import make_engine, session
+    from curation.store.migrate import upgrade
 
     paths = result.data.paths
     final = paths.folder / "golden.db"

@@ -19,8 +19,8 @@ from pathlib import Path
 from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
-from curation.store.migrate import open_store
 from curation.store.engine import default_url, normalize_url
+from curation.store.migrate import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 

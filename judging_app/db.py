@@ -15,8 +15,8 @@ from flask import Flask, current_app, g
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from curation.store.migrate import SchemaError, check_schema  # noqa: F401 - SchemaError re-exported
 from curation.store.engine import session as new_session
+from curation.store.migrate import check_schema
 
 
 def init_app(app: Flask, engine: Engine) -> None:

@@ -19,8 +19,7 @@ from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off
 from markupsafe import Markup
 
 from curation.judge import judging
-from curation.store import projects
-from curation.store import users
+from curation.store import projects, users
 
 from .auth import login_required
 from .db import get_db

@@ -17,11 +17,11 @@ import math
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
 
 from curation.agree import adjudication
-from curation.judge import assignment
-from curation.store import projects
 from curation.agree.agreement import build_agreement_report
 from curation.agree.measures import MEASURES, format_estimate
 from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
+from curation.judge import assignment
+from curation.store import projects
 from curation.store.models import Project, User
 
 from .auth import lead_required, project_or_404

@@ -11,12 +11,12 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, render_template, request
 
 from curation.evaluate import version_compare
-from curation.evaluate.metrics import METRICS
 from curation.evaluate.html_report import render_comparison
+from curation.evaluate.metrics import METRICS
 from curation.evaluate.stats import WEIGHTINGS
 
-from .db import get_db
 from .auth import lead_required
+from .db import get_db
 
 bp = Blueprint("reports", __name__, url_prefix="/reports")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import curation.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import curation.store.models  # noqa: F401 - imported for its effect: registers the tables on SQLModel.metadata
 from curation.store.engine import make_engine
 
 config = context.config

@@ -45,7 +45,7 @@ def _pg_reachable() -> str | None:
             host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, connect_timeout=3
         ):
             return None
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+    except Exception as exc:  # any failure means "not reachable"
         return f"PostgreSQL not reachable at {url.host}:{url.port}: {exc}"
 
 
@@ -74,8 +74,8 @@ def db_url(request, tmp_path, pg_reason):
 @pytest.fixture
 def engine(db_url):
     """An engine on a fresh database migrated to head by the code behind `golden db upgrade`."""
-    from curation.store.migrate import upgrade
     from curation.store.engine import make_engine
+    from curation.store.migrate import upgrade
 
     eng = make_engine(db_url)
     upgrade(eng)

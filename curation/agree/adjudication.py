@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
+from sqlalchemy import false
 from sqlmodel import Session, select
 
 from curation.agree.labels import LEAD_ROLES
@@ -79,7 +80,7 @@ def _split_pairs(session: Session, pid: int) -> dict[int, int]:
     latest: dict[tuple[int, int], int] = {}
     for pair_id, judge_id, grade in session.exec(
         select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
-        .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None))  # noqa: E712
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None))
         .order_by(Judgment.answered_at, Judgment.id)
     ).all():
         latest[(pair_id, judge_id)] = grade
@@ -102,7 +103,7 @@ def _latest_labels(session: Session, pid: int, pair_ids: list[int]) -> dict[int,
                    GuidelinesVersion.version, Judgment.source, Judgment.answered_at)
             .join(User, User.id == Judgment.judge_id)
             .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Judgment.guidelines_version_id)
-            .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None),  # noqa: E712
+            .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None),
                    Judgment.pair_id.in_(pair_ids[start:start + 1000]))
             .order_by(Judgment.answered_at, Judgment.id)
         ).all():

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import combinations
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from sqlmodel import Session
@@ -35,8 +35,8 @@ from curation.agree.settings import (
     Thresholds,
     default_cut,
 )
-from curation.store.models import Project
 from curation.store import projects
+from curation.store.models import Project
 
 __all__ = [
     "Verdict",
@@ -191,7 +191,7 @@ def _iso(t) -> str | None:
     if isinstance(t, datetime):
         return t.isoformat(timespec="seconds")
     if isinstance(t, float) and t > 1e8:  # seconds since the epoch
-        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+        return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
     return str(t)
 
 

@@ -20,15 +20,25 @@ Used by ``curation.export.versions`` (the qrels are the labels with a grade) and
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from datetime import UTC, datetime
+from typing import NamedTuple
 
+from sqlalchemy import false
 from sqlmodel import Session, select
 
 from curation.store.lookups import join_pair_text, pair_ids, project_id
 from curation.store.models import (
-    Adjudication, Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment, User,
+    Adjudication,
+    Assignment,
+    Document,
+    Judgment,
+    PoolPair,
+    Project,
+    Query,
+    SeedJudgment,
+    User,
 )
 
 POLICIES = ("adjudicated", "majority", "lead")
@@ -85,7 +95,7 @@ def as_seconds(t) -> float | None:
     if t is None or type(t) is float:
         return t
     if isinstance(t, datetime):
-        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()  # naive = UTC
+        return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()  # naive = UTC
     return float(t)
 
 
@@ -303,7 +313,7 @@ def final_labels(
     votes: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
     for n, (pair_id, judge_id, grade) in enumerate(session.exec(
         select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
-        .where(Judgment.project_id == pid, Judgment.skipped == False, Judgment.grade.is_not(None))  # noqa: E712
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None))
         .order_by(Judgment.answered_at, Judgment.id)
     ).all()):
         votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))

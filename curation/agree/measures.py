@@ -39,8 +39,9 @@ all-judges bootstraps share their helpers.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import krippendorff
 import numpy as np
@@ -111,7 +112,9 @@ MEASURES: dict[str, Measure] = {
         Measure(
             "kappa_quadratic", "Cohen's kappa, quadratic weights", True, True, "Cohen 1968; sklearn weights='quadratic'"
         ),
-        Measure("alpha_nominal", "Krippendorff's alpha, nominal", False, False, "Krippendorff 2011; krippendorff.alpha"),
+        Measure(
+            "alpha_nominal", "Krippendorff's alpha, nominal", False, False, "Krippendorff 2011; krippendorff.alpha"
+        ),
         Measure("alpha_ordinal", "Krippendorff's alpha, ordinal", False, True, "Krippendorff 2011; krippendorff.alpha"),
     )
 }

@@ -9,8 +9,8 @@ the statistics libraries.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 RESAMPLES = 1000  # bootstrap resamples of the queries
 SEED = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # Imported for what importing does (each module attaches its commands to main), hence F401; one
 # name a line, sorted (a test checks that every module in this folder is listed).
-from curation.cli import (  # noqa: F401
+from curation.cli import (  # noqa: F401 - imported for their effect: each attaches its commands to main
     adjudicate,
     agreement,
     assign,

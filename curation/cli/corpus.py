@@ -20,7 +20,8 @@ from curation.cli.base import domain_errors, main, seed_option
     help="Docids to keep: a pool (JSONL), qrels, a run, or one docid a line. Repeatable.",
 )
 @seed_option
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Sample to write: .jsonl, .jsonl.gz or .parquet.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Sample to write: .jsonl, .jsonl.gz or .parquet.")
 @domain_errors
 def corpus_sample_command(corpus, size, keep_files, seed, out):
     """Sample a comparison corpus of SIZE records from CORPUS (JSONL, TSV or Parquet files).

@@ -71,8 +71,8 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
     """Store the findings of ``out_path`` in the project; a line saying what was recorded."""
     from sqlmodel import Session
 
-    from curation.leak.report import read_report
     from curation.leak.findings import record_findings
+    from curation.leak.report import read_report
     from curation.store.projects import get_project
 
     engine = open_db(db_url)

@@ -107,7 +107,10 @@ def pool_command(runs, queries, depth, seed, extend, out):
         from tqdm import tqdm
 
         bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr)
-        progress = lambda _: bar.update()  # noqa: E731
+
+        def progress(_):
+            bar.update()
+
     try:
         run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=progress)
     finally:

@@ -36,15 +36,20 @@ def format_strata_table(strata) -> str:
 @click.option("--query-col", required=True, help="Column (or JSON field) holding the query text.")
 @click.option("--count-col", default=None, help="Column saying how many searches a row stands for (default: one each).")
 @click.option("--user-col", default=None, help="Column identifying the user, to count distinct users per query.")
-@click.option("--stratum", "strata", multiple=True, help="Column whose values define strata; repeat for more dimensions.")
-@click.option("--shape", is_flag=True, help="Add the query's shape (question or keyword) as one more stratum dimension.")
-@click.option("--size", required=True, type=click.IntRange(min=1), help="Logged queries to draw, exactly (hand-written ones come on top).")
-@click.option("--floor", default=20, show_default=True, type=click.IntRange(min=0), help="Minimum queries per stratum (or all it has).")
+@click.option("--stratum", "strata", multiple=True,
+              help="Column whose values define strata; repeat for more dimensions.")
+@click.option("--shape", is_flag=True,
+              help="Add the query's shape (question or keyword) as one more stratum dimension.")
+@click.option("--size", required=True, type=click.IntRange(min=1),
+              help="Logged queries to draw, exactly (hand-written ones come on top).")
+@click.option("--floor", default=20, show_default=True, type=click.IntRange(min=0),
+              help="Minimum queries per stratum (or all it has).")
 @seed_option
 @click.option("--weighting", type=click.Choice(["traffic", "uniform"]), default="traffic", show_default=True,
               help="Within a stratum, draw by traffic (head queries likelier) or every distinct query alike.")
 @click.option("--handwritten", type=click.Path(dir_okay=False), default=None,
-              help="Hand-written queries (.txt one per line, .jsonl with \"text\", .csv/.tsv with a text column): their own stratum, weight 0.")
+              help="Hand-written queries (.txt one per line, .jsonl with \"text\", .csv/.tsv with a text column): "
+                   "their own stratum, weight 0.")
 @click.option("--exclude", "exclude", multiple=True, type=click.Path(dir_okay=False),
               help="A query set to stay disjoint from (e.g. an earlier queries.jsonl); repeatable.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output JSONL, one query per line.")

@@ -481,8 +481,8 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
       golden attribute base.trec rerank.trec expand.trec both.trec --qrels exports/v3 \\
           --a-name rerank --b-name expansion
     """
-    from curation.evaluate.metrics import QrelsIndex
     from curation.evaluate.attribution import attribute
+    from curation.evaluate.metrics import QrelsIndex
 
     qrels, _ = _load_qrels(qrels_path)
     index = QrelsIndex.build(qrels, rel_level=rel_level)

@@ -13,8 +13,8 @@ absent from the judgments, and judged queries the run did not answer, are listed
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Collection, Mapping
 
 from curation.formats.qrels import iter_qrels
 from curation.formats.runs import RankedRun

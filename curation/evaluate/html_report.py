@@ -18,10 +18,12 @@ from curation.evaluate.stats import Comparison
 __all__ = ["render_comparison", "sorted_differences_svg", "bootstrap_svg"]
 
 _CSS = """
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2330;margin:2rem auto;max-width:62rem;padding:0 1rem}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2330;\
+margin:2rem auto;max-width:62rem;padding:0 1rem}
 h1{font-size:1.35rem;margin:0 0 .3rem}h2{font-size:1.08rem;margin:1.8rem 0 .5rem}
 .sub{color:#5b6475;margin:0 0 1rem}
-table{border-collapse:collapse;margin:.4rem 0}td,th{padding:.25rem .7rem;text-align:right;border-bottom:1px solid #e3e6ec}
+table{border-collapse:collapse;margin:.4rem 0}\
+td,th{padding:.25rem .7rem;text-align:right;border-bottom:1px solid #e3e6ec}
 th:first-child,td:first-child{text-align:left}th{font-weight:600;background:#f5f6f9}
 .verdict{display:inline-block;padding:.35rem .8rem;border-radius:.4rem;font-weight:600;background:#eef1f6}
 .verdict.b{background:#dff3e4;color:#145c2c}.verdict.a{background:#fde6e4;color:#8a1c12}

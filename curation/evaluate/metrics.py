@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class QrelsIndex:
     @classmethod
     def build(
         cls, qrels: Mapping[str, Mapping[str, int]], *, rel_level: int = 1, qids: Iterable[str] | None = None
-    ) -> "QrelsIndex":
+    ) -> QrelsIndex:
         if not isinstance(rel_level, (int, np.integer)) or isinstance(rel_level, bool):
             raise ValueError(f"rel_level must be an integer grade, got {rel_level!r}")
         if qids is None:

@@ -5,8 +5,8 @@ re-measured on the holdout split (``golden sweep``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import stats as sps

@@ -36,17 +36,17 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval
-from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
+from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
+from curation.evaluate.metrics import MetricSpec, QueryScores
 from curation.formats.queries import QueryRecord, iter_queries
 from curation.formats.queries import parse_queries as formats_parse_queries
-from curation.evaluate.metrics import MetricSpec, QueryScores
 
 __all__ = [
     "WEIGHTINGS",
@@ -375,7 +375,9 @@ def compare(
     if active.sum() < 2:
         raise ValueError(f"weighting {weighting!r}: fewer than 2 queries carry weight")
     if weighting == "traffic" and not active.all():
-        notes.append(f"{int((~active).sum())} queries with weight 0 (hand-written) are out of the traffic-weighted mean")
+        notes.append(
+            f"{int((~active).sum())} queries with weight 0 (hand-written) are out of the traffic-weighted mean"
+        )
     mean_a = _weighted_mean(paired.a, w)
     mean_b = _weighted_mean(paired.b, w)
     delta = _weighted_mean(diff, w)

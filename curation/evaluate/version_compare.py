@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, select
 
+from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
+from curation.evaluate.stats import Comparison, compare, pair_scores, parse_queries
 from curation.export.versions import get_version
 from curation.export.versions_page import version_files
-from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
-from curation.store.lookups import join_pair_text
 from curation.formats.qrels import parse_qrels, qrels_dict
+from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
-from curation.evaluate.stats import Comparison, compare, pair_scores, parse_queries
 
 __all__ = ["PooledRun", "pooled_runs", "version_runs", "compare_pooled"]
 

@@ -7,7 +7,6 @@ import zipfile
 
 from curation.export.manifest import ALL_FILES
 
-
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 

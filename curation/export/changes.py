@@ -8,7 +8,6 @@ import json
 from curation.export.gather import VersionState
 from curation.export.manifest import MANIFEST, parse_jsonl
 
-
 _CHANGES_LIST_LIMIT = 500
 
 
@@ -28,7 +27,9 @@ def diff_versions(old_labels: dict, new_labels: dict, old_queries: dict, new_que
     queries.jsonl records); each list is sorted."""
     added = sorted(set(new_labels) - set(old_labels))
     removed = sorted(set(old_labels) - set(new_labels))
-    relabelled = sorted(k for k in set(old_labels) & set(new_labels) if old_labels[k]["grade"] != new_labels[k]["grade"])
+    relabelled = sorted(
+        k for k in set(old_labels) & set(new_labels) if old_labels[k]["grade"] != new_labels[k]["grade"]
+    )
     resourced = sorted(
         k for k in set(old_labels) & set(new_labels)
         if old_labels[k]["grade"] == new_labels[k]["grade"] and old_labels[k]["source"] != new_labels[k]["source"]
@@ -79,7 +80,10 @@ def changes_md(version: str, parent: str | None, parent_files: dict[str, bytes] 
     old_gv = (old_manifest.get("guidelines") or {}).get("current")
     new_gv = state.body["guidelines"]["current"]
     if old_gv != new_gv:
-        fmt = lambda g: f"v{g['version']} ({g['sha256'][:12]})" if g else "none"  # noqa: E731
+
+        def fmt(g):
+            return f"v{g['version']} ({g['sha256'][:12]})" if g else "none"
+
         lines.append(f"Guidelines: {fmt(old_gv)} -> {fmt(new_gv)}.")
     lines.append("")
 

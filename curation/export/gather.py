@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import true
 from sqlmodel import Session, func, select
 
 from curation.agree.labels import final_labels, load_judgments
@@ -31,7 +32,6 @@ from curation.store.models import (
     SeedJudgment,
     User,
 )
-
 
 HUMAN_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated")
 
@@ -174,7 +174,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
     ).all()
     pooled = {(q, d): (i, excl, seed_src, batch) for i, q, d, excl, seed_src, batch in pairs}
     excluded_docids = set(
-        session.exec(select(Document.docid).where(Document.project_id == pid, Document.excluded == True)).all()  # noqa: E712
+        session.exec(select(Document.docid).where(Document.project_id == pid, Document.excluded == true())).all()
     )
 
     seed_rows: dict[tuple[str, str], list[dict]] = defaultdict(list)

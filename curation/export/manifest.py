@@ -6,8 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import datetime, timezone
-
+from datetime import UTC, datetime
 
 FORMAT = "golden-qrels/1"
 DATA_FILES = ("qrels.txt", "qrels.jsonl", "queries.jsonl", "CHANGES.md")
@@ -23,8 +22,8 @@ def iso_utc(t: datetime | None) -> str | None:
     if t is None:
         return None
     if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        t = t.replace(tzinfo=UTC)
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 _META_KEYS = ("version", "parent", "created_at", "created_by", "generator", "state_sha256", "files", "manifest_sha256")

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from sqlmodel import Session, select
 
@@ -31,7 +31,7 @@ SPLITS = ("tune", "holdout")
 
 def _unit(seed: int, kind: str, key: str) -> float:
     """A number in [0, 1) from sha256 of (seed, kind, key): 64 bits of the digest."""
-    digest = hashlib.sha256(f"{seed}\x1f{kind}\x1f{key}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{seed}\x1f{kind}\x1f{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
@@ -132,7 +132,9 @@ def split_project(
     stored_h, stored_s = project.split_holdout, project.split_seed
     if stored_h is None:
         if holdout is None:
-            raise ValueError(f"holdout: project {project.name!r} has no split yet; give the share to hold out, e.g. 0.35")
+            raise ValueError(
+                f"holdout: project {project.name!r} has no split yet; give the share to hold out, e.g. 0.35"
+            )
         seed = 0 if seed is None else seed
         _check(holdout, seed)
     else:

@@ -77,7 +77,9 @@ def verify(path: str | os.PathLike) -> VerifyReport:
         digest, size = sha256_file(fpath), fpath.stat().st_size
         report.checked.append(name)
         if digest != info.get("sha256"):
-            problems.append(f"{fpath}: sha256 {digest[:16]}… differs from the manifest's {str(info.get('sha256'))[:16]}…")
+            problems.append(
+                f"{fpath}: sha256 {digest[:16]}… differs from the manifest's {str(info.get('sha256'))[:16]}…"
+            )
         elif size != info.get("bytes"):
             problems.append(f"{fpath}: {size} bytes, the manifest says {info.get('bytes')}")
         else:
@@ -93,7 +95,8 @@ def verify(path: str | os.PathLike) -> VerifyReport:
             text = ""
         for lineno, line in enumerate(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1):
             parts = line.split(" ")
-            if len(parts) != 4 or parts[1] != "0" or not re.fullmatch(r"-?\d+", parts[3]) or not parts[0] or not parts[2]:
+            if (len(parts) != 4 or parts[1] != "0" or not re.fullmatch(r"-?\d+", parts[3])
+                    or not parts[0] or not parts[2]):
                 problems.append(f"{qpath}:{lineno}: expected 'qid 0 docid grade' with an integer grade, got {line!r}")
                 continue
             qrels.append((parts[0], parts[2], int(parts[3])))
@@ -131,5 +134,7 @@ def verify(path: str | os.PathLike) -> VerifyReport:
     by_grade = Counter(str(g) for _, _, g in qrels)
     listed_grades = {k: v for k, v in (counts.get("grades") or {}).items() if v}
     if listed_grades != dict(by_grade):
-        problems.append(f"{mpath}: counts.grades {listed_grades} differ from qrels.txt {dict(sorted(by_grade.items()))}")
+        problems.append(
+            f"{mpath}: counts.grades {listed_grades} differ from qrels.txt {dict(sorted(by_grade.items()))}"
+        )
     return report

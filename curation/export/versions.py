@@ -42,7 +42,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
@@ -58,7 +58,6 @@ from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, parse_jsonl,
 from curation.export.split import assign_pending
 from curation.export.write import write_folder
 from curation.store.models import ExportVersion, Project
-
 
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 
@@ -107,7 +106,8 @@ def _next_name(session: Session, project: Project, version: str) -> str:
         return f"{version}.1"
     prefix = m.group(1)
     taken = [
-        int(n[len(prefix):]) for n in session.exec(select(ExportVersion.name).where(ExportVersion.project_id == project.id))
+        int(n[len(prefix):])
+        for n in session.exec(select(ExportVersion.name).where(ExportVersion.project_id == project.id))
         if n.startswith(prefix) and n[len(prefix):].isdigit()
     ]
     return f"{prefix}{max(taken + [int(m.group(2))]) + 1}"
@@ -160,7 +160,9 @@ def export_version(
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
     out_dir = Path(out_dir)
 
-    with tqdm(total=5, desc=f"export {version}", unit="step", disable=not progress, file=sys.stderr, leave=False) as bar:
+    with tqdm(
+        total=5, desc=f"export {version}", unit="step", disable=not progress, file=sys.stderr, leave=False
+    ) as bar:
         progress_step(bar, "split")
         assign_pending(session, project)
         state = gather_state(session, project, policy=policy, bar=bar)
@@ -192,7 +194,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     ).first()
     parent = parent_row.name if parent_row is not None else None
     parent_files = read_archive(parent_row.archive) if parent_row is not None and parent_row.archive else None
-    created_at = datetime.now(timezone.utc).replace(microsecond=0)
+    created_at = datetime.now(UTC).replace(microsecond=0)
 
     files = dict(state.files)
     files["CHANGES.md"] = changes_md(version, parent, parent_files, state).encode("utf-8")

@@ -16,8 +16,8 @@ import json
 import math
 import os
 import random
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, open_text
 
@@ -48,7 +48,9 @@ def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
     # read from any format are equal (and have the same fingerprint).
     title = obj.get("title")
     url = obj.get("url")
-    return Doc(docid, str(text), str(title) if title not in (None, "") else None, str(url) if url not in (None, "") else None)
+    return Doc(
+        docid, str(text), str(title) if title not in (None, "") else None, str(url) if url not in (None, "") else None
+    )
 
 
 def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[Doc]:
@@ -365,7 +367,8 @@ def sample_corpus(
     keep_set = {str(d) for d in keep}
     if len(keep_set) > size:
         raise ValueError(
-            f"size: {size:,} is smaller than the {len(keep_set):,} documents to keep; raise --size above {len(keep_set):,}"
+            f"size: {size:,} is smaller than the {len(keep_set):,} documents to keep; "
+            f"raise --size above {len(keep_set):,}"
         )
     rng = random.Random(seed)
     kept: list[tuple[int, Doc]] = []

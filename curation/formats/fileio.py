@@ -9,8 +9,9 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 
 class InputError(ValueError):
@@ -112,7 +113,9 @@ def iter_jsonl_lines(lines, path: str | os.PathLike, *, expect: str = "a JSON ob
         yield lineno, obj
 
 
-def iter_jsonl(path: str | os.PathLike, *, expect: str = "a JSON object", encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
+def iter_jsonl(
+    path: str | os.PathLike, *, expect: str = "a JSON object", encoding: str = "utf-8"
+) -> Iterator[tuple[int, dict]]:
     """:func:`iter_jsonl_lines` over a file (gzip allowed)."""
     with open_text(path, encoding=encoding) as fh:
         yield from iter_jsonl_lines(fh, path, expect=expect)

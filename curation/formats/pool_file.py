@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from curation.formats.fileio import InputError, atomic_write, iter_jsonl
 

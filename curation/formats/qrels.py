@@ -9,8 +9,8 @@ an export alike; :func:`write_qrels` writes one line per :class:`QrelLine`, sing
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from curation.formats.fileio import InputError, atomic_write, open_text
 

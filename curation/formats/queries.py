@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping
 
 from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, open_text
 

@@ -20,15 +20,15 @@ import io
 import json
 import math
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
-from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, open_text
 from curation.formats.qrels import parse_grade

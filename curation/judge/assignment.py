@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from sqlalchemy import case, func, insert
 from sqlmodel import Session, select
@@ -178,7 +178,9 @@ def _resolve_judges(session: Session, judges: Sequence[User | str]) -> list[User
         if isinstance(j, str):
             user = session.exec(select(User).where(User.name == j.strip())).first()
             if user is None:
-                raise ValueError(f"judges: no user {j.strip()!r}; add them with `golden user add {j.strip()} --role judge`")
+                raise ValueError(
+                    f"judges: no user {j.strip()!r}; add them with `golden user add {j.strip()} --role judge`"
+                )
         else:
             user = j
         if user.id in seen:
@@ -325,7 +327,9 @@ def release(session: Session, project: Project, lead: User, *, agreement: float 
     if agreement is not None:
         if isinstance(agreement, bool) or not isinstance(agreement, (int, float)) or not math.isfinite(agreement) \
                 or agreement > 1.0:
-            raise ValueError(f"agreement must be a finite number at most 1 (e.g. Krippendorff's alpha), got {agreement!r}")
+            raise ValueError(
+                f"agreement must be a finite number at most 1 (e.g. Krippendorff's alpha), got {agreement!r}"
+            )
         agreement = float(agreement)
     proj = session.get(Project, project.id)
     proj.released_at = utcnow()
@@ -364,6 +368,9 @@ def queue_summary(session: Session, project: Project) -> dict[str, dict[str, int
         .order_by(User.name)
     ).all()
     return {
-        name: {"overlap": int(o or 0), "main": int(m or 0), "done": int(d or 0), "remaining": int((o or 0) + (m or 0) - (d or 0))}
+        name: {
+            "overlap": int(o or 0), "main": int(m or 0), "done": int(d or 0),
+            "remaining": int((o or 0) + (m or 0) - (d or 0)),
+        }
         for name, o, m, d in rows
     }

@@ -23,10 +23,10 @@ from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
 from curation.formats.fileio import sha256_file
-from curation.store.models import Assignment, Judgment, Project, User, utcnow
-from curation.store import lookups
-from curation.store.projects import get_project, grades
 from curation.formats.qrels import iter_qrels
+from curation.store import lookups
+from curation.store.models import Assignment, Judgment, Project, User, utcnow
+from curation.store.projects import get_project, grades
 from curation.store.users import get_user
 
 MAX_EXAMPLES = 10

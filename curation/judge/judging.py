@@ -30,7 +30,7 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, union, update
+from sqlalchemy import and_, bindparam, exists, false, func, insert, literal_column, or_, true, union, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -167,7 +167,7 @@ _P = Project.__table__
 
 # A pair whose query a lead dropped, or whose document was excluded (leak decisions), is retired:
 # no longer shown, and no longer counted as work to do.
-_RETIRED = or_(_Q.c.status == "dropped", _D.c.excluded == True)  # noqa: E712
+_RETIRED = or_(_Q.c.status == "dropped", _D.c.excluded == true())
 _OPEN_ROWS = (
     _A.join(_PP, _PP.c.id == _A.c.pair_id).join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id)
 )
@@ -357,7 +357,7 @@ def previous_task(
     stmt = select(Assignment).where(
         Assignment.judge_id == jid,
         Assignment.project_id == proj.id,
-        (Assignment.done_at.is_not(None)) | (Assignment.skipped == True),  # noqa: E712 - SQL expression
+        (Assignment.done_at.is_not(None)) | (Assignment.skipped == true()),
     )
     if before is not None:
         stmt = stmt.where(Assignment.position < int(before))
@@ -484,8 +484,8 @@ def _queue_counts(overlap_only: bool):
     return core_select(
         count(*queue),
         count(*workable) if overlap_only else literal_column("NULL"),
-        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == False),  # noqa: E712
-        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == True),  # noqa: E712
+        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == false()),
+        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == true()),
     )
 
 
@@ -496,7 +496,7 @@ _RETIRED_PAIRS = union(
     core_select(_PP.c.id).join(_Q, _Q.c.id == _PP.c.query_id)
     .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == "dropped"),
     core_select(_PP.c.id).join(_D, _D.c.id == _PP.c.document_id)
-    .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == True),  # noqa: E712
+    .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == true()),
 )
 _COUNT_RETIRED_OPEN = (
     core_select(_A.c.kind, _A.c.skipped, func.count())
@@ -515,7 +515,7 @@ def _seconds_between(dialect: str, start, end):
 
 _PACE = {
     dialect: core_select(_seconds_between(dialect, _J.c.shown_at, _J.c.answered_at))
-    .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == False,  # noqa: E712
+    .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == false(),
            _J.c.shown_at.is_not(None))
     .order_by(_J.c.id.desc())
     .limit(bindparam("recent"))
@@ -549,7 +549,9 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
                     open_ -= n
     done = assigned - open_ - skipped
     pace = _PACE.get(conn.dialect.name, _PACE["postgresql"])
-    secs = [max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()]
+    secs = [
+        max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()
+    ]
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * (assigned - done)
     return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)
@@ -610,7 +612,7 @@ def release_stale(
         tail = session.exec(
             join_pair_text(select(PoolPair.query_id).join(Assignment, Assignment.pair_id == PoolPair.id))
             .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
-                   Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == False)  # noqa: E712
+                   Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == false())
             .order_by(Assignment.position.desc())
             .limit(1)
         ).first()

@@ -8,8 +8,8 @@ from __future__ import annotations
 import heapq
 import os
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Sequence
 
 import numpy as np
 
@@ -18,7 +18,6 @@ from curation.leak.inputs import plan_tasks
 from curation.leak.ngrams import NgramSpec, gram_text, ngram_set, parse_ngram
 from curation.leak.report import MODES, LeakReport, QueryResult
 from curation.leak.scan import scan_task
-
 
 _MIN_CHAR_CONTAINMENT = 5
 _SMALL_CORPUS = 8 << 20  # bytes on disk under which one process scans everything
@@ -88,7 +87,8 @@ def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, 
         if dask:
             bar = make_bar()
             try:
-                from distributed import Client, as_completed as dask_completed
+                from distributed import Client
+                from distributed import as_completed as dask_completed
             except ImportError:
                 raise ValueError("dask: the Dask scan needs dask.distributed: pip install 'golden[dask]'") from None
 
@@ -121,7 +121,9 @@ def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, 
                 yield res
         else:
             with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
-                futures = [pool.submit(scan_task, t, index, batch_size=batch_size, max_matches=max_matches) for t in tasks]
+                futures = [
+                    pool.submit(scan_task, t, index, batch_size=batch_size, max_matches=max_matches) for t in tasks
+                ]
                 bar = make_bar()
                 for fut in as_completed(futures):
                     res = fut.result()

@@ -4,7 +4,7 @@ every worker, with the fewest shared n-grams a chunk needs to be a candidate for
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
 from curation.formats.corpus import ID_KEYS, TEXT_KEYS, doc_from_mapping, iter_corpus_file, iter_jsonl_docs
-from curation.formats.queries import iter_queries
 from curation.formats.fileio import InputError, base_suffix, is_gzip, open_binary
-
-
+from curation.formats.queries import iter_queries
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,9 @@ def plan_tasks(
         elif suffix in (".jsonl", ".json", ".ndjson", ".tsv", ".tab"):
             tasks.append(CorpusPiece(path, "file"))
         else:
-            raise InputError(path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)")
+            raise InputError(
+                path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)"
+            )
     return tasks
 
 
@@ -165,7 +165,7 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
                 if not block:
                     break
                 start_line = lines_before
-                yield from _jsonl_block_batches(block, path, batch_size, lambda: start_line)
+                yield from _jsonl_block_batches(block, path, batch_size, lambda line=start_line: line)
                 lines_before += block.count(b"\n")
     else:
         yield from _python_batches(iter_corpus_file(path), batch_size)

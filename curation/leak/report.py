@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 from curation.formats.fileio import InputError, iter_jsonl
 
-
 MODES = ("exact", "jaccard", "containment")
 STATUSES = ("leak", "too_short", "clean")
 

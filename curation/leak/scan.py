@@ -66,7 +66,6 @@ from curation.leak.inputs import CorpusPiece, iter_task_batches
 from curation.leak.ngrams import ngram_set, verbatim_pattern
 from curation.leak.report import MODES, Match
 
-
 # --------------------------------------------------------------------------------------------
 # the vectorised filter over one batch of chunks
 

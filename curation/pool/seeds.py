@@ -67,7 +67,7 @@ class SeedReport:
 
 
 def _order_key(seed: int, qid: str, docid: str) -> bytes:
-    return hashlib.sha256(f"{seed}\x1fseed-order\x1f{qid}\x1f{docid}".encode("utf-8")).digest()
+    return hashlib.sha256(f"{seed}\x1fseed-order\x1f{qid}\x1f{docid}".encode()).digest()
 
 
 def import_seeds(

@@ -27,8 +27,8 @@ import csv
 import json
 import math
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -79,7 +79,9 @@ def log_format(path: str | os.PathLike) -> str:
     """``csv``, ``tsv``, ``jsonl`` or ``parquet`` from the file name (a ``.gz`` is looked through)."""
     suffix = base_suffix(path)
     if suffix not in FORMATS:
-        raise InputError(path, None, f"unknown log format {suffix!r}: use .csv, .tsv, .jsonl or .parquet (text forms may be .gz)")
+        raise InputError(
+            path, None, f"unknown log format {suffix!r}: use .csv, .tsv, .jsonl or .parquet (text forms may be .gz)"
+        )
     return FORMATS[suffix]
 
 
@@ -167,7 +169,8 @@ def _fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
         import pyarrow.csv as pacsv
 
         types = {c: pa.string() for c in columns}
-        parse = pacsv.ParseOptions(delimiter="\t", quote_char=False) if fmt == "tsv" else pacsv.ParseOptions(newlines_in_values=True)
+        parse = (pacsv.ParseOptions(delimiter="\t", quote_char=False) if fmt == "tsv"
+                 else pacsv.ParseOptions(newlines_in_values=True))
         reader = pacsv.open_csv(
             stream,
             read_options=pacsv.ReadOptions(block_size=_BLOCK_BYTES),
@@ -228,7 +231,9 @@ def _slow_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | Non
             for row in reader:
                 if row:
                     if len(row) != len(header):
-                        raise InputError(path, start, f"has {len(row)} fields, expected {len(header)} (as in the header)")
+                        raise InputError(
+                            path, start, f"has {len(row)} fields, expected {len(header)} (as in the header)"
+                        )
                     yield start, [row[i] for i in index]
                 start = reader.line_num + 1
         except csv.Error as exc:
@@ -311,7 +316,7 @@ class _Vocab:
     def __len__(self) -> int:
         return len(self.values)
 
-    def copy(self) -> "_Vocab":
+    def copy(self) -> _Vocab:
         other = _Vocab()
         other.index, other.values = dict(self.index), list(self.values)
         return other
@@ -551,7 +556,8 @@ def collapse_log(
 
 def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:
     """Add one file to a copy of ``collapser`` and return the copy (``collapser`` is left as it was)."""
-    query_col, count_col, user_col, strata = collapser.query_col, collapser.count_col, collapser.user_col, collapser.strata
+    query_col, count_col = collapser.query_col, collapser.count_col
+    user_col, strata = collapser.user_col, collapser.strata
     first: dict | None = None
     if fmt == "parquet":
         import pyarrow.parquet as pq

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -168,7 +168,9 @@ def allocate(traffic: Sequence[int], available: Sequence[int], *, size: int, flo
 
     # total() is continuous, piecewise linear and non-decreasing in lam; its kinks are where a
     # stratum leaves its floor (lo/T) or reaches its size (hi/T). Find the segment holding size.
-    points = sorted({Fraction(lo, t) for lo, t in zip(lows, traffic)} | {Fraction(hi, t) for hi, t in zip(available, traffic)})
+    points = sorted(
+        {Fraction(lo, t) for lo, t in zip(lows, traffic)} | {Fraction(hi, t) for hi, t in zip(available, traffic)}
+    )
     lo_i, hi_i = 0, len(points) - 1
     if total(points[0]) >= size:
         lam = points[0]
@@ -202,7 +204,9 @@ def _stratum_rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
 
 
-def draw_stratum(traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def draw_stratum(
+    traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``k`` of a stratum's queries without replacement; return (indices, inclusion probabilities).
 
     ``weighting="traffic"``: a probability-proportional-to-size design. A query whose traffic
@@ -310,8 +314,8 @@ def sample_queries(
     Rows come stratum by stratum (strata ordered by their values), within a stratum by traffic
     (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
     """
-    from curation.sample.logs import collapse_log
     from curation.formats.query_list import read_query_list
+    from curation.sample.logs import collapse_log
     from curation.sample.pii import pii_flags
 
     if weighting not in WEIGHTINGS:
@@ -419,7 +423,9 @@ def sample_queries(
         k = alloc.counts[h]
         if k == 0:
             if t_h[h]:
-                warnings.append(f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it")
+                warnings.append(
+                    f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it"
+                )
             continue
         idx = idx[np.lexsort((texts[idx],))]  # within a stratum, by text: independent of the log's row order
         chosen, probs = draw_stratum(traffic_arr[idx], k, weighting=weighting, rng=_stratum_rng(seed, label))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url

@@ -9,8 +9,7 @@ stored twice.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Optional
+from datetime import UTC, datetime
 
 from sqlalchemy import Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -19,7 +18,7 @@ from sqlmodel import Field, SQLModel
 def utcnow() -> datetime:
     """Now, timezone-aware in UTC: sqlmodel's datetime columns (UTCDateTime) refuse naive values
     and return aware UTC datetimes on every database."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 ROLES = ("judge", "lead", "admin")
@@ -27,25 +26,25 @@ MAIN_BASE = 1_000_000  # queue positions: overlap (calibration) rows below it, m
 
 
 class Project(SQLModel, table=True):
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
     scale: str = "0-2"  # "binary", "0-2" or "0-3"
     grades_json: str = Field(sa_column=Column(Text, nullable=False))  # [{"grade", "name", "description"}]
-    corpus_fingerprint: Optional[str] = None
-    queries_sha256: Optional[str] = None
-    pool_sha256: Optional[str] = None
-    pool_depth: Optional[int] = None
+    corpus_fingerprint: str | None = None
+    queries_sha256: str | None = None
+    pool_sha256: str | None = None
+    pool_depth: int | None = None
     hold_main: bool = True  # main-pool tasks held back until a lead releases them
-    released_at: Optional[datetime] = None
-    released_by_id: Optional[int] = Field(default=None, foreign_key="user.id")
-    released_agreement: Optional[float] = None
-    split_holdout: Optional[float] = None  # `golden split`: share of each stratum held out (fixed once set)
-    split_seed: Optional[int] = None  # `golden split`: seed of the per-stratum systematic split
+    released_at: datetime | None = None
+    released_by_id: int | None = Field(default=None, foreign_key="user.id")
+    released_agreement: float | None = None
+    split_holdout: float | None = None  # `golden split`: share of each stratum held out (fixed once set)
+    split_seed: int | None = None  # `golden split`: seed of the per-stratum systematic split
     created_at: datetime = Field(default_factory=utcnow)
 
 
 class User(SQLModel, table=True):
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
     role: str = "judge"  # one of ROLES
     password_hash: str
@@ -58,7 +57,7 @@ class Query(SQLModel, table=True):
         UniqueConstraint("project_id", "qid"),
         Index("ix_query_project_status", "project_id", "status"),  # finding dropped queries
     )
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     qid: str
     text: str = Field(sa_column=Column(Text, nullable=False))
@@ -68,9 +67,9 @@ class Query(SQLModel, table=True):
     users: int = 0
     weight: float = 0.0
     stratum_share: float = 0.0
-    pii_json: Optional[str] = None  # flags from sampling, e.g. ["email"]
-    split: Optional[str] = None  # "tune" or "holdout"
-    leak_status: Optional[str] = None  # "clean", "leak", "too_short", None = not checked
+    pii_json: str | None = None  # flags from sampling, e.g. ["email"]
+    split: str | None = None  # "tune" or "holdout"
+    leak_status: str | None = None  # "clean", "leak", "too_short", None = not checked
     status: str = "active"  # "active", "dropped", "rejudge"
 
 
@@ -79,18 +78,18 @@ class Document(SQLModel, table=True):
         UniqueConstraint("project_id", "docid"),
         Index("ix_document_project_excluded", "project_id", "excluded"),  # finding excluded documents
     )
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     docid: str
-    title: Optional[str] = None
-    url: Optional[str] = None
+    title: str | None = None
+    url: str | None = None
     text: str = Field(sa_column=Column(Text, nullable=False))
     excluded: bool = False  # excluded from the snapshot by a lead's leak decision
 
 
 class Run(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("project_id", "name"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     name: str
     sha256: str
@@ -100,25 +99,25 @@ class Run(SQLModel, table=True):
 
 class PoolPair(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("query_id", "document_id"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     query_id: int = Field(foreign_key="query.id", index=True)
     document_id: int = Field(foreign_key="document.id", index=True)
     shuffle_order: int = 0  # seeded shuffle within the query
     systems_json: str = "{}"  # HIDDEN provenance: run name -> rank. Never rendered to judges.
     batch: int = 0  # 0 for the first pool, +1 for each extension
-    seed_source: Optional[str] = None  # "ticket" or "click" when the pair came from a seed judgment
+    seed_source: str | None = None  # "ticket" or "click" when the pair came from a seed judgment
 
 
 class GuidelinesVersion(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("project_id", "version"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     version: int
     text: str = Field(sa_column=Column(Text, nullable=False))
     sha256: str
-    note: Optional[str] = None
-    created_by_id: Optional[int] = Field(default=None, foreign_key="user.id")
+    note: str | None = None
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -131,15 +130,15 @@ class Assignment(SQLModel, table=True):
         # A judge's open pairs in queue order (done_at IS NULL, then skipped, then position).
         Index("ix_assignment_queue", "judge_id", "project_id", "done_at", "skipped", "position"),
     )
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     pair_id: int = Field(foreign_key="poolpair.id", index=True)
     judge_id: int = Field(foreign_key="user.id", index=True)
     kind: str = "main"  # "overlap" or "main"
-    exclusive_pair_id: Optional[int] = Field(default=None, unique=True)
+    exclusive_pair_id: int | None = Field(default=None, unique=True)
     position: int = 0  # order in the judge's queue: overlap rows below MAIN_BASE, main rows from it
-    claimed_at: Optional[datetime] = None  # when the pair was last shown to this judge
-    done_at: Optional[datetime] = None  # set when this judge's latest judgment is a label (not a skip)
+    claimed_at: datetime | None = None  # when the pair was last shown to this judge
+    done_at: datetime | None = None  # set when this judge's latest judgment is a label (not a skip)
     skipped: bool = False  # this judge's latest judgment of the pair is a skip: offered again last
     created_at: datetime = Field(default_factory=utcnow)
 
@@ -152,13 +151,13 @@ class PairView(SQLModel, table=True):
     taken from here."""
 
     __table_args__ = (Index("ix_pairview_judge_shown", "judge_id", "project_id", "shown_at"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     token: str = Field(index=True, unique=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     assignment_id: int = Field(foreign_key="assignment.id", index=True)
     pair_id: int = Field(foreign_key="poolpair.id")
     judge_id: int = Field(foreign_key="user.id")
-    guidelines_version_id: Optional[int] = Field(default=None, foreign_key="guidelinesversion.id")
+    guidelines_version_id: int | None = Field(default=None, foreign_key="guidelinesversion.id")
     shown_at: datetime = Field(default_factory=utcnow)
 
 
@@ -170,48 +169,48 @@ class Judgment(SQLModel, table=True):
         Index("ix_judgment_judge_pair", "judge_id", "pair_id", "id"),  # a judge's latest label of a pair
         Index("ix_judgment_judge_project", "judge_id", "project_id", "id"),  # a judge's recent labels
     )
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     pair_id: int = Field(foreign_key="poolpair.id", index=True)
     judge_id: int = Field(foreign_key="user.id", index=True)
-    grade: Optional[int] = None  # None when skipped
+    grade: int | None = None  # None when skipped
     unsure: bool = False
     skipped: bool = False
-    note: Optional[str] = None
-    guidelines_version_id: Optional[int] = Field(default=None, foreign_key="guidelinesversion.id")
+    note: str | None = None
+    guidelines_version_id: int | None = Field(default=None, foreign_key="guidelinesversion.id")
     source: str = "human"  # "human" or "import"
-    shown_at: Optional[datetime] = None
+    shown_at: datetime | None = None
     answered_at: datetime = Field(default_factory=utcnow)
-    client_token: Optional[str] = None  # one per shown pair: a resubmitted form records once
+    client_token: str | None = None  # one per shown pair: a resubmitted form records once
 
 
 class Adjudication(SQLModel, table=True):
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     pair_id: int = Field(foreign_key="poolpair.id", index=True)
     lead_id: int = Field(foreign_key="user.id")
     grade: int
     reason: str = Field(sa_column=Column(Text, nullable=False))
     guidelines_issue: bool = False  # the disagreement came from the guidelines
-    guidelines_version_id: Optional[int] = Field(default=None, foreign_key="guidelinesversion.id")
+    guidelines_version_id: int | None = Field(default=None, foreign_key="guidelinesversion.id")
     created_at: datetime = Field(default_factory=utcnow)
 
 
 class LeakFinding(SQLModel, table=True):
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     query_id: int = Field(foreign_key="query.id", index=True)
     chunk_id: str
     mode: str  # "exact", "jaccard", "containment"
     score: float
-    span: Optional[str] = None
-    decision: Optional[str] = None  # "exclude_chunk", "drop_query", "rejudge", "keep"
-    decided_by_id: Optional[int] = Field(default=None, foreign_key="user.id")
-    decided_at: Optional[datetime] = None
+    span: str | None = None
+    decision: str | None = None  # "exclude_chunk", "drop_query", "rejudge", "keep"
+    decided_by_id: int | None = Field(default=None, foreign_key="user.id")
+    decided_at: datetime | None = None
 
 
 class SeedJudgment(SQLModel, table=True):
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     qid: str
     docid: str
@@ -222,12 +221,12 @@ class SeedJudgment(SQLModel, table=True):
 
 class ExportVersion(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("project_id", "name"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
     name: str
-    parent: Optional[str] = None
+    parent: str | None = None
     state_sha256: str  # hash of the exported content: a different state under this name is refused
     manifest_json: str = Field(sa_column=Column(Text, nullable=False))
-    archive: Optional[bytes] = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # frozen zip
-    created_by: Optional[str] = None
+    archive: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # frozen zip
+    created_by: str | None = None
     created_at: datetime = Field(default_factory=utcnow)

@@ -17,8 +17,8 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from sqlalchemy import func, insert
 from sqlmodel import Session, select
@@ -306,7 +306,9 @@ def create_project(
     if not guidelines_text.strip():
         raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
-        raise ValueError(f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`")
+        raise ValueError(
+            f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`"
+        )
 
     queries = _query_rows(queries_path)
     pool = read_pool(pool_path)
@@ -326,7 +328,9 @@ def create_project(
     try:
         project = Project(
             name=name, scale=scale,
-            grades_json=json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def]),
+            grades_json=json.dumps(
+                [{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def]
+            ),
             corpus_fingerprint=fetched.fingerprint.sha256, queries_sha256=sha256_file(queries_path),
             pool_sha256=sha256_file(pool_path),
             pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,

@@ -15,7 +15,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, true
 from sqlalchemy import select as core_select
 from sqlmodel import Session, select
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -89,7 +89,7 @@ class SignedIn:
 
 
 _ACTIVE_BY_ID = core_select(User.__table__.c.id, User.__table__.c.name, User.__table__.c.role).where(
-    User.__table__.c.id == bindparam("uid"), User.__table__.c.active == True  # noqa: E712 - SQL expression
+    User.__table__.c.id == bindparam("uid"), User.__table__.c.active == true()
 )
 
 

@@ -1,23 +1,22 @@
 """initial schema
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-29 21:33:49.474475
 """
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-
 revision: str = '0001'
-down_revision: Union[str, None] = None
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | None = None
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
@@ -240,7 +239,9 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_assignment_judge_id'), ['judge_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_assignment_pair_id'), ['pair_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_assignment_project_id'), ['project_id'], unique=False)
-        batch_op.create_index('ix_assignment_queue', ['judge_id', 'project_id', 'done_at', 'skipped', 'position'], unique=False)
+        batch_op.create_index(
+            'ix_assignment_queue', ['judge_id', 'project_id', 'done_at', 'skipped', 'position'], unique=False
+        )
 
     op.create_table('judgment',
     sa.Column('id', sa.Integer(), nullable=False),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import krippendorff
 import numpy as np
@@ -210,7 +210,7 @@ def test_degenerate_inputs_are_undefined_with_a_reason_not_nan():
 
 
 def test_latest_label_counts_and_skips_are_ignored():
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     recs = [
         Label("q", "d", "a", 0, t0),
         Label("q", "d", "a", 2, t0 + timedelta(seconds=5)),  # changed: the latest counts
@@ -277,7 +277,7 @@ def test_default_cut_follows_the_scale():
 
 
 def test_drift_is_rolling_agreement_in_judging_order():
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     recs = []
     for i in range(20):  # first ten pairs agree, the last ten do not
         t = t0 + timedelta(minutes=i)
@@ -289,7 +289,7 @@ def test_drift_is_rolling_agreement_in_judging_order():
 
 
 def test_timing_median_and_fast_share():
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     secs = [1.0, 1.5, 3.0, 10.0]
     recs = [Label("q", f"d{i}", "a", 1, t0 + timedelta(seconds=s), t0) for i, s in enumerate(secs)]
     (t,) = judge_timing(recs)

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from tests.support.judgments import write_qrels
-from tests.support.projects import add_users, pairs_project
+
 from curation.agree.adjudication import adjudicate, disagreements, open_guidelines_version, queue_counts
-from curation.judge.importing import import_judgments
 from curation.agree.labels import FinalLabel, Vote, final_labels, resolve
+from curation.judge.importing import import_judgments
+from curation.store.engine import session as new_session
 from curation.store.models import Judgment, SeedJudgment
 from curation.store.projects import current_guidelines, get_project
-from curation.store.engine import session as new_session
 from curation.store.users import get_user
+from tests.support.judgments import write_qrels
+from tests.support.projects import add_users, pairs_project
 
 PAIRS = [("q1", "d1"), ("q1", "d2"), ("q1", "d3"), ("q2", "d4"), ("q2", "d5"), ("q2", "d6"), ("q3", "d7")]
 
@@ -146,7 +147,8 @@ def test_adjudicate_command_lists_and_decides(store):
     assert res.exit_code == 0 and "final grade 1 (adjudicated by lena)" in res.output
     res = runner.invoke(main, ["adjudicate", "--json", *db])
     assert [d["docid"] for d in __import__("json").loads(res.output)] == ["d6", "d3", "d4"]
-    res = runner.invoke(main, ["adjudicate", "--lead", "alice", "--pair", "q1/d3", "--grade", "1", "--reason", "x", *db])
+    res = runner.invoke(main, ["adjudicate", "--lead", "alice", "--pair", "q1/d3", "--grade", "1", "--reason", "x",
+                               *db])
     assert res.exit_code == 1 and "only a lead or admin" in res.output
     res = runner.invoke(main, ["adjudicate", "--lead", "lena", "--pair", "q9/d1", "--grade", "1", "--reason", "x", *db])
     assert res.exit_code == 1 and "is not a pair of project p" in res.output

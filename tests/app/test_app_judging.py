@@ -14,9 +14,10 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from curation.cli import main
+from curation.store.engine import make_engine
+from curation.store.engine import session as new_session
 from curation.store.migrate import SchemaError
 from curation.store.models import Assignment, Document, Judgment, PoolPair, User
-from curation.store.engine import make_engine, session as new_session
 from judging_app import create_app
 from tests.support.client import login, post_login
 from tests.support.projects import GUIDELINES, PASSWORD, RUN_NAMES, XSS_TEXT
@@ -99,7 +100,8 @@ def test_answers_need_the_csrf_token(app, setup, engine):
     client = app.test_client()
     login(client, "alice")
     page = judge_page(client, setup)
-    response = client.post(f"/projects/{setup.project_id}/judge", data={"token": field(page.data, "token"), "grade": "2"})
+    response = client.post(f"/projects/{setup.project_id}/judge",
+                           data={"token": field(page.data, "token"), "grade": "2"})
     assert response.status_code == 400 and b"Page expired" in response.data
     response = client.post(
         f"/projects/{setup.project_id}/judge", headers=HTMX,
@@ -206,12 +208,15 @@ def test_a_judge_cannot_reach_another_judges_pairs(app, setup, engine):
     # alice edits the URL to one of bob's main pairs, or to a pair that does not exist
     with new_session(engine) as db:
         ids = dict(db.exec(select(User.name, User.id)).all())
-        queue = lambda name: {  # noqa: E731 - position -> docid of a judge's main pairs
-            a.position: d for a, d in db.exec(
-                select(Assignment, Document.docid).join(PoolPair, PoolPair.id == Assignment.pair_id)
-                .join(Document, Document.id == PoolPair.document_id)
-                .where(Assignment.judge_id == ids[name], Assignment.kind == "main"))
-        }
+
+        def queue(name):  # position -> docid of a judge's main pairs
+            return {
+                a.position: d for a, d in db.exec(
+                    select(Assignment, Document.docid).join(PoolPair, PoolPair.id == Assignment.pair_id)
+                    .join(Document, Document.id == PoolPair.document_id)
+                    .where(Assignment.judge_id == ids[name], Assignment.kind == "main"))
+            }
+
         bob_queue, alice_queue = queue("bob"), queue("alice")
     # positions are per judge: where alice has none, bob's position is a 404; where she has one,
     # she gets her own pair there; never bob's document

@@ -6,22 +6,22 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from tests.support.judgments import judge_queue, write_qrels
-from tests.support.client import app_on, csrf, login
 from curation.agree.agreement import agreement_report
-from curation.judge.importing import import_judgments
 from curation.agree.labels import final_labels, load_judgments
+from curation.judge.importing import import_judgments
+from curation.store.engine import session as new_session
 from curation.store.models import Project, User
 from curation.store.projects import current_guidelines
-from curation.store.engine import session as new_session
+from tests.support.client import app_on, csrf, login
+from tests.support.judgments import judge_queue, write_qrels
 from tests.support.projects import assigned_project
 
 HTMX = {"HX-Request": "true"}
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def alice_grade(docid: str) -> int:
@@ -195,7 +195,7 @@ def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_p
     pid = pairs_project(engine, tmp_path / "three", pairs, name="three").id
     add_users(engine, ann="judge", ben="judge", cat="judge", lena="lead")
     with new_session(engine) as s:
-        for i, judge in enumerate(("ann", "ben", "cat")):
+        for _i, judge in enumerate(("ann", "ben", "cat")):
             rows = [(q, 0, d, (int(d[-1]) + (1 if (judge == "cat" and d.endswith("2")) else 0)) % 3) for q, d in pairs]
             import_judgments(s, write_qrels(tmp_path / f"{judge}.qrels", rows), judge=judge)
     with app_on(engine) as app:

@@ -7,11 +7,10 @@ import json
 
 import pytest
 
-from curation.export import versions as export
 from curation.evaluate.version_compare import pooled_runs
-from curation.store.projects import get_project
+from curation.export import versions as export
 from curation.store.engine import session as new_session
-
+from curation.store.projects import get_project
 from tests.support.client import login
 from tests.support.judgments import judge
 from tests.support.projects import add_users, create_from_files, write_pair_files

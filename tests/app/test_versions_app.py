@@ -13,10 +13,9 @@ import pytest
 from curation.export import versions as export
 from curation.export.archive import build_archive
 from curation.export.manifest import ALL_FILES
-from curation.store.projects import get_project
 from curation.store.engine import session as new_session
+from curation.store.projects import get_project
 from curation.store.users import add_user
-
 from tests.support.client import login
 from tests.support.judgments import judge
 from tests.support.projects import PASSWORD, pairs_project, read_files

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
-from tests.support.browser import golden_serve, log_in, require_chromium
-from curation.store.models import Judgment, User
 from curation.store.engine import session as new_session
+from curation.store.models import Judgment, User
+from tests.support.browser import golden_serve, log_in, require_chromium
 from tests.support.projects import assigned_project, sqlite_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
@@ -40,7 +40,9 @@ def counts(page) -> str:
 
 def judged(engine, name: str) -> list[Judgment]:
     with new_session(engine) as db:
-        return list(db.exec(select(Judgment).join(User, User.id == Judgment.judge_id).where(User.name == name).order_by(Judgment.id)))
+        return list(db.exec(
+            select(Judgment).join(User, User.id == Judgment.judge_id).where(User.name == name).order_by(Judgment.id)
+        ))
 
 
 def test_ten_pairs_by_keyboard_alone_survive_a_reload(server, page):

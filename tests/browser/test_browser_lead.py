@@ -5,20 +5,20 @@ the keyboard alone (the final label changes), and a judge refused with 403."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from tests.support.judgments import judge_queue
-from tests.support.browser import golden_serve, log_in, require_chromium
 from curation.agree.agreement import agreement_report
 from curation.agree.labels import final_labels, load_judgments
 from curation.store.engine import session as new_session
+from tests.support.browser import golden_serve, log_in, require_chromium
+from tests.support.judgments import judge_queue
 from tests.support.projects import assigned_project, sqlite_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
 
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from tests.support.browser import golden_serve, log_in, require_chromium
 from curation.cli import main as golden
-from curation.store.models import LeakFinding, Query, User
 from curation.store.engine import session as new_session
+from curation.store.models import LeakFinding, Query, User
+from tests.support.browser import golden_serve, log_in, require_chromium
 from tests.support.projects import assigned_project, sqlite_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium

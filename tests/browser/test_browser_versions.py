@@ -7,13 +7,13 @@ import hashlib
 
 import pytest
 
-from tests.support.browser import golden_serve, log_in, new_page, require_chromium
 from curation.export import versions as export
-from curation.store.projects import get_project
 from curation.store.engine import session as new_session
-
+from curation.store.projects import get_project
+from tests.support.browser import golden_serve, log_in, new_page, require_chromium
 from tests.support.judgments import judge
 from tests.support.projects import pairs_project, sqlite_store
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
 
 EVIL = '<script>window.__x = 1</script><img src=x onerror="window.__x = 2">'

@@ -129,9 +129,8 @@ def test_robust03_runs_against_ir_measures_judged(shared):
 
 
 def test_against_a_projects_judgments(engine, tmp_path):
-    from curation.store.models import Document, Judgment, PoolPair, Query, User
     from curation.store.engine import session as new_session
-
+    from curation.store.models import Document, Judgment, PoolPair, Query, User
     from tests.support.projects import assigned_project
 
     setup = assigned_project(engine, tmp_path / "p", n_queries=2, docs_per_query=4)

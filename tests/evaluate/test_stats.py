@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from curation.evaluate.metrics import QueryScores, evaluate, parse_metric
 from curation.evaluate.attribution import attribute
 from curation.evaluate.bootstrap import bootstrap_replicates, interval
 from curation.evaluate.exact_tests import mcnemar, sign_test
+from curation.evaluate.metrics import QueryScores, evaluate, parse_metric
 from curation.evaluate.noise import noise, sweep
 from curation.evaluate.power import power
 from curation.evaluate.stats import compare, pair_scores, query_weights, read_queries, verdict

@@ -13,16 +13,15 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
+from curation.cli import main
 from curation.export import versions as export
 from curation.export.archive import build_archive, read_archive
 from curation.export.manifest import ALL_FILES, DATA_FILES, sha256_bytes
 from curation.export.verify import verify
-from curation.cli import main
-from curation.store.models import Document, ExportVersion, PoolPair, Query
-from curation.store.projects import get_project
 from curation.formats.qrels import read_qrels
 from curation.store.engine import session as new_session
-
+from curation.store.models import Document, ExportVersion, PoolPair, Query
+from curation.store.projects import get_project
 from tests.support.judgments import adjudicate, judge
 from tests.support.projects import pairs_project, read_files
 
@@ -75,7 +74,8 @@ def test_qrels_are_trec_format_and_load_in_ir_measures_and_ranx(complete, tmp_pa
     assert {(q.query_id, q.doc_id): q.relevance for q in loaded} == {
         (q, d): g for q, docs in expected.items() for d, g in docs.items()
     }
-    assert {q: dict(d) for q, d in Qrels.from_file(str(folder / "qrels.txt"), kind="trec").to_dict().items()} == expected
+    trec_qrels = Qrels.from_file(str(folder / "qrels.txt"), kind="trec").to_dict()
+    assert {q: dict(d) for q, d in trec_qrels.items()} == expected
     assert read_qrels(folder / "qrels.txt") == expected
     assert res.manifest["counts"]["pairs"] == 6 and res.manifest["counts"]["grades"] == {"0": 2, "1": 2, "2": 2}
 
@@ -101,15 +101,17 @@ def test_qrels_jsonl_carries_provenance_in_the_same_order(complete, tmp_path):
 
     queries = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
     assert [q["qid"] for q in queries] == ["007", "10", "9"]
-    assert queries[0] == {"qid": "007", "text": "query 007", "stratum": {"freq": "head"}, "stratum_key": queries[0]["stratum_key"],
-                          "traffic": 10, "users": 1, "weight": 1.5, "split": None, "leak_status": None, "status": "active"}
+    assert queries[0] == {"qid": "007", "text": "query 007", "stratum": {"freq": "head"},
+                          "stratum_key": queries[0]["stratum_key"], "traffic": 10, "users": 1, "weight": 1.5,
+                          "split": None, "leak_status": None, "status": "active"}
 
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["version"] == "v1" and manifest["parent"] is None and manifest["created_by"] == "tester"
     assert manifest["policy"] == "adjudicated"
     assert manifest["counts"]["sources"]["unanimous"] == 1 and manifest["counts"]["sources"]["adjudicated"] == 1
     assert manifest["incomplete"] == {"unjudged_pooled_pairs": 0, "unresolved_disagreements": 0}
-    assert [(j["name"], j["labels"], j["labels_in_export"]) for j in manifest["judges"]] == [("alice", 6, 6), ("bob", 2, 2)]
+    assert [(j["name"], j["labels"], j["labels_in_export"]) for j in manifest["judges"]] == [
+        ("alice", 6, 6), ("bob", 2, 2)]
     assert manifest["pool"]["pairs"] == 6 and manifest["corpus"]["documents"] == 5
     assert manifest["label_scale"]["scale"] == "0-2"
     assert manifest["guidelines"]["current"]["version"] == 1 and len(manifest["guidelines"]["current"]["sha256"]) == 64
@@ -146,8 +148,8 @@ def test_exporting_the_same_version_again_gives_identical_bytes(complete, tmp_pa
 
 
 def test_the_same_store_content_gives_the_same_files_in_another_store(complete, tmp_path):
-    from curation.store.migrate import upgrade
     from curation.store.engine import make_engine
+    from curation.store.migrate import upgrade
 
     other = make_engine(f"sqlite:///{tmp_path / 'other.db'}")
     upgrade(other)
@@ -360,7 +362,8 @@ def test_changes_against_the_parent_version(engine, tmp_path):
     judge(engine, tmp_path, "alice", {k: v for k, v in ALICE.items() if k != ("9", "d4")})
     do_export(engine, tmp_path / "out", "v1", allow_incomplete=True)  # 9/d4 and 11/d5 unjudged
     v1_changes = (tmp_path / "out" / "v1" / "CHANGES.md").read_text()
-    assert v1_changes == "# v1\n\nFirst version: no parent to compare with.\n\n- queries: 4\n- judged pairs: 5\n- policy: adjudicated\n"
+    assert v1_changes == ("# v1\n\nFirst version: no parent to compare with.\n\n"
+                          "- queries: 4\n- judged pairs: 5\n- policy: adjudicated\n")
 
     judge(engine, tmp_path, "alice", {("007", "d2"): 1, ("9", "d4"): 2, ("11", "d5"): 0})  # relabel + 2 new
     with new_session(engine) as s:  # query 10 dropped (a leak decision), query 12 arrives with one pair
@@ -368,7 +371,8 @@ def test_changes_against_the_parent_version(engine, tmp_path):
         q10 = s.exec(select(Query).where(Query.qid == "10")).one()
         q10.status = "dropped"
         s.add(q10)
-        q12 = Query(project_id=proj.id, qid="12", text="a new query", stratum_json='{"freq": "tail"}', stratum_key="freq=tail")
+        q12 = Query(project_id=proj.id, qid="12", text="a new query", stratum_json='{"freq": "tail"}',
+                    stratum_key="freq=tail")
         s.add(q12)
         s.flush()
         doc = s.exec(select(Document).where(Document.docid == "d5")).one()
@@ -437,9 +441,13 @@ def test_robust03_export_gives_the_same_ndcg_in_ir_measures_and_ranx(engine, tmp
 
     # A third run, in trec_eval's order, given strictly decreasing scores so no reader can re-break ties.
     run = read_run(shared("robust03", "runs", "input.pircRBa1.gz"))
-    scores = {q: {d: float(len(docs) - i) for i, d in enumerate(docs)} for q, docs in run.rankings.items() if q in exported}
+    scores = {
+        q: {d: float(len(docs) - i) for i, d in enumerate(docs)} for q, docs in run.rankings.items() if q in exported
+    }
     run_path = tmp_path / "run.trec"
-    run_path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} r\n" for q in scores for i, (d, s) in enumerate(scores[q].items())))
+    run_path.write_text(
+        "".join(f"{q} Q0 {d} {i + 1} {s} r\n" for q in scores for i, (d, s) in enumerate(scores[q].items()))
+    )
 
     irm = {m.query_id: m.value for m in ir_measures.iter_calc([nDCG @ 10], ir_measures.read_trec_qrels(str(path)),
                                                               ir_measures.read_trec_run(str(run_path)))}

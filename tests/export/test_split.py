@@ -15,13 +15,12 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 from sqlmodel import select
 
-from curation.export import versions as export
 from curation.cli import main
-from curation.store.models import Query
-from curation.store.projects import get_project
+from curation.export import versions as export
 from curation.export.split import SplitQuery, assign_splits, split_project
 from curation.store.engine import session as new_session
-
+from curation.store.models import Query
+from curation.store.projects import get_project
 from tests.support.judgments import judge
 from tests.support.projects import pairs_project
 

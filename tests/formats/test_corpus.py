@@ -66,14 +66,16 @@ def test_fingerprint_follows_its_definition_and_ignores_order_and_format(tmp_pat
     write_jsonl(tmp_path / "c1.jsonl", DOCS[:2])
     with gzip.open(tmp_path / "c2.jsonl.gz", "wt", encoding="utf-8") as fh:
         for d in DOCS[2:]:
-            fh.write(json.dumps({"id": d.id, "text": d.text, "title": d.title, "url": d.url}, ensure_ascii=False) + "\n")
+            fh.write(json.dumps({"id": d.id, "text": d.text, "title": d.title, "url": d.url},
+                                ensure_ascii=False) + "\n")
     assert corpus_fingerprint([tmp_path / "c1.jsonl", tmp_path / "c2.jsonl.gz"]) == fp
     table = pa.table({"id": [d.id for d in DOCS], "text": [d.text for d in DOCS],
                       "title": [d.title for d in DOCS], "url": [d.url for d in DOCS]})
     pq.write_table(table, tmp_path / "d.parquet")
     assert corpus_fingerprint(tmp_path / "d.parquet") == fp
     tsv = tmp_path / "e.tsv"
-    tsv.write_text("id\ttitle\ttext\turl\n" + "".join(f"{d.id}\t{d.title or ''}\t{d.text}\t{d.url or ''}\n" for d in DOCS[::-1]))
+    tsv.write_text("id\ttitle\ttext\turl\n"
+                   + "".join(f"{d.id}\t{d.title or ''}\t{d.text}\t{d.url or ''}\n" for d in DOCS[::-1]))
     assert corpus_fingerprint(tsv) == fp
 
 
@@ -98,7 +100,8 @@ def test_fetch_docs_returns_texts_and_names_missing(tmp_path):
 
 def test_read_docids_from_pool_qrels_run_and_list(tmp_path):
     pool = tmp_path / "pool.jsonl"
-    pool.write_text('{"qid":"1","docid":"a","order":1}\n{"qid":"2","docid":"b","order":1}\n{"qid":"3","docid":"a","order":1}\n')
+    pool.write_text('{"qid":"1","docid":"a","order":1}\n{"qid":"2","docid":"b","order":1}\n'
+                    '{"qid":"3","docid":"a","order":1}\n')
     assert read_docids(pool) == ["a", "b"]
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("1 0 x 1\n1 0 y 0\n")

@@ -8,16 +8,16 @@ import random
 from collections import Counter, defaultdict
 
 import pytest
-from tests.support.projects import counts_project, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
-from curation.judge.assignment import PairRef, _apportion, assign, draw_overlap, main_visible, release, split_main
 from curation.cli import main
+from curation.judge.assignment import PairRef, _apportion, assign, draw_overlap, main_visible, release, split_main
+from curation.store.engine import session
 from curation.store.models import MAIN_BASE, Assignment, Document, PoolPair, Project, Query, User
 from curation.store.projects import extend_pool
-from curation.store.engine import session
 from curation.store.users import add_user
+from tests.support.projects import counts_project, write_inputs
 
 
 def _users(s, *names, role="judge"):
@@ -97,7 +97,8 @@ def test_assign_overlap_first_then_balanced_main(engine, tmp_path):
         assert (rep.overlap_pairs, rep.overlap_queries, rep.overlap_strata) == (4, 4, 2)
         # Overlap rows come first in each queue.
         for name in ("alice", "bob"):
-            assert max(r[4] for r in overlap if r[2] == name) < MAIN_BASE <= min(r[4] for r in main_rows if r[2] == name)
+            assert (max(r[4] for r in overlap if r[2] == name) < MAIN_BASE
+                    <= min(r[4] for r in main_rows if r[2] == name))
         # Main pairs: all the others, each once, a query's pairs with one judge.
         assert len(main_rows) == 14 - 4 and len({(r[0], r[1]) for r in main_rows}) == 10
         assert not ({(r[0], r[1]) for r in main_rows} & ov_pairs)

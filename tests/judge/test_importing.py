@@ -10,13 +10,13 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
-from tests.support.judgments import write_qrels
-from tests.support.projects import add_users, pairs_project
 from curation.agree.agreement import agreement_report
+from curation.agree.labels import load_judgments
 from curation.cli import main
 from curation.judge.importing import import_judgments
-from curation.agree.labels import load_judgments
 from curation.store.engine import session as new_session
+from tests.support.judgments import write_qrels
+from tests.support.projects import add_users, pairs_project
 
 
 def _groups(path):
@@ -76,7 +76,8 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
     outs = {}
     for g in ("0", "1", "2"):
         res = runner.invoke(main, ["import-judgments", str(path), "--judge", f"assessor{g}", "--group", g,
-                                   "--project", "trec", "--clip", "--create-judge", "--db", engine.url.render_as_string(hide_password=False)])
+                                   "--project", "trec", "--clip", "--create-judge",
+                                   "--db", engine.url.render_as_string(hide_password=False)])
         assert res.exit_code == 0, res.output
         outs[g] = res.output
     n_missing0 = sum(p in groups["0"] for p in left_out)
@@ -91,7 +92,10 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
 
         recs = load_judgments(s, get_project(s, "trec"), overlap_only=True)
     report = agreement_report(recs, scale=[0, 1, 2, 3], cut=1, resamples=0)
-    clip = lambda g: min(max(g, 0), 3)  # noqa: E731
+
+    def clip(g):
+        return min(max(g, 0), 3)
+
     for c in report.pairwise:
         a, b = (j.removeprefix("assessor") for j in c.judges)
         units = sorted(u for u in set(groups[a]) & set(groups[b]) if u not in left_out)

@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from tests.support.projects import counts_project
 from sqlmodel import select
 
 from curation.judge.assignment import assign, release
@@ -26,10 +25,11 @@ from curation.judge.judging import (
     submit,
     task_at,
 )
+from curation.store.engine import make_engine, session
 from curation.store.models import MAIN_BASE, Assignment, Document, GuidelinesVersion, Judgment, PoolPair, Query, utcnow
 from curation.store.projects import set_guidelines
-from curation.store.engine import make_engine, session
 from curation.store.users import add_user
+from tests.support.projects import counts_project
 
 
 def _setup(engine, tmp_path):
@@ -227,7 +227,8 @@ def test_progress_time_left_at_the_judges_median_pace(setup):
         p = progress(s, project, alice)
         assert (p.done, p.assigned, p.held) == (3, 4, 5)
         # Durations are computed by the database (SQLite: julianday, a double: ~50 µs resolution).
-        assert p.median_seconds == pytest.approx(10, abs=1e-3) and p.seconds_left == pytest.approx(10 * (4 - 3), abs=1e-3)
+        assert p.median_seconds == pytest.approx(10, abs=1e-3)
+        assert p.seconds_left == pytest.approx(10 * (4 - 3), abs=1e-3)
         assert p.fraction == 0.75
         release(s, project, lena)
         p = progress(s, project, alice)
@@ -252,7 +253,10 @@ def test_walked_away_judges_main_pairs_move_to_a_judge_with_an_empty_queue(setup
                                                 Assignment.done_at.is_(None))).all()
         # One whole query moved: the one at the end of alice's queue.
         last_query = max(alice_main_before, key=lambda a: a.position)
-        q_of = lambda a: s.get(PoolPair, a.pair_id).query_id  # noqa: E731
+
+        def q_of(a):
+            return s.get(PoolPair, a.pair_id).query_id
+
         assert {q_of(a) for a in moved} == {q_of(last_query)}
         assert len(moved) == sum(1 for a in alice_main_before if q_of(a) == q_of(last_query))
         assert all(a.position >= MAIN_BASE for a in moved)
@@ -327,7 +331,7 @@ def _run_judges(eng, project, users, *, stale_after, take_stale, seconds=60):
                     futures = [clicks.submit(double_submit, user.id, t.token, grade) for _ in range(2)]
                     for f in futures:
                         f.result()
-        except Exception as exc:  # noqa: BLE001 - reported by the test
+        except Exception as exc:  # any failure is reported by the test
             errors.append(repr(exc))
 
     threads = [threading.Thread(target=work, args=(u,)) for u in users]

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from tests.support.client import csrf, login
 from curation.cli import main
 from curation.leak.findings import decide, leak_overview, record_findings
-from curation.store.models import Document, LeakFinding, Query, User
 from curation.store.engine import session as new_session
+from curation.store.models import Document, LeakFinding, Query, User
+from tests.support.client import csrf, login
 from tests.support.projects import assigned_project
 
 HTMX = {"HX-Request": "true"}
@@ -52,7 +52,8 @@ def _status(engine, pid):
 
 def test_findings_recorded_and_rerun_keeps_decisions(engine, setup):
     assert _status(engine, setup.project_id) == {
-        "q000": ("clean", "active"), "q001": ("leak", "active"), "q002": ("leak", "active"), "q003": ("clean", "active")}
+        "q000": ("clean", "active"), "q001": ("leak", "active"), "q002": ("leak", "active"),
+        "q003": ("clean", "active")}
     with new_session(engine) as db:
         overview = leak_overview(db, setup.project_id)
         assert overview.counts == {"leak": 2, "too_short": 0, "clean": 2, "unchecked": 0}
@@ -139,7 +140,8 @@ def test_decision_by_form_and_by_htmx(app, engine, setup):
                   headers=HTMX)
     assert r.status_code == 200
     part = r.data.decode()
-    assert part.startswith('<section class="card leakq leak" id="leakq-') and 'data-testid="query-status">dropped' in part
+    assert part.startswith('<section class="card leakq leak" id="leakq-')
+    assert 'data-testid="query-status">dropped' in part
     assert "Drop the query — lena," in part
     assert _status(engine, setup.project_id)["q002"] == ("leak", "dropped")
     assert lead.post(f"/lead/{setup.project_id}/leaks/{f2}", data={"decision": "nuke", "csrf_token": token}

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from curation.cli import main
 from curation.formats.fileio import InputError
+from curation.formats.normalize import normalize_text
 from curation.leak.driver import leakcheck
 from curation.leak.report import read_report
-from curation.formats.normalize import normalize_text
 
 # --------------------------------------------------------------------------------------------
 # an independent brute force: every query against every chunk, plain Python sets
@@ -205,7 +205,9 @@ def test_process_pool_matches_single_process(generated, monkeypatch):
 def test_dask_cluster_runs_the_same_map(generated):
     distributed = pytest.importorskip("distributed")
     queries, chunks, files = generated
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
         report = leakcheck(queries, files, threshold=0.85, dask=cluster.scheduler_address, max_matches=10_000)
     assert _found(report) == brute_force(queries, chunks, threshold=0.85)
     assert report.chunks == len(chunks)
@@ -261,7 +263,8 @@ def stdlib_corpus(tmp_path_factory):
     cid, text = chunks[hosts[0]]
     words = text.split()
     cut = len(words) // 2
-    planted_exact = " ".join(words[:cut]) + " \u201c" + QUESTIONS["faq-exact"].upper() + "\u201d " + " ".join(words[cut:])
+    planted_exact = (" ".join(words[:cut]) + " \u201c" + QUESTIONS["faq-exact"].upper() + "\u201d "
+                     + " ".join(words[cut:]))
     chunks[hosts[0]] = (cid, planted_exact)
     # containment: last word changed, quoted in the middle of a long page
     cid2, text2 = chunks[hosts[1]]
@@ -413,7 +416,8 @@ def test_boilerplate_only_query_is_too_short_when_discounted(boilerplate_corpus)
 
 def test_bad_json_line_is_named(tmp_path):
     path = tmp_path / "broken.jsonl"
-    path.write_text('{"id": "a", "text": "one two three"}\n' * 4 + '{"id": "b", "text": \n' + '{"id": "c", "text": "x"}\n')
+    path.write_text('{"id": "a", "text": "one two three"}\n' * 4 + '{"id": "b", "text": \n'
+                    + '{"id": "c", "text": "x"}\n')
     with pytest.raises(InputError, match=r"broken.jsonl:5: not valid JSON"):
         leakcheck([("q", "one two three")], [path], workers=1)
 

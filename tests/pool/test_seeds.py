@@ -9,18 +9,16 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import func, select
 
-from curation.judge import assignment
-from curation.export import versions as export
-from curation.judge import judging
 from curation.cli import main
+from curation.export import versions as export
 from curation.formats.fileio import InputError
-from curation.store.models import Judgment, PoolPair, Query, SeedJudgment
-from curation.store.projects import get_project
 from curation.formats.seeds_file import Seed, read_seeds
+from curation.judge import assignment, judging
 from curation.pool.seeds import import_seeds
 from curation.store.engine import session as new_session
+from curation.store.models import Judgment, PoolPair, Query, SeedJudgment
+from curation.store.projects import get_project
 from curation.store.users import get_user
-
 from tests.support.judgments import judge
 from tests.support.projects import pairs_project
 
@@ -63,7 +61,8 @@ def _seeds(engine):
 def test_seeds_are_stored_apart_from_judgments_with_their_source(engine, tmp_path):
     pairs_project(engine, tmp_path / "in", PAIRS)
     tickets = tmp_path / "tickets.jsonl"
-    tickets.write_text('{"qid": "007", "docid": "d1"}\n{"qid": "007", "docid": "d1"}\n{"qid": "9", "docid": "d4", "grade": 1}\n')
+    tickets.write_text('{"qid": "007", "docid": "d1"}\n{"qid": "007", "docid": "d1"}\n'
+                       '{"qid": "9", "docid": "d4", "grade": 1}\n')
     clicks = tmp_path / "clicks.tsv"
     clicks.write_text("007\td1\n007\td2\n007\td2\n")
     with new_session(engine) as s:
@@ -80,7 +79,8 @@ def test_seeds_are_stored_apart_from_judgments_with_their_source(engine, tmp_pat
                               ("9", "d4", "ticket", 1)]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "007", "docid": "d1", "grade": 3}\n')
-    with new_session(engine) as s, pytest.raises(InputError, match="bad.jsonl:1: grade 3 is not on the project's scale"):
+    with (new_session(engine) as s,
+          pytest.raises(InputError, match="bad.jsonl:1: grade 3 is not on the project's scale")):
         import_seeds(s, get_project(s, "p"), bad, source="ticket")
     with new_session(engine) as s, pytest.raises(ValueError, match="source"):
         import_seeds(s, get_project(s, "p"), tickets, source="email")
@@ -134,10 +134,12 @@ def test_export_marks_labels_resting_on_a_seed_alone(engine, tmp_path):
     judge(engine, tmp_path, "alice", {("007", "d4"): 0})  # the judge rejects the click
     with new_session(engine) as s:
         res = export.export_version(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out", created_by="t")
-    records = {(r["qid"], r["docid"]): r for r in map(json.loads, (tmp_path / "out" / "v1" / "qrels.jsonl").read_text().splitlines())}
+    lines = (tmp_path / "out" / "v1" / "qrels.jsonl").read_text().splitlines()
+    records = {(r["qid"], r["docid"]): r for r in map(json.loads, lines)}
     assert {k for k, r in records.items() if r["seed_only"]} == {("10", "d4"), ("9", "d1")}
     assert records[("10", "d4")]["source"] == "seed" and records[("10", "d4")]["grade"] == 2
-    assert records[("10", "d4")]["seeds"] == [{"source": "ticket", "grade": 2}] and records[("10", "d4")]["judgments"] == []
+    assert records[("10", "d4")]["seeds"] == [{"source": "ticket", "grade": 2}]
+    assert records[("10", "d4")]["judgments"] == []
     assert records[("007", "d4")]["source"] == "single" and records[("007", "d4")]["grade"] == 0
     assert records[("007", "d4")]["seeds"] == [{"source": "click", "grade": 1}]
     assert records[("007", "d1")]["seeds"] == [{"source": "click", "grade": 1}] and records[("007", "d1")]["grade"] == 1

@@ -10,11 +10,13 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from curation.sample import logs
 from curation.formats.fileio import InputError
-from curation.sample.logs import collapse_log
 from curation.formats.normalize import normalize_text
+from curation.sample import logs
+from curation.sample.logs import collapse_log
 
 # (query, user, market, count): one search row each, `count` searches.
 ROWS = [
@@ -57,7 +59,9 @@ def write_log(path, rows=ROWS, fmt=None):
     return path
 
 
-@pytest.mark.parametrize("name", ["log.csv", "log.tsv", "log.jsonl", "log.parquet", "log.csv.gz", "log.jsonl.gz", "log.tsv.gz"])
+@pytest.mark.parametrize(
+    "name", ["log.csv", "log.tsv", "log.jsonl", "log.parquet", "log.csv.gz", "log.jsonl.gz", "log.tsv.gz"]
+)
 def test_every_format_collapses_to_the_hand_counted_queries(tmp_path, name):
     path = write_log(tmp_path / name)
     result = collapse_log(path, query_col="query", user_col="user", count_col="n", strata=["market"])
@@ -81,7 +85,8 @@ def test_a_query_in_two_strata_belongs_where_it_has_most_traffic_and_ties_go_to_
     path = write_log(tmp_path / "log.csv", rows)
     q = collapse_log(path, query_col="query", count_col="n", strata=["market"]).queries
     # a: mm and zz tie at 2 searches -> "mm" sorts first; its traffic counts all 5 searches
-    assert q.to_dict("records") == [{"text": "a", "traffic": 5, "market": "mm"}, {"text": "b", "traffic": 1, "market": "zz"}]
+    assert q.to_dict("records") == [
+        {"text": "a", "traffic": 5, "market": "mm"}, {"text": "b", "traffic": 1, "market": "zz"}]
 
 
 def test_several_files_are_read_as_one_log(tmp_path):
@@ -154,7 +159,9 @@ def test_wrong_number_of_fields_in_tsv(tmp_path):
     assert err.line == 3 and "1 fields, expected 2" in err.message
 
 
-@pytest.mark.parametrize("bad, why", [("x", "not a number"), ("-2", "whole number"), ("1.5", "whole number"), ("", "empty")])
+@pytest.mark.parametrize(
+    "bad, why", [("x", "not a number"), ("-2", "whole number"), ("1.5", "whole number"), ("", "empty")]
+)
 def test_bad_count_names_the_line_even_after_a_multiline_record(tmp_path, bad, why):
     path = tmp_path / "log.csv.gz"
     with gzip.open(path, "wt", encoding="utf-8") as fh:
@@ -223,10 +230,9 @@ def test_options_naming_the_same_column_twice_are_refused(tmp_path):
 
 # ---- bulk normalisation agrees with the one-by-one contract -----------------------------------
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-_ALPHABET = st.sampled_from(list("aB Z9?'\t\n\x0b\x0c\r\x1c\x1f") + ["\u00a0", "\u2019", "\u200b", "\u00df", "\uff21", "\u0130", "\u2003"])
+_ALPHABET = st.sampled_from(
+    list("aB Z9?'\t\n\x0b\x0c\r\x1c\x1f") + ["\u00a0", "\u2019", "\u200b", "\u00df", "\uff21", "\u0130", "\u2003"]
+)
 
 
 @pytest.mark.slow

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.projects import GUIDELINES, counts_project, write_inputs
 from click.testing import CliRunner
 from sqlmodel import select
 
 from curation.cli import main
 from curation.formats.fileio import InputError
+from curation.store.engine import session
 from curation.store.models import Document, GuidelinesVersion, PoolPair, Project, Query, Run
 from curation.store.projects import (
     DEFAULT_SCALES,
@@ -25,7 +25,7 @@ from curation.store.projects import (
     scale_grades,
     set_guidelines,
 )
-from curation.store.engine import session
+from tests.support.projects import GUIDELINES, counts_project, write_inputs
 
 
 def test_create_loads_queries_pairs_and_only_pooled_documents(engine, tmp_path):
@@ -83,7 +83,8 @@ def test_pool_rows_are_checked_against_the_queries(sqlite_engine, tmp_path):
 @pytest.mark.parametrize(
     "line, message",
     [
-        ('{"qid": "q1", "docid": "q1-d0", "order": 0, "systems": {}}', "pool.jsonl:15: pair ('q1', 'q1-d0') appears twice"),
+        ('{"qid": "q1", "docid": "q1-d0", "order": 0, "systems": {}}',
+         "pool.jsonl:15: pair ('q1', 'q1-d0') appears twice"),
         ('{"qid": "q1", "order": 0}', "pool.jsonl:15: missing or empty 'docid'"),
         ('{"qid": "q1", "docid": "x", "systems": [1]}', "pool.jsonl:15: 'systems' must be an object"),
         ("not json", "pool.jsonl:15: not valid JSON"),

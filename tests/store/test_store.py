@@ -13,8 +13,9 @@ from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 from werkzeug.security import check_password_hash
 
-import curation.store.models  # noqa: F401  (tables on the metadata)
+import curation.store.models  # noqa: F401 - imported for its effect: registers the tables on SQLModel.metadata
 from curation.cli import main
+from curation.store.engine import make_engine, session
 from curation.store.migrate import (
     SchemaError,
     alembic_config,
@@ -25,7 +26,6 @@ from curation.store.migrate import (
     schema_problem,
     upgrade,
 )
-from curation.store.engine import make_engine, session
 from curation.store.users import add_user, authenticate, get_user, list_users, set_active, set_password
 
 

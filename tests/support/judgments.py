@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from curation.store import projects
-from curation.store import users
+from curation.store import projects, users
 from curation.store.engine import session as new_session
 
 

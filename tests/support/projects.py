@@ -18,8 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from curation.store import projects
-from curation.store import users
+from curation.store import projects, users
 from curation.store.engine import session as new_session
 
 PASSWORD = "correct-horse-battery"
