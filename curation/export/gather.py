@@ -17,6 +17,8 @@ from sqlmodel import Session, func, select
 from curation.agree.labels import final_labels, load_judgments
 from curation.export.manifest import FORMAT, iso_utc, sha256_bytes, state_hash
 from curation.export.split import split_summary
+from curation.formats.qrels import QrelLine, format_label_record, format_qrel
+from curation.formats.queries import queries_text
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     Adjudication,
@@ -34,10 +36,6 @@ from curation.store.models import (
 
 
 HUMAN_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated")
-
-
-def _json_line(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=False, separators=(", ", ": ")) + "\n"
 
 
 def _plain(obj, digits: int = 6):
@@ -237,8 +235,8 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
         sources[fl.source] += 1
 
     ordered = sorted(records)
-    qrels_txt = "".join(f"{q} 0 {d} {records[(q, d)]['grade']}\n" for q, d in ordered)
-    qrels_jsonl = "".join(_json_line(records[k]) for k in ordered)
+    qrels_txt = "".join(format_qrel(QrelLine(q, "0", d, records[(q, d)]["grade"])) for q, d in ordered)
+    qrels_jsonl = "".join(format_label_record(records[k]) for k in ordered)
 
     qrecs: dict[str, dict] = {}
     for qid in sorted(active):
@@ -261,7 +259,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "leak_status": q.leak_status,
             "status": q.status,
         }
-    queries_jsonl = "".join(_json_line(qrecs[qid]) for qid in sorted(qrecs))
+    queries_jsonl = queries_text((qrecs[qid] for qid in sorted(qrecs)), spaced=True)
 
     # Judges: each one's latest labels in the project, and how many of them this export counts.
     roles = dict(session.exec(select(User.name, User.role)).all())

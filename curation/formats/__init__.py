@@ -8,6 +8,7 @@ query lists            :mod:`curation.formats.query_list`          (line, normal
 pool.jsonl, .meta      :mod:`curation.formats.pool_file`           ``PoolEntry``
 TREC / JSONL runs      :mod:`curation.formats.runs`                ``RankedRun``
 TREC qrels, judgments  :mod:`curation.formats.qrels`               ``QrelLine``
+export qrels.jsonl     :mod:`curation.formats.qrels`               dict (label with provenance)
 seed files             :mod:`curation.formats.seeds_file`          ``Seed``
 corpus                 :mod:`curation.formats.corpus`              ``Doc``
 =====================  ==========================================  ==============================

@@ -102,6 +102,16 @@ def test_writer_round_trip_is_byte_stable(tmp_path):
     assert json.loads(path.read_text(encoding="utf-8").splitlines()[0])["text"] == "café"
 
 
+def test_the_export_layout_is_the_one_parameter_of_the_writer():
+    from curation.formats.queries import format_query, queries_text
+
+    row = {"qid": "q1", "text": "café", "stratum": {"m": "us"}, "split": None}
+    assert format_query(row, spaced=True) == '{"qid": "q1", "text": "café", "stratum": {"m": "us"}, "split": null}'
+    assert queries_text([row, QueryRecord("q2", "b")]) == (
+        '{"qid":"q1","text":"café","stratum":{"m":"us"},"split":null}\n{"qid":"q2","text":"b"}\n'
+    )
+
+
 def test_stats_reads_queries_by_the_same_rules(tmp_path):
     """`golden stats` took empty text and any split; the queries reader refuses both, so stats does too."""
     from curation.evaluate.stats import read_queries as stats_read_queries
