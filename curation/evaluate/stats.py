@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -44,16 +43,13 @@ import numpy as np
 from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
-from curation.formats.queries import QueryRecord, iter_queries
-from curation.formats.queries import parse_queries as formats_parse_queries
+from curation.formats.queries import QueryRecord
 from curation.evaluate.metrics import MetricSpec, QueryScores
 
 __all__ = [
     "WEIGHTINGS",
     "CI_METHODS",
     "QueryRow",
-    "read_queries",
-    "parse_queries",
     "stratum_label",
     "Paired",
     "pair_scores",
@@ -83,16 +79,6 @@ def stratum_label(stratum) -> str:
     if stratum == {"source": "handwritten"}:
         return "handwritten"
     return ", ".join(f"{k}={v}" for k, v in stratum.items())
-
-
-def read_queries(path: str | os.PathLike) -> dict[str, QueryRow]:
-    """Read queries.jsonl into ``{qid: QueryRow}`` (gzip allowed); errors name the file and line."""
-    return {q.qid: q for q in iter_queries(path)}
-
-
-def parse_queries(lines: Iterable[str], *, path: str = "queries.jsonl") -> dict[str, QueryRow]:
-    """Parse queries.jsonl lines (``path`` names them in errors) into ``{qid: QueryRow}``."""
-    return {q.qid: q for q in formats_parse_queries(lines, path)}
 
 
 # ---------------------------------------------------------------------------------------------
