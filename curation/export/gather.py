@@ -19,6 +19,7 @@ from curation.export.manifest import FORMAT, iso_utc, sha256_bytes, state_hash
 from curation.export.split import split_summary
 from curation.formats.qrels import QrelLine, format_label_record, format_qrel
 from curation.formats.queries import queries_text
+from curation.pool.seeds import SEED_SOURCES
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     Adjudication,
@@ -348,7 +349,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
         },
         "split": split_summary(session, project),
         "seeds": {
-            "by_source": {s: seeds_by_source.get(s, 0) for s in ("ticket", "click")},
+            "by_source": {s: seeds_by_source.get(s, 0) for s in SEED_SOURCES},
             "confirmed_by_judges": seed_confirm.get("confirmed", 0),
             "rejected_by_judges": seed_confirm.get("rejected", 0),
             "labels_resting_on_seed_alone": sources.get("seed", 0),
