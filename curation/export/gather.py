@@ -14,13 +14,14 @@ from datetime import datetime
 
 from sqlmodel import Session, func, select
 
-from curation.agree.labels import final_labels, load_judgments
+from curation.agree.labels import LABEL_SOURCES, final_labels, load_judgments
 from curation.export.manifest import FORMAT, iso_utc, sha256_bytes, state_hash
 from curation.export.split import split_summary
 from curation.formats.qrels import QrelLine, format_label_record, format_qrel
 from curation.formats.queries import queries_text
 from curation.pool.seeds import SEED_SOURCES
 from curation.store.lookups import join_pair_text
+from curation.store.projects import guidelines_history
 from curation.store.models import (
     Adjudication,
     Document,
@@ -36,7 +37,8 @@ from curation.store.models import (
 )
 
 
-HUMAN_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated")
+# The sources of an exported label (curation.agree.labels): every one but the two that carry no grade.
+EXPORTED_SOURCES = tuple(s for s in LABEL_SOURCES if s not in ("unresolved", "unjudged"))
 
 
 def _plain(obj, digits: int = 6):
@@ -270,9 +272,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
         {"name": name, "role": roles.get(name), "labels": in_project[name], "labels_in_export": counted.get(name, 0)}
         for name in sorted(in_project)
     ]
-    gv_rows = list(session.exec(
-        select(GuidelinesVersion).where(GuidelinesVersion.project_id == pid).order_by(GuidelinesVersion.version)
-    ))
+    gv_rows = guidelines_history(session, project)
     gv_counts = Counter(v["guidelines_version"] for r in records.values() for v in r["judgments"])
     current_gv = gv_rows[-1] if gv_rows else None
 
@@ -305,7 +305,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "queries_with_labels": len({q for q, _ in records}),
             "pairs": len(records),
             "grades": {str(g): grade_counts.get(g, 0) for g in scale},
-            "sources": {s: sources.get(s, 0) for s in HUMAN_SOURCES + ("seed",)},
+            "sources": {s: sources.get(s, 0) for s in EXPORTED_SOURCES},
             "seed_only": sources.get("seed", 0),
             "left_out": {k: left_out.get(k, 0) for k in ("dropped_query", "excluded_document", "query_not_in_set")},
         },

@@ -70,7 +70,6 @@ class CollapsedLog:
     """
 
     queries: pd.DataFrame
-    dimensions: tuple[str, ...]
     has_users: bool
     stats: LogStats
 
@@ -495,7 +494,7 @@ class _Collapser:
         queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
-        return CollapsedLog(queries=queries, dimensions=self.strata, has_users=self.user_col is not None, stats=stats)
+        return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats)
 
 
 def collapse_log(
