@@ -15,5 +15,6 @@ corpus                 :mod:`curation.formats.corpus`              ``Doc``
 
 Each reader streams and reports bad input as ``file:line: what is wrong``
 (:class:`curation.formats.fileio.InputError`); every command and the app go through them.
-Search logs are read by :mod:`curation.sample.logs`, with its collapse.
+Search logs are read by :mod:`curation.formats.logs` (CSV, TSV, JSONL, Parquet) and collapsed to
+distinct queries by :mod:`curation.sample.logs`.
 """
