@@ -1,5 +1,9 @@
 """A realistic demo data set, generated from a seed, and the first steps of the path run on it.
 
+One module (about 550 lines, 80 of them the topic and query tables) because the log, corpus,
+runs and hidden ground truth are drawn from one seeded generator in one order; split, a change in
+one part would silently change the others' data.
+
 The data imitate a help-centre search for a fictional file-storage product, "Nimbus":
 
 * ``search_log.csv``: one row per search (``ts``, ``user_id``, ``surface``, ``query``). Query

@@ -1,4 +1,8 @@
-"""``golden metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics."""
+"""``golden metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics.
+
+One module for six commands (about 500 lines) because they share their options (qrels, metric,
+relevance level, resamples) and their loading of qrels, queries and runs, defined once here.
+"""
 
 from __future__ import annotations
 
