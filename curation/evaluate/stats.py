@@ -49,7 +49,6 @@ from curation.evaluate.metrics import MetricSpec, QueryScores
 __all__ = [
     "WEIGHTINGS",
     "CI_METHODS",
-    "QueryRow",
     "stratum_label",
     "Paired",
     "pair_scores",
@@ -64,10 +63,6 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------------------
 # Queries file
-
-
-#: One line of queries.jsonl: the record of curation.formats.queries (the only reader of that format).
-QueryRow = QueryRecord
 
 
 def stratum_label(stratum) -> str:
@@ -119,7 +114,7 @@ def pair_scores(
     a: QueryScores,
     b: QueryScores,
     *,
-    queries: Mapping[str, QueryRow] | None = None,
+    queries: Mapping[str, QueryRecord] | None = None,
     split: str | None = None,
 ) -> Paired:
     """Align two :class:`QueryScores` of one metric on the queries both have a value for.
@@ -171,7 +166,7 @@ def pair_scores(
 
 
 def query_weights(
-    qids: Sequence[str], queries: Mapping[str, QueryRow] | None, weighting: str
+    qids: Sequence[str], queries: Mapping[str, QueryRecord] | None, weighting: str
 ) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
     """Per-query weights for ``weighting`` and the stratum index of each query.
 
@@ -316,7 +311,7 @@ def _weighted_mean(x: np.ndarray, w: np.ndarray) -> float:
 def compare(
     paired: Paired,
     *,
-    queries: Mapping[str, QueryRow] | None = None,
+    queries: Mapping[str, QueryRecord] | None = None,
     weighting: str = "unweighted",
     cluster_col: str | None = None,
     resamples: int = 10_000,
