@@ -448,9 +448,9 @@ def sample_queries(
                 "inclusion": float(probs[j]), "weight": float(weights[j]), "pii": flags,
             })
     if hand:
-        summaries.append(StratumSummary(label="handwritten", values=dict(HANDWRITTEN_STRATUM), distinct=len(hand), traffic=0,
-                                        share=0.0, floor=0, quota=0.0, allocated=len(hand), floor_applied=False,
-                                        short=False))
+        summaries.append(StratumSummary(label="handwritten", values=dict(HANDWRITTEN_STRATUM), distinct=len(hand),
+                                        traffic=0, share=0.0, floor=0, quota=0.0, allocated=len(hand),
+                                        floor_applied=False, short=False))
         for text in hand:
             flags = pii_flags(text)
             for f in flags:

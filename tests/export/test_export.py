@@ -545,7 +545,7 @@ def test_a_stored_version_is_read_by_the_format_readers_even_with_a_line_separat
     from curation.export.changes import version_records
 
     files = {
-        "qrels.jsonl": '{"qid": "q1", "docid": "d1", "grade": 1, "source": "single"}\n'.encode(),
+        "qrels.jsonl": b'{"qid": "q1", "docid": "d1", "grade": 1, "source": "single"}\n',
         "queries.jsonl": '{"qid": "q1", "text": "a\u2028b", "stratum": {}}\n'.encode(),  # U+2028 kept raw
     }
     labels, queries = version_records(files)
