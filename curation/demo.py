@@ -1,5 +1,9 @@
 """A realistic demo data set, generated from a seed, and the first steps of the path run on it.
 
+One module (about 550 lines, 80 of them the topic and query tables) because the log, corpus,
+runs and hidden ground truth are drawn from one seeded generator in one order; split, a change in
+one part would silently change the others' data.
+
 The data imitate a help-centre search for a fictional file-storage product, "Nimbus":
 
 * ``search_log.csv``: one row per search (``ts``, ``user_id``, ``surface``, ``query``). Query
@@ -154,7 +158,7 @@ PII_QUERIES = [  # tail searches holding personal data, for the sampler to flag
     ("call me 0612345678 about my refund", "refund", "troubleshoot"),
     ("account 12345678901 locked", "login-alerts", "troubleshoot"),
 ]
-HANDWRITTEN = [  # (text, topic slug, aspect): harder, longer queries a person wrote
+HANDWRITTEN_QUERIES = [  # (text, topic slug, aspect): harder, longer queries a person wrote
     ("my colleague left the company and still opens our shared folders", "remove-member", "troubleshoot"),
     ("i was charged twice this month after downgrading, can i get my money back", "refund", "policy"),
     ("photos from my phone stopped backing up after the update", "camera-upload", "troubleshoot"),
@@ -318,7 +322,7 @@ def generate_demo_data(folder: str | os.PathLike, *, seed: int = 0) -> DemoData:
                 seen.add(text)
                 queries.append((text, ti, aspect, surfaces))
     slugs = [x[0] for x in TOPICS]
-    hand = [(normalize_text(t), slugs.index(slug), a) for t, slug, a in HANDWRITTEN]
+    hand = [(normalize_text(t), slugs.index(slug), a) for t, slug, a in HANDWRITTEN_QUERIES]
 
     # Corpus: per topic and aspect, answer and context chunks of a few articles; then noise.
     docs: list[Doc] = []
@@ -392,7 +396,7 @@ def generate_demo_data(folder: str | os.PathLike, *, seed: int = 0) -> DemoData:
     write_qrels((QrelLine(qid, "0", docs[di].id, int(grades[qi, di]))
                  for qi, qid in enumerate(qids) for di in np.flatnonzero(grades[qi])), paths.hidden_qrels)
     with atomic_write(paths.handwritten) as fh:
-        fh.writelines(t + "\n" for t, _, _ in HANDWRITTEN)
+        fh.writelines(t + "\n" for t, _, _ in HANDWRITTEN_QUERIES)
     with atomic_write(paths.guidelines) as fh:
         fh.write(GUIDELINES)
     return DemoData(paths, log_rows=log_rows, distinct_queries=distinct, corpus_docs=len(docs), run_queries=len(qids))

@@ -42,7 +42,7 @@ from curation.store.models import (
 )
 
 POLICIES = ("adjudicated", "majority", "lead")
-SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
+LABEL_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
 LEAD_ROLES = ("lead", "admin")
 
 
@@ -115,7 +115,7 @@ class FinalLabel(NamedTuple):
     qid: str
     docid: str
     grade: int | None
-    source: str  # one of SOURCES
+    source: str  # one of LABEL_SOURCES
     votes: tuple[tuple[str, int], ...] = ()  # (judge, grade), by judge name
     pair_id: int | None = None
     adjudicated_by: str | None = None

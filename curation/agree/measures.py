@@ -1,5 +1,9 @@
 """Inter-annotator agreement measures on double-judged pairs, with query-bootstrap intervals.
 
+One module (about 540 lines) because every measure is computed from the same confusion and
+coincidence matrices and resampled by the same query bootstrap; split, each part would import the
+other's private matrix helpers.
+
 Plain functions on plain data: ``labels`` maps each pair ``(qid, docid)`` to ``{judge: latest label}``
 (as :func:`curation.agree.labels.latest_labels` builds it from :class:`curation.agree.labels.Label`
 records; each judge's LATEST label of a pair counts, skips are ignored).

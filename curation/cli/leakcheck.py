@@ -132,10 +132,10 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
           --out leaks.jsonl --project news --db golden.db   # leads decide in the app
     """
     from curation.leak.driver import leakcheck as run_leakcheck
-    from curation.leak.inputs import read_queries
+    from curation.leak.inputs import query_texts
     from curation.leak.report import write_report
 
-    queries = read_queries(queries_path)
+    queries = query_texts(queries_path)
     report = run_leakcheck(
         queries,
         list(corpus_paths) + list(more_corpus),

@@ -1,4 +1,8 @@
-"""``golden metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics."""
+"""``golden metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics.
+
+One module for six commands (about 500 lines) because they share their options (qrels, metric,
+relevance level, resamples) and their loading of qrels, queries and runs, defined once here.
+"""
 
 from __future__ import annotations
 
@@ -65,10 +69,10 @@ def _load_qrels(path: str) -> tuple[dict, str | None]:
 
 
 def _load_queries(queries_path: str | None, from_export: str | None):
-    from curation.evaluate.stats import read_queries
+    from curation.formats.queries import iter_queries
 
     path = queries_path or from_export
-    return (read_queries(path), path) if path else (None, None)
+    return ({q.qid: q for q in iter_queries(path)}, path) if path else (None, None)
 
 
 def _read_runs(paths) -> list:

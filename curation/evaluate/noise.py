@@ -13,7 +13,8 @@ from scipy import stats as sps
 
 from curation.evaluate.bootstrap import bootstrap_replicates, interval
 from curation.evaluate.metrics import QueryScores
-from curation.evaluate.stats import QueryRow, align_scores
+from curation.evaluate.stats import align_scores
+from curation.formats.queries import QueryRecord
 
 
 @dataclass
@@ -101,7 +102,7 @@ class Sweep:
 def sweep(
     scores: Sequence[QueryScores],
     *,
-    queries: Mapping[str, QueryRow],
+    queries: Mapping[str, QueryRecord],
     tune: str = "tune",
     holdout: str = "holdout",
     top: int = 3,

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -45,15 +44,11 @@ from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, inte
 from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.metrics import MetricSpec, QueryScores
-from curation.formats.queries import QueryRecord, iter_queries
-from curation.formats.queries import parse_queries as formats_parse_queries
+from curation.formats.queries import QueryRecord
 
 __all__ = [
     "WEIGHTINGS",
     "CI_METHODS",
-    "QueryRow",
-    "read_queries",
-    "parse_queries",
     "stratum_label",
     "Paired",
     "pair_scores",
@@ -70,10 +65,6 @@ __all__ = [
 # Queries file
 
 
-#: One line of queries.jsonl: the record of curation.formats.queries (the only reader of that format).
-QueryRow = QueryRecord
-
-
 def stratum_label(stratum) -> str:
     """``{"market": "us", "shape": "question"}`` -> ``"market=us, shape=question"``; ``{}`` -> ``"(all)"``."""
     if stratum is None or stratum == {}:
@@ -83,16 +74,6 @@ def stratum_label(stratum) -> str:
     if stratum == {"source": "handwritten"}:
         return "handwritten"
     return ", ".join(f"{k}={v}" for k, v in stratum.items())
-
-
-def read_queries(path: str | os.PathLike) -> dict[str, QueryRow]:
-    """Read queries.jsonl into ``{qid: QueryRow}`` (gzip allowed); errors name the file and line."""
-    return {q.qid: q for q in iter_queries(path)}
-
-
-def parse_queries(lines: Iterable[str], *, path: str = "queries.jsonl") -> dict[str, QueryRow]:
-    """Parse queries.jsonl lines (``path`` names them in errors) into ``{qid: QueryRow}``."""
-    return {q.qid: q for q in formats_parse_queries(lines, path)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +114,7 @@ def pair_scores(
     a: QueryScores,
     b: QueryScores,
     *,
-    queries: Mapping[str, QueryRow] | None = None,
+    queries: Mapping[str, QueryRecord] | None = None,
     split: str | None = None,
 ) -> Paired:
     """Align two :class:`QueryScores` of one metric on the queries both have a value for.
@@ -185,7 +166,7 @@ def pair_scores(
 
 
 def query_weights(
-    qids: Sequence[str], queries: Mapping[str, QueryRow] | None, weighting: str
+    qids: Sequence[str], queries: Mapping[str, QueryRecord] | None, weighting: str
 ) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
     """Per-query weights for ``weighting`` and the stratum index of each query.
 
@@ -330,7 +311,7 @@ def _weighted_mean(x: np.ndarray, w: np.ndarray) -> float:
 def compare(
     paired: Paired,
     *,
-    queries: Mapping[str, QueryRow] | None = None,
+    queries: Mapping[str, QueryRecord] | None = None,
     weighting: str = "unweighted",
     cluster_col: str | None = None,
     resamples: int = 10_000,
@@ -375,9 +356,8 @@ def compare(
     if active.sum() < 2:
         raise ValueError(f"weighting {weighting!r}: fewer than 2 queries carry weight")
     if weighting == "traffic" and not active.all():
-        notes.append(
-            f"{int((~active).sum())} queries with weight 0 (hand-written) are out of the traffic-weighted mean"
-        )
+        notes.append(f"{int((~active).sum())} queries with weight 0 (hand-written) are out of the "
+                     "traffic-weighted mean")
     mean_a = _weighted_mean(paired.a, w)
     mean_b = _weighted_mean(paired.b, w)
     delta = _weighted_mean(diff, w)

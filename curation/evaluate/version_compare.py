@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from sqlmodel import Session, select
 
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
-from curation.evaluate.stats import Comparison, compare, pair_scores, parse_queries
+from curation.evaluate.stats import Comparison, compare, pair_scores
 from curation.export.versions import get_version
 from curation.export.versions_page import version_files
 from curation.formats.qrels import parse_qrels, qrels_dict
+from curation.formats.queries import parse_queries
 from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
@@ -96,7 +97,8 @@ def compare_pooled(
     qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
     queries = None
     if "queries.jsonl" in files:
-        queries = parse_queries(files["queries.jsonl"].decode("utf-8").splitlines(), path="queries.jsonl")
+        lines = files["queries.jsonl"].decode("utf-8").split("\n")
+        queries = {q.qid: q for q in parse_queries(lines, "queries.jsonl")}
     index = QrelsIndex.build(qrels)
     a = evaluate(runs[run_a].rankings, index, [spec], name=run_a)[str(spec)]
     b = evaluate(runs[run_b].rankings, index, [spec], name=run_b)[str(spec)]

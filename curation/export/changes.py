@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 from curation.export.gather import VersionState
-from curation.export.manifest import MANIFEST, parse_jsonl
+from curation.export.manifest import MANIFEST
+from curation.formats.qrels import parse_label_records
+from curation.formats.queries import QueryRecord, parse_queries
 
 _CHANGES_LIST_LIMIT = 500
 
@@ -19,6 +21,20 @@ def _md(text: str) -> str:
 def _short(text: str, n: int = 80) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def version_records(files: dict[str, bytes]) -> tuple[dict[tuple[str, str], dict], dict[str, QueryRecord]]:
+    """A stored version's labels ``{(qid, docid): qrels.jsonl record}`` and queries ``{qid: QueryRecord}``,
+    read by the one reader of each format (:mod:`curation.formats.qrels`, :mod:`curation.formats.queries`)."""
+    labels = {(r["qid"], r["docid"]): r for r in parse_label_records(_lines(files["qrels.jsonl"]), "qrels.jsonl")}
+    text = files["queries.jsonl"]
+    queries = {q.qid: q for q in parse_queries(_lines(text), "queries.jsonl")} if text.strip() else {}
+    return labels, queries
+
+
+def _lines(data: bytes) -> list[str]:
+    # split on "\n" only: str.splitlines would also split inside a text holding U+2028 or U+0085
+    return data.decode("utf-8").split("\n")
 
 
 def diff_versions(old_labels: dict, new_labels: dict, old_queries: dict, new_queries: dict) -> dict:
@@ -57,8 +73,7 @@ def changes_md(version: str, parent: str | None, parent_files: dict[str, bytes] 
             "",
         ]
         return "\n".join(lines)
-    old_labels = {(r["qid"], r["docid"]): r for r in parse_jsonl(parent_files["qrels.jsonl"])}
-    old_queries = {r["qid"]: r for r in parse_jsonl(parent_files["queries.jsonl"])}
+    old_labels, old_queries = version_records(parent_files)
     old_manifest = json.loads(parent_files[MANIFEST])
     d = diff_versions(old_labels, state.labels, old_queries, state.queries)
     lines += [
@@ -100,7 +115,7 @@ def changes_md(version: str, parent: str | None, parent_files: dict[str, bytes] 
     section("Queries added", d["queries_added"],
             lambda q: f"- `{_md(q)}` {_md(_short(state.queries[q]['text']))}")
     section("Queries dropped", d["queries_dropped"],
-            lambda q: f"- `{_md(q)}` {_md(_short(old_queries[q]['text']))}")
+            lambda q: f"- `{_md(q)}` {_md(_short(old_queries[q].text))}")
     section("Pairs relabelled", d["pairs_relabelled"],
             lambda k: f"- `{_md(k[0])}` `{_md(k[1])}`: {old_labels[k]['grade']} -> {state.labels[k]['grade']}"
                       f" ({old_labels[k]['source']} -> {state.labels[k]['source']})")

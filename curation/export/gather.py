@@ -15,9 +15,12 @@ from datetime import datetime
 from sqlalchemy import true
 from sqlmodel import Session, func, select
 
-from curation.agree.labels import final_labels, load_judgments
+from curation.agree.labels import LABEL_SOURCES, final_labels, load_judgments
 from curation.export.manifest import FORMAT, iso_utc, sha256_bytes, state_hash
 from curation.export.split import split_summary
+from curation.formats.qrels import QrelLine, format_label_record, format_qrel
+from curation.formats.queries import queries_text
+from curation.pool.seeds import SEED_SOURCES
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     Adjudication,
@@ -32,12 +35,10 @@ from curation.store.models import (
     SeedJudgment,
     User,
 )
+from curation.store.projects import guidelines_history
 
-HUMAN_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated")
-
-
-def _json_line(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=False, separators=(", ", ": ")) + "\n"
+# The sources of an exported label (curation.agree.labels): every one but the two that carry no grade.
+EXPORTED_SOURCES = tuple(s for s in LABEL_SOURCES if s not in ("unresolved", "unjudged"))
 
 
 def _plain(obj, digits: int = 6):
@@ -237,8 +238,8 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
         sources[fl.source] += 1
 
     ordered = sorted(records)
-    qrels_txt = "".join(f"{q} 0 {d} {records[(q, d)]['grade']}\n" for q, d in ordered)
-    qrels_jsonl = "".join(_json_line(records[k]) for k in ordered)
+    qrels_txt = "".join(format_qrel(QrelLine(q, "0", d, records[(q, d)]["grade"])) for q, d in ordered)
+    qrels_jsonl = "".join(format_label_record(records[k]) for k in ordered)
 
     qrecs: dict[str, dict] = {}
     for qid in sorted(active):
@@ -261,7 +262,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "leak_status": q.leak_status,
             "status": q.status,
         }
-    queries_jsonl = "".join(_json_line(qrecs[qid]) for qid in sorted(qrecs))
+    queries_jsonl = queries_text((qrecs[qid] for qid in sorted(qrecs)), spaced=True)
 
     # Judges: each one's latest labels in the project, and how many of them this export counts.
     roles = dict(session.exec(select(User.name, User.role)).all())
@@ -271,9 +272,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
         {"name": name, "role": roles.get(name), "labels": in_project[name], "labels_in_export": counted.get(name, 0)}
         for name in sorted(in_project)
     ]
-    gv_rows = list(session.exec(
-        select(GuidelinesVersion).where(GuidelinesVersion.project_id == pid).order_by(GuidelinesVersion.version)
-    ))
+    gv_rows = guidelines_history(session, project)
     gv_counts = Counter(v["guidelines_version"] for r in records.values() for v in r["judgments"])
     current_gv = gv_rows[-1] if gv_rows else None
 
@@ -306,7 +305,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "queries_with_labels": len({q for q, _ in records}),
             "pairs": len(records),
             "grades": {str(g): grade_counts.get(g, 0) for g in scale},
-            "sources": {s: sources.get(s, 0) for s in HUMAN_SOURCES + ("seed",)},
+            "sources": {s: sources.get(s, 0) for s in EXPORTED_SOURCES},
             "seed_only": sources.get("seed", 0),
             "left_out": {k: left_out.get(k, 0) for k in ("dropped_query", "excluded_document", "query_not_in_set")},
         },
@@ -350,7 +349,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
         },
         "split": split_summary(session, project),
         "seeds": {
-            "by_source": {s: seeds_by_source.get(s, 0) for s in ("ticket", "click")},
+            "by_source": {s: seeds_by_source.get(s, 0) for s in SEED_SOURCES},
             "confirmed_by_judges": seed_confirm.get("confirmed", 0),
             "rejected_by_judges": seed_confirm.get("rejected", 0),
             "labels_resting_on_seed_alone": sources.get("seed", 0),

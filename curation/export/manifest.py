@@ -62,7 +62,3 @@ def manifest_seal_ok(raw: bytes) -> bool:
     m = found[-1]
     blank = raw[: m.start(1)] + _SEAL.encode() + raw[m.end(1):]
     return sha256_bytes(blank) == m.group(1).decode()
-
-
-def parse_jsonl(data: bytes) -> list[dict]:
-    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, select
 
+from curation.formats.queries import SPLITS
 from curation.store.models import Project, Query
-
-SPLITS = ("tune", "holdout")
 
 
 def _unit(seed: int, kind: str, key: str) -> float:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curation.export.manifest import DATA_FILES, MANIFEST, manifest_seal_ok, parse_jsonl, state_hash
-from curation.formats.fileio import sha256_file
+from curation.export.manifest import DATA_FILES, MANIFEST, manifest_seal_ok, state_hash
+from curation.formats.fileio import InputError, open_text, sha256_file
+from curation.formats.qrels import format_qrel, parse_label_records, parse_qrel_line
+from curation.formats.queries import read_queries
 
 
 @dataclass
@@ -77,9 +78,8 @@ def verify(path: str | os.PathLike) -> VerifyReport:
         digest, size = sha256_file(fpath), fpath.stat().st_size
         report.checked.append(name)
         if digest != info.get("sha256"):
-            problems.append(
-                f"{fpath}: sha256 {digest[:16]}… differs from the manifest's {str(info.get('sha256'))[:16]}…"
-            )
+            problems.append(f"{fpath}: sha256 {digest[:16]}… differs from the manifest's "
+                            f"{str(info.get('sha256'))[:16]}…")
         elif size != info.get("bytes"):
             problems.append(f"{fpath}: {size} bytes, the manifest says {info.get('bytes')}")
         else:
@@ -94,12 +94,15 @@ def verify(path: str | os.PathLike) -> VerifyReport:
             problems.append(f"{qpath}: unreadable ({exc})")
             text = ""
         for lineno, line in enumerate(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1):
-            parts = line.split(" ")
-            if (len(parts) != 4 or parts[1] != "0" or not re.fullmatch(r"-?\d+", parts[3])
-                    or not parts[0] or not parts[2]):
+            # read by the one qrels reader; the line must also be exactly what the export writes
+            try:
+                parsed = parse_qrel_line(line, qpath, lineno)
+            except InputError:
+                parsed = None
+            if parsed is None or parsed.iteration != "0" or format_qrel(parsed) != line + "\n":
                 problems.append(f"{qpath}:{lineno}: expected 'qid 0 docid grade' with an integer grade, got {line!r}")
                 continue
-            qrels.append((parts[0], parts[2], int(parts[3])))
+            qrels.append((parsed.qid, parsed.docid, parsed.grade))
         if text and not text.endswith("\n"):
             problems.append(f"{qpath}: last line has no newline")
         keys = [(q, d) for q, d, _ in qrels]
@@ -107,15 +110,18 @@ def verify(path: str | os.PathLike) -> VerifyReport:
             problems.append(f"{qpath}: lines are not sorted by qid then docid")
         if len(set(keys)) != len(keys):
             problems.append(f"{qpath}: a pair appears more than once")
+    jpath = path / "qrels.jsonl"
     try:
-        jl = parse_jsonl((path / "qrels.jsonl").read_bytes())
-        if [(r["qid"], r["docid"], r["grade"]) for r in jl] != qrels:
-            problems.append(f"{path / 'qrels.jsonl'}: pairs or grades differ from qrels.txt")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        problems.append(f"{path / 'qrels.jsonl'}: unreadable ({exc})")
+        with open_text(jpath) as fh:
+            jl = [(r["qid"], r["docid"], r["grade"]) for r in parse_label_records(fh, jpath)]
+        if jl != qrels:
+            problems.append(f"{jpath}: pairs or grades differ from qrels.txt")
+    except (OSError, ValueError) as exc:
+        problems.append(f"{jpath}: unreadable ({exc})")
     try:
-        qs = parse_jsonl((path / "queries.jsonl").read_bytes())
-        qids = {r["qid"] for r in qs}
+        qs_path = path / "queries.jsonl"
+        qs = read_queries(qs_path) if qs_path.stat().st_size else []  # a version may have no query left
+        qids = {q.qid for q in qs}
         missing = sorted({q for q, _, _ in qrels} - qids)
         if missing:
             problems.append(f"{path / 'queries.jsonl'}: qids of qrels.txt missing here: {', '.join(missing[:5])}")
@@ -134,7 +140,6 @@ def verify(path: str | os.PathLike) -> VerifyReport:
     by_grade = Counter(str(g) for _, _, g in qrels)
     listed_grades = {k: v for k, v in (counts.get("grades") or {}).items() if v}
     if listed_grades != dict(by_grade):
-        problems.append(
-            f"{mpath}: counts.grades {listed_grades} differ from qrels.txt {dict(sorted(by_grade.items()))}"
-        )
+        problems.append(f"{mpath}: counts.grades {listed_grades} differ from qrels.txt "
+                        f"{dict(sorted(by_grade.items()))}")
     return report

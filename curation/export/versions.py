@@ -52,9 +52,9 @@ from tqdm import tqdm
 from curation import __version__
 from curation.agree.labels import POLICIES
 from curation.export.archive import build_archive, read_archive
-from curation.export.changes import changes_md, diff_versions
+from curation.export.changes import changes_md, diff_versions, version_records
 from curation.export.gather import VersionState, gather_state, progress_step
-from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, parse_jsonl, sealed_manifest, sha256_bytes
+from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, sealed_manifest, sha256_bytes
 from curation.export.split import assign_pending
 from curation.export.write import write_folder
 from curation.store.models import ExportVersion, Project
@@ -117,8 +117,7 @@ def _frozen_message(session: Session, project: Project, row: ExportVersion, stat
     files = read_archive(row.archive) if row.archive else {}
     detail = ""
     if "qrels.jsonl" in files:
-        old_labels = {(r["qid"], r["docid"]): r for r in parse_jsonl(files["qrels.jsonl"])}
-        old_queries = {r["qid"]: r for r in parse_jsonl(files["queries.jsonl"])}
+        old_labels, old_queries = version_records(files)
         d = diff_versions(old_labels, state.labels, old_queries, state.queries)
         parts = [_count(len(v), k.replace("_", " ").replace("pairs", "pair").replace("queries", "query"),
                         k.replace("_", " ")) for k, v in d.items() if v]

@@ -119,3 +119,13 @@ def iter_jsonl(
     """:func:`iter_jsonl_lines` over a file (gzip allowed)."""
     with open_text(path, encoding=encoding) as fh:
         yield from iter_jsonl_lines(fh, path, expect=expect)
+
+
+def json_line(obj, *, spaced: bool = False) -> str:
+    """One JSON-lines line, without newline: key order as given, non-ASCII kept, so it is byte-for-byte stable.
+
+    Compact (``,`` and ``:`` between items) unless ``spaced``: ``, `` and ``: ``, the layout of an exported
+    version's ``queries.jsonl`` and ``qrels.jsonl``, whose bytes are recorded (the manifest's checksums and the
+    frozen state hash) and so must not change.
+    """
+    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": ") if spaced else (",", ":"))

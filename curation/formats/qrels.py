@@ -3,16 +3,20 @@
 Identifiers stay strings, grades are integers (``2.0`` is read as ``2``; ``2.5`` is an error), as
 trec_eval reads them; blank lines and ``#`` comments are skipped; gzip is read transparently;
 errors name ``file:line``. :func:`parse_qrels` is the one parser, for files and for the bytes of
-an export alike; :func:`write_qrels` writes one line per :class:`QrelLine`, single spaces.
+an export alike; :func:`write_qrels` writes one line per :class:`QrelLine`, single spaces
+(:func:`format_qrel`, which also writes an export's ``qrels.txt``).
+
+An export's ``qrels.jsonl`` (the same pairs with their provenance: votes, adjudication, seeds,
+source) is written by :func:`format_label_record` and read by :func:`parse_label_records`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from curation.formats.fileio import InputError, atomic_write, open_text
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, open_text
 
 
 @dataclass(frozen=True)
@@ -49,14 +53,22 @@ def parse_qrels(lines: Iterable[str], path: str | os.PathLike = "qrels.txt") -> 
     ``#`` lines skipped."""
     path = str(path)
     for lineno, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        parts = stripped.split()
-        if len(parts) != 4:
-            raise InputError(path, lineno, f"has {len(parts)} fields, expected 4 (qid iter docid grade)")
-        qid, iteration, docid, raw = parts
-        yield QrelLine(qid, iteration, docid, parse_grade(raw, path, lineno))
+        parsed = parse_qrel_line(line, path, lineno)
+        if parsed is not None:
+            yield parsed
+
+
+def parse_qrel_line(line: str, path: str | os.PathLike, lineno: int | None) -> QrelLine | None:
+    """One qrels line as a :class:`QrelLine`; None for a blank or ``#`` line; :class:`InputError`
+    naming ``path:lineno`` for anything but four fields with an integer grade."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    parts = stripped.split()
+    if len(parts) != 4:
+        raise InputError(path, lineno, f"has {len(parts)} fields, expected 4 (qid iter docid grade)")
+    qid, iteration, docid, raw = parts
+    return QrelLine(qid, iteration, docid, parse_grade(raw, path, lineno))
 
 
 def iter_qrels(path: str | os.PathLike) -> Iterator[QrelLine]:
@@ -92,3 +104,23 @@ def write_qrels(lines: Iterable[QrelLine], path: str | os.PathLike) -> None:
     """Write qrels lines in the order given, whole or not at all."""
     with atomic_write(path) as fh:
         fh.writelines(format_qrel(q) for q in lines)
+
+
+def format_label_record(record: Mapping) -> str:
+    """One line of an export's ``qrels.jsonl``, with its newline: the record's keys in the order given,
+    in the export's JSON layout (:func:`curation.formats.fileio.json_line` with ``spaced``)."""
+    return json_line(record, spaced=True) + "\n"
+
+
+def parse_label_records(lines: Iterable[str], path: str | os.PathLike = "qrels.jsonl") -> Iterator[dict]:
+    """Yield the records of an export's ``qrels.jsonl`` as read, each with a non-empty string ``qid`` and
+    ``docid`` and an integer ``grade`` (:class:`InputError` naming ``file:line`` otherwise)."""
+    path = str(path)
+    for lineno, obj in iter_jsonl_lines(lines, path, expect="an object with qid, docid and grade"):
+        for key in ("qid", "docid"):
+            if not isinstance(obj.get(key), str) or not obj[key]:
+                raise InputError(path, lineno, f"missing or empty {key!r}")
+        if "grade" not in obj:
+            raise InputError(path, lineno, "missing 'grade'")
+        parse_grade(obj["grade"], path, lineno)
+        yield obj

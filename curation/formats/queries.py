@@ -23,13 +23,12 @@ by :func:`read_query_ids`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, open_text
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, open_text
 
 SPLITS = ("tune", "holdout")
 _EXPECT = "an object with qid and text"
@@ -163,11 +162,15 @@ def read_query_ids(path: str | os.PathLike) -> list[str]:
     return qids
 
 
-def format_query(row: Mapping | QueryRecord) -> str:
-    """One line (without newline): compact, key order as given, non-ASCII kept, so it is byte-for-byte stable."""
+def format_query(row: Mapping | QueryRecord, *, spaced: bool = False) -> str:
+    """One line (without newline): compact, key order as given, non-ASCII kept, so it is byte-for-byte stable.
+
+    ``spaced``: the layout of an exported version (``", "`` and ``": "``, see
+    :func:`curation.formats.fileio.json_line`); ``golden sample`` writes the compact one.
+    """
     if isinstance(row, QueryRecord):
         row = row.as_dict()
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    return json_line(row, spaced=spaced)
 
 
 def write_queries(rows: Iterable[Mapping | QueryRecord], path: str | os.PathLike) -> None:
@@ -175,3 +178,8 @@ def write_queries(rows: Iterable[Mapping | QueryRecord], path: str | os.PathLike
     with atomic_write(path) as fh:
         for row in rows:
             fh.write(format_query(row) + "\n")
+
+
+def queries_text(rows: Iterable[Mapping | QueryRecord], *, spaced: bool = False) -> str:
+    """The text of a ``queries.jsonl`` file: :func:`format_query` of each row, one a line."""
+    return "".join(format_query(row, spaced=spaced) + "\n" for row in rows)

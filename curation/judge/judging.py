@@ -1,5 +1,9 @@
 """The judge's operations, atomic under concurrency: show a pair, record a label, go back.
 
+One module (about 650 lines) because showing, submitting, going back and releasing share the
+same guarded statements (the judge's own assignments, the one-time tokens) whose correctness
+under concurrency is argued below in one place.
+
 Every function here takes the judge's identity and only ever reads or writes that judge's own
 assignments; what it returns (:class:`Task`, :class:`Progress`, :class:`SubmitResult`) carries no
 provenance (which system retrieved a document, its rank) and no other judge's label.

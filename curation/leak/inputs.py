@@ -171,6 +171,6 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
         yield from _python_batches(iter_corpus_file(path), batch_size)
 
 
-def read_queries(path: str | os.PathLike) -> list[tuple[str, str]]:
+def query_texts(path: str | os.PathLike) -> list[tuple[str, str]]:
     """``(qid, text)`` of each line of a queries.jsonl file (read by :mod:`curation.formats.queries`)."""
     return [(q.qid, q.text) for q in iter_queries(path)]

@@ -29,7 +29,7 @@ from curation.formats.fileio import InputError
 from curation.formats.seeds_file import read_seeds
 from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment
 
-SOURCES = ("ticket", "click")
+SEED_SOURCES = ("ticket", "click")
 
 
 def project_grades(project: Project) -> list[int]:
@@ -45,8 +45,8 @@ def project_grades(project: Project) -> list[int]:
 
 def default_grade(source: str, grades: list[int]) -> int:
     """``ticket``: the scale's top grade; ``click``: the lowest positive grade (a weak positive)."""
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source not in SEED_SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SEED_SOURCES)}, got {source!r}")
     positives = [g for g in grades if g > 0] or [max(grades)]
     return max(positives) if source == "ticket" else min(positives)
 
@@ -88,8 +88,8 @@ def import_seeds(
     pairs has been assigned yet, the query's whole order is reshuffled (seeded) so the seed sits at
     a random place; otherwise new pairs follow the existing ones, shuffled among themselves.
     """
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source not in SEED_SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SEED_SOURCES)}, got {source!r}")
     grades = project_grades(project)
     fallback = default_grade(source, grades)
     report = SeedReport(source=source)

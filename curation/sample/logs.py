@@ -1,8 +1,8 @@
-"""Reading search logs and collapsing them to distinct normalised queries.
+"""Collapsing search logs to distinct normalised queries.
 
-A log row is one search (or, with a count column, that many searches). Logs come as CSV, TSV,
-JSONL or Parquet; the text forms may be gzip-compressed (detected by content). They are read in
-chunks with pyarrow's streaming readers, so memory grows with the number of *distinct* queries,
+A log row is one search (or, with a count column, that many searches). Logs (CSV, TSV, JSONL or
+Parquet, the text forms maybe gzip-compressed) are read by :mod:`curation.formats.logs` in chunks
+with pyarrow's streaming readers, so memory grows with the number of *distinct* queries,
 users and (query, user) pairs, never with the number of rows: a 10-million-row log collapses in
 about 17 CPU-seconds and 1.3 GB peak (see ``bench/bench_sample.py``).
 
@@ -17,17 +17,14 @@ where it has the most traffic (ties: the stratum whose values sort first); its t
 count all its searches. Each distinct query is thus one sampling unit with one qid.
 
 Bad input stops with the file and line (``path:line: message``): when the fast reader or a check
-on a chunk fails, the file is read again with Python's ``csv``/``json`` readers, which report
-exactly which line is wrong.
+on a chunk fails, the file's chunks collapsed so far are dropped and it is read again by the exact
+reader (:func:`curation.formats.logs.exact_batches`), which reports which line is wrong.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,14 +32,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl_lines, open_text
+from curation.formats.fileio import InputError
+from curation.formats.logs import (
+    FAST_READ_ERRORS,
+    check_columns,
+    count_values,
+    exact_batches,
+    fast_batches,
+    log_fields,
+    log_format,
+)
 from curation.formats.normalize import normalize_text
 
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
-           ".parquet": "parquet", ".pq": "parquet"}
-_BLOCK_BYTES = 1 << 26  # 64 MiB per CSV/JSON block (about 1.5 million log rows)
-_PARQUET_ROWS = 1 << 20
-_SLOW_ROWS = 1 << 16
 _STRATUM_BITS = 24  # at most 16,777,216 strata (a few are sensible)
 _MERGE_AT = 1 << 23  # merge partial aggregates once they hold this many entries
 
@@ -70,207 +71,8 @@ class CollapsedLog:
     """
 
     queries: pd.DataFrame
-    dimensions: tuple[str, ...]
     has_users: bool
     stats: LogStats
-
-
-def log_format(path: str | os.PathLike) -> str:
-    """``csv``, ``tsv``, ``jsonl`` or ``parquet`` from the file name (a ``.gz`` is looked through)."""
-    suffix = base_suffix(path)
-    if suffix not in FORMATS:
-        raise InputError(
-            path, None, f"unknown log format {suffix!r}: use .csv, .tsv, .jsonl or .parquet (text forms may be .gz)"
-        )
-    return FORMATS[suffix]
-
-
-# --------------------------------------------------------------------------------------------
-# Readers: each yields (first_row, {column: pa.Array of strings (count: int64)}) batches.
-
-
-def _check_count_values(values: pa.Array) -> pa.Array | None:
-    """The count column as int64, or None when some value is not a non-negative whole number."""
-    try:
-        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
-            values = pc.cast(pc.utf8_trim_whitespace(values), pa.float64())
-        else:
-            values = pc.cast(values, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    if values.null_count:
-        return None
-    arr = values.to_numpy(zero_copy_only=False)
-    if arr.size and (not np.all(np.isfinite(arr)) or arr.min() < 0 or not np.all(arr == np.floor(arr))):
-        return None
-    return pa.array(arr.astype(np.int64))
-
-
-def _parse_count(raw, path: str, line: int | None, where: str) -> int:
-    """One count value, or an InputError naming the place."""
-    if isinstance(raw, bool) or raw is None or (isinstance(raw, str) and not raw.strip()):
-        raise InputError(path, line, f"{where}count is empty; every row needs a whole number of searches")
-    try:
-        value = float(raw.strip() if isinstance(raw, str) else raw)
-    except (TypeError, ValueError):
-        raise InputError(path, line, f"{where}count {raw!r} is not a number") from None
-    if not math.isfinite(value) or value < 0 or value != math.floor(value):
-        raise InputError(path, line, f"{where}count {raw!r} is not a whole number of searches (0 or more)")
-    return int(value)
-
-
-def _to_str(value, path: str, line: int, name: str) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    raise InputError(path, line, f"field {name!r} is a {type(value).__name__}, expected a string")
-
-
-def _header(path: str, fmt: str) -> list[str]:
-    with open_text(path, encoding="utf-8-sig") as fh:
-        if fmt == "jsonl":
-            for _, obj in iter_jsonl_lines(fh, path):
-                return list(obj)
-            raise InputError(path, None, "the log is empty")
-        kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
-        row = next(csv.reader(fh, **kwargs), None)
-        if row is None:
-            raise InputError(path, None, "the log is empty (expected a header row naming the columns)")
-        return row
-
-
-def _check_columns(path: str, fmt: str, present: Sequence[str], wanted: Sequence[str]) -> None:
-    line = None if fmt == "parquet" else 1
-    if fmt in ("csv", "tsv"):
-        for name in wanted:
-            if present.count(name) > 1:
-                raise InputError(path, line, f"column {name!r} appears twice in the header")
-    for name in wanted:
-        if name not in present:
-            shown = ", ".join(present[:20]) + (", ..." if len(present) > 20 else "")
-            what = "field" if fmt == "jsonl" else "column"
-            raise InputError(path, line, f"no {what} {name!r} (found: {shown})")
-
-
-def _fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None, first: dict | None):
-    """pyarrow streaming readers; raise pa.ArrowInvalid (or _Recheck) on anything suspicious."""
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        pf = pq.ParquetFile(path)
-        for batch in pf.iter_batches(batch_size=_PARQUET_ROWS, columns=list(dict.fromkeys(columns))):
-            yield batch
-        return
-    stream = pa.input_stream(path, compression="gzip" if is_gzip(path) else None)
-    if fmt in ("csv", "tsv"):
-        import pyarrow.csv as pacsv
-
-        types = {c: pa.string() for c in columns}
-        parse = (pacsv.ParseOptions(delimiter="\t", quote_char=False) if fmt == "tsv"
-                 else pacsv.ParseOptions(newlines_in_values=True))
-        reader = pacsv.open_csv(
-            stream,
-            read_options=pacsv.ReadOptions(block_size=_BLOCK_BYTES),
-            parse_options=parse,
-            convert_options=pacsv.ConvertOptions(
-                include_columns=list(dict.fromkeys(columns)), column_types=types,
-                strings_can_be_null=False, quoted_strings_can_be_null=False,
-            ),
-        )
-    else:
-        import pyarrow.json as pajson
-
-        fields = []
-        for c in dict.fromkeys(columns):
-            if c == count_col:
-                fields.append((c, pa.float64()))
-            else:
-                sample = (first or {}).get(c)
-                kind = pa.int64() if isinstance(sample, int) and not isinstance(sample, bool) else (
-                    pa.float64() if isinstance(sample, float) else pa.string())
-                fields.append((c, kind))
-        reader = pajson.open_json(
-            stream,
-            read_options=pajson.ReadOptions(block_size=_BLOCK_BYTES),
-            parse_options=pajson.ParseOptions(explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore"),
-        )
-    with stream:
-        for batch in reader:
-            yield batch
-
-
-def _slow_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | None) -> Iterator[tuple[int, list]]:
-    """(line, [values in ``columns`` order]) for each data row, with exact line numbers; raises InputError."""
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        row = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=_SLOW_ROWS, columns=list(dict.fromkeys(columns))):
-            data = batch.to_pydict()
-            for i in range(batch.num_rows):
-                row += 1
-                yield row, [data[c][i] for c in columns]
-        return
-    with open_text(path, encoding="utf-8-sig") as fh:
-        if fmt == "jsonl":
-            for lineno, obj in iter_jsonl_lines(fh, path):
-                yield lineno, [obj.get(c) for c in columns]
-            return
-        kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
-        reader = csv.reader(fh, **kwargs)
-        try:
-            header = next(reader)
-        except StopIteration:
-            return
-        index = [header.index(c) for c in columns]
-        start = reader.line_num + 1
-        try:
-            for row in reader:
-                if row:
-                    if len(row) != len(header):
-                        raise InputError(
-                            path, start, f"has {len(row)} fields, expected {len(header)} (as in the header)"
-                        )
-                    yield start, [row[i] for i in index]
-                start = reader.line_num + 1
-        except csv.Error as exc:
-            raise InputError(path, reader.line_num, f"not valid {fmt.upper()} ({exc})") from None
-
-
-def _slow_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None):
-    """The same batches as the fast readers, built row by row with every check and exact lines."""
-    where = "" if fmt != "parquet" else "row {}: "
-    names = list(dict.fromkeys(columns))
-    buf: list[list] = []
-
-    def flush():
-        data = {}
-        for j, name in enumerate(names):
-            col = [r[j] for r in buf]
-            data[name] = pa.array(col, type=pa.int64() if name == count_col else pa.string())
-        buf.clear()
-        return pa.RecordBatch.from_pydict(data)
-
-    for line, values in _slow_rows(path, fmt, names, count_col):
-        out = []
-        for name, value in zip(names, values):
-            lineno = None if fmt == "parquet" else line
-            prefix = where.format(line)
-            if name == count_col:
-                out.append(_parse_count(value, path, lineno, prefix))
-            else:
-                try:
-                    out.append(_to_str(value, path, line, name))
-                except InputError as exc:
-                    raise InputError(path, lineno, prefix + exc.message) from None
-        buf.append(out)
-        if len(buf) >= _SLOW_ROWS:
-            yield flush()
-    if buf:
-        yield flush()
 
 
 # --------------------------------------------------------------------------------------------
@@ -408,7 +210,7 @@ class _Collapser:
         if n == 0:
             return
         if self.count_col is not None:
-            counts = _check_count_values(batch.column(self.count_col))
+            counts = count_values(batch.column(self.count_col))
             if counts is None:
                 raise _Recheck()
             counts = counts.to_numpy(zero_copy_only=False)
@@ -500,7 +302,7 @@ class _Collapser:
         queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
-        return CollapsedLog(queries=queries, dimensions=self.strata, has_users=self.user_col is not None, stats=stats)
+        return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats)
 
 
 def collapse_log(
@@ -558,31 +360,19 @@ def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, ba
     """Add one file to a copy of ``collapser`` and return the copy (``collapser`` is left as it was)."""
     query_col, count_col = collapser.query_col, collapser.count_col
     user_col, strata = collapser.user_col, collapser.strata
-    first: dict | None = None
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            present = pq.ParquetFile(path).schema_arrow.names
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
-    else:
-        present = _header(path, fmt)
-        if fmt == "jsonl":
-            with open_text(path, encoding="utf-8-sig") as fh:
-                first = next(json.loads(line) for line in fh if line.strip())
-    _check_columns(path, fmt, present, columns)
+    present, first = log_fields(path, fmt)
+    check_columns(path, fmt, present, columns)
     # Read fast into a scratch collapser; on any doubt, re-read slowly for the exact line.
     attempt = _Collapser(query_col, count_col, user_col, strata)
     _adopt(attempt, collapser)
     try:
-        for batch in _fast_batches(path, fmt, columns, count_col, first):
+        for batch in fast_batches(path, fmt, columns, count_col, first):
             attempt.add(batch)
             bar.update(batch.num_rows)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, _Recheck, UnicodeDecodeError):
+    except (*FAST_READ_ERRORS, _Recheck):
         attempt = _Collapser(query_col, count_col, user_col, strata)
         _adopt(attempt, collapser)
-        for batch in _slow_batches(path, fmt, columns, count_col):
+        for batch in exact_batches(path, fmt, columns, count_col):
             attempt.add(batch)
     return attempt
 

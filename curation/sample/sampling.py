@@ -45,8 +45,8 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-WEIGHTINGS = ("traffic", "uniform")
-HANDWRITTEN = {"source": "handwritten"}
+SAMPLE_WEIGHTINGS = ("traffic", "uniform")
+HANDWRITTEN_STRATUM = {"source": "handwritten"}
 
 
 @dataclass(frozen=True)
@@ -219,8 +219,8 @@ def draw_stratum(
     """
     t = np.asarray(traffic, dtype=np.int64)
     n = len(t)
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+    if weighting not in SAMPLE_WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
     if not 0 <= k <= n:
         raise ValueError(f"k must be between 0 and {n}, got {k}")
     if k == n:
@@ -318,8 +318,8 @@ def sample_queries(
     from curation.sample.logs import collapse_log
     from curation.sample.pii import pii_flags
 
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+    if weighting not in SAMPLE_WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -454,16 +454,16 @@ def sample_queries(
                 "inclusion": float(probs[j]), "weight": float(weights[j]), "pii": flags,
             })
     if hand:
-        summaries.append(StratumSummary(label="handwritten", values=dict(HANDWRITTEN), distinct=len(hand), traffic=0,
-                                        share=0.0, floor=0, quota=0.0, allocated=len(hand), floor_applied=False,
-                                        short=False))
+        summaries.append(StratumSummary(label="handwritten", values=dict(HANDWRITTEN_STRATUM), distinct=len(hand),
+                                        traffic=0, share=0.0, floor=0, quota=0.0, allocated=len(hand),
+                                        floor_applied=False, short=False))
         for text in hand:
             flags = pii_flags(text)
             for f in flags:
                 flag_counts[f] = flag_counts.get(f, 0) + 1
             found = lookup.loc[text] if text in lookup.index else None
             rows.append({
-                "qid": qid_for(text), "text": text, "stratum": dict(HANDWRITTEN),
+                "qid": qid_for(text), "text": text, "stratum": dict(HANDWRITTEN_STRATUM),
                 "traffic": 0 if found is None else int(found["traffic"]),
                 "users": (None if not collapsed.has_users else 0 if found is None else int(found["users"])),
                 "stratum_share": 0.0, "inclusion": 1.0, "weight": 0.0, "pii": flags,

@@ -28,6 +28,7 @@ from curation.formats.corpus import fetch_docs
 from curation.formats.fileio import InputError, open_text, sha256_file
 from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
 from curation.formats.queries import iter_queries
+from curation.store.lookups import join_pair_text, project_id
 from curation.store.models import (
     Document,
     GuidelinesVersion,
@@ -245,10 +246,6 @@ def _missing_error(corpus_paths, missing: list[str]) -> InputError:
     )
 
 
-def _project_id(project: Project | int) -> int:
-    return project if isinstance(project, int) else project.id
-
-
 def _insert_pairs(session: Session, project_id: int, pairs: list[PoolEntry], qids: dict[str, int],
                   docs: dict[str, int], batch: int) -> int:
     rows = [
@@ -379,9 +376,7 @@ def extend_pool(
     existing = {
         (qid, docid): (pair_id, systems)
         for pair_id, qid, docid, systems in session.exec(
-            select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json)
-            .join(Query, Query.id == PoolPair.query_id)
-            .join(Document, Document.id == PoolPair.document_id)
+            join_pair_text(select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json))
             .where(PoolPair.project_id == pid)
         ).all()
     }
@@ -442,7 +437,7 @@ def set_guidelines(
     if current is not None and current.sha256 == digest:
         return current, False
     version = GuidelinesVersion(
-        project_id=_project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,
+        project_id=project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,
         note=note, created_by_id=created_by.id if created_by else None,
     )
     session.add(version)
@@ -459,7 +454,7 @@ def current_guidelines(session: Session, project: Project | int) -> GuidelinesVe
     """The latest guidelines version of the project (None before any was set)."""
     return session.exec(
         select(GuidelinesVersion)
-        .where(GuidelinesVersion.project_id == _project_id(project))
+        .where(GuidelinesVersion.project_id == project_id(project))
         .order_by(GuidelinesVersion.version.desc())
     ).first()
 
@@ -469,7 +464,7 @@ def guidelines_history(session: Session, project: Project | int) -> list[Guideli
     return list(
         session.exec(
             select(GuidelinesVersion)
-            .where(GuidelinesVersion.project_id == _project_id(project))
+            .where(GuidelinesVersion.project_id == project_id(project))
             .order_by(GuidelinesVersion.version)
         )
     )

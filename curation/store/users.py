@@ -133,13 +133,6 @@ def set_password(session: Session, user: User, password: str) -> None:
     session.commit()
 
 
-def set_role(session: Session, user: User, role: str) -> None:
-    """Change ``user``'s role and commit."""
-    user.role = _check_role(role)
-    session.add(user)
-    session.commit()
-
-
 def set_active(session: Session, user: User, active: bool) -> None:
     """Enable or disable a login (a disabled user cannot authenticate) and commit."""
     user.active = bool(active)

@@ -6,8 +6,8 @@ import pytest
 
 from curation.agree.labels import POLICIES
 from curation.cli import main
-from curation.pool.seeds import SOURCES
-from curation.sample.sampling import WEIGHTINGS as SAMPLE_WEIGHTINGS
+from curation.pool.seeds import SEED_SOURCES
+from curation.sample.sampling import SAMPLE_WEIGHTINGS
 from curation.store.models import ROLES
 from curation.store.projects import SCALES
 
@@ -23,7 +23,7 @@ def _choices(path: str, option: str) -> list[str]:
 @pytest.mark.parametrize(("path", "option", "domain"), [
     ("export", "--policy", POLICIES),
     ("project create", "--scale", SCALES),
-    ("seed-judgments", "--source", SOURCES),
+    ("seed-judgments", "--source", SEED_SOURCES),
     ("user add", "--role", ROLES),
     ("sample", "--weighting", SAMPLE_WEIGHTINGS),
 ], ids=lambda v: v if isinstance(v, str) else "")

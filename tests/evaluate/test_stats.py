@@ -15,7 +15,8 @@ from curation.evaluate.exact_tests import mcnemar, sign_test
 from curation.evaluate.metrics import QueryScores, evaluate, parse_metric
 from curation.evaluate.noise import noise, sweep
 from curation.evaluate.power import power
-from curation.evaluate.stats import compare, pair_scores, query_weights, read_queries, verdict
+from curation.evaluate.stats import compare, pair_scores, query_weights, verdict
+from curation.formats.queries import read_queries
 
 
 def scores(run, values: dict, metric="ndcg@10", dropped=()):
@@ -27,7 +28,7 @@ def scores(run, values: dict, metric="ndcg@10", dropped=()):
 
 def write_queries(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return read_queries(path)
+    return {q.qid: q for q in read_queries(path)}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,6 +57,24 @@ def versions_in_store(engine) -> list[ExportVersion]:
 # ------------------------------------------------------------------------------------ the format
 
 
+def test_the_data_files_keep_the_layout_of_versions_already_exported(complete, tmp_path):
+    # A stored version's state hash covers these bytes: the lines below are those golden wrote before the
+    # export went through curation.formats (", " and ": " between items, keys in this order).
+    do_export(complete, tmp_path / "out")
+    folder = tmp_path / "out" / "v1"
+    assert (folder / "qrels.txt").read_text() == EXPECTED_QRELS
+    assert (folder / "queries.jsonl").read_text().splitlines()[1] == (
+        '{"qid": "10", "text": "query 10", "stratum": {"freq": "tail"}, "stratum_key": "freq=tail", "traffic": 11, '
+        '"users": 2, "weight": 1.5, "split": null, "leak_status": null, "status": "active"}'
+    )
+    assert (folder / "qrels.jsonl").read_text().splitlines()[0] == (
+        '{"qid": "007", "docid": "d1", "grade": 2, "source": "unanimous", "seed_only": false, "judgments": '
+        '[{"judge": "alice", "grade": 2, "unsure": false, "guidelines_version": null}, {"judge": "bob", "grade": 2, '
+        '"unsure": false, "guidelines_version": null}], "adjudication": null, "seeds": [], "pooled": true, '
+        '"guidelines_version": null}'
+    )
+
+
 @pytest.mark.slow  # importing ranx compiles its numba code: about 10 s
 def test_qrels_are_trec_format_and_load_in_ir_measures_and_ranx(complete, tmp_path):
     import ir_measures
@@ -529,3 +547,16 @@ def test_the_export_folder_and_files_get_the_usual_permissions(complete, tmp_pat
     folder = tmp_path / "out" / "v1"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
     assert {stat.S_IMODE((folder / name).stat().st_mode) for name in ALL_FILES} == {0o644}
+
+
+def test_a_stored_version_is_read_by_the_format_readers_even_with_a_line_separator_in_a_text():
+    from curation.export.changes import version_records
+
+    files = {
+        "qrels.jsonl": b'{"qid": "q1", "docid": "d1", "grade": 1, "source": "single"}\n',
+        "queries.jsonl": '{"qid": "q1", "text": "a\u2028b", "stratum": {}}\n'.encode(),  # U+2028 kept raw
+    }
+    labels, queries = version_records(files)
+    assert labels == {("q1", "d1"): {"qid": "q1", "docid": "d1", "grade": 1, "source": "single"}}
+    assert list(queries) == ["q1"] and queries["q1"].text == "a\u2028b"
+    assert version_records({**files, "queries.jsonl": b""})[1] == {}

@@ -63,3 +63,35 @@ def test_writer_round_trips(tmp_path):
     write_qrels(lines, path)
     assert path.read_text(encoding="utf-8") == "301 0 FT1 2\n9 alice é -1\n"
     assert list(iter_qrels(path)) == lines
+
+
+def test_one_line_parser_skips_blank_and_comment_lines():
+    from curation.formats.qrels import parse_qrel_line
+
+    assert parse_qrel_line("  ", "f", 1) is None and parse_qrel_line("# note", "f", 2) is None
+    assert parse_qrel_line("7\t0  d1 1\n", "f", 3) == QrelLine("7", "0", "d1", 1)
+    with pytest.raises(InputError, match=r"^f:4: has 3 fields"):
+        parse_qrel_line("7 0 d1", "f", 4)
+
+
+def test_label_records_round_trip_in_the_export_layout():
+    from curation.formats.qrels import format_label_record, parse_label_records
+
+    record = {"qid": "007", "docid": "d1", "grade": 2, "source": "single", "judgments": [{"judge": "é"}]}
+    line = format_label_record(record)
+    assert line == '{"qid": "007", "docid": "d1", "grade": 2, "source": "single", "judgments": [{"judge": "é"}]}\n'
+    assert list(parse_label_records(["", line], "x.jsonl")) == [record]
+
+
+@pytest.mark.parametrize("line, words", [
+    ('{"qid": "1", "grade": 1}', "x.jsonl:1: missing or empty 'docid'"),
+    ('{"qid": "1", "docid": "d", "grade": 1.5}', "x.jsonl:1: grade 1.5 is not an integer"),
+    ('{"qid": "1", "docid": "d"}', "x.jsonl:1: missing 'grade'"),
+    ('[1]', "x.jsonl:1: expected an object with qid, docid and grade"),
+])
+def test_label_records_refuse_what_an_export_cannot_hold(line, words):
+    from curation.formats.qrels import parse_label_records
+
+    with pytest.raises(InputError) as err:
+        list(parse_label_records([line], "x.jsonl"))
+    assert str(err.value) == words

@@ -102,9 +102,22 @@ def test_writer_round_trip_is_byte_stable(tmp_path):
     assert json.loads(path.read_text(encoding="utf-8").splitlines()[0])["text"] == "café"
 
 
+def test_the_export_layout_is_the_one_parameter_of_the_writer():
+    from curation.formats.queries import format_query, queries_text
+
+    row = {"qid": "q1", "text": "café", "stratum": {"m": "us"}, "split": None}
+    assert format_query(row, spaced=True) == '{"qid": "q1", "text": "café", "stratum": {"m": "us"}, "split": null}'
+    assert queries_text([row, QueryRecord("q2", "b")]) == (
+        '{"qid":"q1","text":"café","stratum":{"m":"us"},"split":null}\n{"qid":"q2","text":"b"}\n'
+    )
+
+
 def test_stats_reads_queries_by_the_same_rules(tmp_path):
     """`golden stats` took empty text and any split; the queries reader refuses both, so stats does too."""
-    from curation.evaluate.stats import read_queries as stats_read_queries
+    from curation.cli.stats import _load_queries
+
+    def stats_read_queries(path):
+        return _load_queries(str(path), None)[0]
 
     good = stats_read_queries(_file(tmp_path, '{"qid": 1, "query": "x", "stratum": {"m": "us"}, "weight": 2}'))
     assert list(good) == ["1"] and good["1"].text == "x" and good["1"].weight == 2 and good["1"].get("m") == "us"
@@ -141,12 +154,12 @@ def test_project_create_reads_queries_by_the_same_rules(tmp_path):
 
 def test_leak_check_reads_queries_by_the_same_rules(tmp_path):
     """The leak check took a query whose text was empty (which every document 'contains')."""
-    from curation.leak.inputs import read_queries as leak_read_queries
+    from curation.leak.inputs import query_texts
 
-    assert leak_read_queries(_file(tmp_path, '{"qid": 4, "query": "a b"}', '{"qid": 5, "text": "c"}')) == [
+    assert query_texts(_file(tmp_path, '{"qid": 4, "query": "a b"}', '{"qid": 5, "text": "c"}')) == [
         ("4", "a b"), ("5", "c")]
     with pytest.raises(InputError, match=r"e.jsonl:1: query 'a' has no text"):
-        leak_read_queries(_file(tmp_path, '{"qid": "a", "text": ""}', name="e.jsonl"))
+        query_texts(_file(tmp_path, '{"qid": "a", "text": ""}', name="e.jsonl"))
 
 
 def test_pool_reads_its_query_list_by_the_same_rules(tmp_path):

@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from curation.formats import logs as log_reader
 from curation.formats.fileio import InputError
+from curation.formats.logs import log_format
 from curation.formats.normalize import normalize_text
 from curation.sample import logs
 from curation.sample.logs import collapse_log
@@ -39,7 +41,7 @@ EXPECTED = [
 
 
 def write_log(path, rows=ROWS, fmt=None):
-    fmt = fmt or logs.log_format(path)
+    fmt = fmt or log_format(path)
     header = ["query", "user", "market", "n"]
     if fmt == "parquet":
         cols = list(zip(*rows))
@@ -111,7 +113,7 @@ def test_quoted_commas_and_newlines_in_csv(tmp_path):
 
 def test_chunked_reading_and_merging_match_a_plain_python_count(tmp_path, monkeypatch):
     """Tiny blocks and merge thresholds force many chunks and merges; a Counter is the reference."""
-    monkeypatch.setattr(logs, "_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 4096)
     monkeypatch.setattr(logs, "_MERGE_AT", 50)
     rnd = random.Random(5)
     words = ["Alpha", "beta", "GAMMA ", "delta\u00a0x", "\uff45psilon", "zeta?"]
