@@ -25,10 +25,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
-import pyarrow as pa
 from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
-import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix
 
@@ -210,10 +207,12 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
 _TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 # The white space str.split() splits on in ASCII, besides the delimiter and line ends.
 _OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
-
+# qid, docid and tag come dictionary-encoded straight from pyarrow's CSV reader (hashed in C++
+# while parsing), so neither pyarrow.compute nor pandas (which some pyarrow conversions import
+# lazily) is loaded: together they cost a fresh `golden pool` process more than reading 17 runs.
 
 def _parse_trec_fast(data: bytes, depth: int | None):
-    """Parse a TREC run with pyarrow + numpy, or return None when the exact reader must decide.
+    """Parse a TREC run with pyarrow's CSV reader + numpy, or return None when the exact reader must decide.
 
     Used only when every line is ASCII and fields are separated by exactly one tab (or one
     space), so pyarrow's fields are exactly ``str.split()``'s. Anything unusual (a wrong field
@@ -226,15 +225,27 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     delimiter, other = (b"\t", b" ") if b"\t" in first else (b" ", b"\t")
     if data.find(other) >= 0 or any(data.find(c) >= 0 for c in _OTHER_ASCII_SPACE):
         return None
+    # An empty field (two delimiters in a row, or one at either end of a line): str.split() would
+    # see one field fewer. pyarrow rejects a line with another number of fields by itself.
+    d = delimiter
+    if d + d in data or data.startswith(d) or data.endswith(d) or any(
+        pair in data for pair in (b"\n" + d, d + b"\n", b"\r" + d, d + b"\r")
+    ):
+        return None
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    coded = pa.dictionary(pa.int32(), pa.string())
     try:
         table = pa_csv.read_csv(
             pa.py_buffer(data),
             read_options=pa_csv.ReadOptions(column_names=_TREC_COLUMNS, use_threads=False, block_size=len(data) + 1),
             parse_options=pa_csv.ParseOptions(
-                delimiter=delimiter.decode(), quote_char=False, escape_char=False, newlines_in_values=False
+                delimiter=d.decode(), quote_char=False, escape_char=False, newlines_in_values=False
             ),
             convert_options=pa_csv.ConvertOptions(
-                column_types={c: (pa.float64() if c == "score" else pa.string()) for c in _TREC_COLUMNS},
+                include_columns=["qid", "docid", "score", "tag"],
+                column_types={"qid": coded, "docid": coded, "score": pa.float64(), "tag": coded},
                 check_utf8=False,  # the bytes are ASCII (checked above)
             ),
         )
@@ -243,42 +254,37 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     n = table.num_rows
     if n == 0:
         return {}, {}, set()
-    cols = {c: table[c].combine_chunks() for c in _TREC_COLUMNS}
-    for c in _TREC_COLUMNS:
-        if c != "score" and (_offsets(cols[c])[1:] == _offsets(cols[c])[:-1]).any():
-            return None  # an empty field: str.split() would count one field fewer
-    score_arr = cols["score"]
-    if score_arr.null_count:
-        return None
-    score = np.frombuffer(score_arr.buffers()[1], dtype=np.float64, count=n, offset=score_arr.offset * 8)
+    if any(table[c].num_chunks != 1 for c in table.column_names):
+        return None  # one block was asked for; anything else is left to the exact reader
+    qcol, dcol, scol, tcol = (table[c].chunk(0) for c in ("qid", "docid", "score", "tag"))
+    if scol.null_count:
+        return None  # e.g. "NA" or "null": pyarrow reads them as missing, Python's float() refuses them
+    score = np.frombuffer(scol.buffers()[1], dtype=np.float64, count=n, offset=scol.offset * 8)
     score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
     if np.isnan(score).any():
         return None
-    doc_arr = pc.dictionary_encode(cols["docid"])
-    dc = _indices(doc_arr)
-    # Group rows by query. Runs usually list each query in one block: then no hashing is needed.
-    qcol = cols["qid"]
-    change = pc.not_equal(qcol.slice(1), qcol.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-    starts = np.r_[0, np.flatnonzero(change) + 1]
-    qids = qcol.take(pa.array(starts)).to_pylist()
-    contiguous = len(set(qids)) == len(qids)
+    dc = _indices(dcol)
+    dictionary = dcol.dictionary
+    qc = _indices(qcol)  # codes numbered in order of first appearance
+    qids = qcol.dictionary.to_pylist()
+    # Group rows by query. Runs usually list each query in one block: then block b is query b.
+    starts = np.r_[0, np.flatnonzero(qc[1:] != qc[:-1]) + 1]
+    contiguous = len(starts) == len(qids)
     if contiguous:
-        order = np.arange(n)
-        sorted_q = qc = np.repeat(np.arange(len(starts), dtype=np.int32), np.diff(np.r_[starts, n]))
+        order, sorted_q = None, qc
     else:
-        qid_arr = pc.dictionary_encode(qcol)  # codes numbered in order of first appearance
-        qc = _indices(qid_arr)
-        qids = qid_arr.dictionary.to_pylist()
         order = np.argsort(qc, kind="stable")
         sorted_q = qc[order]
         starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]])
-    if _has_repeats(qc.astype(np.int64) * len(doc_arr.dictionary) + dc, len(qids) * len(doc_arr.dictionary)):
+    if _has_repeats(qc.astype(np.int64) * len(dictionary) + dc, len(qids) * len(dictionary)):
         return None  # a docid repeated within a query
     ends = np.r_[starts[1:], n]
-    tags = _distinct(cols["tag"])
-    ranked = _top_presorted(score, dc, doc_arr.dictionary, starts, ends, depth) if contiguous else None
+    tags = set(tcol.dictionary.to_pylist())
+    ranked = _top_presorted(score, dc, dictionary, starts, ends, depth) if contiguous else None
     if ranked is None:
-        ranked = _top_any_order(score, dc, doc_arr.dictionary, order, starts, ends, depth)
+        if order is None:
+            order = np.arange(n)
+        ranked = _top_any_order(score, dc, dictionary, order, starts, ends, depth)
     rankings: dict[str, list[str]] = {}
     scores: dict[str, list[float]] = {}
     for s, (docs, values) in zip(starts.tolist(), ranked):
@@ -288,12 +294,14 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     return rankings, scores, tags
 
 
-def _distinct(col) -> set[str]:
-    """The distinct values of a string column (usually one: a run's tag)."""
-    first = col[0]
-    if pc.all(pc.equal(col, first)).as_py():
-        return {first.as_py()}
-    return set(pc.unique(col).to_pylist())
+def _docids(dictionary, codes: np.ndarray) -> list[str]:
+    """The strings of ``codes`` in ``dictionary`` (a pyarrow string array), without pyarrow.compute."""
+    if len(codes) * 4 >= len(dictionary):
+        values = dictionary.to_pylist()
+        return [values[c] for c in codes.tolist()]
+    off = _offsets(dictionary)
+    buf = dictionary.buffers()[2].to_pybytes()
+    return [buf[a:b].decode("ascii") for a, b in zip(off[codes].tolist(), off[codes + 1].tolist())]
 
 
 def _top_any_order(score, dc, dictionary, order, starts, ends, depth):
@@ -309,7 +317,7 @@ def _top_any_order(score, dc, dictionary, order, starts, ends, depth):
             seg = seg[sc >= threshold]
         picks.append(seg)
     rows = np.concatenate(picks)
-    docids = dictionary.take(pa.array(dc[rows])).to_pylist()
+    docids = _docids(dictionary, dc[rows])
     values = score[rows].tolist()
     out = []
     at = 0
@@ -344,7 +352,7 @@ def _top_presorted(score, dc, dictionary, starts, ends, depth):
     pos = np.arange(n) - np.repeat(starts, counts)
     keep = pos < np.repeat(take, counts)
     rows = np.flatnonzero(keep)
-    docids = dictionary.take(pa.array(dc[rows])).to_pylist()
+    docids = _docids(dictionary, dc[rows])
     values = score[rows].tolist()
     tie = np.zeros(n, dtype=np.bool_)
     tie[:-1] = (step == 0) & inner & keep[:-1] & keep[1:]
