@@ -44,8 +44,8 @@ DEFAULT_RUNS = ROOT.parent / "shared" / "data" / "robust03" / "runs"
 
 
 def golden_pool(files, depth):
-    from curation.pool.pooling import make_pool
     from curation.formats.runs import read_runs
+    from curation.pool.pooling import make_pool
 
     pool = make_pool(read_runs(files, depth=depth), depth=depth, seed=0)
     return {(p.qid, p.docid) for p in pool.pairs}
@@ -162,8 +162,9 @@ def main(argv=None):
     checks = []
     if args.mode in ("in-process", "both"):
         # Import both libraries before timing, so neither pays its import cost inside the timer.
-        import curation.pool.pooling  # noqa: F401
         import trectools  # noqa: F401
+
+        import curation.pool.pooling  # noqa: F401
 
         load = os.getloadavg()[0]
         g_best, g_times, g_cpu, g_pairs = best_time(lambda: golden_pool(files, args.depth), args.repeat)

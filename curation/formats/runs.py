@@ -20,9 +20,9 @@ import io
 import json
 import math
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast

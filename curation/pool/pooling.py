@@ -30,12 +30,13 @@ from __future__ import annotations
 import hashlib
 import os
 import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
+
 from curation import __version__
 from curation.formats.fileio import sha256_file
 from curation.formats.pool_file import POOL_FORMAT, PoolEntry, write_pool_file
@@ -91,7 +92,7 @@ def qid_sort_key(qid: str):
 
 def order_key(seed: int, qid: str, docid: str) -> bytes:
     """The sort key behind a pair's ``order``: SHA-256 of the seed, qid and docid."""
-    return hashlib.sha256(f"{seed}\x00{qid}\x00{docid}".encode("utf-8")).digest()
+    return hashlib.sha256(f"{seed}\x00{qid}\x00{docid}".encode()).digest()
 
 
 def make_pool(

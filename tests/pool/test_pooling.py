@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from curation.cli import main
 from curation.formats.fileio import InputError
 from curation.formats.pool_file import pool_meta_path, read_pool
-from curation.pool.pooling import make_pool
 from curation.formats.runs import _parse_lines, read_run, read_runs
+from curation.pool.pooling import make_pool
 
 # Two small runs. In run A, query 1 has a tie at the depth-2 cut: d2 and d3 both score 0.8, so
 # trec_eval's order (docid descending) puts d3 before d2, whatever the rank column says.
