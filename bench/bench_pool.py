@@ -40,7 +40,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's code, in-process as in the child processes
-DEFAULT_RUNS = ROOT.parent / "shared" / "data" / "robust03" / "runs"
+DEFAULT_RUNS = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data")) / "robust03" / "runs"
 
 
 def golden_pool(files, depth):
@@ -99,7 +99,7 @@ def run_child(cmd, env=None):
     """Run ``cmd`` in a fresh process: (wall s, CPU s of the child: user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
