@@ -207,9 +207,12 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
 _TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 # The white space str.split() splits on in ASCII, besides the delimiter and line ends.
 _OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
-# qid, docid and tag come dictionary-encoded straight from pyarrow's CSV reader (hashed in C++
-# while parsing), so neither pyarrow.compute nor pandas (which some pyarrow conversions import
-# lazily) is loaded: together they cost a fresh `golden pool` process more than reading 17 runs.
+# Only qid, docid, score and tag are converted; q0 and rank are tokenized (pyarrow checks that
+# each line has 6 fields) but not copied. numpy arrays are taken from pyarrow's buffers directly:
+# pyarrow's own conversions to numpy import pandas, which would cost a fresh `golden pool`
+# process more than reading the 17 robust03 runs.
+_CONVERTED = {"qid": "string", "docid": "string", "score": "float64", "tag": "string"}
+
 
 def _parse_trec_fast(data: bytes, depth: int | None):
     """Parse a TREC run with pyarrow's CSV reader + numpy, or return None when the exact reader must decide.
@@ -225,27 +228,26 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     delimiter, other = (b"\t", b" ") if b"\t" in first else (b" ", b"\t")
     if data.find(other) >= 0 or any(data.find(c) >= 0 for c in _OTHER_ASCII_SPACE):
         return None
-    # An empty field (two delimiters in a row, or one at either end of a line): str.split() would
-    # see one field fewer. pyarrow rejects a line with another number of fields by itself.
-    d = delimiter
-    if d + d in data or data.startswith(d) or data.endswith(d) or any(
-        pair in data for pair in (b"\n" + d, d + b"\n", b"\r" + d, d + b"\r")
-    ):
+    # An empty q0 or rank field (two delimiters in a row): str.split() would see one field fewer.
+    # (Empty qid, docid, score or tag fields are found in their columns below.)
+    is_delim = np.frombuffer(data, dtype=np.uint8) == ord(delimiter)
+    if (is_delim[1:] & is_delim[:-1]).any():
         return None
+    del is_delim
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.csv as pa_csv
 
-    coded = pa.dictionary(pa.int32(), pa.string())
     try:
         table = pa_csv.read_csv(
             pa.py_buffer(data),
             read_options=pa_csv.ReadOptions(column_names=_TREC_COLUMNS, use_threads=False, block_size=len(data) + 1),
             parse_options=pa_csv.ParseOptions(
-                delimiter=d.decode(), quote_char=False, escape_char=False, newlines_in_values=False
+                delimiter=delimiter.decode(), quote_char=False, escape_char=False, newlines_in_values=False
             ),
             convert_options=pa_csv.ConvertOptions(
-                include_columns=["qid", "docid", "score", "tag"],
-                column_types={"qid": coded, "docid": coded, "score": pa.float64(), "tag": coded},
+                include_columns=list(_CONVERTED),
+                column_types={c: pa.type_for_alias(t) for c, t in _CONVERTED.items()},
                 check_utf8=False,  # the bytes are ASCII (checked above)
             ),
         )
@@ -254,17 +256,22 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     n = table.num_rows
     if n == 0:
         return {}, {}, set()
-    if any(table[c].num_chunks != 1 for c in table.column_names):
-        return None  # one block was asked for; anything else is left to the exact reader
-    qcol, dcol, scol, tcol = (table[c].chunk(0) for c in ("qid", "docid", "score", "tag"))
+    cols = {c: table[c].combine_chunks() for c in _CONVERTED}
+    for c in ("qid", "docid", "tag"):
+        off = _offsets(cols[c])
+        if (off[1:] == off[:-1]).any():
+            return None  # an empty field: str.split() would count one field fewer
+    scol = cols["score"]
     if scol.null_count:
         return None  # e.g. "NA" or "null": pyarrow reads them as missing, Python's float() refuses them
     score = np.frombuffer(scol.buffers()[1], dtype=np.float64, count=n, offset=scol.offset * 8)
     score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
     if np.isnan(score).any():
         return None
+    dcol = pc.dictionary_encode(cols["docid"])
     dc = _indices(dcol)
     dictionary = dcol.dictionary
+    qcol = pc.dictionary_encode(cols["qid"])
     qc = _indices(qcol)  # codes numbered in order of first appearance
     qids = qcol.dictionary.to_pylist()
     # Group rows by query. Runs usually list each query in one block: then block b is query b.
@@ -279,7 +286,7 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     if _has_repeats(qc.astype(np.int64) * len(dictionary) + dc, len(qids) * len(dictionary)):
         return None  # a docid repeated within a query
     ends = np.r_[starts[1:], n]
-    tags = set(tcol.dictionary.to_pylist())
+    tags = _distinct(cols["tag"])
     ranked = _top_presorted(score, dc, dictionary, starts, ends, depth) if contiguous else None
     if ranked is None:
         if order is None:
@@ -294,8 +301,18 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     return rankings, scores, tags
 
 
+def _distinct(col) -> set[str]:
+    """The distinct values of a string column (usually one: a run's tag)."""
+    import pyarrow.compute as pc
+
+    first = col[0]
+    if pc.all(pc.equal(col, first)).as_py():
+        return {first.as_py()}
+    return set(pc.unique(col).to_pylist())
+
+
 def _docids(dictionary, codes: np.ndarray) -> list[str]:
-    """The strings of ``codes`` in ``dictionary`` (a pyarrow string array), without pyarrow.compute."""
+    """The strings of ``codes`` in ``dictionary`` (a pyarrow string array)."""
     if len(codes) * 4 >= len(dictionary):
         values = dictionary.to_pylist()
         return [values[c] for c in codes.tolist()]
