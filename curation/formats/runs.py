@@ -331,6 +331,11 @@ def _words(col):
     if width > 64:
         return None
     buf = np.frombuffer(col.buffers()[2], dtype=np.uint8)[: off[-1]]
+    size = int(lengths[0])
+    if (lengths == size).all():  # all of one length (a run's qids and tag usually are): no masks
+        rows = np.zeros((len(lengths), width), dtype=np.uint8)
+        rows[:, :size] = buf[off[0] :].reshape(-1, size)
+        return lengths, list(rows.view("<u8").T)
     padded = np.concatenate([buf, np.zeros(width, dtype=np.uint8)])
     # Row i: value i's bytes and whatever follows them; what follows is masked off word by word
     # (little-endian: a word's first byte is its lowest).
