@@ -66,7 +66,8 @@ def trec_order(results: list[tuple[str, float]]) -> list[tuple[str, float]]:
 def as_trec_score(score: float) -> float:
     """``score`` rounded to a 32-bit float, the precision trec_eval keeps (``float sim`` in its
     results struct): scores that differ only beyond it are ties there, broken by docid."""
-    return float(np.float32(score))
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as a C float in trec_eval
+        return float(np.float32(score))
 
 
 def _parse_score(raw, path, lineno) -> float:
@@ -264,7 +265,8 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     if scol.null_count:
         return None  # e.g. "NA" or "null": pyarrow reads them as missing, Python's float() refuses them
     score = np.frombuffer(scol.buffers()[1], dtype=np.float64, count=n, offset=scol.offset * 8)
-    score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
+    with np.errstate(over="ignore"):  # beyond float32's range is +-inf there, as in trec_eval
+        score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
     if np.isnan(score).any():
         return None
     docid = cols["docid"]
@@ -414,10 +416,11 @@ def _top_presorted(score, docid, starts, ends, depth):
     descending score order (as runs are usually written), mostly without a Python loop; None
     when a block is not in that order."""
     n = len(score)
-    step = score[1:] - score[:-1]
+    # Compared, not subtracted: inf - inf is NaN, and two infinite scores are a tie.
+    same = score[1:] == score[:-1]
     inner = np.ones(n - 1 if n else 0, dtype=np.bool_)
     inner[starts[1:] - 1] = False  # pairs of rows that straddle two queries
-    if (step[inner] > 0).any():
+    if (score[1:] > score[:-1])[inner].any():
         return None
     counts = ends - starts
     take = counts.copy() if depth is None else np.minimum(counts, depth)
@@ -435,7 +438,7 @@ def _top_presorted(score, docid, starts, ends, depth):
     docids = _strings(docid, rows)
     values = score[rows].tolist()
     tie = np.zeros(n, dtype=np.bool_)
-    tie[:-1] = (step == 0) & inner & keep[:-1] & keep[1:]
+    tie[:-1] = same & inner & keep[:-1] & keep[1:]
     has_tie = np.add.reduceat(tie, starts) > 0 if n else np.zeros(0, dtype=np.bool_)
     out = []
     at = 0

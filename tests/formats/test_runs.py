@@ -67,3 +67,18 @@ def test_writer_round_trips_in_trec_eval_order(tmp_path):
     assert run.name == "sys" and run.rankings == {"1": ["b", "a"], "2": ["x"]}
     write_run([("1", [("b", 2.5)])], path, tag="t", precision=3)
     assert path.read_text() == "1 Q0 b 1 2.500 t\n"
+
+
+def _tab(text: str) -> str:
+    return text.replace(" ", "\t")
+
+
+def test_huge_scores_overflow_to_infinity_as_in_trec_eval(tmp_path):
+    # The largest float32 is about 3.4028235e38: both scores below become +inf there, a tie
+    # broken by docid descending; 3e38 stays finite.
+    path = tmp_path / "run.trec"
+    path.write_text(_tab("1 Q0 a 1 1e39 s\n1 Q0 b 2 1e300 s\n1 Q0 c 3 3e38 s\n1 Q0 d 4 -1e39 s\n"))
+    run = read_run(path)
+    assert run.rankings == {"1": ["b", "a", "c", "d"]}
+    assert run.scores["1"][:2] == [float("inf"), float("inf")] and run.scores["1"][3] == float("-inf")
+    assert run.scores["1"][2] == pytest.approx(3e38, rel=1e-7)
