@@ -136,7 +136,8 @@ def read_runs(
 ) -> list[RankedRun]:
     """Read several runs with :func:`read_run`, in parallel threads, in the order given.
 
-    Decompressing, parsing (pyarrow) and sorting (numpy) release the GIL, so threads overlap.
+    pyarrow's CSV parsing and numpy's work on whole columns release the GIL, so threads overlap
+    them; ISA-L's gunzip (measured) and the Python parts hold it.
     When several files are bad, the error of the first one in ``paths`` order is raised.
     ``progress``, when given, is called with each :class:`RankedRun` as it is read (e.g. to tick a bar).
     """
@@ -209,9 +210,9 @@ _TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 # The white space str.split() splits on in ASCII, besides the delimiter and line ends.
 _OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 # Only qid, docid, score and tag are converted; q0 and rank are tokenized (pyarrow checks that
-# each line has 6 fields) but not copied. numpy arrays are taken from pyarrow's buffers directly:
-# pyarrow's own conversions to numpy import pandas, which would cost a fresh `golden pool`
-# process more than reading the 17 robust03 runs.
+# each line has 6 fields) but not copied. numpy arrays are views of pyarrow's buffers: some of
+# pyarrow's own conversions to numpy import pandas, and pyarrow.compute is imported only where
+# numpy cannot decide alone; each import costs a fresh `golden pool` process ~0.1-0.4 s.
 _CONVERTED = {"qid": "string", "docid": "string", "score": "float64", "tag": "string"}
 
 
