@@ -67,3 +67,104 @@ def test_writer_round_trips_in_trec_eval_order(tmp_path):
     assert run.name == "sys" and run.rankings == {"1": ["b", "a"], "2": ["x"]}
     write_run([("1", [("b", 2.5)])], path, tag="t", precision=3)
     assert path.read_text() == "1 Q0 b 1 2.500 t\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The fast reader (pyarrow's CSV reader + numpy) against expected values worked out by hand
+
+
+def _tab(text: str) -> str:
+    return text.replace(" ", "\t")
+
+
+@pytest.mark.parametrize("sep", [" ", "\t"])
+@pytest.mark.parametrize("compress", [False, True])
+def test_plain_and_gzip_tab_and_space_read_alike(tmp_path, sep, compress):
+    text = "301 Q0 b 1 2.5 sys\n301 Q0 a 2 2.5 sys\n301 Q0 c 3 1 sys\n302 Q0 z 1 0.5 sys\n".replace(" ", sep)
+    path = tmp_path / ("run.trec.gz" if compress else "run.trec")
+    path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
+    run = read_run(path)
+    assert run.name == "sys"
+    assert run.rankings == {"301": ["b", "a", "c"], "302": ["z"]}
+    assert run.scores == {"301": [2.5, 2.5, 1.0], "302": [0.5]}
+    assert read_run(path, depth=1).rankings == {"301": ["b"], "302": ["z"]}
+
+
+@pytest.mark.parametrize(
+    "depth, expected", [(1, ["b"]), (2, ["b", "d"]), (3, ["b", "d", "c"]), (9, ["b", "d", "c", "a", "e"])]
+)
+def test_ties_at_the_cut_go_to_the_larger_docid(tmp_path, depth, expected):
+    # Scores in file order, three tied at 4: trec_eval keeps d before c before a.
+    path = tmp_path / "run.trec"
+    path.write_text(_tab("1 Q0 b 1 5 s\n1 Q0 a 2 4 s\n1 Q0 c 3 4 s\n1 Q0 d 4 4 s\n1 Q0 e 5 1 s\n"))
+    assert read_run(path, depth=depth).rankings == {"1": expected}
+
+
+def test_huge_scores_overflow_to_infinity_as_in_trec_eval(tmp_path):
+    # The largest float32 is about 3.4028235e38: both scores below become +inf there, a tie
+    # broken by docid descending; 3e38 stays finite.
+    path = tmp_path / "run.trec"
+    path.write_text(_tab("1 Q0 a 1 1e39 s\n1 Q0 b 2 1e300 s\n1 Q0 c 3 3e38 s\n1 Q0 d 4 -1e39 s\n"))
+    run = read_run(path)
+    assert run.rankings == {"1": ["b", "a", "c", "d"]}
+    assert run.scores["1"][:2] == [float("inf"), float("inf")] and run.scores["1"][3] == float("-inf")
+    assert run.scores["1"][2] == pytest.approx(3e38, rel=1e-7)
+
+
+@pytest.mark.parametrize(
+    "content, line, words",
+    [
+        ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t2\t1\n", 2, "has 5 fields"),
+        ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t2\t1\ts\tx\n", 2, "has 7 fields"),
+        ("1\tQ0\ta\t1\t2\ts\n1\t\tb\t2\t1\ts\n", 2, "has 5 fields"),  # an empty q0 field
+        ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t\t1\ts\n", 2, "has 5 fields"),  # an empty rank field
+        ("1\tQ0\ta\t1\tNA\ts\n", 1, "score 'NA' is not a number"),  # missing to pyarrow
+        ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t2\tnan\ts\n", 2, "score is NaN"),
+        ("1\tQ0\ta\t1\t2\ts\n2\tQ0\ta\t1\t2\ts\n1\tQ0\ta\t3\t1\ts\n", 3, "docid 'a' appears twice for query '1'"),
+        ("7\tQ0\t" + "x" * 70 + "\t1\t2\ts\n7\tQ0\t" + "x" * 70 + "\t2\t1\ts\n", 2, "appears twice"),
+    ],
+)
+def test_malformed_tab_separated_lines_name_file_and_line(tmp_path, content, line, words):
+    path = tmp_path / "bad.trec.gz"
+    path.write_bytes(gzip.compress(content.encode()))
+    with pytest.raises(InputError) as info:
+        read_run(path, depth=1)
+    assert info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: ") and words in str(info.value)
+
+
+def test_docids_alike_in_their_first_bytes_or_in_other_queries_are_not_repeats(tmp_path):
+    # Docids that differ only after the first 8 bytes, or only in length, or that are longer
+    # than 64 bytes (read another way), and the same docid in two queries are all fine.
+    long = "y" * 80
+    rows = [
+        ("1", "abcdefgh1", 3),
+        ("1", "abcdefgh2", 2),
+        ("1", "abcdefgh", 1),
+        ("2", "abcdefgh1", 1),
+        ("3", long, 2),
+        ("3", long + "z", 1),
+    ]
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"{q}\tQ0\t{d}\t1\t{s}\ts\n" for q, d, s in rows))
+    assert read_run(path).rankings == {
+        "1": ["abcdefgh1", "abcdefgh2", "abcdefgh"],
+        "2": ["abcdefgh1"],
+        "3": [long, long + "z"],
+    }
+
+
+def test_queries_out_of_blocks_and_of_mixed_lengths(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text(_tab("10 Q0 a 1 1 s\n9 Q0 b 1 2 s\n10 Q0 c 2 3 s\n9 Q0 a 2 1 s\n100 Q0 a 1 1 s\n"))
+    run = read_run(path, depth=1)
+    assert run.rankings == {"10": ["c"], "9": ["b"], "100": ["a"]}
+    assert list(run.rankings) == ["10", "9", "100"]  # in order of first appearance
+
+
+def test_tags_of_one_length_told_apart(tmp_path):
+    path = tmp_path / "mixed.trec"
+    path.write_text(_tab("1 Q0 a 1 1 s1\n1 Q0 b 2 0 s2\n"))
+    assert read_run(path).name == "mixed"
+    path.write_text(_tab("1 Q0 a 1 1 s1\n1 Q0 b 2 0 s1\n"))
+    assert read_run(path).name == "s1"

@@ -92,8 +92,9 @@ def test_order_changes_with_the_seed(tmp_path):
 def test_queries_restrict_and_count_skipped(two_runs, tmp_path):
     queries = write(tmp_path / "q.jsonl", '{"qid": "2", "text": "x"}\n{"qid": "9", "text": "none"}\n')
     out = tmp_path / "pool.jsonl"
-    res = CliRunner().invoke(main, ["pool", *map(str, two_runs), "--depth", "2", "--queries", str(queries),
-                                    "--out", str(out)])
+    res = CliRunner().invoke(
+        main, ["pool", *map(str, two_runs), "--depth", "2", "--queries", str(queries), "--out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["qid"] for r in rows} == {"2"}
@@ -138,8 +139,9 @@ def test_extend_writes_only_new_pairs_after_the_old_order(two_runs, tmp_path):
     assert runner.invoke(main, ["pool", str(two_runs[0]), "--depth", "2", "--out", str(first)]).exit_code == 0
     old = {(p.qid, p.docid): p.order for p in read_pool(first)}
     new_path = tmp_path / "pool-new.jsonl"
-    res = runner.invoke(main, ["pool", str(two_runs[1]), "--depth", "2", "--extend", str(first),
-                               "--out", str(new_path)])
+    res = runner.invoke(
+        main, ["pool", str(two_runs[1]), "--depth", "2", "--extend", str(first), "--out", str(new_path)]
+    )
     assert res.exit_code == 0, res.output
     new = read_pool(new_path)
     # B's top 2: query 1 -> d5, d1 (d1 already pooled by A); query 3 -> y1.
@@ -151,8 +153,9 @@ def test_extend_writes_only_new_pairs_after_the_old_order(two_runs, tmp_path):
     meta = json.loads(pool_meta_path(new_path).read_text())
     assert meta["extends"]["pairs"] == len(old)
     # Extending at another depth would mix depths in one pool.
-    res = runner.invoke(main, ["pool", str(two_runs[1]), "--depth", "3", "--extend", str(first),
-                               "--out", str(tmp_path / "x.jsonl")])
+    res = runner.invoke(
+        main, ["pool", str(two_runs[1]), "--depth", "3", "--extend", str(first), "--out", str(tmp_path / "x.jsonl")]
+    )
     assert res.exit_code == 1 and "was pooled at depth 2: extend it with --depth 2" in res.output
     assert not (tmp_path / "x.jsonl").exists()
     # The old pool is untouched and --out cannot overwrite it.
@@ -198,8 +201,10 @@ def test_duplicate_run_names_must_be_named_apart(tmp_path):
 
 
 def test_jsonl_runs_pool_like_trec(tmp_path):
-    rows = [("a", 1), ("b", 3), ("c", 3)]
-    js = write(tmp_path / "sys.jsonl", "".join(json.dumps({"qid": 1, "docid": d, "score": s}) + "\n" for d, s in rows))
+    js = write(
+        tmp_path / "sys.jsonl",
+        "".join(json.dumps({"qid": 1, "docid": d, "score": s}) + "\n" for d, s in [("a", 1), ("b", 3), ("c", 3)]),
+    )
     pool = make_pool([read_run(js)], depth=2, seed=0)
     assert {p.docid: p.systems["sys"] for p in pool.pairs} == {"c": 1, "b": 2}
 
@@ -209,20 +214,15 @@ def test_jsonl_runs_pool_like_trec(tmp_path):
     [
         # tabs, interleaved qids
         "1\tQ0\td1\t1\t0.5\ts\n1\tQ0\td2\t2\t0.5\ts\n2\tQ0\td1\t1\t1e3\ts\n1\tQ0\td0\t3\t0.5\ts\n",
-        # spaces, CRLF
-        "1 Q0 b 1 2 s\r\n1 Q0 a 2 2 s\r\n1 Q0 c 3 -1.5 s\r\n",
-        # trailing and double spaces
-        "1 Q0 b 1 2 s \n1  Q0 a 2 2 s\n",
-        # non-ASCII docid
-        "1 Q0 caf\u00e9 1 2 s\n1 Q0 cafe 2 2 s\n",
-        # two tags: the name comes from the file
-        "1 Q0 a 1 2 s1\n1 Q0 b 2 3 s2\n",
+        "1 Q0 b 1 2 s\r\n1 Q0 a 2 2 s\r\n1 Q0 c 3 -1.5 s\r\n",  # spaces, CRLF
+        "1 Q0 b 1 2 s \n1  Q0 a 2 2 s\n",  # trailing and double spaces
+        "1 Q0 caf\u00e9 1 2 s\n1 Q0 cafe 2 2 s\n",  # non-ASCII docid
+        "1 Q0 a 1 2 s1\n1 Q0 b 2 3 s2\n",  # two tags: the name comes from the file
         # sorted, ties at the cut
         "1\tQ0\tb\t1\t5\ts\n1\tQ0\ta\t2\t4\ts\n1\tQ0\tc\t3\t4\ts\n1\tQ0\td\t4\t4\ts\n2\tQ0\tz\t1\t1\ts\n",
         # sorted, ties inside
         "1\tQ0\ta\t1\t3\ts\n1\tQ0\tb\t2\t3\ts\n1\tQ0\tc\t3\t1\ts\n2\tQ0\tx\t1\t2\ts\n2\tQ0\ty\t2\t2\ts\n",
-        # blocks, not sorted
-        "1\tQ0\ta\t1\t1\ts\n1\tQ0\tb\t2\t3\ts\n1\tQ0\tc\t3\t2\ts\n2\tQ0\tx\t1\t2\ts\n",
+        "1\tQ0\ta\t1\t1\ts\n1\tQ0\tb\t2\t3\ts\n1\tQ0\tc\t3\t2\ts\n2\tQ0\tx\t1\t2\ts\n",  # blocks, not sorted
         # interleaved, last row last group
         "1\tQ0\ta\t1\t1\ts\n2\tQ0\tb\t1\t3\ts\n1\tQ0\tc\t2\t2\ts\n2\tQ0\td\t2\t5\ts\n",
         "",
@@ -293,24 +293,28 @@ def test_robust03_extend_keeps_old_order(robust_runs, tmp_path):
     first, new = tmp_path / "p.jsonl", tmp_path / "p-new.jsonl"
     res = runner.invoke(main, ["pool", *map(str, robust_runs[:3]), "--depth", "10", "--out", str(first)])
     assert res.exit_code == 0, res.output
-    res = runner.invoke(main, ["pool", *map(str, robust_runs[3:]), "--depth", "10", "--extend", str(first),
-                               "--out", str(new)])
+    res = runner.invoke(
+        main, ["pool", *map(str, robust_runs[3:]), "--depth", "10", "--extend", str(first), "--out", str(new)]
+    )
     assert res.exit_code == 0, res.output
     old, added = read_pool(first), read_pool(new)
     union = make_pool(read_runs(robust_runs, depth=10), depth=10, seed=0)
-    assert ({(p.qid, p.docid) for p in old} | {(p.qid, p.docid) for p in added}
-            == {(p.qid, p.docid) for p in union.pairs})
+    assert {(p.qid, p.docid) for p in old} | {(p.qid, p.docid) for p in added} == {
+        (p.qid, p.docid) for p in union.pairs
+    }
     assert not {(p.qid, p.docid) for p in old} & {(p.qid, p.docid) for p in added}
     # Per query, old orders are 1..n and the new ones continue from n + 1.
     for q in {p.qid for p in added}:
         n_old = sum(1 for p in old if p.qid == q)
-        n_new = sum(1 for p in added if p.qid == q)
-        assert sorted(p.order for p in added if p.qid == q) == list(range(n_old + 1, n_old + 1 + n_new))
+        assert sorted(p.order for p in added if p.qid == q) == list(
+            range(n_old + 1, n_old + 1 + sum(1 for p in added if p.qid == q))
+        )
 
 
 def test_read_pool_rejects_bad_lines(tmp_path):
-    path = write(tmp_path / "p.jsonl",
-                 '{"qid": "1", "docid": "a", "order": 1}\n{"qid": "1", "docid": "a", "order": 2}\n')
+    path = write(
+        tmp_path / "p.jsonl", '{"qid": "1", "docid": "a", "order": 1}\n{"qid": "1", "docid": "a", "order": 2}\n'
+    )
     with pytest.raises(InputError, match=r"p.jsonl:2: pair \('1', 'a'\) appears twice"):
         read_pool(path)
 
