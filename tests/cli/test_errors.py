@@ -180,3 +180,16 @@ def test_verify_reports_other_malformed_manifest_fields(exported, field, value):
     res = golden("verify", str(exported))
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert f"FAIL {mpath}: " in res.stderr
+
+
+def test_the_exit_codes_are_the_ones_the_readme_documents():
+    import re
+
+    from curation.cli import base, leakcheck
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    documented = {int(c) for c in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
+    assert documented == {base.EXIT_OK, base.EXIT_ERROR, base.EXIT_USAGE, base.EXIT_LEAK, base.EXIT_NULL_ARM,
+                          base.EXIT_BUG} == {0, 1, 2, 3, 4, 70}
+    assert leakcheck.EXIT_LEAKS == base.EXIT_LEAK
