@@ -100,3 +100,22 @@ def test_a_full_disk_during_export_leaves_no_folder_and_no_version(full_disk, tm
         assert [p.name for p in (full_disk / "ex").iterdir()] == []
         with session(engine) as s:
             assert list(s.exec(select(ExportVersion))) == []  # the version is not recorded either
+
+
+def test_a_read_only_file_system_is_one_line_naming_the_file(demo, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(mnt)], capture_output=True,
+                         text=True)
+    if res.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        res = CliRunner().invoke(main, _demo_args(demo, "sample", mnt / "q" / "queries.jsonl"))
+        assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
+        assert res.stderr.strip().splitlines() == [
+            f"Error: cannot write {mnt / 'q' / 'queries.jsonl'}: {os.strerror(errno.EROFS)}"
+        ]
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)

@@ -311,3 +311,28 @@ def test_three_concurrent_assigns_keep_the_store_intact(engine, tmp_path, monkey
     assert len(overlap) == 3 and all(v == overlap["ann"] for v in overlap.values()) and len(overlap["ann"]) == 3
     assert len(main_pairs) + 3 == 14 and not set(main_pairs) & overlap["ann"]
     assert len(rows) == 11 + 9
+
+
+def test_three_concurrent_assign_commands_exit_cleanly(engine, tmp_path):
+    """Three `golden assign` processes at once: every one exits 0 (it waited for the lock) or 1 with
+    the documented message, none with a traceback, and the pairs are handed out once."""
+    import os
+    import subprocess
+    import sys
+
+    with session(engine) as s:
+        proj, _ = counts_project(s, tmp_path)
+        _users(s, "ann", "ben", "cid")
+        pid = proj.id
+    url = engine.url.render_as_string(hide_password=False)
+    code = "import sys; from curation.cli import main; main(sys.argv[1:], prog_name='golden')"
+    args = ["assign", "--judges", "ann,ben,cid", "--overlap", "3", "--seed", "1", "--db", url]
+    procs = [subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=dict(os.environ)) for _ in range(3)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    for rc, err in results:
+        assert "Traceback" not in err
+        assert rc == 0 or (rc == 1 and "was assigned while this command ran" in err), err
+    with session(engine) as s:
+        rows = _rows(s, s.get(Project, pid))
+    assert len(rows) == 11 + 9 and len({(q, d, who) for q, d, who, _, _ in rows}) == 20
