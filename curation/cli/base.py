@@ -61,6 +61,14 @@ def error_line(exc: BaseException, command: str) -> tuple[str, int]:
     )
 
 
+def _debug_traceback() -> None:
+    """Print the traceback of the exception being handled to stderr when ``GOLDEN_DEBUG`` is set."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+
+
 class GoldenGroup(click.Group):
     """The root group, the one error path of every command: whatever a command raises reaches the
     user as one line and an exit code (:func:`error_line`), never a traceback, unless
@@ -74,10 +82,7 @@ class GoldenGroup(click.Group):
         except Exception as exc:
             if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
                 raise  # `golden ... | head`: click ends quietly
-            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
-                import traceback
-
-                traceback.print_exc(file=sys.stderr)
+            _debug_traceback()
             command = " ".join(["golden", *([ctx.invoked_subcommand] if ctx.invoked_subcommand else [])])
             message, code = error_line(exc, command)
             error = BugError(message) if code == EXIT_BUG else click.ClickException(message)
@@ -147,15 +152,17 @@ def echo_json(obj) -> None:
 
 
 def domain_errors(func):
-    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback.
-    ``ValueError`` includes ``curation.formats.fileio.InputError`` (``path:line: message``), which is
-    not imported here so that starting the CLI loads no file helpers."""
+    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback
+    (``GOLDEN_DEBUG=1`` prints it). ``ValueError`` includes ``curation.formats.fileio.InputError``
+    (``path:line: message``), which is not imported here so that starting the CLI loads no file
+    helpers. Whatever else a command raises is answered by :class:`GoldenGroup`."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
         except ValueError as exc:
+            _debug_traceback()
             raise click.ClickException(str(exc)) from None
 
     return wrapper

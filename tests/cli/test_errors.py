@@ -193,3 +193,13 @@ def test_the_exit_codes_are_the_ones_the_readme_documents():
     assert documented == {base.EXIT_OK, base.EXIT_ERROR, base.EXIT_USAGE, base.EXIT_LEAK, base.EXIT_NULL_ARM,
                           base.EXIT_BUG} == {0, 1, 2, 3, 4, 70}
     assert leakcheck.EXIT_LEAKS == base.EXIT_LEAK
+
+
+def test_golden_debug_also_shows_the_traceback_of_an_input_error(tmp_path):
+    bad = tmp_path / "run.trec"
+    bad.write_text("q1 Q0 d1\n", encoding="utf-8")
+    args = ("pool", str(bad), "--queries", str(bad), "--out", str(tmp_path / "p.jsonl"))
+    plain, debug = golden(*args, env={"GOLDEN_DEBUG": ""}), golden(*args, env={"GOLDEN_DEBUG": "1"})
+    assert plain.returncode == debug.returncode == 1
+    assert "Traceback" not in plain.stderr and "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.splitlines()[-1] == plain.stderr.splitlines()[-1]  # the same one line, last
