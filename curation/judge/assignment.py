@@ -217,13 +217,19 @@ def assign(
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
     try:
         return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold)
-    except (IntegrityError, OperationalError) as exc:  # another assign got there first
+    except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
-        if isinstance(exc, OperationalError) and "lock" not in str(exc.orig).lower():
-            raise
         raise ValueError(
             f"project {project.name!r}: the project was assigned while this command ran; run it again to add "
             "only the new pairs"
+        ) from None
+    except OperationalError as exc:
+        session.rollback()
+        if "locked" not in str(exc.orig).lower():
+            raise
+        raise ValueError(  # SQLite's busy timeout ran out while another command held the store
+            f"project {project.name!r}: another command kept the store locked while this one waited to assign; "
+            "run it again when that one has finished"
         ) from None
 
 

@@ -336,3 +336,27 @@ def test_three_concurrent_assign_commands_exit_cleanly(engine, tmp_path):
     with session(engine) as s:
         rows = _rows(s, s.get(Project, pid))
     assert len(rows) == 11 + 9 and len({(q, d, who) for q, d, who, _, _ in rows}) == 20
+
+
+def test_an_assign_that_cannot_get_the_sqlite_store_says_so_and_adds_nothing(tmp_path):
+    import sqlite3
+
+    from tests.support.projects import sqlite_store
+
+    with sqlite_store(tmp_path) as (_url, engine):
+        with session(engine) as s:
+            proj, _ = counts_project(s, tmp_path / "in")
+            _users(s, "ann")
+            pid = proj.id
+        blocker = sqlite3.connect(tmp_path / "golden.db")
+        blocker.execute("BEGIN IMMEDIATE")  # another command holds the write lock
+        try:
+            with session(engine) as s:
+                s.connection().exec_driver_sql("PRAGMA busy_timeout=100")
+                with pytest.raises(ValueError, match="kept the store locked .* run it again"):
+                    assign(s, s.get(Project, pid), ["ann"], overlap=1)
+        finally:
+            blocker.rollback()
+            blocker.close()
+        with session(engine) as s:
+            assert _rows(s, s.get(Project, pid)) == []
