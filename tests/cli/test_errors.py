@@ -203,3 +203,30 @@ def test_golden_debug_also_shows_the_traceback_of_an_input_error(tmp_path):
     assert plain.returncode == debug.returncode == 1
     assert "Traceback" not in plain.stderr and "Traceback (most recent call last)" in debug.stderr
     assert debug.stderr.splitlines()[-1] == plain.stderr.splitlines()[-1]  # the same one line, last
+
+
+def test_error_line_for_each_kind_of_exception():
+    import gzip
+
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from curation.cli.base import error_line
+    from curation.formats.fileio import InputError
+
+    cmd = "golden pool"
+    denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES), "in/run.trec")
+    assert error_line(denied, cmd) == (f"in/run.trec: {os.strerror(errno.EACCES)}", 1)
+    moved = OSError(errno.EXDEV, os.strerror(errno.EXDEV), "a", None, "b")
+    assert error_line(moved, cmd) == (f"a -> b: {os.strerror(errno.EXDEV)}", 1)
+    assert error_line(WriteError(errno.ENOSPC, ENOSPC_TEXT, "out/q.jsonl"), cmd) == (
+        f"cannot write out/q.jsonl: {ENOSPC_TEXT}", 1)
+    assert error_line(gzip.BadGzipFile("Not a gzipped file (b'ab')"), cmd) == (
+        "golden pool: Not a gzipped file (b'ab')", 1)
+    assert error_line(InputError("q.jsonl", 3, "not valid JSON"), cmd) == ("q.jsonl:3: not valid JSON", 1)
+    assert error_line(EOFError("Compressed file ended"), cmd)[1] == 1
+    locked = OperationalError("UPDATE project", {}, Exception("database is locked"))
+    assert error_line(locked, cmd) == ("cannot use the store: database is locked", 1)
+    clash = IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed"))
+    line, code = error_line(clash, cmd)
+    assert code == 70 and line.startswith("golden pool: unexpected IntegrityError") and "bug" in line
+    assert error_line(RuntimeError("boom"), cmd)[1] == 70
