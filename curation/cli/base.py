@@ -16,7 +16,7 @@ from curation import __version__
 
 # The exit codes of every command (README, "Exit codes"): 0 done; 1 an error in the input, the store's
 # state or the environment (a file, the disk, the database); 2 a usage error (click's); 3 a leak found
-# with `golden leakcheck --fail-on-leak`; 4 the null arm of `golden compare` failed; 70 a bug in golden
+# with `golden leakcheck --fail-on-leak`; 4 the null arm of `golden noise` failed; 70 a bug in golden
 # (EX_SOFTWARE of sysexits.h), asking for a report.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LEAK, EXIT_NULL_ARM, EXIT_BUG = 0, 1, 2, 3, 4, 70
 DEBUG_ENV = "GOLDEN_DEBUG"
@@ -54,8 +54,9 @@ def error_line(exc: BaseException, command: str) -> tuple[str, int]:
         orig = getattr(exc, "orig", None) or exc
         first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
         return f"cannot use the store: {first}", EXIT_ERROR
+    detail = (str(exc).strip().splitlines() or [""])[0]  # e.g. a database error's SQL follows on other lines
     return (
-        f"{command}: unexpected {type(exc).__name__}: {exc}. This is a bug in golden {__version__}; please "
+        f"{command}: unexpected {type(exc).__name__}: {detail}. This is a bug in golden {__version__}; please "
         f"report it with the command you ran ({DEBUG_ENV}=1 shows the traceback)",
         EXIT_BUG,
     )

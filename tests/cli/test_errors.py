@@ -226,7 +226,8 @@ def test_error_line_for_each_kind_of_exception():
     assert error_line(EOFError("Compressed file ended"), cmd)[1] == 1
     locked = OperationalError("UPDATE project", {}, Exception("database is locked"))
     assert error_line(locked, cmd) == ("cannot use the store: database is locked", 1)
-    clash = IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed"))
+    clash = IntegrityError("INSERT INTO x\nVALUES (1)", {}, Exception("UNIQUE constraint failed"))
     line, code = error_line(clash, cmd)
     assert code == 70 and line.startswith("golden pool: unexpected IntegrityError") and "bug" in line
+    assert "\n" not in line
     assert error_line(RuntimeError("boom"), cmd)[1] == 70
