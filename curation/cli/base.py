@@ -3,17 +3,94 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import math
 import os
+import sys
 
 import click
 
 from curation import __version__
 
+# The exit codes of every command (README, "Exit codes"): 0 done; 1 an error in the input, the store's
+# state or the environment (a file, the disk, the database); 2 a usage error (click's); 3 a leak found
+# with `golden leakcheck --fail-on-leak`; 4 the null arm of `golden noise` failed; 70 a bug in golden
+# (EX_SOFTWARE of sysexits.h), asking for a report.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LEAK, EXIT_NULL_ARM, EXIT_BUG = 0, 1, 2, 3, 4, 70
+DEBUG_ENV = "GOLDEN_DEBUG"
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class BugError(click.ClickException):
+    """An exception golden did not expect, shown as one line asking for a bug report (exit 70)."""
+
+    exit_code = EXIT_BUG
+
+
+def error_line(exc: BaseException, command: str) -> tuple[str, int]:
+    """The one line (without click's "Error: ") and the exit code for an exception a command raised.
+
+    Bad input (``ValueError``, which includes ``InputError``) and a failed environment (``OSError``:
+    a full disk, a permission, a missing folder; an unreachable or locked database) exit 1 naming
+    the path and the cause; anything else is a bug in golden (exit 70)."""
+    if isinstance(exc, OSError):
+        from curation.formats.fileio import WriteError
+
+        cause = exc.strerror or str(exc) or type(exc).__name__
+        if isinstance(exc, WriteError):
+            return f"cannot write {exc.filename}: {cause}", EXIT_ERROR
+        if exc.filename is not None:
+            other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+            return f"{exc.filename}{other}: {cause}", EXIT_ERROR
+        return f"{command}: {cause}", EXIT_ERROR
+    if isinstance(exc, ValueError):
+        return str(exc), EXIT_ERROR
+    if isinstance(exc, EOFError):  # gzip and friends: the compressed stream stops early
+        return f"{command}: an input file ends too early (a truncated compressed file?): {exc}", EXIT_ERROR
+    if isinstance(exc, MemoryError):
+        return f"{command}: out of memory", EXIT_ERROR
+    if type(exc).__module__ == "sqlalchemy.exc" and type(exc).__name__ in ("OperationalError", "InterfaceError"):
+        orig = getattr(exc, "orig", None) or exc
+        first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+        return f"cannot use the store: {first}", EXIT_ERROR
+    detail = (str(exc).strip().splitlines() or [""])[0]  # e.g. a database error's SQL follows on other lines
+    return (
+        f"{command}: unexpected {type(exc).__name__}: {detail}. This is a bug in golden {__version__}; please "
+        f"report it with the command you ran ({DEBUG_ENV}=1 shows the traceback)",
+        EXIT_BUG,
+    )
+
+
+def _debug_traceback() -> None:
+    """Print the traceback of the exception being handled to stderr when ``GOLDEN_DEBUG`` is set."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+
+
+class GoldenGroup(click.Group):
+    """The root group, the one error path of every command: whatever a command raises reaches the
+    user as one line and an exit code (:func:`error_line`), never a traceback, unless
+    ``GOLDEN_DEBUG=1`` asks for it."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                raise  # `golden ... | head`: click ends quietly
+            _debug_traceback()
+            command = " ".join(["golden", *([ctx.invoked_subcommand] if ctx.invoked_subcommand else [])])
+            message, code = error_line(exc, command)
+            error = BugError(message) if code == EXIT_BUG else click.ClickException(message)
+            raise error from None
+
+
+@click.group(cls=GoldenGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="golden")
 def main():
     """golden: build the golden set a retrieval evaluation stands on.
@@ -76,15 +153,17 @@ def echo_json(obj) -> None:
 
 
 def domain_errors(func):
-    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback.
-    ``ValueError`` includes ``curation.formats.fileio.InputError`` (``path:line: message``), which is
-    not imported here so that starting the CLI loads no file helpers."""
+    """Turn bad-input errors from the domain layer into a clean CLI error (exit 1), no traceback
+    (``GOLDEN_DEBUG=1`` prints it). ``ValueError`` includes ``curation.formats.fileio.InputError``
+    (``path:line: message``), which is not imported here so that starting the CLI loads no file
+    helpers. Whatever else a command raises is answered by :class:`GoldenGroup`."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
         except ValueError as exc:
+            _debug_traceback()
             raise click.ClickException(str(exc)) from None
 
     return wrapper

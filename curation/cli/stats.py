@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from curation.cli.base import domain_errors, echo_json, json_option, main, seed_option
+from curation.cli.base import EXIT_NULL_ARM, domain_errors, echo_json, json_option, main, seed_option
 from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
 
 # The metric registry lives with numpy (curation.evaluate.metrics): naming every choice here would
@@ -400,7 +400,7 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
         click.secho(note, fg="red", bold=True, err=True)
         click.secho("!" * 72, fg="red", err=True)
     if not result.null_ok:
-        raise SystemExit(2)
+        raise SystemExit(EXIT_NULL_ARM)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curation.export.manifest import DATA_FILES, MANIFEST, manifest_seal_ok, state_hash
+from curation.export.manifest import ALL_FILES, DATA_FILES, MANIFEST, manifest_seal_ok, state_hash
 from curation.formats.fileio import InputError, open_text, sha256_file
 from curation.formats.qrels import format_qrel, parse_label_records, parse_qrel_line
 from curation.formats.queries import read_queries
@@ -26,6 +26,29 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def _shape_problems(manifest: dict) -> list[str]:
+    """What in ``manifest`` is not of the shape an export writes (before anything is read by it):
+    ``"files"`` an object of file name -> ``{"sha256": hex, "bytes": n}`` naming files of this
+    folder, ``"counts"`` an object whose ``"grades"`` is an object, ``"version"`` a string."""
+    out = []
+    if not isinstance(manifest.get("version"), str):
+        out.append(f'"version" should be the version\'s name (a string), got {manifest.get("version")!r}')
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        out.append(f'"files" should be an object of file name -> {{"sha256", "bytes"}}, got {files!r:.60}')
+    else:
+        for name, info in files.items():
+            if name not in ALL_FILES or name == MANIFEST:
+                out.append(f'"files" lists {name!r:.60}, not a file of an exported version ({", ".join(DATA_FILES)})')
+            elif not isinstance(info, dict) or not isinstance(info.get("sha256"), str) \
+                    or isinstance(info.get("bytes"), bool) or not isinstance(info.get("bytes"), int):
+                out.append(f'"files" gives {name} {info!r:.60}; expected {{"sha256": "<hex>", "bytes": <size>}}')
+    counts = manifest.get("counts", {})
+    if not isinstance(counts, dict) or not isinstance(counts.get("grades", {}), dict):
+        out.append(f'"counts" should be an object with "pairs", "queries" and "grades" (an object), got {counts!r:.60}')
+    return out
 
 
 def verify(path: str | os.PathLike) -> VerifyReport:
@@ -55,6 +78,10 @@ def verify(path: str | os.PathLike) -> VerifyReport:
         return report
     if not isinstance(manifest, dict):
         problems.append(f"{mpath}: not a manifest (expected a JSON object)")
+        return report
+    shape = _shape_problems(manifest)
+    if shape:
+        problems.extend(f"{mpath}: {p}" for p in shape)
         return report
     if not manifest_seal_ok(raw):
         problems.append(f"{mpath}: its bytes do not match its manifest_sha256 (the manifest was changed)")

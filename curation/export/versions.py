@@ -57,6 +57,7 @@ from curation.export.gather import VersionState, gather_state, progress_step
 from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, sealed_manifest, sha256_bytes
 from curation.export.split import assign_pending
 from curation.export.write import write_folder
+from curation.store.lookups import lock_project
 from curation.store.models import ExportVersion, Project
 
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -173,7 +174,10 @@ def export_version(
 
 def _store_and_write(session: Session, project: Project, version: str, state: VersionState, state_sha: str, *,
                      out_dir: Path, allow_incomplete: bool, created_by: str | None) -> ExportResult:
-    """The second half of :func:`export_version`: compare with a stored version, or freeze a new one."""
+    """The second half of :func:`export_version`: compare with a stored version, or freeze a new one.
+    Under the project's write lock, so that exports run one after the other and the history is
+    linear: a concurrent export of another new version waits, then takes this one as its parent."""
+    lock_project(session, project)
     row = session.exec(
         select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.name == version)
     ).first()
@@ -182,6 +186,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
             raise VersionFrozen(_frozen_message(session, project, row, state))
         files = read_archive(row.archive)
         path = write_folder(out_dir, version, files)
+        session.commit()  # ends the transaction, and with it the lock
         return ExportResult(version, path, False, json.loads(files[MANIFEST]), state_sha,
                             {n: sha256_bytes(files[n]) for n in DATA_FILES})
 

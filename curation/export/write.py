@@ -9,13 +9,18 @@ import tempfile
 from pathlib import Path
 
 from curation.export.manifest import ALL_FILES, MANIFEST
-from curation.formats.fileio import default_mode
+from curation.formats.fileio import default_mode, write_error
 
 
 def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
-    """Write ``files`` into ``out_dir/version`` whole or not at all (temp folder, then rename)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write ``files`` into ``out_dir/version`` whole or not at all (temp folder, then rename). An OS
+    error (no space left, no permission, ...) is raised as a ``WriteError`` naming the file of the
+    version folder being written, and nothing of the new folder is left."""
     target = out_dir / version
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(exc, target) from exc
     if target.exists():
         if not target.is_dir():
             raise ValueError(f"out_dir: {target} exists and is not a folder; choose another --out")
@@ -36,14 +41,20 @@ def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
                 f"out_dir: {target} already holds files that are not this version's export; "
                 "choose another --out or move that folder away"
             )
-    tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".tmp", dir=out_dir))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".tmp", dir=out_dir))
+    except OSError as exc:
+        raise write_error(exc, target) from exc
+    writing = target
     try:
         os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it 0700
         for name in ALL_FILES:
+            writing = target / name
             with open(tmp / name, "wb") as fh:
                 fh.write(files[name])
                 fh.flush()
                 os.fsync(fh.fileno())
+        writing = target
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".old", dir=out_dir))
             os.rmdir(old)
@@ -52,7 +63,9 @@ def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise write_error(exc, writing) from exc
         raise
     return target

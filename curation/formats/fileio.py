@@ -69,17 +69,34 @@ def default_mode(*, directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~mask
 
 
+class WriteError(OSError):
+    """An OS error (a full disk, a permission, a read-only or missing folder) while writing
+    ``filename``: ``golden`` shows it as "cannot write PATH: cause"."""
+
+
+def write_error(exc: OSError, path: str | os.PathLike) -> OSError:
+    """``exc`` as a :class:`WriteError` naming ``path`` (the file the user asked for, not a temporary
+    one); an error that names another file (e.g. an input read inside the block) is kept as is."""
+    if isinstance(exc, WriteError) or exc.errno is None:
+        return exc
+    return WriteError(exc.errno, exc.strerror or str(exc), str(path))
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write ``path`` whole or not at all.
 
     The content goes to a temporary file in the same folder, which replaces ``path`` only when the
     block finishes without an exception; on an exception the temporary file is removed and ``path``
-    is left as it was.
+    is left as it was. An OS error of the writing itself (no space left, no permission, ...) is
+    raised as a :class:`WriteError` naming ``path``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise write_error(exc, path) from exc
     try:
         if "b" in mode:
             fh = os.fdopen(fd, mode)
@@ -89,9 +106,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             yield fh
         os.chmod(tmp, default_mode())
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            raise write_error(exc, path) from exc
         raise
 
 

@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import case, func, insert
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, select
 
-from curation.store.lookups import join_pair_text
+from curation.store.lookups import join_pair_text, lock_project
 from curation.store.models import MAIN_BASE, Assignment, PoolPair, Project, Query, User, utcnow
 
 
@@ -214,6 +215,29 @@ def assign(
     ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
+    try:
+        return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold)
+    except IntegrityError:  # another assign got there first (the lock makes this a last resort)
+        session.rollback()
+        raise ValueError(
+            f"project {project.name!r}: the project was assigned while this command ran; run it again to add "
+            "only the new pairs"
+        ) from None
+    except OperationalError as exc:
+        session.rollback()
+        if "locked" not in str(exc.orig).lower():
+            raise
+        raise ValueError(  # SQLite's busy timeout ran out while another command held the store
+            f"project {project.name!r}: another command kept the store locked while this one waited to assign; "
+            "run it again when that one has finished"
+        ) from None
+
+
+def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
+            hold: bool | None) -> AssignReport:
+    """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
+    commit, then reads what it added (so pairs are never handed out twice)."""
+    lock_project(session, project)
     users = _resolve_judges(session, judges)
     pid = project.id
     refs = [

@@ -7,6 +7,7 @@ through :func:`join_pair_text`, and the (qid, docid) -> pair id map through :fun
 
 from __future__ import annotations
 
+from sqlalchemy import update
 from sqlalchemy.sql import Select
 from sqlmodel import Session, select
 
@@ -30,3 +31,17 @@ def pair_ids(session: Session, project: Project | int) -> dict[tuple[str, str], 
         join_pair_text(select(PoolPair.id, Query.qid, Document.docid)).where(PoolPair.project_id == project_id(project))
     ).all()
     return {(qid, docid): pid for pid, qid, docid in rows}
+
+
+def lock_project(session: Session, project: Project | int) -> None:
+    """Take the write lock on ``project`` for the rest of the session's transaction, so that commands
+    changing the project as a whole (``assign``, a new export version) run one after the other.
+
+    A no-op UPDATE of the project's row does it on both stores: PostgreSQL locks the row until the
+    transaction ends (a second command waits, then reads what the first committed); SQLite takes
+    the database's write lock (a second command waits up to the busy timeout). Call it before
+    reading what the change depends on, with no uncommitted reads pending on SQLite."""
+    pid = project_id(project)
+    session.execute(
+        update(Project).where(Project.id == pid).values(id=Project.id).execution_options(synchronize_session=False)
+    )

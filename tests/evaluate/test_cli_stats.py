@@ -153,7 +153,7 @@ def test_noise_says_loudly_when_the_null_arm_fails(files, tmp_path):
     res = CliRunner().invoke(main, ["noise", files["a"], again, "--qrels", files["qrels"], "--resamples", "500"])
     assert res.exit_code == 0 and "contains 0, as it must" in res.output
     res = CliRunner().invoke(main, ["noise", files["a"], files["b"], "--qrels", files["qrels"], "--resamples", "500"])
-    assert res.exit_code == 2 and "NULL ARM FAILED" in res.output
+    assert res.exit_code == 4 and "NULL ARM FAILED" in res.output
 
 
 def test_sweep_and_attribute(files, tmp_path):

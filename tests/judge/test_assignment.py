@@ -245,3 +245,118 @@ def test_cli_assign_and_release(engine, db_url, tmp_path):
     assert res.exit_code == 1 and "only a lead or admin" in res.output
     res = runner.invoke(main, ["release", "--lead", "lena", "--agreement", "0.7", "--db", db_url])
     assert res.exit_code == 0 and "10 main pairs released by lena at agreement 0.700" in res.output
+
+
+# ------------------------------------------------------------------------------- concurrent assigns
+
+
+def _race_assign(engine, project_id: int, judges: list[str], monkeypatch, n: int = 3):
+    """``n`` assigns of one project at once, each on its own engine, all held at one point after
+    their reads (a barrier in split_main) so that, unless something serialises them, they all read
+    the same unassigned pairs. Returns (reports, errors)."""
+    import contextlib
+    import threading
+
+    import curation.judge.assignment as assignment
+    from curation.store.engine import make_engine
+
+    barrier = threading.Barrier(n)
+    real = assignment.split_main
+
+    def racing(*args, **kwargs):
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait(timeout=3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(assignment, "split_main", racing)
+    reports, errors = [], []
+
+    def one():
+        eng = make_engine(engine.url.render_as_string(hide_password=False))
+        try:
+            with session(eng) as s:
+                reports.append(assign(s, s.get(Project, project_id), judges, overlap=3, seed=1))
+        except Exception as exc:  # collected: the test asserts what they are
+            errors.append(exc)
+        finally:
+            eng.dispose()
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return reports, errors
+
+
+def test_three_concurrent_assigns_keep_the_store_intact(engine, tmp_path, monkeypatch):
+    with session(engine) as s:
+        proj, _ = counts_project(s, tmp_path)  # 14 pairs over 4 queries
+        _users(s, "ann", "ben", "cid")
+        pid = proj.id
+    reports, errors = _race_assign(engine, pid, ["ann", "ben", "cid"], monkeypatch)
+    # Either they wait for each other (all succeed, the later ones add nothing) or the losers are
+    # refused with the documented message; never a database error.
+    assert all(isinstance(e, ValueError) and "was assigned while this command ran" in str(e) for e in errors), errors
+    assert len(reports) + len(errors) == 3 and reports
+    assert sorted(r.new_main_pairs for r in reports) == [0] * (len(reports) - 1) + [11]  # one won
+    with session(engine) as s:
+        rows = _rows(s, s.get(Project, pid))
+    main_pairs = Counter((q, d) for q, d, _, kind, _ in rows if kind == "main")
+    overlap = defaultdict(set)
+    for q, d, who, kind, _ in rows:
+        if kind == "overlap":
+            overlap[who].add((q, d))
+    assert set(main_pairs.values()) == {1}  # each main pair with exactly one judge
+    assert len(overlap) == 3 and all(v == overlap["ann"] for v in overlap.values()) and len(overlap["ann"]) == 3
+    assert len(main_pairs) + 3 == 14 and not set(main_pairs) & overlap["ann"]
+    assert len(rows) == 11 + 9
+
+
+def test_three_concurrent_assign_commands_exit_cleanly(engine, tmp_path):
+    """Three `golden assign` processes at once: every one exits 0 (it waited for the lock) or 1 with
+    the documented message, none with a traceback, and the pairs are handed out once."""
+    import os
+    import subprocess
+    import sys
+
+    with session(engine) as s:
+        proj, _ = counts_project(s, tmp_path)
+        _users(s, "ann", "ben", "cid")
+        pid = proj.id
+    url = engine.url.render_as_string(hide_password=False)
+    code = "import sys; from curation.cli import main; main(sys.argv[1:], prog_name='golden')"
+    args = ["assign", "--judges", "ann,ben,cid", "--overlap", "3", "--seed", "1", "--db", url]
+    procs = [subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=dict(os.environ)) for _ in range(3)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    for rc, err in results:
+        assert "Traceback" not in err
+        assert rc == 0 or (rc == 1 and "was assigned while this command ran" in err), err
+    with session(engine) as s:
+        rows = _rows(s, s.get(Project, pid))
+    assert len(rows) == 11 + 9 and len({(q, d, who) for q, d, who, _, _ in rows}) == 20
+
+
+def test_an_assign_that_cannot_get_the_sqlite_store_says_so_and_adds_nothing(tmp_path):
+    import sqlite3
+
+    from tests.support.projects import sqlite_store
+
+    with sqlite_store(tmp_path) as (_url, engine):
+        with session(engine) as s:
+            proj, _ = counts_project(s, tmp_path / "in")
+            _users(s, "ann")
+            pid = proj.id
+        blocker = sqlite3.connect(tmp_path / "golden.db")
+        blocker.execute("BEGIN IMMEDIATE")  # another command holds the write lock
+        try:
+            with session(engine) as s:
+                s.connection().exec_driver_sql("PRAGMA busy_timeout=100")
+                with pytest.raises(ValueError, match="kept the store locked .* run it again"):
+                    assign(s, s.get(Project, pid), ["ann"], overlap=1)
+        finally:
+            blocker.rollback()
+            blocker.close()
+        with session(engine) as s:
+            assert _rows(s, s.get(Project, pid)) == []
