@@ -138,4 +138,8 @@ def write_pool_file(entries: Iterable[PoolEntry], meta: dict, path: str | os.Pat
         for entry in entries:
             fh.write(format_entry(entry) + "\n")
         mh.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+        # Flush both while still inside the block: a full disk then fails here and removes both
+        # temporary files, instead of at the pool's close, after the metadata was renamed into place.
+        fh.flush()
+        mh.flush()
     return meta_path
