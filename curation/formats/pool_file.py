@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl, no_records
 
 POOL_FORMAT = "golden.pool/1"
 
@@ -98,7 +98,7 @@ def iter_pool(path: str | os.PathLike) -> Iterator[PoolEntry]:
             raise InputError(path, lineno, f"'seed_source' must be a string, got {source!r}")
         yield PoolEntry(qid, docid, order, systems, source, lineno)
     if not seen:
-        raise InputError(path, None, "no pairs: is this the file `golden pool` wrote?")
+        raise no_records(path, "no pairs: is this the file `golden pool` wrote?")
 
 
 def read_pool(path: str | os.PathLike) -> list[PoolEntry]:
