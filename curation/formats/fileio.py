@@ -177,6 +177,20 @@ def decode_text(data: bytes, path: str | os.PathLike) -> str:
     return _decode_block(data, str(path), 1)
 
 
+def is_clean_text(data: bytes) -> bool:
+    """True when ``data`` is valid UTF-8 without a NUL byte: what a fast reader that does not check
+    (pyarrow's JSON reader) may take; otherwise the exact reader must report the line."""
+    if b"\x00" in data:
+        return False
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def decompress_all(raw: bytes, path: str | os.PathLike) -> bytes:
     """The content of a whole file read in memory: gunzipped when it starts with gzip's magic bytes,
     InputError naming the path and the last complete line for a truncated or corrupt stream."""

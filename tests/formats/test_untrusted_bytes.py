@@ -224,3 +224,44 @@ def test_any_bytes_after_a_valid_file_give_records_or_an_input_error(reader, tai
         data = gzip.compress(data)
         data = data[: max(len(data) - cut, 0)]
     _outcome(reader, data, reader.filename)
+
+
+# ---------------------------------------------------------------------------------------------
+# The leak check reads corpus JSONL its own way (pyarrow by byte ranges): the same answers
+
+
+@pytest.mark.parametrize("variant", ["empty", "blank", "nul", "invalid-utf8", "truncated-gzip", "bom+crlf"])
+def test_leak_check_corpus_reader(tmp_path, variant):
+    from curation.leak.driver import leakcheck
+
+    clean = b'{"id": "d1", "text": "the weather in paris today"}\n{"id": "d2", "text": "news"}\n'
+    data, name = {
+        "empty": (b"", "c.jsonl"),
+        "blank": (b"\n\n", "c.jsonl"),
+        "nul": (clean + b'{"id": "d3", "text": "a\x00b"}\n', "c.jsonl"),
+        "invalid-utf8": (clean + b'{"id": "d3", "text": "a\xffb"}\n', "c.jsonl"),
+        "truncated-gzip": (gzip.compress(clean)[:-6], "c.jsonl.gz"),
+        "bom+crlf": (b"\xef\xbb\xbf" + clean.replace(b"\n", b"\r\n"), "c.jsonl"),
+    }[variant]
+    path = tmp_path / name
+    path.write_bytes(data)
+    queries = [("q1", "the weather in paris today")]
+    expected = {
+        "empty": f"{path}: no records",
+        "blank": f"{path}: no records",
+        "nul": f"{path}:3: binary data, not text (a NUL byte at column 24)",
+        "invalid-utf8": f"{path}:3: not valid UTF-8 (byte 0xff at column 24)",
+        "truncated-gzip": f"{path}: truncated or corrupt gzip data",
+    }
+    if variant == "bom+crlf":
+        (tmp_path / "clean.jsonl").write_bytes(clean)
+        report = leakcheck(queries, [path], workers=1)
+        expected_report = leakcheck(queries, [tmp_path / "clean.jsonl"], workers=1)
+        assert {m.chunk_id for m in report.queries[0].matches} == {"d1"}
+        assert [(m.chunk_id, m.mode) for m in report.queries[0].matches] == [
+            (m.chunk_id, m.mode) for m in expected_report.queries[0].matches
+        ]
+        return
+    with pytest.raises(InputError) as err:
+        leakcheck(queries, [path], workers=1)
+    assert str(err.value).startswith(expected[variant])
