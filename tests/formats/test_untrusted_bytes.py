@@ -265,3 +265,41 @@ def test_leak_check_corpus_reader(tmp_path, variant):
     with pytest.raises(InputError) as err:
         leakcheck(queries, [path], workers=1)
     assert str(err.value).startswith(expected[variant])
+
+
+# ---------------------------------------------------------------------------------------------
+# The guidelines file (read in curation/store/projects.py and by `golden guidelines set`)
+
+
+def test_guidelines_file_bom_is_dropped_and_bad_bytes_named(engine, db_url, tmp_path):
+    from click.testing import CliRunner
+    from sqlmodel import select
+
+    from curation.cli import main
+    from curation.store.engine import session
+    from curation.store.models import GuidelinesVersion, Project
+    from tests.support.projects import GUIDELINES, write_inputs
+
+    paths = write_inputs(tmp_path / "in")
+    with_bom = tmp_path / "G.md"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + GUIDELINES.encode("utf-8"))
+    runner = CliRunner()
+    args = ["--queries", str(paths["queries.jsonl"]), "--pool", str(paths["pool.jsonl"]),
+            "--corpus", str(paths["corpus.jsonl"]), "--db", db_url]
+    bad = tmp_path / "bad.md"
+    bad.write_bytes(b"# Relevance\nab\xffc\n")
+    res = runner.invoke(main, ["project", "create", "broken", "--guidelines", str(bad), *args])
+    assert res.exit_code == 1, res.output
+    assert f"{bad}:2: not valid UTF-8 (byte 0xff at column 3)" in res.output and "Traceback" not in res.output
+    res = runner.invoke(main, ["project", "create", "news", "--guidelines", str(with_bom), *args])
+    assert res.exit_code == 0, res.output
+    with session(engine) as s:
+        assert [p.name for p in s.exec(select(Project))] == ["news"]
+        assert [g.text for g in s.exec(select(GuidelinesVersion))] == [GUIDELINES]
+    # The same text without the mark is the same guidelines; invalid bytes are named by `guidelines set` too.
+    clean = tmp_path / "clean.md"
+    clean.write_bytes(GUIDELINES.encode("utf-8"))
+    res = runner.invoke(main, ["guidelines", "set", str(clean), "--db", db_url])
+    assert res.exit_code == 0 and "unchanged (still v1)" in res.output, res.output
+    res = runner.invoke(main, ["guidelines", "set", str(bad), "--db", db_url])
+    assert res.exit_code == 1 and f"{bad}:2: not valid UTF-8" in res.output and "Traceback" not in res.output
