@@ -301,6 +301,17 @@ def iter_jsonl(
         yield from iter_jsonl_lines(fh, path, expect=expect)
 
 
+def load_json(path: str | os.PathLike):
+    """A whole JSON file (gzip allowed), decoded as :func:`open_text` decodes (strict UTF-8, a byte-order
+    mark dropped); InputError naming ``path:line`` for text that is not JSON."""
+    with open_text(path) as fh:
+        text = fh.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+
+
 def json_line(obj, *, spaced: bool = False) -> str:
     """One JSON-lines line, without newline: key order as given, non-ASCII kept, so it is byte-for-byte stable.
 

@@ -303,3 +303,32 @@ def test_guidelines_file_bom_is_dropped_and_bad_bytes_named(engine, db_url, tmp_
     assert res.exit_code == 0 and "unchanged (still v1)" in res.output, res.output
     res = runner.invoke(main, ["guidelines", "set", str(bad), "--db", db_url])
     assert res.exit_code == 1 and f"{bad}:2: not valid UTF-8" in res.output and "Traceback" not in res.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole JSON files: pool.meta.json and a project's grades file
+
+
+def test_pool_meta_and_grades_file_are_decoded_strictly(tmp_path):
+    from click.testing import CliRunner
+
+    from curation.cli import main
+    from curation.formats.pool_file import read_pool_meta
+    from tests.support.projects import write_inputs
+
+    meta = tmp_path / "pool.meta.json"
+    meta.write_bytes(b'\xef\xbb\xbf{\r\n "depth": 10\r\n}\r\n')
+    assert read_pool_meta(tmp_path / "pool.jsonl") == {"depth": 10}
+    meta.write_bytes(b'{\n "depth": "\xff"\n}\n')
+    with pytest.raises(InputError) as err:
+        read_pool_meta(tmp_path / "pool.jsonl")
+    assert str(err.value).startswith(f"{meta}:2: not valid UTF-8 (byte 0xff at column 12)")
+    grades = tmp_path / "grades.json"
+    grades.write_bytes(b'[{"grade": 0, "name": "n\xff"}]')
+    paths = write_inputs(tmp_path / "in")
+    res = CliRunner().invoke(main, ["project", "create", "x", "--queries", str(paths["queries.jsonl"]),
+                                    "--pool", str(paths["pool.jsonl"]), "--corpus", str(paths["corpus.jsonl"]),
+                                    "--guidelines", str(paths["GUIDELINES.md"]), "--grades", str(grades),
+                                    "--db", f"sqlite:///{tmp_path / 'g.db'}"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert f"{grades}:1: not valid UTF-8 (byte 0xff at column 25)" in res.output, res.output
