@@ -57,6 +57,19 @@ def no_records(path: str | os.PathLike, hint: str = "") -> InputError:
     return InputError(path, None, "no records" + (f" ({hint})" if hint else ""))
 
 
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c")
+
+
+def _looks_binary(window: bytes) -> bool:
+    """True when bytes around a decoding error look like binary data rather than text in another
+    encoding (Latin-1, say): a NUL byte, or 8 or more and over 15% of them control characters or not UTF-8."""
+    if b"\x00" in window:
+        return True
+    controls = len(window) - len(window.translate(None, _CONTROL))
+    invalid = window.decode("utf-8", errors="replace").count("\ufffd")
+    return controls + invalid >= max(8, 0.15 * len(window))
+
+
 def _line_and_column(text: str) -> tuple[int, int]:
     """(lines completed, column) of the position just after ``text``, lines counted as ``newline=""``
     counts them (``\n``, ``\r\n`` and a lone ``\r`` each end one)."""
@@ -75,6 +88,11 @@ def _decode_block(block: bytes, path: str, first_line: int) -> str:
         done, column = _line_and_column(block[: exc.start].decode("utf-8"))
         if b"\x00" in block[: exc.start]:
             text = block[: exc.start].decode("utf-8")
+        elif _looks_binary(block[max(exc.start - 256, 0) : exc.start + 256]):
+            raise InputError(
+                path, first_line + done, f"binary data, not text (byte 0x{block[exc.start]:02x} at column {column} "
+                "is not UTF-8); expected a UTF-8 text file"
+            ) from None
         else:
             raise InputError(
                 path, first_line + done, f"not valid UTF-8 (byte 0x{block[exc.start]:02x} at column {column}); "

@@ -134,6 +134,26 @@ def test_binary_garbage_is_refused_as_binary(tmp_path, reader):
 
 
 @pytest.mark.parametrize("reader", READERS, ids=IDS)
+def test_random_bytes_are_refused_as_binary(tmp_path, reader):
+    import random
+
+    # Bytes 0x80-0xff and control characters: binary, not text in another encoding (no NUL among them).
+    noise = bytes(random.Random(7).choice(list(range(1, 9)) + list(range(0x80, 0x100))) for _ in range(300))
+    path = _write(tmp_path, reader, noise)
+    with pytest.raises(InputError) as err:
+        reader.read(path)
+    assert str(err.value).startswith(f"{path}:1: binary data, not text")
+
+
+def test_latin1_text_is_named_not_utf8_not_binary(tmp_path):
+    path = tmp_path / "queries.jsonl"
+    path.write_bytes('{"qid": "1", "text": "café"}\n'.encode("latin-1"))
+    with pytest.raises(InputError) as err:
+        read_queries(path)
+    assert str(err.value) == f"{path}:1: not valid UTF-8 (byte 0xe9 at column 26); save the file as UTF-8"
+
+
+@pytest.mark.parametrize("reader", READERS, ids=IDS)
 def test_truncated_gzip_names_path_and_last_complete_line(tmp_path, reader):
     data = gzip.compress(reader.clean, mtime=0)
     path = _write(tmp_path, reader, data[: len(data) - 6], reader.filename + ".gz")  # the trailer cut off
