@@ -223,6 +223,14 @@ def decompress_all(raw: bytes, path: str | os.PathLike) -> bytes:
         raise InputError(path, None, gzip_damage(partial.count(b"\n"), exc)) from None
 
 
+def gzip_file_damage(path: str | os.PathLike, exc: BaseException) -> InputError:
+    """The error for a gzip file whose stream broke while being read as a whole (the lines that do
+    decompress are counted afresh, so the last complete line is exact)."""
+    with open(path, "rb") as fh:
+        complete = _gunzip_prefix(fh.read()).count(b"\n")
+    return InputError(path, None, gzip_damage(complete, exc))
+
+
 def _gunzip_prefix(raw: bytes) -> bytes:
     """As much of a damaged gzip stream as decompresses (fed in small pieces, so little is lost at the damage)."""
     out = []

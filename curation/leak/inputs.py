@@ -16,7 +16,7 @@ from curation.formats.fileio import (
     GZIP_ERRORS,
     InputError,
     base_suffix,
-    gzip_damage,
+    gzip_file_damage,
     is_clean_text,
     is_gzip,
     open_binary,
@@ -173,7 +173,7 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
                 try:
                     block = b"".join(fh.readlines(16 << 20))
                 except GZIP_ERRORS as exc:
-                    raise InputError(path, None, gzip_damage(lines_before - 1, exc)) from None
+                    raise gzip_file_damage(path, exc) from None
                 if not block:
                     break
                 start_line = lines_before

@@ -250,6 +250,10 @@ def test_any_bytes_after_a_valid_file_give_records_or_an_input_error(reader, tai
 # The leak check reads corpus JSONL its own way (pyarrow by byte ranges): the same answers
 
 
+def _half(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
 @pytest.mark.parametrize("variant", ["empty", "blank", "nul", "invalid-utf8", "truncated-gzip", "bom+crlf"])
 def test_leak_check_corpus_reader(tmp_path, variant):
     from curation.leak.driver import leakcheck
@@ -260,7 +264,7 @@ def test_leak_check_corpus_reader(tmp_path, variant):
         "blank": (b"\n\n", "c.jsonl"),
         "nul": (clean + b'{"id": "d3", "text": "a\x00b"}\n', "c.jsonl"),
         "invalid-utf8": (clean + b'{"id": "d3", "text": "a\xffb"}\n', "c.jsonl"),
-        "truncated-gzip": (gzip.compress(clean)[:-6], "c.jsonl.gz"),
+        "truncated-gzip": (_half(gzip.compress(clean * 2000)), "c.jsonl.gz"),
         "bom+crlf": (b"\xef\xbb\xbf" + clean.replace(b"\n", b"\r\n"), "c.jsonl"),
     }[variant]
     path = tmp_path / name
@@ -273,6 +277,12 @@ def test_leak_check_corpus_reader(tmp_path, variant):
         "invalid-utf8": f"{path}:3: not valid UTF-8 (byte 0xff at column 24)",
         "truncated-gzip": f"{path}: truncated or corrupt gzip data",
     }
+    if variant == "truncated-gzip":  # the last complete line, counted independently by zlib
+        import zlib
+
+        complete = zlib.decompressobj(wbits=31).decompress(data).count(b"\n")
+        expected[variant] += f" (Compressed file ended before the end-of-stream marker was reached); " \
+                             f"the last complete line read is line {complete}"
     if variant == "bom+crlf":
         (tmp_path / "clean.jsonl").write_bytes(clean)
         report = leakcheck(queries, [path], workers=1)
