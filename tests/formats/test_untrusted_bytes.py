@@ -362,3 +362,29 @@ def test_pool_meta_and_grades_file_are_decoded_strictly(tmp_path):
                                     "--db", f"sqlite:///{tmp_path / 'g.db'}"])
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert f"{grades}:1: not valid UTF-8 (byte 0xff at column 25)" in res.output, res.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Where an empty file is legitimate, a named flag allows it: `golden import-judgments --allow-empty`
+
+
+def test_import_judgments_refuses_an_empty_qrels_file_unless_allow_empty(engine, db_url, tmp_path):
+    from click.testing import CliRunner
+    from sqlmodel import select
+
+    from curation.cli import main
+    from curation.store.engine import session
+    from curation.store.models import Judgment
+    from tests.support.projects import add_users, pairs_project
+
+    pairs_project(engine, tmp_path / "p", [("q1", "d1")], scale="0-2")
+    add_users(engine, alice="judge")
+    empty = tmp_path / "qrels.txt"
+    empty.write_bytes(b"\xef\xbb\xbf# no judgments this week\r\n\r\n")
+    runner = CliRunner()
+    res = runner.invoke(main, ["import-judgments", str(empty), "--judge", "alice", "--db", db_url])
+    assert res.exit_code == 1 and f"{empty}: no records" in res.output and "Traceback" not in res.output
+    res = runner.invoke(main, ["import-judgments", str(empty), "--judge", "alice", "--allow-empty", "--db", db_url])
+    assert res.exit_code == 0, res.output
+    with session(engine) as s:
+        assert s.exec(select(Judgment)).all() == []
