@@ -68,12 +68,15 @@ def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iter
 def _corpus_file_docs(path: str, batch_size: int) -> Iterator[Doc]:
     suffix = base_suffix(path)
     if suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
-        for batch in pf.iter_batches(batch_size=batch_size):
-            for row in batch.to_pylist():
-                yield doc_from_mapping(row, path, None)
+        try:  # a damaged or non-Parquet file: named, not a pyarrow traceback
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+                for row in batch.to_pylist():
+                    yield doc_from_mapping(row, path, None)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
     elif suffix in (".tsv", ".tab"):
         with open_text(path) as fh:
             reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)

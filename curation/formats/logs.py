@@ -198,11 +198,14 @@ def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | No
         import pyarrow.parquet as pq
 
         row = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=_SLOW_ROWS, columns=list(dict.fromkeys(columns))):
-            data = batch.to_pydict()
-            for i in range(batch.num_rows):
-                row += 1
-                yield row, [data[c][i] for c in columns]
+        try:  # a damaged file: named, not a pyarrow traceback
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=_SLOW_ROWS, columns=list(dict.fromkeys(columns))):
+                data = batch.to_pydict()
+                for i in range(batch.num_rows):
+                    row += 1
+                    yield row, [data[c][i] for c in columns]
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
         return
     with open_text(path, encoding="utf-8-sig") as fh:
         if fmt == "jsonl":

@@ -388,3 +388,43 @@ def test_import_judgments_refuses_an_empty_qrels_file_unless_allow_empty(engine,
     assert res.exit_code == 0, res.output
     with session(engine) as s:
         assert s.exec(select(Judgment)).all() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Parquet (corpus and log): any bytes, a valid file cut short or with bytes after it
+
+
+def _parquet_bytes() -> bytes:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"id": ["d1", "d2"], "text": ["a b", "c"], "query": ["x", "y"]}), sink)
+    return sink.getvalue()
+
+
+PARQUET = [
+    Reader("corpus-parquet", "corpus.parquet", b"", lambda p: list(iter_corpus_file(p))),
+    Reader("log-parquet", "log.parquet", b"", lambda p: collapse_log(p, query_col="query").queries),
+]
+
+
+@pytest.mark.parametrize("reader", PARQUET, ids=[r.name for r in PARQUET])
+@_PROPERTY
+@given(data=_BYTES, cut=st.integers(min_value=0, max_value=2000), append=st.booleans())
+def test_any_parquet_bytes_give_records_or_an_input_error(reader, data, cut, append):
+    valid = _parquet_bytes()
+    _outcome(reader, data, reader.filename)
+    _outcome(reader, valid + data if append else valid[: max(len(valid) - cut, 0)], reader.filename)
+
+
+@pytest.mark.parametrize("reader", PARQUET, ids=[r.name for r in PARQUET])
+def test_damaged_parquet_is_named(tmp_path, reader):
+    valid = _parquet_bytes()
+    path = tmp_path / reader.filename
+    path.write_bytes(valid[:8] + b"\x00" * (len(valid) - 16) + valid[-8:])  # header and footer magic kept
+    with pytest.raises(InputError) as err:
+        reader.read(path)
+    assert str(err.value).startswith(f"{path}: not a readable Parquet file")
