@@ -45,7 +45,6 @@ def open_binary(path: str | os.PathLike) -> IO[bytes]:
     return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
-BOM = "\ufeff"
 _BLOCK = 1 << 20  # bytes decoded at a time by open_text
 #: What reading a damaged gzip stream raises (the standard library's gzip and ISA-L's igzip alike).
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
@@ -72,7 +71,7 @@ def _looks_binary(window: bytes) -> bool:
 
 def _line_and_column(text: str) -> tuple[int, int]:
     """(lines completed, column) of the position just after ``text``, lines counted as ``newline=""``
-    counts them (``\n``, ``\r\n`` and a lone ``\r`` each end one)."""
+    counts them (``\\n``, ``\\r\\n`` and a lone ``\\r`` each end one)."""
     lines = io.StringIO(text, newline="").readlines()
     if lines and lines[-1].endswith(("\n", "\r")):
         return len(lines), 1
@@ -126,23 +125,24 @@ def gzip_damage(lines_done: int, exc: BaseException | None = None) -> str:
 
 def iter_text_lines(path: str | os.PathLike) -> Iterator[str]:
     """The lines of a text file (gzip allowed), each with its line end as in the file, decoded strictly
-    (see the module's docstring); lines end at ``\n``, ``\r\n`` or a lone ``\r`` (``newline=""``)."""
+    (see the module's docstring); lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (``newline=""``)."""
     path_s = str(path)
     gzipped = is_gzip(path)
     lineno = 0  # lines yielded
     with open_binary(path) as fh:
-        pending = b""
+        pending: list[bytes] = []  # the start of a line not ended yet (a long line spans several reads)
         first = True
         while True:
             chunk = _read_block(fh, path_s, gzipped, lineno)
             if chunk:
-                pending += chunk
-                cut = pending.rfind(b"\n") + 1
+                cut = chunk.rfind(b"\n") + 1
                 if not cut:
+                    pending.append(chunk)
                     continue
-                block, pending = pending[:cut], pending[cut:]
+                pending.append(chunk[:cut])
+                block, pending = b"".join(pending), [chunk[cut:]]
             else:
-                block, pending = pending, b""
+                block, pending = b"".join(pending), []
                 if not block:
                     return
             if first:
