@@ -48,7 +48,10 @@ def plan_tasks(
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            n = pq.ParquetFile(path).num_row_groups
+            try:
+                n = pq.ParquetFile(path).num_row_groups
+            except (pa.ArrowException, OSError) as exc:  # a damaged file: named, not a pyarrow traceback
+                raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
             tasks.extend(CorpusPiece(path, "rowgroup", i, i + 1) for i in range(n))
         elif suffix in (".jsonl", ".json", ".ndjson") and not is_gzip(path):
             size = os.path.getsize(path)

@@ -428,3 +428,13 @@ def test_damaged_parquet_is_named(tmp_path, reader):
     with pytest.raises(InputError) as err:
         reader.read(path)
     assert str(err.value).startswith(f"{path}: not a readable Parquet file")
+
+
+def test_leak_check_names_a_damaged_parquet_corpus(tmp_path):
+    from curation.leak.driver import leakcheck
+
+    path = tmp_path / "corpus.parquet"
+    path.write_bytes(b"PAR1" + b"\x07" * 64)
+    with pytest.raises(InputError) as err:
+        leakcheck([("q1", "some words here")], [path], workers=1)
+    assert str(err.value).startswith(f"{path}: not a readable Parquet file")
