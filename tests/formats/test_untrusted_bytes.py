@@ -438,3 +438,24 @@ def test_leak_check_names_a_damaged_parquet_corpus(tmp_path):
     with pytest.raises(InputError) as err:
         leakcheck([("q1", "some words here")], [path], workers=1)
     assert str(err.value).startswith(f"{path}: not a readable Parquet file")
+
+
+def test_seed_judgments_refuses_an_empty_file_unless_allow_empty(engine, db_url, tmp_path):
+    from click.testing import CliRunner
+    from sqlmodel import select
+
+    from curation.cli import main
+    from curation.store.engine import session
+    from curation.store.models import SeedJudgment
+    from tests.support.projects import pairs_project
+
+    pairs_project(engine, tmp_path / "p", [("q1", "d1")], scale="0-2")
+    empty = tmp_path / "tickets.tsv"
+    empty.write_bytes(b"\xef\xbb\xbfqid\tdocid\r\n")  # a header only
+    runner = CliRunner()
+    res = runner.invoke(main, ["seed-judgments", str(empty), "--source", "ticket", "--db", db_url])
+    assert res.exit_code == 1 and f"{empty}: no records" in res.output and "Traceback" not in res.output
+    res = runner.invoke(main, ["seed-judgments", str(empty), "--source", "ticket", "--allow-empty", "--db", db_url])
+    assert res.exit_code == 0 and "0 lines" in res.output, res.output
+    with session(engine) as s:
+        assert s.exec(select(SeedJudgment)).all() == []
