@@ -31,9 +31,10 @@ def set_(path, project_name, note, db_url):
     Example:
       golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
     """
+    from curation.formats.fileio import open_text
     from curation.store.projects import get_project, set_guidelines
 
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:  # strict UTF-8 named file:line, a byte-order mark dropped
         text = fh.read()
     with store_session(db_url) as s:
         proj = get_project(s, project_name)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from curation.cli.base import db_option, domain_errors, main, store_session
@@ -26,11 +24,12 @@ def project():
 def _read_grades(path):
     if path is None:
         return None
-    with open(path, encoding="utf-8") as fh:
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise click.ClickException(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    from curation.formats.fileio import InputError, load_json
+
+    try:
+        data = load_json(path)  # strict UTF-8, a byte-order mark dropped
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
     if isinstance(data, dict):
         data = data.get("grades", data)
     if not isinstance(data, list):

@@ -16,9 +16,11 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @click.option("--add-to-pool", is_flag=True,
               help="Add the pairs to the judging pool, so judges confirm or reject them blind.")
 @seed_option(help_text="Seed of the pool order the new pairs take.")
+@click.option("--allow-empty", is_flag=True,
+              help="Accept a FILE without any pair (add nothing) instead of refusing it as `FILE: no records`.")
 @db_option
 @domain_errors
-def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, db_url):
+def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, allow_empty, db_url):
     """Import query-document pairs known from support tickets or clicks as seed judgments, kept
     apart from human judgments. FILE: JSONL ({"qid", "docid", "grade"?}) or CSV/TSV/text (qid docid [grade]).
 
@@ -32,7 +34,7 @@ def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, db_url):
 
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
-        rep = import_seeds(s, proj, file, source=source, add_to_pool=add_to_pool, seed=seed)
+        rep = import_seeds(s, proj, file, source=source, add_to_pool=add_to_pool, seed=seed, allow_empty=allow_empty)
     click.echo(f"{file}: {rep.lines} lines, {rep.distinct} distinct pairs -> {rep.added} new {source} seed judgments"
                + (f" ({rep.already} stored before)" if rep.already else ""))
     if add_to_pool:

@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, open_text
+from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, no_records, open_text
 
 ID_KEYS = ("id", "docid", "_id", "doc_id")
 TEXT_KEYS = ("text", "contents", "body")
@@ -54,16 +54,29 @@ def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
 
 
 def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[Doc]:
-    """Yield the :class:`Doc` records of one corpus file, in file order, in constant memory."""
+    """Yield the :class:`Doc` records of one corpus file, in file order, in constant memory; a file with
+    no record is an :class:`InputError` (``path: no records``)."""
     path = str(path)
+    any_doc = False
+    for doc in _corpus_file_docs(path, batch_size):
+        any_doc = True
+        yield doc
+    if not any_doc:
+        raise no_records(path, "expected one document a line with id and text")
+
+
+def _corpus_file_docs(path: str, batch_size: int) -> Iterator[Doc]:
     suffix = base_suffix(path)
     if suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
-        for batch in pf.iter_batches(batch_size=batch_size):
-            for row in batch.to_pylist():
-                yield doc_from_mapping(row, path, None)
+        try:  # a damaged or non-Parquet file: named, not a pyarrow traceback
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+                for row in batch.to_pylist():
+                    yield doc_from_mapping(row, path, None)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
     elif suffix in (".tsv", ".tab"):
         with open_text(path) as fh:
             reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)

@@ -1,4 +1,12 @@
-"""File helpers: transparent gzip, whole-or-nothing writes, and input errors that name file and line."""
+"""File helpers: transparent gzip, whole-or-nothing writes, and input errors that name file and line.
+
+Every text file golden reads goes through :func:`open_text` (or :func:`decode_text` for bytes already
+in memory), which decodes strictly: invalid UTF-8 is ``path:line: not valid UTF-8 (byte 0xff at
+column 17)``, a NUL byte means binary data and is refused as such, a UTF-8 byte-order mark at the
+start is dropped (so a BOM + CRLF file gives the same records as the clean one), and a truncated or
+corrupt gzip stream names the file and the last complete line read. A reader that finds no record
+calls :func:`no_records`.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +17,7 @@ import io
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -36,9 +45,204 @@ def open_binary(path: str | os.PathLike) -> IO[bytes]:
     return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
-def open_text(path: str | os.PathLike, encoding: str = "utf-8") -> IO[str]:
-    """Open a file for reading text, decompressing gzip transparently."""
-    return io.TextIOWrapper(open_binary(path), encoding=encoding, newline="")
+_BLOCK = 1 << 20  # bytes decoded at a time by open_text
+#: What reading a damaged gzip stream raises (the standard library's gzip and ISA-L's igzip alike).
+GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
+def no_records(path: str | os.PathLike, hint: str = "") -> InputError:
+    """The error of a file that holds no record (empty, blank lines, or a header only): ``path: no records``,
+    followed by ``hint`` when given (what the file should hold)."""
+    return InputError(path, None, "no records" + (f" ({hint})" if hint else ""))
+
+
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c")
+
+
+def _looks_binary(window: bytes) -> bool:
+    """True when bytes around a decoding error look like binary data rather than text in another
+    encoding (Latin-1, say): a NUL byte, or 8 or more and over 15% of them control characters or not UTF-8."""
+    if b"\x00" in window:
+        return True
+    controls = len(window) - len(window.translate(None, _CONTROL))
+    invalid = window.decode("utf-8", errors="replace").count("\ufffd")
+    return controls + invalid >= max(8, 0.15 * len(window))
+
+
+def _line_and_column(text: str) -> tuple[int, int]:
+    """(lines completed, column) of the position just after ``text``, lines counted as ``newline=""``
+    counts them (``\\n``, ``\\r\\n`` and a lone ``\\r`` each end one)."""
+    lines = io.StringIO(text, newline="").readlines()
+    if lines and lines[-1].endswith(("\n", "\r")):
+        return len(lines), 1
+    return max(len(lines) - 1, 0), (len(lines[-1]) if lines else 0) + 1
+
+
+def _decode_block(block: bytes, path: str, first_line: int) -> str:
+    """``block`` (whole lines, from line ``first_line``) decoded strictly; InputError for invalid UTF-8
+    or a NUL byte, naming the line and the column (in characters) where it is."""
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        done, column = _line_and_column(block[: exc.start].decode("utf-8"))
+        if b"\x00" in block[: exc.start]:
+            text = block[: exc.start].decode("utf-8")
+        elif _looks_binary(block[max(exc.start - 256, 0) : exc.start + 256]):
+            raise InputError(
+                path, first_line + done, f"binary data, not text (byte 0x{block[exc.start]:02x} at column {column} "
+                "is not UTF-8); expected a UTF-8 text file"
+            ) from None
+        else:
+            raise InputError(
+                path, first_line + done, f"not valid UTF-8 (byte 0x{block[exc.start]:02x} at column {column}); "
+                "save the file as UTF-8"
+            ) from None
+    at = text.find("\x00")
+    if at >= 0:
+        done, column = _line_and_column(text[:at])
+        raise InputError(
+            path, first_line + done,
+            f"binary data, not text (a NUL byte at column {column}); expected a UTF-8 text file",
+        )
+    return text
+
+
+def _read_block(fh, path: str, gzipped: bool, lines_done: int) -> bytes:
+    try:
+        return fh.read1(_BLOCK) if gzipped else fh.read(_BLOCK)  # read1: what is decompressed so far
+    except GZIP_ERRORS as exc:
+        if not gzipped:
+            raise
+        raise InputError(path, None, gzip_damage(lines_done, exc)) from None
+
+
+def gzip_damage(lines_done: int, exc: BaseException | None = None) -> str:
+    """The message for a truncated or corrupt gzip stream, after ``lines_done`` complete lines."""
+    last = f"the last complete line read is line {lines_done}" if lines_done else "no complete line could be read"
+    cause = f" ({exc})" if exc is not None and str(exc) else ""
+    return f"truncated or corrupt gzip data{cause}; {last}"
+
+
+def iter_text_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a text file (gzip allowed), each with its line end as in the file, decoded strictly
+    (see the module's docstring); lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (``newline=""``)."""
+    path_s = str(path)
+    gzipped = is_gzip(path)
+    lineno = 0  # lines yielded
+    with open_binary(path) as fh:
+        pending: list[bytes] = []  # the start of a line not ended yet (a long line spans several reads)
+        first = True
+        while True:
+            chunk = _read_block(fh, path_s, gzipped, lineno)
+            if chunk:
+                cut = chunk.rfind(b"\n") + 1
+                if not cut:
+                    pending.append(chunk)
+                    continue
+                pending.append(chunk[:cut])
+                block, pending = b"".join(pending), [chunk[cut:]]
+            else:
+                block, pending = b"".join(pending), []
+                if not block:
+                    return
+            if first:
+                first = False
+                if block.startswith(b"\xef\xbb\xbf"):
+                    block = block[3:]
+            for line in io.StringIO(_decode_block(block, path_s, lineno + 1), newline=""):
+                lineno += 1
+                yield line
+
+
+class _TextLines:
+    """What :func:`open_text` returns: an iterator of lines, a context manager, and ``read()``."""
+
+    def __init__(self, path: str | os.PathLike):
+        self._lines = iter_text_lines(path)
+
+    def __iter__(self):
+        return self._lines
+
+    def __next__(self) -> str:
+        return next(self._lines)
+
+    def read(self) -> str:
+        return "".join(self._lines)
+
+    def close(self) -> None:
+        self._lines.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_text(path: str | os.PathLike, encoding: str = "utf-8") -> _TextLines:
+    """Open a text file for reading lines (gzip allowed), strictly decoded as UTF-8 with any byte-order
+    mark dropped (:func:`iter_text_lines`); ``encoding`` may only name UTF-8 (``utf-8-sig`` included)."""
+    if encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig"):
+        raise ValueError(f"open_text reads UTF-8 only, not {encoding!r}")
+    return _TextLines(path)
+
+
+def decode_text(data: bytes, path: str | os.PathLike) -> str:
+    """Bytes already in memory (decompressed), decoded as :func:`open_text` decodes a file: strict UTF-8,
+    no NUL byte, a leading byte-order mark dropped."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return _decode_block(data, str(path), 1)
+
+
+def is_clean_text(data: bytes) -> bool:
+    """True when ``data`` is valid UTF-8 without a NUL byte: what a fast reader that does not check
+    (pyarrow's JSON reader) may take; otherwise the exact reader must report the line."""
+    if b"\x00" in data:
+        return False
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def decompress_all(raw: bytes, path: str | os.PathLike) -> bytes:
+    """The content of a whole file read in memory: gunzipped when it starts with gzip's magic bytes,
+    InputError naming the path and the last complete line for a truncated or corrupt stream."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
+
+    try:
+        return igzip.decompress(raw)
+    except GZIP_ERRORS + (OSError,) as exc:
+        partial = _gunzip_prefix(raw)
+        raise InputError(path, None, gzip_damage(partial.count(b"\n"), exc)) from None
+
+
+def gzip_file_damage(path: str | os.PathLike, exc: BaseException) -> InputError:
+    """The error for a gzip file whose stream broke while being read as a whole (the lines that do
+    decompress are counted afresh, so the last complete line is exact)."""
+    with open(path, "rb") as fh:
+        complete = _gunzip_prefix(fh.read()).count(b"\n")
+    return InputError(path, None, gzip_damage(complete, exc))
+
+
+def _gunzip_prefix(raw: bytes) -> bytes:
+    """As much of a damaged gzip stream as decompresses (fed in small pieces, so little is lost at the damage)."""
+    out = []
+    inflate = zlib.decompressobj(wbits=31)
+    try:
+        for at in range(0, len(raw), 4096):
+            out.append(inflate.decompress(raw[at : at + 4096]))
+            if inflate.eof:
+                break
+    except zlib.error:
+        pass
+    return b"".join(out)
 
 
 def base_suffix(path: str | os.PathLike) -> str:
@@ -121,6 +325,8 @@ def iter_jsonl_lines(lines, path: str | os.PathLike, *, expect: str = "a JSON ob
     the line; ``expect`` completes the message "expected ..." for the second case.
     """
     for lineno, line in enumerate(lines, 1):
+        if isinstance(line, bytes):  # lines read as bytes (a fast path): decoded as open_text decodes
+            line = decode_text(line, path) if lineno == 1 else _decode_block(line, str(path), lineno)
         if not line.strip():
             continue
         try:
@@ -138,6 +344,17 @@ def iter_jsonl(
     """:func:`iter_jsonl_lines` over a file (gzip allowed)."""
     with open_text(path, encoding=encoding) as fh:
         yield from iter_jsonl_lines(fh, path, expect=expect)
+
+
+def load_json(path: str | os.PathLike):
+    """A whole JSON file (gzip allowed), decoded as :func:`open_text` decodes (strict UTF-8, a byte-order
+    mark dropped); InputError naming ``path:line`` for text that is not JSON."""
+    with open_text(path) as fh:
+        text = fh.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
 
 
 def json_line(obj, *, spaced: bool = False) -> str:

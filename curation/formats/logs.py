@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl_lines, open_text
+from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl_lines, no_records, open_text
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
@@ -107,11 +107,11 @@ def _read_header(path: str, fmt: str) -> list[str]:
         if fmt == "jsonl":
             for _, obj in iter_jsonl_lines(fh, path):
                 return list(obj)
-            raise InputError(path, None, "the log is empty")
+            raise no_records(path, "the log is empty")
         kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
         row = next(csv.reader(fh, **kwargs), None)
         if row is None:
-            raise InputError(path, None, "the log is empty (expected a header row naming the columns)")
+            raise no_records(path, "the log is empty; expected a header row naming the columns, then one row a search")
         return row
 
 
@@ -130,7 +130,21 @@ def check_columns(path: str, fmt: str, present: Sequence[str], wanted: Sequence[
 
 def fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None, first: dict | None):
     """pyarrow streaming readers; raise one of :data:`FAST_READ_ERRORS` on anything suspicious (then
-    read the file again with :func:`exact_batches` for the exact line)."""
+    read the file again with :func:`exact_batches` for the exact line). A log without a row is
+    ``path: no records``."""
+    rows = 0
+    for batch in _fast_batches(path, fmt, columns, count_col, first):
+        rows += batch.num_rows
+        if fmt != "parquet":
+            for col in batch.columns:  # a NUL byte (binary data): the exact reader refuses it with its line
+                if pa.types.is_string(col.type) and pc.any(pc.match_substring(col, "\x00")).as_py():
+                    raise pa.ArrowInvalid("a NUL byte")
+        yield batch
+    if not rows:
+        raise no_records(path, "no row after the header" if fmt in ("csv", "tsv") else "no row")
+
+
+def _fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None, first: dict | None):
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -184,11 +198,14 @@ def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | No
         import pyarrow.parquet as pq
 
         row = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=_SLOW_ROWS, columns=list(dict.fromkeys(columns))):
-            data = batch.to_pydict()
-            for i in range(batch.num_rows):
-                row += 1
-                yield row, [data[c][i] for c in columns]
+        try:  # a damaged file: named, not a pyarrow traceback
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=_SLOW_ROWS, columns=list(dict.fromkeys(columns))):
+                data = batch.to_pydict()
+                for i in range(batch.num_rows):
+                    row += 1
+                    yield row, [data[c][i] for c in columns]
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
         return
     with open_text(path, encoding="utf-8-sig") as fh:
         if fmt == "jsonl":
@@ -216,7 +233,8 @@ def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | No
 
 
 def exact_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None):
-    """The same batches as the fast readers, built row by row with every check and exact lines."""
+    """The same batches as the fast readers, built row by row with every check and exact lines
+    (``path: no records`` for a log without a row)."""
     where = "" if fmt != "parquet" else "row {}: "
     names = list(dict.fromkeys(columns))
     buf: list[list] = []
@@ -229,7 +247,9 @@ def exact_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
         buf.clear()
         return pa.RecordBatch.from_pydict(data)
 
+    any_row = False
     for line, values in _exact_rows(path, fmt, names, count_col):
+        any_row = True
         out = []
         for name, value in zip(names, values):
             lineno = None if fmt == "parquet" else line
@@ -246,7 +266,10 @@ def exact_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
             yield flush()
     if buf:
         yield flush()
+    elif not any_row:
+        raise no_records(path, "no row after the header" if fmt in ("csv", "tsv") else "no row")
 
 
 #: What a fast read raises on input it cannot take; the file is then read by :func:`exact_batches`.
-FAST_READ_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError)
+#: (OSError: a truncated or corrupt gzip stream, which the exact reader names with its last line.)
+FAST_READ_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError)

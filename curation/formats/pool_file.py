@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl, load_json, no_records
 
 POOL_FORMAT = "golden.pool/1"
 
@@ -98,7 +98,7 @@ def iter_pool(path: str | os.PathLike) -> Iterator[PoolEntry]:
             raise InputError(path, lineno, f"'seed_source' must be a string, got {source!r}")
         yield PoolEntry(qid, docid, order, systems, source, lineno)
     if not seen:
-        raise InputError(path, None, "no pairs: is this the file `golden pool` wrote?")
+        raise no_records(path, "no pairs: is this the file `golden pool` wrote?")
 
 
 def read_pool(path: str | os.PathLike) -> list[PoolEntry]:
@@ -111,10 +111,7 @@ def read_pool_meta(pool_path: str | os.PathLike) -> dict:
     meta = pool_meta_path(pool_path)
     if not meta.exists():
         return {}
-    try:
-        data = json.loads(meta.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(meta, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    data = load_json(meta)
     if not isinstance(data, dict):
         raise InputError(meta, None, "expected a JSON object")
     return data

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, open_text
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, no_records, open_text
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,16 @@ def parse_qrel_line(line: str, path: str | os.PathLike, lineno: int | None) -> Q
     return QrelLine(qid, iteration, docid, parse_grade(raw, path, lineno))
 
 
-def iter_qrels(path: str | os.PathLike) -> Iterator[QrelLine]:
-    """Yield :class:`QrelLine` from a TREC qrels file (gzip allowed); blank and ``#`` lines skipped."""
+def iter_qrels(path: str | os.PathLike, *, allow_empty: bool = False) -> Iterator[QrelLine]:
+    """Yield :class:`QrelLine` from a TREC qrels file (gzip allowed); blank and ``#`` lines skipped. A file
+    without a judgment is ``path: no records`` unless ``allow_empty``."""
+    any_line = False
     with open_text(path) as fh:
-        yield from parse_qrels(fh, path)
+        for line in parse_qrels(fh, path):
+            any_line = True
+            yield line
+    if not any_line and not allow_empty:
+        raise no_records(path, "expected qid iter docid grade lines")
 
 
 def qrels_dict(lines: Iterable[QrelLine]) -> dict[str, dict[str, int]]:

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, open_text
+from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, no_records, open_text
 
 SPLITS = ("tune", "holdout")
 _EXPECT = "an object with qid and text"
@@ -123,7 +123,7 @@ def parse_queries(lines: Iterable[str], path: str | os.PathLike = "queries.jsonl
             extra=obj,
         )
     if not any_line:
-        raise InputError(path, None, "no queries: is this the file `golden sample` wrote?")
+        raise no_records(path, "no queries: is this the file `golden sample` wrote?")
 
 
 def iter_queries(path: str | os.PathLike) -> Iterator[QueryRecord]:
@@ -159,6 +159,8 @@ def read_query_ids(path: str | os.PathLike) -> list[str]:
                 raise InputError(path, lineno, f"qid {qid!r} appears twice")
             seen.add(qid)
             qids.append(qid)
+    if not qids:
+        raise no_records(path, "expected one query id a line")
     return qids
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import os
 
-from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, open_text
+from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, no_records, open_text
 from curation.formats.normalize import normalize_text
 
 
@@ -43,7 +43,9 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
         elif suffix in (".csv", ".tsv", ".tab"):
             kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if suffix != ".csv" else {}
             reader = csv.reader(fh, **kwargs)
-            header = next(reader, None) or []
+            header = next(reader, None)
+            if header is None:
+                raise no_records(path, "expected a header row with a \"text\" or \"query\" column, then the queries")
             col = next((header.index(c) for c in ("text", "query") if c in header), None)
             if col is None:
                 raise InputError(path, 1, "needs a header row with a \"text\" or \"query\" column")
@@ -59,4 +61,7 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
                 out.append((lineno, normalize_text(line)))
         else:
             raise InputError(path, None, f"unknown query list format {suffix!r}: use .txt, .jsonl, .csv or .tsv")
-    return [(line, text) for line, text in out if text]
+    out = [(line, text) for line, text in out if text]
+    if not out:
+        raise no_records(path, "expected one query a line")
+    return out

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
 
-from curation.formats.fileio import InputError, atomic_write, base_suffix
+from curation.formats.fileio import InputError, atomic_write, base_suffix, decode_text, decompress_all, no_records
 
 
 @dataclass
@@ -101,12 +100,18 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
     with open(path, "rb") as fh:
         raw = fh.read()
     sha256 = hashlib.sha256(raw).hexdigest()
-    data = igzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    data = decompress_all(raw, path)
     del raw
+    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark: dropped, as by every text reader
+        data = data[3:]
+    if not data.isascii() or b"\x00" in data:
+        decode_text(data, path)  # invalid UTF-8 or binary data: refused with file:line
     parsed = None if is_jsonl else _parse_trec_fast(data, depth)
     if parsed is None:
         parsed = _parse_lines(data, path, is_jsonl, depth)
     rankings, scores, tags = parsed
+    if not rankings:
+        raise no_records(path, "expected qid Q0 docid rank score tag lines")
     if name is None:
         name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
     return RankedRun(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
@@ -168,7 +173,7 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
     per_query: dict[str, list[tuple[str, float]]] = {}
     seen: dict[str, set[str]] = {}
     tags: set[str] = set()
-    text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")
+    text = io.StringIO(decode_text(data, path), newline="")
     for lineno, line in enumerate(text, 1):
         if not line.strip():
             continue

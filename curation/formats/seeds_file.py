@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, open_text
+from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, no_records, open_text
 from curation.formats.qrels import parse_grade
 
 
@@ -33,9 +33,19 @@ def _grade(raw, path, lineno) -> int | None:
     return None if raw is None or raw == "" else parse_grade(raw, path, lineno)
 
 
-def read_seeds(path: str | os.PathLike) -> Iterator[Seed]:
-    """Yield the seed pairs of a JSONL, CSV, TSV or whitespace-separated file (gzip allowed)."""
+def read_seeds(path: str | os.PathLike, *, allow_empty: bool = False) -> Iterator[Seed]:
+    """Yield the seed pairs of a JSONL, CSV, TSV or whitespace-separated file (gzip allowed); a file
+    without a pair is ``path: no records`` unless ``allow_empty``."""
     path = str(path)
+    any_seed = False
+    for seed in _read_seeds(path):
+        any_seed = True
+        yield seed
+    if not any_seed and not allow_empty:
+        raise no_records(path, "expected qid docid [grade] lines")
+
+
+def _read_seeds(path: str) -> Iterator[Seed]:
     suffix = base_suffix(path)
     with open_text(path) as fh:
         if suffix in (".jsonl", ".json", ".ndjson"):

@@ -79,19 +79,21 @@ def import_judgments(
     group: str | None = None,
     clip: bool = False,
     create_judge: bool = False,
+    allow_empty: bool = False,
 ) -> ImportReport:
     """Load the TREC qrels at ``path`` as judgments by the user ``judge`` in ``project`` (default:
     the only project) and commit. ``group``: import only the lines whose second column equals it;
     required when the file holds several groups. ``create_judge``: add ``judge`` as a disabled
     judge account (no login) when there is no such user. ValueError (naming the parameter) when
-    the judge or group is unknown; ``InputError`` (path:line) for a malformed line."""
+    the judge or group is unknown; ``InputError`` (path:line) for a malformed line, or for a file without
+    a judgment unless ``allow_empty`` (then nothing is imported)."""
     path = str(path)
     proj: Project = get_project(session, project)
     scale = [g.grade for g in grades(proj)]
     lo, hi = min(scale), max(scale)
     user = _judge(session, judge, create_judge)
 
-    lines = list(iter_qrels(path))
+    lines = list(iter_qrels(path, allow_empty=allow_empty))
     groups = list(dict.fromkeys(q.iteration for q in lines))
     if group is None and len(groups) > 1:
         raise ValueError(

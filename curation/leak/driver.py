@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 
+from curation.formats.fileio import no_records
 from curation.leak.index import QueryIndex
 from curation.leak.inputs import plan_tasks
 from curation.leak.ngrams import NgramSpec, gram_text, ngram_set, parse_ngram
@@ -192,7 +193,9 @@ def leakcheck(
     heaps: dict[int, list] = {}
     n_matches: dict[int, int] = {}
     pids = set()
+    any_chunk = False
     for res in _run_map(tasks, index, desc="leak check", **run):
+        any_chunk = any_chunk or res.chunks > 0
         pids.add(res.pid)
         chunks += res.chunks
         df += res.df
@@ -206,6 +209,8 @@ def leakcheck(
         for qi, n in res.n_matches.items():
             n_matches[qi] = n_matches.get(qi, 0) + n
 
+    if not any_chunk:  # an empty corpus would report every query clean
+        raise no_records(", ".join(dict.fromkeys(str(c) for c in corpus)), "the corpus holds no document")
     if discount_boilerplate:
         gram_df = first_df
     else:

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from curation.formats.corpus import ID_KEYS, TEXT_KEYS, doc_from_mapping, iter_corpus_file, iter_jsonl_docs
-from curation.formats.fileio import InputError, base_suffix, is_gzip, open_binary
+from curation.formats.fileio import (
+    GZIP_ERRORS,
+    InputError,
+    base_suffix,
+    gzip_file_damage,
+    is_clean_text,
+    is_gzip,
+    open_binary,
+)
 from curation.formats.queries import iter_queries
 
 
@@ -40,7 +48,10 @@ def plan_tasks(
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            n = pq.ParquetFile(path).num_row_groups
+            try:
+                n = pq.ParquetFile(path).num_row_groups
+            except (pa.ArrowException, OSError) as exc:  # a damaged file: named, not a pyarrow traceback
+                raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
             tasks.extend(CorpusPiece(path, "rowgroup", i, i + 1) for i in range(n))
         elif suffix in (".jsonl", ".json", ".ndjson") and not is_gzip(path):
             size = os.path.getsize(path)
@@ -119,7 +130,8 @@ def _python_batches(docs: Iterator, batch_size: int):
 
 
 def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
-    table = _json_table(data) if data else None
+    # Bytes that are not clean UTF-8 go to the Python reader, which names the line (pyarrow does not check).
+    table = _json_table(data) if data and is_clean_text(data) else None
     cols = _table_columns(table, path) if table is not None else None
     if cols is None:
         docs = iter_jsonl_docs(data.split(b"\n"), path, first_line=first_line)
@@ -161,7 +173,10 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
         lines_before = 1
         with open_binary(path) as fh:
             while True:
-                block = b"".join(fh.readlines(16 << 20))
+                try:
+                    block = b"".join(fh.readlines(16 << 20))
+                except GZIP_ERRORS as exc:
+                    raise gzip_file_damage(path, exc) from None
                 if not block:
                     break
                 start_line = lines_before

@@ -78,6 +78,7 @@ def import_seeds(
     source: str,
     add_to_pool: bool = False,
     seed: int = 0,
+    allow_empty: bool = False,
 ) -> SeedReport:
     """Store the seed pairs of ``path`` for ``project`` (idempotent), optionally adding them to the pool.
 
@@ -95,7 +96,7 @@ def import_seeds(
     report = SeedReport(source=source)
 
     pairs: dict[tuple[str, str], int] = {}
-    for s in read_seeds(path):
+    for s in read_seeds(path, allow_empty=allow_empty):  # allow_empty: a file without a pair adds nothing
         report.lines += 1
         grade = fallback if s.grade is None else s.grade
         if grade not in grades:

@@ -225,7 +225,6 @@ def test_jsonl_runs_pool_like_trec(tmp_path):
         "1\tQ0\ta\t1\t1\ts\n1\tQ0\tb\t2\t3\ts\n1\tQ0\tc\t3\t2\ts\n2\tQ0\tx\t1\t2\ts\n",  # blocks, not sorted
         # interleaved, last row last group
         "1\tQ0\ta\t1\t1\ts\n2\tQ0\tb\t1\t3\ts\n1\tQ0\tc\t2\t2\ts\n2\tQ0\td\t2\t5\ts\n",
-        "",
     ],
 )
 @pytest.mark.parametrize("depth", [None, 1, 2])
