@@ -1,0 +1,68 @@
+"""Repeated records (curation.formats.conflicts): identical repeats counted, conflicts refused with both
+lines or resolved by the --on-conflict policy, for every reader that meets them."""
+
+import pytest
+
+from curation.formats.conflicts import Dedup
+from curation.formats.fileio import InputError
+from curation.formats.qrels import parse_grade, read_qrels
+
+
+def test_dedup_counts_identical_repeats_and_names_both_lines_of_a_conflict():
+    d = Dedup("f.txt", what="pair")
+    assert d.add(("q", "d"), 1, 1) is True
+    assert d.add(("q", "d"), 1, 4) is False
+    assert d.repeats == 1
+    with pytest.raises(InputError) as err:
+        d.add(("q", "d"), 2, 7)
+    assert str(err.value).startswith("f.txt:7: pair q/d has 2 here but 1 on line 1;")
+    assert "--on-conflict" in str(err.value)
+
+
+@pytest.mark.parametrize("policy, kept, conflicts", [("first", 1, 1), ("last", 2, 1)])
+def test_dedup_policies_keep_one_and_count(policy, kept, conflicts):
+    d = Dedup("f.txt", policy=policy)
+    values = {}
+    for lineno, value in enumerate([1, 2, 1], 1):
+        if d.add("k", value, lineno):
+            values["k"] = value
+    # first: 1 kept, then 2 conflicts (dropped), then 1 is identical to the kept one
+    # last: 1, then 2 replaces it, then 1 conflicts with 2 and replaces it again
+    expected = {"first": (1, 1, 1), "last": (1, 2, 0)}[policy]
+    assert (values["k"], d.conflicts, d.repeats) == expected
+    assert d.summary().startswith("f.txt: ")
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="on_conflict: 'newest' is not one of error, first, last"):
+        Dedup("f", policy="newest")
+
+
+def test_qrels_pair_with_two_grades_is_refused_with_both_lines(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 d1 1\nq1 0 d2 0\n\nq1 0 d1 2\n")
+    with pytest.raises(InputError) as err:
+        read_qrels(path)
+    assert str(err.value).startswith(f"{path}:4: pair q1/d1 has 2 here but 1 on line 1")
+    assert read_qrels(path, on_conflict="first") == {"q1": {"d1": 1, "d2": 0}}
+    assert read_qrels(path, on_conflict="last") == {"q1": {"d1": 2, "d2": 0}}
+
+
+def test_qrels_identical_repeats_are_counted(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 d1 1\nq1 0 d1 1\nq1 0 d1 1\n")
+    dedup = Dedup(path, what="pair")
+    assert read_qrels(path, dedup=dedup) == {"q1": {"d1": 1}}
+    assert dedup.repeats == 2
+
+
+@pytest.mark.parametrize("raw", ["1e400", "inf", "-inf", "nan", "NaN", "Infinity", "1" + "0" * 40])
+def test_non_finite_and_huge_grades_are_refused(raw):
+    with pytest.raises(InputError, match=r"^g.txt:3: grade .* (finite|between)"):
+        parse_grade(raw, "g.txt", 3)
+
+
+@pytest.mark.parametrize("raw", [float("inf"), float("nan"), 10**40, "x"])
+def test_non_finite_json_grades_are_refused(raw):
+    with pytest.raises(InputError, match=r"^g.jsonl:2: grade "):
+        parse_grade(raw, "g.jsonl", 2)
