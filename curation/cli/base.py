@@ -125,3 +125,17 @@ def store_session(db_url: str | None, *, check: bool = True):
             yield s
     finally:
         engine.dispose()
+
+
+ON_CONFLICT_HELP = (
+    "A key repeated in one file with a different value (a qrels pair with two grades, a qid or a "
+    "corpus id with two texts): error refuses the file naming both lines; first or last keeps that "
+    "one. Identical repeats are always read once and counted in the summary."
+)
+
+
+def on_conflict_option(func):
+    """``--on-conflict error|first|last`` (default error): the policy of
+    :mod:`curation.formats.conflicts` for conflicting repeated records, passed as ``on_conflict``."""
+    return click.option("--on-conflict", "on_conflict", type=click.Choice(["error", "first", "last"]),
+                        default="error", show_default=True, help=ON_CONFLICT_HELP)(func)

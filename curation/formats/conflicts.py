@@ -18,12 +18,7 @@ from dataclasses import dataclass, field
 
 from curation.formats.fileio import InputError
 
-POLICIES = ("error", "first", "last")
-ON_CONFLICT_HELP = (
-    "A key (qrels pair, qid, corpus id) repeated in one file with a different value: "
-    "error (the default) refuses the file naming both lines; first or last keeps that one. "
-    "Identical repeats are always dropped and counted."
-)
+POLICIES = ("error", "first", "last")  # the choices of curation.cli.base.on_conflict_option
 
 
 @dataclass

@@ -115,12 +115,19 @@ def read_qrels(
     """
     dedup = dedup if dedup is not None else Dedup(path, policy=on_conflict, what="pair")
     qrels: dict[str, dict[str, int]] = {}
+    for lineno, q in iter_numbered_qrels(path):
+        if dedup.add((q.qid, q.docid), q.grade, lineno):
+            qrels.setdefault(q.qid, {})[q.docid] = q.grade
+    return qrels
+
+
+def iter_numbered_qrels(path: str | os.PathLike) -> Iterator[tuple[int, QrelLine]]:
+    """``(line number, QrelLine)`` for each judgment of a qrels file, for readers that name lines."""
     with open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             q = parse_qrel_line(line, path, lineno)
-            if q is not None and dedup.add((q.qid, q.docid), q.grade, lineno):
-                qrels.setdefault(q.qid, {})[q.docid] = q.grade
-    return qrels
+            if q is not None:
+                yield lineno, q
 
 
 def format_qrel(line: QrelLine) -> str:
