@@ -1,0 +1,54 @@
+"""Numbers from the command line and repeated qrels pairs in golden metrics / compare: non-finite or
+unbounded values refused with the option's name, conflicting pairs with both lines, repeats counted."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from curation.cli import main
+
+
+def _files(tmp_path, qrels_lines):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(line + "\n" for line in qrels_lines))
+    runs = []
+    for name, order in (("a", ["d1", "d2"]), ("b", ["d2", "d1"])):
+        run = tmp_path / f"{name}.trec"
+        run.write_text("".join(f"q{q} Q0 {d} {r} {10 - r} {name}\n" for q in (1, 2) for r, d in enumerate(order, 1)))
+        runs.append(str(run))
+    return str(qrels), runs
+
+
+@pytest.mark.parametrize("tie", ["inf", "-inf", "nan", "1e400", "-0.1"])
+def test_compare_refuses_a_tie_that_is_not_a_finite_non_negative_number(tmp_path, tie):
+    qrels, (a, b) = _files(tmp_path, ["q1 0 d1 1", "q2 0 d2 1"])
+    result = CliRunner().invoke(main, ["compare", a, b, "--qrels", qrels, "--tie", tie, "--resamples", "100"])
+    assert result.exit_code == 2, result.output
+    assert "--tie" in result.output and "finite" in result.output
+    assert "equivalent" not in result.output
+
+
+@pytest.mark.parametrize("metric", ["ndcg@99999999999999999999", "p@1000001"])
+def test_metric_cutoff_beyond_the_limit_is_a_usage_error(tmp_path, metric):
+    qrels, (a, b) = _files(tmp_path, ["q1 0 d1 1", "q2 0 d2 1"])
+    result = CliRunner().invoke(main, ["compare", a, b, "--qrels", qrels, "--metric", metric])
+    assert result.exit_code == 2, result.output
+    assert "cutoff k must be between 1 and 1000000" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_conflicting_qrels_pair_is_refused_and_identical_repeats_are_reported(tmp_path):
+    qrels, (a, b) = _files(tmp_path, ["q1 0 d1 1", "q2 0 d2 1", "q1 0 d1 0"])
+    result = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels, "-m", "p@1"])
+    assert result.exit_code == 1, result.output
+    assert f"{qrels}:3: pair q1/d1 has 0 here but 1 on line 1" in result.output
+    first = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels, "-m", "p@1", "--on-conflict", "first"])
+    assert first.exit_code == 0, first.output
+    # first keeps q1/d1 = 1: run a ranks d1 first for both queries -> P@1 = (1 + 0) / 2
+    assert "0.5000" in first.output
+    assert "conflicting repeat(s) resolved by --on-conflict first" in first.output
+    qrels2, _ = _files(tmp_path, ["q1 0 d1 1", "q1 0 d1 1", "q2 0 d2 1"])
+    again = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels2, "-m", "p@1"])
+    assert again.exit_code == 0, again.output
+    assert "1 identical repeated pair line(s) dropped" in again.output
