@@ -66,3 +66,53 @@ def test_non_finite_and_huge_grades_are_refused(raw):
 def test_non_finite_json_grades_are_refused(raw):
     with pytest.raises(InputError, match=r"^g.jsonl:2: grade "):
         parse_grade(raw, "g.jsonl", 2)
+
+
+def _lines(tmp_path, *lines, name="queries.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_queries_identical_repeat_is_read_once_and_counted(tmp_path):
+    from curation.formats.queries import read_queries
+
+    path = _lines(tmp_path, '{"qid": "q1", "text": "a"}', '{"qid": "q2", "text": "b"}', '{"qid": "q1", "text": "a"}')
+    dedup = Dedup(path, what="qid")
+    assert [q.qid for q in read_queries(path, dedup=dedup)] == ["q1", "q2"]
+    assert dedup.repeats == 1
+
+
+def test_queries_qid_with_two_texts_is_refused_or_resolved(tmp_path):
+    from curation.formats.queries import read_queries
+
+    path = _lines(tmp_path, '{"qid": "q1", "text": "a"}', '{"qid": "q2", "text": "b"}', '{"qid": "q1", "text": "c"}')
+    with pytest.raises(InputError, match=rf"^{path}:3: qid 'q1' has 'c' here but 'a' on line 1"):
+        read_queries(path)
+    assert [(q.qid, q.text) for q in read_queries(path, on_conflict="first")] == [("q1", "a"), ("q2", "b")]
+    assert [(q.qid, q.text) for q in read_queries(path, on_conflict="last")] == [("q1", "c"), ("q2", "b")]
+
+
+@pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e400"])
+@pytest.mark.parametrize("key", ["traffic", "weight", "stratum_share"])
+def test_queries_non_finite_numbers_are_refused(tmp_path, key, value):
+    from curation.formats.queries import read_queries
+
+    path = _lines(tmp_path, '{"qid": "q0", "text": "a"}', f'{{"qid": "q1", "text": "a", "{key}": {value}}}')
+    with pytest.raises(InputError, match=rf"^{path}:2: '{key}' must be a finite non-negative number"):
+        read_queries(path)
+
+
+def test_query_text_over_the_limit_is_refused_with_the_limit(tmp_path, monkeypatch):
+    from curation.formats.queries import read_queries
+
+    path = _lines(tmp_path, '{"qid": "q0", "text": "a"}', '{"qid": "q1", "text": "' + "é" * 60 + '"}')
+    monkeypatch.setenv("GOLDEN_MAX_QUERY_BYTES", "100")
+    with pytest.raises(InputError, match=rf"^{path}:2: query q1's text is 120 bytes, over the limit of 100 bytes "
+                                         r"\(raise it with GOLDEN_MAX_QUERY_BYTES=N\)"):
+        read_queries(path)
+    monkeypatch.setenv("GOLDEN_MAX_QUERY_BYTES", "120")
+    assert len(read_queries(path)) == 2
+    monkeypatch.setenv("GOLDEN_MAX_QUERY_BYTES", "lots")
+    with pytest.raises(ValueError, match="GOLDEN_MAX_QUERY_BYTES: 'lots' is not a positive whole number"):
+        read_queries(path)
