@@ -37,29 +37,32 @@ class Dedup:
             raise ValueError(f"on_conflict: {self.policy!r} is not one of {', '.join(POLICIES)}")
         self.path = str(self.path)
 
-    def add(self, key, value, lineno: int | None, *, label=None) -> bool:
+    def add(self, key, value, lineno: int | None, *, label=None, path: str | os.PathLike | None = None) -> bool:
         """Record ``key`` with ``value`` read on ``lineno``; True when the record is to be kept (first
         seen, or replacing the earlier one under ``last``), False when it is to be dropped.
         :class:`InputError` naming both lines for a conflict under ``error``, showing ``label`` (say
-        a query's text) for the value when given."""
+        a query's text) for the value when given. ``path``: the file of this line, when a reader
+        goes through several (a corpus in parts); by default the one the :class:`Dedup` was made for."""
+        path = self.path if path is None else str(path)
         seen = self._seen.get(key)
         if seen is None:
-            self._seen[key] = (lineno, value, label)
+            self._seen[key] = (lineno, value, label, path)
             return True
-        first_line, first_value, first_label = seen
+        first_line, first_value, first_label, first_path = seen
         if first_value == value:
             self.repeats += 1
             return False
         if self.policy == "error":
             here, there = (value, first_value) if label is None or label == first_label else (label, first_label)
+            where = f"line {first_line}" + ("" if first_path == path else f" of {first_path}")
             raise InputError(
-                self.path, lineno,
-                f"{self.what} {_show(key)} has {_show(here)} here but {_show(there)} on line {first_line}; "
+                path, lineno,
+                f"{self.what} {_show(key)} has {_show(here)} here but {_show(there)} on {where}; "
                 "fix the file, or choose one with --on-conflict first|last",
             )
         self.conflicts += 1
         if self.policy == "last":
-            self._seen[key] = (lineno, value, label)
+            self._seen[key] = (lineno, value, label, path)
             return True
         return False
 

@@ -2,7 +2,8 @@
 
 A corpus record has ``id`` and ``text``, and optionally ``title`` and ``url``. The id may be named
 ``docid``, ``_id`` or ``doc_id`` instead (:data:`ID_KEYS`, the first one present and not null wins),
-the text ``contents`` or ``body`` (:data:`TEXT_KEYS`); an empty title or url is none. A TSV file has
+the text ``contents`` or ``body`` (:data:`TEXT_KEYS`), at most GOLDEN_MAX_DOC_BYTES
+(:mod:`curation.formats.limits`); an empty title or url is none. A TSV file has
 a header row naming its columns. :func:`doc_from_mapping` holds these rules, for every reader of a
 corpus (the leak check's fast pyarrow path included); errors name ``file:line``.
 """
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, open_text
+from curation.formats.limits import check_size
 
 ID_KEYS = ("id", "docid", "_id", "doc_id")
 TEXT_KEYS = ("text", "contents", "body")
@@ -44,6 +46,7 @@ def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
     text = next((obj[k] for k in TEXT_KEYS if obj.get(k) is not None), None)
     if text is None:
         raise InputError(path, lineno, f"record {docid!r} has no text")
+    check_size(str(text), "GOLDEN_MAX_DOC_BYTES", path, lineno, f"document {docid!r}'s text")
     # An empty title or url (as a TSV column left blank) is no title or url, so the same records
     # read from any format are equal (and have the same fingerprint).
     title = obj.get("title")
@@ -55,23 +58,33 @@ def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
 
 def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[Doc]:
     """Yield the :class:`Doc` records of one corpus file, in file order, in constant memory."""
+    for _, doc in iter_numbered_docs(path, batch_size=batch_size):
+        yield doc
+
+
+def iter_numbered_docs(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[tuple[int, Doc]]:
+    """``(line, Doc)`` for each record of one corpus file (a Parquet file's line is its row number,
+    from 1), for readers that name lines (:func:`fetch_docs`'s repeated ids)."""
     path = str(path)
     suffix = base_suffix(path)
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
         pf = pq.ParquetFile(path)
+        rowno = 0
         for batch in pf.iter_batches(batch_size=batch_size):
             for row in batch.to_pylist():
-                yield doc_from_mapping(row, path, None)
+                rowno += 1
+                yield rowno, doc_from_mapping(row, path, None)
     elif suffix in (".tsv", ".tab"):
         with open_text(path) as fh:
             reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
             for lineno, row in enumerate(reader, 2):
-                yield doc_from_mapping(row, path, lineno)
+                yield lineno, doc_from_mapping(row, path, lineno)
     elif suffix in (".jsonl", ".json", ".ndjson"):
         with open_text(path) as fh:
-            yield from iter_jsonl_docs(fh, path)
+            for lineno, obj in iter_jsonl_lines(fh, path):
+                yield lineno, doc_from_mapping(obj, path, lineno)
     else:
         raise InputError(path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)")
 
@@ -179,30 +192,42 @@ class Fetched:
     docs: dict[str, Doc]  # docid -> record, for the wanted docids found
     missing: list[str]  # wanted docids not in the corpus, sorted
     fingerprint: Fingerprint  # of the whole corpus read
-    duplicates: list[str] = field(default_factory=list)  # wanted docids found more than once (first kept)
+    duplicates: list[str] = field(default_factory=list)  # wanted docids found more than once
+    repeats: int = 0  # records of a wanted id repeating an earlier one exactly: read once
+    conflicts: int = 0  # records of a wanted id with another text, resolved by on_conflict
 
 
-def fetch_docs(paths: Iterable[str | os.PathLike], docids: Iterable[str], *, progress=None) -> Fetched:
+def fetch_docs(
+    paths: Iterable[str | os.PathLike], docids: Iterable[str], *, progress=None, on_conflict: str = "error"
+) -> Fetched:
     """Read the corpus once, keeping only the records whose id is in ``docids``.
 
     Memory is that of the wanted records only. The corpus fingerprint is computed in the same
-    pass. ``missing`` names every wanted docid that the corpus does not hold.
+    pass. ``missing`` names every wanted docid that the corpus does not hold. A wanted id repeated
+    with the same record is read once (counted); with another text, title or url it is an
+    :class:`InputError` naming both lines unless ``on_conflict`` is ``first`` or ``last``
+    (:mod:`curation.formats.conflicts`).
     """
+    from curation.formats.conflicts import Dedup
+
+    paths = _as_list(paths)
     wanted = {str(d) for d in docids}
     found: dict[str, Doc] = {}
     duplicates: set[str] = set()
+    dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
     builder = FingerprintBuilder()
-    for doc in iter_corpus(_as_list(paths)):
-        builder.add(doc)
-        if progress is not None:
-            progress()
-        if doc.id in wanted:
-            if doc.id in found:
-                duplicates.add(doc.id)
-            else:
-                found[doc.id] = doc
+    for path in paths:
+        for lineno, doc in iter_numbered_docs(path):
+            builder.add(doc)
+            if progress is not None:
+                progress()
+            if doc.id in wanted:
+                if doc.id in found:
+                    duplicates.add(doc.id)
+                if dedup.add(doc.id, doc, lineno, label=doc.text, path=path):
+                    found[doc.id] = doc
     missing = sorted(wanted - found.keys())
-    return Fetched(found, missing, builder.result(), sorted(duplicates))
+    return Fetched(found, missing, builder.result(), sorted(duplicates), dedup.repeats, dedup.conflicts)
 
 
 # --------------------------------------------------------------------------------------------

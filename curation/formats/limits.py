@@ -45,8 +45,10 @@ def limit(name: str) -> int:
 
 def check_size(text: str | bytes, name: str, path, lineno: int | None, what: str) -> None:
     """Refuse ``text`` (``what`` names it: "query q1's text") when its UTF-8 size is over the limit ``name``."""
-    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
     cap = limit(name)
+    if len(text) * 4 <= cap:  # a character is at most 4 bytes in UTF-8: no need to encode
+        return
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
     if size > cap:
         raise InputError(path, lineno, f"{what} is {size} bytes, over the limit of {cap} bytes "
                                        f"(raise it with {name}=N)")

@@ -116,3 +116,37 @@ def test_query_text_over_the_limit_is_refused_with_the_limit(tmp_path, monkeypat
     monkeypatch.setenv("GOLDEN_MAX_QUERY_BYTES", "lots")
     with pytest.raises(ValueError, match="GOLDEN_MAX_QUERY_BYTES: 'lots' is not a positive whole number"):
         read_queries(path)
+
+
+def test_corpus_id_with_two_texts_is_refused_with_both_lines_even_across_files(tmp_path):
+    from curation.formats.corpus import fetch_docs
+
+    a = _lines(tmp_path, '{"id": "d1", "text": "one"}', "", '{"id": "d2", "text": "two"}', name="a.jsonl")
+    b = _lines(tmp_path, '{"id": "d1", "text": "one"}', '{"id": "d2", "text": "TWO"}', name="b.jsonl")
+    with pytest.raises(InputError, match=rf"^{b}:2: document 'd2' has 'TWO' here but 'two' on line 3 of {a}"):
+        fetch_docs([a, b], ["d1", "d2"])
+    fetched = fetch_docs([a, b], ["d1", "d2"], on_conflict="last")
+    assert {d: doc.text for d, doc in fetched.docs.items()} == {"d1": "one", "d2": "TWO"}
+    assert fetched.duplicates == ["d1", "d2"]
+    assert (fetched.repeats, fetched.conflicts) == (1, 1)
+    # a document nobody asked for is not held in memory, nor checked
+    assert fetch_docs([a, b], ["d1"]).docs["d1"].text == "one"
+
+
+def test_corpus_tsv_lines_are_numbered_from_the_header(tmp_path):
+    from curation.formats.corpus import fetch_docs
+
+    tsv = _lines(tmp_path, "id\ttext", "d1\tone", "d1\tuno", name="c.tsv")
+    with pytest.raises(InputError, match=rf"^{tsv}:3: document 'd1' has 'uno' here but 'one' on line 2"):
+        fetch_docs([tsv], ["d1"])
+
+
+def test_document_text_over_the_limit_is_refused_with_the_limit(tmp_path, monkeypatch):
+    from curation.formats.corpus import fetch_docs
+
+    path = _lines(tmp_path, '{"id": "d0", "text": "ok"}', '{"id": "d1", "text": "' + "x" * 2000 + '"}', name="c.jsonl")
+    assert fetch_docs([path], ["d1"]).docs["d1"].text == "x" * 2000  # the default is far above
+    monkeypatch.setenv("GOLDEN_MAX_DOC_BYTES", "1999")
+    with pytest.raises(InputError, match=rf"^{path}:2: document 'd1''s text is 2000 bytes, over the limit of 1999 "
+                                         r"bytes \(raise it with GOLDEN_MAX_DOC_BYTES=N\)"):
+        fetch_docs([path], ["d0"])
