@@ -69,7 +69,8 @@ def trec_order(results: list[tuple[str, float]]) -> list[tuple[str, float]]:
 def as_trec_score(score: float) -> float:
     """``score`` rounded to a 32-bit float, the precision trec_eval keeps (``float sim`` in its
     results struct): scores that differ only beyond it are ties there, broken by docid."""
-    return float(np.float32(score))
+    with np.errstate(over="ignore"):  # beyond float32 is inf, refused by the readers
+        return float(np.float32(score))
 
 
 def _parse_score(raw, path, lineno) -> float:
@@ -79,6 +80,8 @@ def _parse_score(raw, path, lineno) -> float:
         raise InputError(path, lineno, f"score {raw!r} is not a number") from None
     if math.isnan(score):
         raise InputError(path, lineno, "score is NaN")
+    if math.isinf(score):  # inf, 1e400, or beyond the 32-bit float trec_eval keeps (about 3.4e38)
+        raise InputError(path, lineno, f"score {str(raw)[:30]!r} is not a finite number (at most about 3.4e38)")
     return score
 
 
@@ -251,8 +254,9 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     if score_arr.null_count:
         return None
     score = np.frombuffer(score_arr.buffers()[1], dtype=np.float64, count=n, offset=score_arr.offset * 8)
-    score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
-    if np.isnan(score).any():
+    with np.errstate(over="ignore"):  # beyond float32 becomes inf: refused just below
+        score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
+    if not np.isfinite(score).all():  # NaN or infinite: the exact path names the line
         return None
     doc_arr = pc.dictionary_encode(cols["docid"])
     dc = _indices(doc_arr)
