@@ -31,10 +31,12 @@ def set_(path, project_name, note, db_url):
     Example:
       golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
     """
+    from curation.formats.limits import check_size
     from curation.store.projects import get_project, set_guidelines
 
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
+    check_size(text, "GOLDEN_MAX_GUIDELINES_BYTES", path, None, "the guidelines text")
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
         version, new = set_guidelines(s, proj, text, note=note)

@@ -52,3 +52,20 @@ def test_conflicting_qrels_pair_is_refused_and_identical_repeats_are_reported(tm
     again = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels2, "-m", "p@1"])
     assert again.exit_code == 0, again.output
     assert "1 identical repeated pair line(s) dropped" in again.output
+
+
+def test_guidelines_over_the_limit_are_refused_with_the_file_and_the_limit(engine, tmp_path, monkeypatch):
+    from tests.support.projects import pairs_project
+
+    pairs_project(engine, tmp_path / "p", [("q1", "d1")])
+    db = engine.url.render_as_string(hide_password=False)
+    path = tmp_path / "GUIDELINES.md"
+    path.write_text("Relevant: answers the question.\n" * 40)  # 1280 bytes
+    monkeypatch.setenv("GOLDEN_MAX_GUIDELINES_BYTES", "1000")
+    result = CliRunner().invoke(main, ["guidelines", "set", str(path), "--db", db])
+    assert result.exit_code == 1, result.output
+    assert f"{path}: the guidelines text is 1280 bytes, over the limit of 1000 bytes" in result.output
+    assert "GOLDEN_MAX_GUIDELINES_BYTES=N" in result.output
+    monkeypatch.setenv("GOLDEN_MAX_GUIDELINES_BYTES", "2000")
+    result = CliRunner().invoke(main, ["guidelines", "set", str(path), "--db", db])
+    assert result.exit_code == 0, result.output
