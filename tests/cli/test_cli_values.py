@@ -69,3 +69,32 @@ def test_guidelines_over_the_limit_are_refused_with_the_file_and_the_limit(engin
     monkeypatch.setenv("GOLDEN_MAX_GUIDELINES_BYTES", "2000")
     result = CliRunner().invoke(main, ["guidelines", "set", str(path), "--db", db])
     assert result.exit_code == 0, result.output
+
+
+def test_project_create_refuses_conflicts_and_reports_identical_repeats(engine, tmp_path):
+    from sqlmodel import select
+
+    from curation.store.engine import session as new_session
+    from curation.store.models import Document, Project, Query
+    from tests.support.projects import write_project_files
+
+    queries = [{"qid": "q1", "text": "one"}, {"qid": "q2", "text": "two"}, {"qid": "q1", "text": "one"}]
+    pool = [{"qid": "q1", "docid": "d1", "order": 0, "systems": {"A": 1}},
+            {"qid": "q2", "docid": "d2", "order": 0, "systems": {"A": 1}}]
+    corpus = [{"id": "d1", "text": "first"}, {"id": "d2", "text": "second"}, {"id": "d1", "text": "FIRST"}]
+    paths = write_project_files(tmp_path, queries, pool, corpus)
+    db = engine.url.render_as_string(hide_password=False)
+    args = ["project", "create", "p", "--queries", str(paths["queries"]), "--pool", str(paths["pool"]),
+            "--corpus", str(paths["corpus"]), "--guidelines", str(paths["guidelines"]), "--db", db]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert f"{paths['corpus']}:3: document 'd1' has 'FIRST' here but 'first' on line 1" in result.output
+    with new_session(engine) as s:
+        assert s.exec(select(Project)).all() == []
+    result = CliRunner().invoke(main, args + ["--on-conflict", "last"])
+    assert result.exit_code == 0, result.output
+    assert f"{paths['queries']}: 1 identical repeated qid line(s) dropped" in result.output
+    assert f"{paths['corpus']}: 1 conflicting repeat(s) resolved by --on-conflict last" in result.output
+    with new_session(engine) as s:
+        assert sorted(s.exec(select(Query.qid)).all()) == ["q1", "q2"]
+        assert dict(s.exec(select(Document.docid, Document.text)).all()) == {"d1": "FIRST", "d2": "second"}
