@@ -2,8 +2,12 @@
 float) are refused with file:line wherever a number is read."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from curation.formats.conflicts import Dedup
 from curation.formats.fileio import InputError
+from curation.formats.qrels import MAX_GRADE, parse_grade
 from curation.formats.runs import read_run
 
 
@@ -24,3 +28,46 @@ def test_jsonl_run_score_that_is_not_finite_is_refused(tmp_path, score):
     path.write_text('{"qid": "q1", "docid": "d1", "score": 1}\n' f'{{"qid": "q1", "docid": "d2", "score": {score}}}\n')
     with pytest.raises(InputError, match=rf"^{path}:2: score"):
         read_run(path)
+
+
+# Property tests (hypothesis): for any value, the number readers return a finite, bounded number or
+# raise InputError naming file:line, nothing else.
+
+_ANY = st.one_of(st.text(max_size=40), st.integers(), st.floats(), st.booleans(), st.none(),
+                 st.lists(st.integers(), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY)
+def test_parse_grade_returns_a_bounded_integer_or_an_input_error(raw):
+    try:
+        grade = parse_grade(raw, "g.txt", 7)
+    except InputError as exc:
+        assert str(exc).startswith("g.txt:7: grade ")
+    else:
+        assert type(grade) is int and abs(grade) <= MAX_GRADE
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 2)), max_size=12),
+       st.sampled_from(["error", "first", "last"]))
+def test_dedup_keeps_one_value_per_key_as_the_policy_says(records, policy):
+    d = Dedup("f", policy=policy)
+    kept: dict[str, int] = {}
+    try:
+        for lineno, (key, value) in enumerate(records, 1):
+            if d.add(key, value, lineno):
+                kept[key] = value
+    except InputError as exc:
+        assert policy == "error" and str(exc).startswith("f:")
+        return
+    # an independent account: the first or last value of each key in the list
+    expected: dict[str, int] = {}
+    for key, value in records:
+        if policy == "last" or key not in expected:
+            expected[key] = value
+    assert kept == expected
+    distinct = {(k, v) for k, v in records}
+    assert d.repeats + d.conflicts + len(kept) == len(records)
+    if policy != "last":  # every other value of a key is a conflict, each time it appears
+        assert len(kept) + d.conflicts >= len(distinct)
