@@ -10,7 +10,7 @@ variable                       default         what it bounds
 ``GOLDEN_MAX_QUERY_BYTES``     10 000          a query's text (queries.jsonl, query lists)
 ``GOLDEN_MAX_DOC_BYTES``       10 000 000      a document's text (corpus files)
 ``GOLDEN_MAX_GUIDELINES_BYTES``  1 000 000     the judging guidelines
-``GOLDEN_MAX_LINE_BYTES``      1 000 000       one line of a TREC run or qrels file
+``GOLDEN_MAX_LINE_BYTES``      1 000 000       one line of a TREC qrels file
 =============================  ==============  ==============================================
 """
 

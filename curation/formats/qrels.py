@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from curation.formats.conflicts import Dedup
 from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, open_text
+from curation.formats.limits import check_size
 
 MAX_GRADE = 2**31 - 1  # grades are stored as 32-bit integers; anything beyond is a broken file
 
@@ -77,10 +78,12 @@ def parse_qrels(lines: Iterable[str], path: str | os.PathLike = "qrels.txt") -> 
 
 def parse_qrel_line(line: str, path: str | os.PathLike, lineno: int | None) -> QrelLine | None:
     """One qrels line as a :class:`QrelLine`; None for a blank or ``#`` line; :class:`InputError`
-    naming ``path:lineno`` for anything but four fields with an integer grade."""
+    naming ``path:lineno`` for anything but four fields with an integer grade, or a line over
+    GOLDEN_MAX_LINE_BYTES (:mod:`curation.formats.limits`)."""
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return None
+    check_size(stripped, "GOLDEN_MAX_LINE_BYTES", path, lineno, "the line")
     parts = stripped.split()
     if len(parts) != 4:
         raise InputError(path, lineno, f"has {len(parts)} fields, expected 4 (qid iter docid grade)")

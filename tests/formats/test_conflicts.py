@@ -150,3 +150,12 @@ def test_document_text_over_the_limit_is_refused_with_the_limit(tmp_path, monkey
     with pytest.raises(InputError, match=rf"^{path}:2: document 'd1''s text is 2000 bytes, over the limit of 1999 "
                                          r"bytes \(raise it with GOLDEN_MAX_DOC_BYTES=N\)"):
         fetch_docs([path], ["d0"])
+
+
+def test_qrels_line_over_the_limit_is_refused_with_the_limit(tmp_path, monkeypatch):
+    path = _lines(tmp_path, "q1 0 d1 1", "q1 0 " + "d" * 300 + " 1", name="qrels.txt")
+    assert len(read_qrels(path)["q1"]) == 2
+    monkeypatch.setenv("GOLDEN_MAX_LINE_BYTES", "200")
+    with pytest.raises(InputError, match=rf"^{path}:2: the line is 307 bytes, over the limit of 200 bytes "
+                                         r"\(raise it with GOLDEN_MAX_LINE_BYTES=N\)"):
+        read_qrels(path)
