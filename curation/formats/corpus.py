@@ -277,6 +277,8 @@ class CorpusSample:
     fingerprint: Fingerprint  # of the sample written
     corpus_fingerprint: Fingerprint  # of the corpus read
     short: bool = False  # the corpus had fewer records than the size asked for
+    repeats: str | None = None  # the summary line on repeated kept ids (curation.formats.conflicts)
+    kept_repeats: int = 0  # records of kept ids read again (identical or resolved conflicts)
 
 
 def _reservoir(items: Iterator[tuple[int, Doc]], k: int, rng: random.Random) -> list[tuple[int, Doc]]:
@@ -378,6 +380,7 @@ def sample_corpus(
     seed: int,
     out: str | os.PathLike,
     progress=None,
+    on_conflict: str = "error",
 ) -> CorpusSample:
     """Write a comparison corpus of ``size`` records: all of ``keep``, the rest a uniform draw.
 
@@ -385,8 +388,12 @@ def sample_corpus(
     ``size - kept`` records are a uniform random sample without replacement of all other records
     of the corpus (reservoir sampling, :func:`_reservoir`), so no part of the corpus (the newest
     files, one product area) is favoured. One pass; memory holds ``size`` records, never the
-    corpus. Records are written in corpus order. Same seed and input, same output bytes.
+    corpus. Records are written in corpus order. Same seed and input, same output bytes. A kept id
+    repeated in the corpus is written once: identical repeats are counted, another text is an
+    :class:`InputError` naming both lines unless ``on_conflict`` is ``first`` or ``last``.
     """
+    from curation.formats.conflicts import Dedup
+
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise ValueError(f"size must be a positive integer, not {size!r}")
     keep_set = {str(d) for d in keep}
@@ -397,23 +404,30 @@ def sample_corpus(
         )
     rng = random.Random(seed)
     kept: list[tuple[int, Doc]] = []
-    kept_ids: set[str] = set()
+    kept_ids: dict[str, int] = {}  # kept id -> its index in kept
+    paths = _as_list(paths)
+    dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
     builder = FingerprintBuilder()
     count = 0
 
     def others() -> Iterator[tuple[int, Doc]]:
         nonlocal count
-        for pos, doc in enumerate(iter_corpus(_as_list(paths))):
-            count += 1
-            builder.add(doc)
-            if progress is not None:
-                progress()
-            if doc.id in keep_set:
-                if doc.id not in kept_ids:  # a repeated record of a kept id is not kept twice
-                    kept_ids.add(doc.id)
-                    kept.append((pos, doc))
-                continue
-            yield pos, doc
+        for path in paths:
+            for lineno, doc in iter_numbered_docs(path):
+                pos = count
+                count += 1
+                builder.add(doc)
+                if progress is not None:
+                    progress()
+                if doc.id in keep_set:
+                    if dedup.add(doc.id, doc, lineno, label=doc.text, path=path):  # kept once, or replaced
+                        if doc.id in kept_ids:
+                            kept[kept_ids[doc.id]] = (kept[kept_ids[doc.id]][0], doc)
+                        else:
+                            kept_ids[doc.id] = len(kept)
+                            kept.append((pos, doc))
+                    continue
+                yield pos, doc
 
     # A reservoir as large as the whole sample, cut down once the number of kept records is
     # known: a uniform random subset of a uniform random subset is a uniform random subset.
@@ -427,8 +441,10 @@ def sample_corpus(
         kept=len(kept),
         drawn=len(reservoir),
         corpus_docs=count,
-        keep_missing=sorted(keep_set - kept_ids),
+        keep_missing=sorted(keep_set - kept_ids.keys()),
         fingerprint=fingerprint,
         corpus_fingerprint=builder.result(),
         short=count < size,
+        repeats=dedup.summary(),
+        kept_repeats=dedup.repeats + dedup.conflicts,
     )

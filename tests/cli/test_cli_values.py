@@ -98,3 +98,22 @@ def test_project_create_refuses_conflicts_and_reports_identical_repeats(engine, 
     with new_session(engine) as s:
         assert sorted(s.exec(select(Query.qid)).all()) == ["q1", "q2"]
         assert dict(s.exec(select(Document.docid, Document.text)).all()) == {"d1": "FIRST", "d2": "second"}
+
+
+def test_corpus_sample_refuses_a_kept_id_with_two_texts_and_counts_identical_repeats(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "d1", "text": "one"}\n{"id": "d2", "text": "two"}\n{"id": "d1", "text": "ONE"}\n'
+                      '{"id": "d2", "text": "two"}\n{"id": "d3", "text": "three"}\n')
+    keep = tmp_path / "keep.txt"
+    keep.write_text("d1\nd2\n")
+    out = tmp_path / "sample.jsonl"
+    args = ["corpus-sample", str(corpus), "--size", "2", "--keep", str(keep), "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert f"{corpus}:3: document 'd1' has 'ONE' here but 'one' on line 1" in result.output
+    assert not out.exists()
+    result = CliRunner().invoke(main, args + ["--on-conflict", "last"])
+    assert result.exit_code == 0, result.output
+    assert f"{corpus}: 1 identical repeated document line(s) dropped; 1 conflicting repeat(s) resolved" in result.output
+    texts = [line for line in out.read_text().splitlines()]
+    assert len(texts) == 2 and '"ONE"' in texts[0] and '"two"' in texts[1]
