@@ -71,3 +71,18 @@ def test_dedup_keeps_one_value_per_key_as_the_policy_says(records, policy):
     assert d.repeats + d.conflicts + len(kept) == len(records)
     if policy != "last":  # every other value of a key is a conflict, each time it appears
         assert len(kept) + d.conflicts >= len(distinct)
+
+
+@pytest.mark.parametrize("count", ["1e300", "1e400", "inf", "NaN", "9007199254740993"])
+def test_log_count_that_is_not_finite_or_too_large_is_refused_with_the_line(tmp_path, count):
+    """1e300 became a garbage int64 (a negative count) in the fast reader, and its query vanished."""
+    import pyarrow as pa
+
+    from curation.formats.logs import MAX_COUNT, count_values, exact_batches
+
+    assert count_values(pa.array(["1", count])) is None  # the fast reader declines: the exact one names the line
+    path = tmp_path / "log.csv"
+    path.write_text(f"query,n\nok,1\nbig,{count}\n")
+    with pytest.raises(InputError, match=rf"log.csv:3: count '{count}' is not a whole number of searches "
+                                         rf"\(0 to {MAX_COUNT}\)"):
+        [b for b in exact_batches(str(path), "csv", ["query", "n"], "n")]
