@@ -117,3 +117,26 @@ def test_corpus_sample_refuses_a_kept_id_with_two_texts_and_counts_identical_rep
     assert f"{corpus}: 1 identical repeated document line(s) dropped; 1 conflicting repeat(s) resolved" in result.output
     texts = [line for line in out.read_text().splitlines()]
     assert len(texts) == 2 and '"ONE"' in texts[0] and '"two"' in texts[1]
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "1e400"])
+def test_project_create_refuses_non_finite_traffic_with_the_line_and_stores_nothing(engine, tmp_path, value):
+    """`"traffic": NaN` was an IntegrityError traceback from the store; Infinity was stored."""
+    from sqlmodel import select
+
+    from curation.store.engine import session as new_session
+    from curation.store.models import Project
+    from tests.support.projects import write_project_files
+
+    paths = write_project_files(tmp_path, [{"qid": "q1", "text": "one"}],
+                                [{"qid": "q1", "docid": "d1", "order": 0, "systems": {"A": 1}}],
+                                [{"id": "d1", "text": "first"}])
+    paths["queries"].write_text('{"qid": "q1", "text": "one", "traffic": ' + value + "}\n")
+    db = engine.url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(main, ["project", "create", "p", "--queries", str(paths["queries"]), "--pool",
+                                       str(paths["pool"]), "--corpus", str(paths["corpus"]), "--guidelines",
+                                       str(paths["guidelines"]), "--db", db])
+    assert result.exit_code == 1, result.output
+    assert f"{paths['queries']}:1: 'traffic' must be a finite non-negative number" in result.output
+    with new_session(engine) as s:
+        assert s.exec(select(Project)).all() == []
