@@ -159,3 +159,17 @@ def test_qrels_line_over_the_limit_is_refused_with_the_limit(tmp_path, monkeypat
     with pytest.raises(InputError, match=rf"^{path}:2: the line is 307 bytes, over the limit of 200 bytes "
                                          r"\(raise it with GOLDEN_MAX_LINE_BYTES=N\)"):
         read_qrels(path)
+
+
+@pytest.mark.parametrize("name", ["hand.txt", "hand.jsonl"])
+def test_handwritten_query_over_the_limit_is_refused_with_the_line(tmp_path, monkeypatch, name):
+    from curation.formats.query_list import read_query_list
+
+    long = "word " * 30  # 149 bytes once normalised
+    line = long if name.endswith(".txt") else '{"text": "' + long + '"}'
+    path = _lines(tmp_path, "short one", "", line, name=name) if name.endswith(".txt") else _lines(
+        tmp_path, '{"text": "short one"}', "", line, name=name)
+    assert len(read_query_list(path)) == 2
+    monkeypatch.setenv("GOLDEN_MAX_QUERY_BYTES", "100")
+    with pytest.raises(InputError, match=rf"^{path}:3: query's text is 149 bytes, over the limit of 100 bytes"):
+        read_query_list(path)
