@@ -140,3 +140,25 @@ def test_project_create_refuses_non_finite_traffic_with_the_line_and_stores_noth
     assert f"{paths['queries']}:1: 'traffic' must be a finite non-negative number" in result.output
     with new_session(engine) as s:
         assert s.exec(select(Project)).all() == []
+
+
+def test_leakcheck_reports_identical_repeated_queries_and_refuses_conflicting_ones(tmp_path):
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"qid": "q1", "text": "hello there world"}\n{"qid": "q1", "text": "hello there world"}\n')
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "d1", "text": "nothing in common at all here"}\n')
+    out = tmp_path / "leaks.jsonl"
+    args = ["leakcheck", "--queries", str(queries), "--corpus", str(corpus), "--workers", "1", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert f"{queries}: 1 identical repeated qid line(s) dropped" in result.output
+    assert len(out.read_text().splitlines()) == 1
+    queries.write_text('{"qid": "q1", "text": "hello there world"}\n{"qid": "q1", "text": "another text"}\n')
+    out.unlink()
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert f"{queries}:2: qid 'q1' has 'another text' here but 'hello there world' on line 1" in result.output
+    assert not out.exists()
+    result = CliRunner().invoke(main, args + ["--on-conflict", "last"])
+    assert result.exit_code == 0, result.output
+    assert '"another text"' in out.read_text() or "another text" in out.read_text()
