@@ -322,9 +322,11 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
               help="Qrels file or export folder (with two runs).")
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @_rel_level_option
-@click.option("--sd-diff", type=float, default=None, help="Standard deviation of per-query differences (without runs).")
+@click.option("--sd-diff", type=FiniteFloat(minimum=0), default=None,
+              help="Standard deviation of per-query differences (without runs).")
 @click.option("--queries", "n_queries", type=int, default=None, help="Number of queries (without runs).")
-@click.option("--delta", type=float, default=None, help="Difference to detect; prints the queries needed for it.")
+@click.option("--delta", type=FiniteFloat(), default=None,
+              help="Difference to detect; prints the queries needed for it.")
 @json_option
 @domain_errors
 def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as_json):

@@ -162,3 +162,16 @@ def test_leakcheck_reports_identical_repeated_queries_and_refuses_conflicting_on
     result = CliRunner().invoke(main, args + ["--on-conflict", "last"])
     assert result.exit_code == 0, result.output
     assert '"another text"' in out.read_text() or "another text" in out.read_text()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--sd-diff", "0.1", "--delta", "1e-320"], "delta: 1e-320 is too small to plan for"),
+    (["--sd-diff", "0.1", "--delta", "inf"], "'inf' is not a finite number"),
+    (["--sd-diff", "nan", "--delta", "0.02"], "'nan' is not a finite number"),
+])
+def test_power_refuses_values_it_cannot_plan_with_and_prints_no_traceback(args, words):
+    """A delta of 1e-320 was an OverflowError traceback."""
+    result = CliRunner().invoke(main, ["power", "--queries", "50", *args])
+    assert result.exit_code in (1, 2), result.output
+    assert words in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
