@@ -175,3 +175,18 @@ def test_power_refuses_values_it_cannot_plan_with_and_prints_no_traceback(args, 
     assert result.exit_code in (1, 2), result.output
     assert words in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize("args", [
+    ["split", "--holdout", "nan"], ["split", "--holdout", "inf"],
+    ["agreement", "--usable", "nan"], ["agreement", "--marginal", "-inf"],
+    ["coverage", "--qrels", "{qrels}", "--holes-at", "nan", "{run}"],
+])
+def test_float_options_refuse_non_finite_values_as_usage_errors(tmp_path, args):
+    """NaN compares false with every bound, so a range check after parsing let it through."""
+    qrels, (run, _) = _files(tmp_path, ["q1 0 d1 1"])
+    args = [a.format(qrels=qrels, run=run) for a in args]
+    result = CliRunner().invoke(main, [*args, "--db", f"sqlite:///{tmp_path / 'none.db'}"])
+    assert result.exit_code == 2, result.output
+    option = next(a for a in args if a.startswith("--") and a != "--qrels")
+    assert "is not a finite number" in result.output and option in result.output
