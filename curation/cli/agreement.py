@@ -10,7 +10,16 @@ import json
 import click
 
 from curation.agree.settings import DEFAULT_THRESHOLDS, DRIFT_WINDOW, RESAMPLES, Thresholds
-from curation.cli.base import db_option, domain_errors, json_option, main, project_option, seed_option, store_session
+from curation.cli.base import (
+    FiniteFloat,
+    db_option,
+    domain_errors,
+    json_option,
+    main,
+    project_option,
+    seed_option,
+    store_session,
+)
 
 
 def _echo_measures(measures, *, n_judges: int, indent: int) -> None:
@@ -99,9 +108,9 @@ def print_report(proj_name: str, report) -> None:
 @json_option
 @click.option("--resamples", type=int, default=RESAMPLES, show_default=True,
               help="Bootstrap resamples of the queries for the 95% intervals (0: none).")
-@click.option("--usable", type=float, default=DEFAULT_THRESHOLDS.usable, show_default=True,
+@click.option("--usable", type=FiniteFloat(), default=DEFAULT_THRESHOLDS.usable, show_default=True,
               help="Verdict: percent agreement at or above this is usable for a paired comparison.")
-@click.option("--marginal", type=float, default=DEFAULT_THRESHOLDS.marginal, show_default=True,
+@click.option("--marginal", type=FiniteFloat(), default=DEFAULT_THRESHOLDS.marginal, show_default=True,
               help="Verdict: below this the definition of relevance is not usable.")
 @click.option("--min-pairs", type=int, default=DEFAULT_THRESHOLDS.min_pairs, show_default=True,
               help="Verdict: fewer shared pairs is too early.")

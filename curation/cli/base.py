@@ -204,3 +204,49 @@ def store_session(db_url: str | None, *, check: bool = True):
             yield s
     finally:
         engine.dispose()
+
+
+ON_CONFLICT_HELP = (
+    "A key repeated in one file with a different value (a qrels pair with two grades, a qid or a "
+    "corpus id with two texts): error refuses the file naming both lines; first or last keeps that "
+    "one. Identical repeats are always read once and counted in the summary."
+)
+
+
+def on_conflict_option(func=None, *, expose: bool = True):
+    """``--on-conflict error|first|last`` (default error): the policy of
+    :mod:`curation.formats.conflicts` for conflicting repeated records, passed as ``on_conflict``;
+    with ``expose=False`` kept in ``click.get_current_context().meta["on_conflict"]`` instead, for
+    commands that read it in a shared loader."""
+
+    def remember(ctx, param, value):
+        ctx.meta["on_conflict"] = value
+        return value
+
+    return _option(click.option("--on-conflict", "on_conflict", type=click.Choice(["error", "first", "last"]),
+                                default="error", show_default=True, help=ON_CONFLICT_HELP, expose_value=expose,
+                                callback=None if expose else remember), func)
+
+
+class FiniteFloat(click.ParamType):
+    """A float option that must be finite (no NaN, inf or overflow such as 1e400), and at least
+    ``minimum`` when given: ``--tie`` and other thresholds."""
+
+    name = "number"
+
+    def __init__(self, minimum: float | None = None):
+        self.minimum = minimum
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float) and math.isfinite(value):
+            number = value
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.minimum is not None and number < self.minimum:
+            self.fail(f"{value!r} is below {self.minimum:g}; give a finite number >= {self.minimum:g}", param, ctx)
+        return number

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from curation.cli.base import domain_errors, main, seed_option
+from curation.cli.base import domain_errors, main, on_conflict_option, seed_option
 
 
 @main.command("corpus-sample")
@@ -22,8 +22,9 @@ from curation.cli.base import domain_errors, main, seed_option
 @seed_option
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="Sample to write: .jsonl, .jsonl.gz or .parquet.")
+@on_conflict_option
 @domain_errors
-def corpus_sample_command(corpus, size, keep_files, seed, out):
+def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict):
     """Sample a comparison corpus of SIZE records from CORPUS (JSONL, TSV or Parquet files).
 
     Every judged or pooled document (--keep) is kept, so the sample can still score and
@@ -46,14 +47,18 @@ def corpus_sample_command(corpus, size, keep_files, seed, out):
     keep = list(dict.fromkeys(keep))
     bar = tqdm(desc="reading corpus", unit=" docs", file=sys.stderr, disable=not sys.stderr.isatty(), miniters=10_000)
     with bar:
-        result = sample_corpus(corpus, keep=keep, size=size, seed=seed, out=out, progress=bar.update)
+        result = sample_corpus(corpus, keep=keep, size=size, seed=seed, out=out, progress=bar.update,
+                               on_conflict=on_conflict)
     echo = click.echo
     echo(f"Read {result.corpus_docs:,} records; corpus fingerprint {result.corpus_fingerprint.sha256}")
     echo(f"Kept  {result.kept:,} judged or pooled documents (of {len(keep):,} listed)")
+    if result.repeats:
+        echo(f"  {result.repeats}")
     if result.keep_missing:
         shown = ", ".join(result.keep_missing[:10]) + (" ..." if len(result.keep_missing) > 10 else "")
         echo(f"  {len(result.keep_missing):,} listed documents are not in the corpus: {shown}")
-    echo(f"Drew  {result.drawn:,} of the other {result.corpus_docs - result.kept:,} records uniformly (seed {seed})")
+    others = result.corpus_docs - result.kept - result.kept_repeats
+    echo(f"Drew  {result.drawn:,} of the other {others:,} records uniformly (seed {seed})")
     if result.short:
         echo(f"  the corpus has fewer than {size:,} records: the sample is the whole corpus")
     echo(f"Wrote {out}: {result.fingerprint.docs:,} records, fingerprint {result.fingerprint.sha256}")

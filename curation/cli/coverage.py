@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, project_option, store_session
+from curation.cli.base import (
+    FiniteFloat,
+    db_option,
+    domain_errors,
+    echo_json,
+    json_option,
+    main,
+    project_option,
+    store_session,
+)
 
 
 def format_coverage(results, *, per_query: bool = False) -> str:
@@ -57,7 +66,7 @@ def format_coverage(results, *, per_query: bool = False) -> str:
 @project_option(help_text="Measure against this project's judgments in the store instead of a qrels file.")
 @db_option
 @click.option("--depth", type=int, default=10, show_default=True, help="Top-k of each run to check.")
-@click.option("--holes-at", type=float, default=0.10, show_default=True,
+@click.option("--holes-at", type=FiniteFloat(), default=0.10, show_default=True,
               help="Unjudged share from which a run is called 'measured on holes'.")
 @click.option("--per-query", is_flag=True, help="Also list every query's unjudged share.")
 @json_option

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, project_option, store_session
+from curation.cli.base import db_option, domain_errors, main, on_conflict_option, project_option, store_session
 
 
 @main.command("import-judgments")
@@ -17,9 +17,10 @@ from curation.cli.base import db_option, domain_errors, main, project_option, st
 @click.option("--create-judge", is_flag=True, help="Add NAME as a judge without a login when there is no such user.")
 @click.option("--allow-empty", is_flag=True,
               help="Accept a FILE without any judgment (import nothing) instead of refusing it as `FILE: no records`.")
+@on_conflict_option
 @db_option
 @domain_errors
-def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, allow_empty, db_url):
+def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, allow_empty, on_conflict, db_url):
     """Load TREC qrels (qid iter docid grade) as judgments by NAME (source "import"); pairs that
     are not in the pool are reported and skipped. Running it again adds nothing.
 
@@ -32,5 +33,5 @@ def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, a
 
     with store_session(db_url) as s:
         report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
-                                  create_judge=create_judge, allow_empty=allow_empty)
+                                  create_judge=create_judge, allow_empty=allow_empty, on_conflict=on_conflict)
     click.echo(report.summary())

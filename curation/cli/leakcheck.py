@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, open_db, project_option
+from curation.cli.base import db_option, domain_errors, main, on_conflict_option, open_db, project_option
 
 EXIT_LEAKS = 3
 
@@ -115,10 +115,12 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="JSONL: one line per query with its status and matching chunks (written whole or not at all).")
 @project_option(help_text="Also record the findings in this project (leads review them on its Leak check page).")
+@on_conflict_option
 @db_option
 @domain_errors
 def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, workers, dask_address,
-              boilerplate_share, discount_boilerplate, max_matches, fail_on_leak, out_path, project_name, db_url):
+              boilerplate_share, discount_boilerplate, max_matches, fail_on_leak, out_path, project_name, on_conflict,
+              db_url):
     """Find golden queries whose text sits in the corpus (exact, Jaccard or containment of n-grams).
 
     Every score is computed exactly on the normalised texts' n-gram sets; the corpus is streamed
@@ -131,11 +133,13 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
       golden leakcheck --queries queries.jsonl --corpus corpus.parquet \\
           --out leaks.jsonl --project news --db golden.db   # leads decide in the app
     """
+    from curation.formats.conflicts import Dedup
     from curation.leak.driver import leakcheck as run_leakcheck
     from curation.leak.inputs import query_texts
     from curation.leak.report import write_report
 
-    queries = query_texts(queries_path)
+    dedup = Dedup(queries_path, policy=on_conflict, what="qid")
+    queries = query_texts(queries_path, dedup)
     report = run_leakcheck(
         queries,
         list(corpus_paths) + list(more_corpus),
@@ -151,6 +155,8 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
     )
     write_report(report, out_path)
     click.echo(format_summary(report, out_path))
+    if dedup.summary():
+        click.echo(dedup.summary())
     if project_name is not None:
         click.echo(record_in_project(out_path, project_name, db_url))
     if fail_on_leak and report.leaked:

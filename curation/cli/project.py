@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, main, on_conflict_option, store_session
 
 SCALE_CHOICES = ["binary", "0-2", "0-3"]
 
@@ -52,9 +52,11 @@ def _read_grades(path):
               help="JSON list of {grade, name, description} overriding the scale's default names and descriptions.")
 @click.option("--allow-missing", is_flag=True,
               help="Leave out pairs whose document is not in the corpus instead of stopping.")
+@on_conflict_option
 @db_option
 @domain_errors
-def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, grades_path, allow_missing, db_url):
+def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, grades_path, allow_missing, on_conflict,
+           db_url):
     """Create project NAME from a query set, a pool, the corpus and the guidelines.
 
     \b
@@ -69,6 +71,7 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
         rep = create_project(
             s, name, queries_path=queries_path, pool_path=pool_path, corpus_paths=corpus_paths,
             guidelines_path=guidelines_path, scale=scale, grades=grades, allow_missing=allow_missing,
+            on_conflict=on_conflict,
         )
     click.echo(
         f"project {rep.name}: {rep.queries} queries, {rep.pairs} pairs, {rep.documents} documents, "
@@ -77,6 +80,8 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
     if rep.missing_docids:
         shown = ", ".join(rep.missing_docids[:10]) + (" ..." if len(rep.missing_docids) > 10 else "")
         click.echo(f"left out {len(rep.missing_docids)} pooled documents missing from the corpus: {shown}")
+    for line in rep.repeats:
+        click.echo(line)
     click.echo(f"next: golden assign --project {rep.name} --judges NAME,NAME")
 
 
@@ -87,9 +92,10 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
 @click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Corpus file(s) holding the new pairs' documents.")
 @click.option("--allow-missing", is_flag=True, help="Leave out new pairs whose document is not in the corpus.")
+@on_conflict_option
 @db_option
 @domain_errors
-def extend(name, pool_path, corpus_paths, allow_missing, db_url):
+def extend(name, pool_path, corpus_paths, allow_missing, on_conflict, db_url):
     """Add the new pairs of an extended pool to project NAME (existing judgments are untouched).
 
     \b
@@ -101,12 +107,14 @@ def extend(name, pool_path, corpus_paths, allow_missing, db_url):
 
     with store_session(db_url) as s:
         rep = extend_pool(s, get_project(s, name), pool_path=pool_path, corpus_paths=corpus_paths,
-                          allow_missing=allow_missing)
+                          allow_missing=allow_missing, on_conflict=on_conflict)
     click.echo(f"project {rep.name}: {rep.new_pairs} new pairs, {rep.new_documents} new documents "
                f"({rep.pairs} pairs in all)")
     if rep.missing_docids:
         click.echo(f"left out {len(rep.missing_docids)} documents missing from the corpus: "
                    + ", ".join(rep.missing_docids[:10]))
+    for line in rep.repeats:
+        click.echo(line)
 
 
 @project.command("list")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from curation.cli.base import db_option, domain_errors, main, project_option, seed_option, store_session
+from curation.cli.base import FiniteFloat, db_option, domain_errors, main, project_option, seed_option, store_session
 
 
 @main.command("split")
 @project_option
-@click.option("--holdout", type=float, default=None,
+@click.option("--holdout", type=FiniteFloat(), default=None,
               help="Share of each stratum held out, e.g. 0.35 (first run only; fixed afterwards).")
 @seed_option(help_text="Seed of the split (first run only; a project keeps the seed of its first split).")
 @db_option

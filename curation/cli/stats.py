@@ -12,7 +12,16 @@ from pathlib import Path
 
 import click
 
-from curation.cli.base import EXIT_NULL_ARM, domain_errors, echo_json, json_option, main, seed_option
+from curation.cli.base import (
+    EXIT_NULL_ARM,
+    FiniteFloat,
+    domain_errors,
+    echo_json,
+    json_option,
+    main,
+    on_conflict_option,
+    seed_option,
+)
 from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
 
 # The metric registry lives with numpy (curation.evaluate.metrics): naming every choice here would
@@ -25,6 +34,7 @@ _METRIC_HELP = "Metric, e.g. ndcg@10, recall@100, ap or mrr@10 (an unknown name 
 
 
 def _qrels_option(func):
+    func = on_conflict_option(func, expose=False)  # read by _load_qrels
     return click.option(
         "--qrels", "qrels_path", required=True, type=click.Path(exists=True),
         help="TREC qrels file, or an exported version folder (its qrels.txt, and queries.jsonl when present).",
@@ -55,17 +65,24 @@ def _metric_callback(ctx, param, value):
 
 
 def _load_qrels(path: str) -> tuple[dict, str | None]:
-    """The qrels, and the export's queries.jsonl when ``path`` is an exported version folder."""
+    """The qrels, and the export's queries.jsonl when ``path`` is an exported version folder. Repeated
+    pairs follow ``--on-conflict``; what was dropped is said on stderr."""
+    from curation.formats.conflicts import Dedup
     from curation.formats.qrels import read_qrels
 
     p = Path(path)
+    queries = None
     if p.is_dir():
         qrels_file = p / "qrels.txt"
         if not qrels_file.exists():
             raise click.ClickException(f"{p}: an export folder must contain qrels.txt (is this the right folder?)")
         queries = p / "queries.jsonl"
-        return read_qrels(qrels_file), str(queries) if queries.exists() else None
-    return read_qrels(p), None
+        p = qrels_file
+    dedup = Dedup(p, policy=click.get_current_context().meta.get("on_conflict", "error"), what="pair")
+    qrels = read_qrels(p, dedup=dedup)
+    if dedup.summary():
+        click.echo(dedup.summary(), err=True)
+    return qrels, str(queries) if queries is not None and queries.exists() else None
 
 
 def _load_queries(queries_path: str | None, from_export: str | None):
@@ -238,7 +255,7 @@ def _print_comparison(c) -> None:
 @_rel_level_option
 @_resamples_option
 @seed_option
-@click.option("--tie", type=float, default=None,
+@click.option("--tie", type=FiniteFloat(minimum=0), default=None,
               help="Smallest difference that matters, declared before the run, e.g. 0.03.")
 @click.option("--weighting", type=click.Choice(WEIGHTINGS), default="unweighted", show_default=True,
               help="How queries count in the mean: unweighted, traffic (queries.jsonl weight), "
@@ -306,9 +323,11 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
               help="Qrels file or export folder (with two runs).")
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @_rel_level_option
-@click.option("--sd-diff", type=float, default=None, help="Standard deviation of per-query differences (without runs).")
+@click.option("--sd-diff", type=FiniteFloat(minimum=0), default=None,
+              help="Standard deviation of per-query differences (without runs).")
 @click.option("--queries", "n_queries", type=int, default=None, help="Number of queries (without runs).")
-@click.option("--delta", type=float, default=None, help="Difference to detect; prints the queries needed for it.")
+@click.option("--delta", type=FiniteFloat(), default=None,
+              help="Difference to detect; prints the queries needed for it.")
 @json_option
 @domain_errors
 def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as_json):

@@ -320,6 +320,7 @@ def metric_choices() -> list[str]:
     return out
 
 
+MAX_CUTOFF = 1_000_000  # a deeper cutoff than any run holds; beyond, the number is a typo (or an attack)
 _SPEC = re.compile(r"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+))?\s*$")
 
 
@@ -339,9 +340,11 @@ def parse_metric(text: str) -> MetricSpec:
     if name not in METRICS:
         raise ValueError(f"metric {text!r} is not known; choose from {', '.join(metric_choices())}")
     metric = METRICS[name]
-    k = int(m.group(2)) if m.group(2) is not None else None
-    if k is not None and k < 1:
-        raise ValueError(f"metric {text!r}: the cutoff k must be at least 1")
+    digits = m.group(2)
+    k = int(digits) if digits is not None and len(digits) <= len(str(MAX_CUTOFF)) else None
+    if digits is not None and (k is None or not 1 <= k <= MAX_CUTOFF):
+        shown = text if len(str(text)) <= 40 else str(text)[:37] + "..."
+        raise ValueError(f"metric {shown!r}: the cutoff k must be between 1 and {MAX_CUTOFF}")
     if k is None and metric.cutoff == "required":
         raise ValueError(f"metric {text!r} needs a cutoff, e.g. {metric.name}@10")
     if k is not None and metric.cutoff == "none":

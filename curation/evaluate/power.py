@@ -72,7 +72,13 @@ def power(
         raise ValueError(f"delta must be positive, not {delta!r}")
     if target:
         out.delta = float(target)
-        out.needed = max(2, math.ceil((z * sd / target) ** 2))
+        try:
+            needed = (z * sd / target) ** 2
+        except OverflowError:
+            needed = math.inf
+        if not math.isfinite(needed):
+            raise ValueError(f"delta: {target!r} is too small to plan for (sd {sd:g}): the queries needed overflow")
+        out.needed = max(2, math.ceil(needed))
     out.notes.append(
         "winner's curse: a delta that only just reached (or just missed) significance is likely an "
         "overestimate of the true effect; plan the query count for a smaller delta"

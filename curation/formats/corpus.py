@@ -2,7 +2,8 @@
 
 A corpus record has ``id`` and ``text``, and optionally ``title`` and ``url``. The id may be named
 ``docid``, ``_id`` or ``doc_id`` instead (:data:`ID_KEYS`, the first one present and not null wins),
-the text ``contents`` or ``body`` (:data:`TEXT_KEYS`); an empty title or url is none. A TSV file has
+the text ``contents`` or ``body`` (:data:`TEXT_KEYS`), at most GOLDEN_MAX_DOC_BYTES
+(:mod:`curation.formats.limits`); an empty title or url is none. A TSV file has
 a header row naming its columns. :func:`doc_from_mapping` holds these rules, for every reader of a
 corpus (the leak check's fast pyarrow path included); errors name ``file:line``.
 """
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, no_records, open_text
+from curation.formats.limits import check_size
 
 ID_KEYS = ("id", "docid", "_id", "doc_id")
 TEXT_KEYS = ("text", "contents", "body")
@@ -44,6 +46,7 @@ def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
     text = next((obj[k] for k in TEXT_KEYS if obj.get(k) is not None), None)
     if text is None:
         raise InputError(path, lineno, f"record {docid!r} has no text")
+    check_size(str(text), "GOLDEN_MAX_DOC_BYTES", path, lineno, f"document {docid!r}'s text")
     # An empty title or url (as a TSV column left blank) is no title or url, so the same records
     # read from any format are equal (and have the same fingerprint).
     title = obj.get("title")
@@ -56,35 +59,45 @@ def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
 def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[Doc]:
     """Yield the :class:`Doc` records of one corpus file, in file order, in constant memory; a file with
     no record is an :class:`InputError` (``path: no records``)."""
+    for _, doc in iter_numbered_docs(path, batch_size=batch_size):
+        yield doc
+
+
+def iter_numbered_docs(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[tuple[int, Doc]]:
+    """``(line, Doc)`` for each record of one corpus file (a Parquet file's line is its row number,
+    from 1), for readers that name lines (:func:`fetch_docs`'s repeated ids)."""
     path = str(path)
     any_doc = False
-    for doc in _corpus_file_docs(path, batch_size):
+    for item in _corpus_file_docs(path, batch_size):
         any_doc = True
-        yield doc
+        yield item
     if not any_doc:
         raise no_records(path, "expected one document a line with id and text")
 
 
-def _corpus_file_docs(path: str, batch_size: int) -> Iterator[Doc]:
+def _corpus_file_docs(path: str, batch_size: int) -> Iterator[tuple[int, Doc]]:
     suffix = base_suffix(path)
     if suffix == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         try:  # a damaged or non-Parquet file: named, not a pyarrow traceback
+            rowno = 0
             for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
                 for row in batch.to_pylist():
-                    yield doc_from_mapping(row, path, None)
+                    rowno += 1
+                    yield rowno, doc_from_mapping(row, path, None)
         except (pa.ArrowException, OSError) as exc:
             raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
     elif suffix in (".tsv", ".tab"):
         with open_text(path) as fh:
             reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
             for lineno, row in enumerate(reader, 2):
-                yield doc_from_mapping(row, path, lineno)
+                yield lineno, doc_from_mapping(row, path, lineno)
     elif suffix in (".jsonl", ".json", ".ndjson"):
         with open_text(path) as fh:
-            yield from iter_jsonl_docs(fh, path)
+            for lineno, obj in iter_jsonl_lines(fh, path):
+                yield lineno, doc_from_mapping(obj, path, lineno)
     else:
         raise InputError(path, None, f"unknown corpus format {suffix!r}: use .jsonl, .tsv or .parquet (optionally .gz)")
 
@@ -192,30 +205,42 @@ class Fetched:
     docs: dict[str, Doc]  # docid -> record, for the wanted docids found
     missing: list[str]  # wanted docids not in the corpus, sorted
     fingerprint: Fingerprint  # of the whole corpus read
-    duplicates: list[str] = field(default_factory=list)  # wanted docids found more than once (first kept)
+    duplicates: list[str] = field(default_factory=list)  # wanted docids found more than once
+    repeats: int = 0  # records of a wanted id repeating an earlier one exactly: read once
+    conflicts: int = 0  # records of a wanted id with another text, resolved by on_conflict
 
 
-def fetch_docs(paths: Iterable[str | os.PathLike], docids: Iterable[str], *, progress=None) -> Fetched:
+def fetch_docs(
+    paths: Iterable[str | os.PathLike], docids: Iterable[str], *, progress=None, on_conflict: str = "error"
+) -> Fetched:
     """Read the corpus once, keeping only the records whose id is in ``docids``.
 
     Memory is that of the wanted records only. The corpus fingerprint is computed in the same
-    pass. ``missing`` names every wanted docid that the corpus does not hold.
+    pass. ``missing`` names every wanted docid that the corpus does not hold. A wanted id repeated
+    with the same record is read once (counted); with another text, title or url it is an
+    :class:`InputError` naming both lines unless ``on_conflict`` is ``first`` or ``last``
+    (:mod:`curation.formats.conflicts`).
     """
+    from curation.formats.conflicts import Dedup
+
+    paths = _as_list(paths)
     wanted = {str(d) for d in docids}
     found: dict[str, Doc] = {}
     duplicates: set[str] = set()
+    dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
     builder = FingerprintBuilder()
-    for doc in iter_corpus(_as_list(paths)):
-        builder.add(doc)
-        if progress is not None:
-            progress()
-        if doc.id in wanted:
-            if doc.id in found:
-                duplicates.add(doc.id)
-            else:
-                found[doc.id] = doc
+    for path in paths:
+        for lineno, doc in iter_numbered_docs(path):
+            builder.add(doc)
+            if progress is not None:
+                progress()
+            if doc.id in wanted:
+                if doc.id in found:
+                    duplicates.add(doc.id)
+                if dedup.add(doc.id, doc, lineno, label=doc.text, path=path):
+                    found[doc.id] = doc
     missing = sorted(wanted - found.keys())
-    return Fetched(found, missing, builder.result(), sorted(duplicates))
+    return Fetched(found, missing, builder.result(), sorted(duplicates), dedup.repeats, dedup.conflicts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,6 +290,8 @@ class CorpusSample:
     fingerprint: Fingerprint  # of the sample written
     corpus_fingerprint: Fingerprint  # of the corpus read
     short: bool = False  # the corpus had fewer records than the size asked for
+    repeats: str | None = None  # the summary line on repeated kept ids (curation.formats.conflicts)
+    kept_repeats: int = 0  # records of kept ids read again (identical or resolved conflicts)
 
 
 def _reservoir(items: Iterator[tuple[int, Doc]], k: int, rng: random.Random) -> list[tuple[int, Doc]]:
@@ -366,6 +393,7 @@ def sample_corpus(
     seed: int,
     out: str | os.PathLike,
     progress=None,
+    on_conflict: str = "error",
 ) -> CorpusSample:
     """Write a comparison corpus of ``size`` records: all of ``keep``, the rest a uniform draw.
 
@@ -373,8 +401,12 @@ def sample_corpus(
     ``size - kept`` records are a uniform random sample without replacement of all other records
     of the corpus (reservoir sampling, :func:`_reservoir`), so no part of the corpus (the newest
     files, one product area) is favoured. One pass; memory holds ``size`` records, never the
-    corpus. Records are written in corpus order. Same seed and input, same output bytes.
+    corpus. Records are written in corpus order. Same seed and input, same output bytes. A kept id
+    repeated in the corpus is written once: identical repeats are counted, another text is an
+    :class:`InputError` naming both lines unless ``on_conflict`` is ``first`` or ``last``.
     """
+    from curation.formats.conflicts import Dedup
+
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise ValueError(f"size must be a positive integer, not {size!r}")
     keep_set = {str(d) for d in keep}
@@ -385,23 +417,30 @@ def sample_corpus(
         )
     rng = random.Random(seed)
     kept: list[tuple[int, Doc]] = []
-    kept_ids: set[str] = set()
+    kept_ids: dict[str, int] = {}  # kept id -> its index in kept
+    paths = _as_list(paths)
+    dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
     builder = FingerprintBuilder()
     count = 0
 
     def others() -> Iterator[tuple[int, Doc]]:
         nonlocal count
-        for pos, doc in enumerate(iter_corpus(_as_list(paths))):
-            count += 1
-            builder.add(doc)
-            if progress is not None:
-                progress()
-            if doc.id in keep_set:
-                if doc.id not in kept_ids:  # a repeated record of a kept id is not kept twice
-                    kept_ids.add(doc.id)
-                    kept.append((pos, doc))
-                continue
-            yield pos, doc
+        for path in paths:
+            for lineno, doc in iter_numbered_docs(path):
+                pos = count
+                count += 1
+                builder.add(doc)
+                if progress is not None:
+                    progress()
+                if doc.id in keep_set:
+                    if dedup.add(doc.id, doc, lineno, label=doc.text, path=path):  # kept once, or replaced
+                        if doc.id in kept_ids:
+                            kept[kept_ids[doc.id]] = (kept[kept_ids[doc.id]][0], doc)
+                        else:
+                            kept_ids[doc.id] = len(kept)
+                            kept.append((pos, doc))
+                    continue
+                yield pos, doc
 
     # A reservoir as large as the whole sample, cut down once the number of kept records is
     # known: a uniform random subset of a uniform random subset is a uniform random subset.
@@ -415,8 +454,10 @@ def sample_corpus(
         kept=len(kept),
         drawn=len(reservoir),
         corpus_docs=count,
-        keep_missing=sorted(keep_set - kept_ids),
+        keep_missing=sorted(keep_set - kept_ids.keys()),
         fingerprint=fingerprint,
         corpus_fingerprint=builder.result(),
         short=count < size,
+        repeats=dedup.summary(),
+        kept_repeats=dedup.repeats + dedup.conflicts,
     )

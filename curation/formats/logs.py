@@ -62,8 +62,11 @@ def log_fields(path: str, fmt: str) -> tuple[list[str], dict | None]:
 # Readers: each yields pyarrow record batches of the wanted columns (strings; the count column int64).
 
 
+MAX_COUNT = 10**15  # searches a log row may stand for: beyond, the value is broken (and floats lose whole numbers)
+
+
 def count_values(values: pa.Array) -> pa.Array | None:
-    """The count column as int64, or None when some value is not a non-negative whole number."""
+    """The count column as int64, or None when some value is not a whole number from 0 to :data:`MAX_COUNT`."""
     try:
         if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
             values = pc.cast(pc.utf8_trim_whitespace(values), pa.float64())
@@ -74,7 +77,8 @@ def count_values(values: pa.Array) -> pa.Array | None:
     if values.null_count:
         return None
     arr = values.to_numpy(zero_copy_only=False)
-    if arr.size and (not np.all(np.isfinite(arr)) or arr.min() < 0 or not np.all(arr == np.floor(arr))):
+    if arr.size and (not np.all(np.isfinite(arr)) or arr.min() < 0 or arr.max() > MAX_COUNT
+                     or not np.all(arr == np.floor(arr))):
         return None
     return pa.array(arr.astype(np.int64))
 
@@ -87,8 +91,8 @@ def _parse_count(raw, path: str, line: int | None, where: str) -> int:
         value = float(raw.strip() if isinstance(raw, str) else raw)
     except (TypeError, ValueError):
         raise InputError(path, line, f"{where}count {raw!r} is not a number") from None
-    if not math.isfinite(value) or value < 0 or value != math.floor(value):
-        raise InputError(path, line, f"{where}count {raw!r} is not a whole number of searches (0 or more)")
+    if not math.isfinite(value) or value < 0 or value > MAX_COUNT or value != math.floor(value):
+        raise InputError(path, line, f"{where}count {raw!r} is not a whole number of searches (0 to {MAX_COUNT})")
     return int(value)
 
 

@@ -12,11 +12,16 @@ source) is written by :func:`format_label_record` and read by :func:`parse_label
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from curation.formats.conflicts import Dedup
 from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, no_records, open_text
+from curation.formats.limits import check_size
+
+MAX_GRADE = 2**31 - 1  # grades are stored as 32-bit integers; anything beyond is a broken file
 
 
 @dataclass(frozen=True)
@@ -29,23 +34,36 @@ class QrelLine:
 
 def parse_grade(raw, path: str | os.PathLike, lineno: int | None) -> int:
     """A grade as an integer: ``2``, ``"2"`` or ``"2.0"``; anything else (``"2.5"``, ``"high"``,
-    ``true``) is an :class:`InputError` naming the file and line."""
+    ``true``, NaN, infinities, ``1e400``, beyond +-:data:`MAX_GRADE`) is an :class:`InputError` naming
+    the file and line."""
     if isinstance(raw, bool):
         raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+    grade = None
     if isinstance(raw, int):
-        return raw
-    if isinstance(raw, str):
+        grade = raw
+    elif isinstance(raw, str):
         try:
-            return int(raw)
+            grade = int(raw)
         except ValueError:
             pass
-    try:
-        as_float = float(raw)
-    except (TypeError, ValueError):
-        raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
-    if not as_float.is_integer():
-        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
-    return int(as_float)
+    if grade is None:
+        try:
+            as_float = float(raw)
+        except (TypeError, ValueError):
+            raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
+        if not math.isfinite(as_float):
+            raise InputError(path, lineno, f"grade {raw!r} is not a finite number; grades are integers")
+        if not as_float.is_integer():
+            raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+        grade = int(as_float)
+    if abs(grade) > MAX_GRADE:
+        raise InputError(path, lineno, f"grade {_short(raw)} is not between -{MAX_GRADE} and {MAX_GRADE}")
+    return grade
+
+
+def _short(raw) -> str:
+    text = repr(raw)
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def parse_qrels(lines: Iterable[str], path: str | os.PathLike = "qrels.txt") -> Iterator[QrelLine]:
@@ -60,10 +78,12 @@ def parse_qrels(lines: Iterable[str], path: str | os.PathLike = "qrels.txt") -> 
 
 def parse_qrel_line(line: str, path: str | os.PathLike, lineno: int | None) -> QrelLine | None:
     """One qrels line as a :class:`QrelLine`; None for a blank or ``#`` line; :class:`InputError`
-    naming ``path:lineno`` for anything but four fields with an integer grade."""
+    naming ``path:lineno`` for anything but four fields with an integer grade, or a line over
+    GOLDEN_MAX_LINE_BYTES (:mod:`curation.formats.limits`)."""
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return None
+    check_size(stripped, "GOLDEN_MAX_LINE_BYTES", path, lineno, "the line")
     parts = stripped.split()
     if len(parts) != 4:
         raise InputError(path, lineno, f"has {len(parts)} fields, expected 4 (qid iter docid grade)")
@@ -74,13 +94,8 @@ def parse_qrel_line(line: str, path: str | os.PathLike, lineno: int | None) -> Q
 def iter_qrels(path: str | os.PathLike, *, allow_empty: bool = False) -> Iterator[QrelLine]:
     """Yield :class:`QrelLine` from a TREC qrels file (gzip allowed); blank and ``#`` lines skipped. A file
     without a judgment is ``path: no records`` unless ``allow_empty``."""
-    any_line = False
-    with open_text(path) as fh:
-        for line in parse_qrels(fh, path):
-            any_line = True
-            yield line
-    if not any_line and not allow_empty:
-        raise no_records(path, "expected qid iter docid grade lines")
+    for _, line in iter_numbered_qrels(path, allow_empty=allow_empty):
+        yield line
 
 
 def qrels_dict(lines: Iterable[QrelLine]) -> dict[str, dict[str, int]]:
@@ -92,13 +107,36 @@ def qrels_dict(lines: Iterable[QrelLine]) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
+def read_qrels(
+    path: str | os.PathLike, *, on_conflict: str = "error", dedup: Dedup | None = None
+) -> dict[str, dict[str, int]]:
     """Read a qrels file into ``{qid: {docid: grade}}``.
 
-    When a pair appears more than once (a multi-assessor file), the last line wins; use
-    :func:`iter_qrels` to see every line.
+    A pair repeated with the same grade is read once and counted in ``dedup`` (a
+    :class:`~curation.formats.conflicts.Dedup`, made here when not given); a pair given two grades
+    (say a multi-assessor file) is an :class:`InputError` naming both lines unless ``on_conflict``
+    is ``first`` or ``last``. :func:`iter_qrels` yields every line as it is.
     """
-    return qrels_dict(iter_qrels(path))
+    dedup = dedup if dedup is not None else Dedup(path, policy=on_conflict, what="pair")
+    qrels: dict[str, dict[str, int]] = {}
+    for lineno, q in iter_numbered_qrels(path):
+        if dedup.add((q.qid, q.docid), q.grade, lineno):
+            qrels.setdefault(q.qid, {})[q.docid] = q.grade
+    return qrels
+
+
+def iter_numbered_qrels(path: str | os.PathLike, *, allow_empty: bool = False) -> Iterator[tuple[int, QrelLine]]:
+    """``(line number, QrelLine)`` for each judgment of a qrels file, for readers that name lines; a file
+    without a judgment is ``path: no records`` unless ``allow_empty``."""
+    any_line = False
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            q = parse_qrel_line(line, path, lineno)
+            if q is not None:
+                any_line = True
+                yield lineno, q
+    if not any_line and not allow_empty:
+        raise no_records(path, "expected qid iter docid grade lines")
 
 
 def format_qrel(line: QrelLine) -> str:

@@ -2,11 +2,14 @@
 
 Fields and rules (one set, for every command that reads the file)::
 
-    qid            required; a non-empty string or number (read as a string); unique in the file
-    text           required; a string with something besides white space. ``query`` is accepted
+    qid            required; a non-empty string or number (read as a string); a qid repeated with
+                   the same line is read once (counted), with another one refused naming both
+                   lines unless ``on_conflict`` is first or last (:mod:`curation.formats.conflicts`)
+    text           required; a string with something besides white space, at most
+                   GOLDEN_MAX_QUERY_BYTES (:mod:`curation.formats.limits`). ``query`` is accepted
                    as another name for it when ``text`` is absent (files from other tools use it)
     stratum        optional object (dimension -> value); absent or null: ``{}``
-    traffic        optional non-negative number (searches of the query in the log)
+    traffic        optional finite non-negative number (searches of the query in the log)
     weight         optional non-negative number (its weight for traffic-weighted means)
     stratum_share  optional non-negative number
     users          optional non-negative integer
@@ -28,7 +31,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from curation.formats.conflicts import Dedup
 from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, no_records, open_text
+from curation.formats.limits import check_size
 
 SPLITS = ("tune", "holdout")
 _EXPECT = "an object with qid and text"
@@ -80,25 +85,31 @@ def _number(obj: dict, key: str, path: str, lineno: int) -> float | None:
     value = obj.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
-        raise InputError(path, lineno, f"{key!r} must be a non-negative number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise InputError(path, lineno, f"{key!r} must be a finite non-negative number, got {value!r}")
     return value
 
 
-def parse_queries(lines: Iterable[str], path: str | os.PathLike = "queries.jsonl") -> Iterator[QueryRecord]:
-    """Yield a :class:`QueryRecord` per line of ``lines`` (``path`` names them in errors)."""
+def parse_queries(
+    lines: Iterable[str], path: str | os.PathLike = "queries.jsonl", *, on_conflict: str = "error",
+    dedup: Dedup | None = None,
+) -> Iterator[QueryRecord]:
+    """Yield a :class:`QueryRecord` per qid of ``lines`` (``path`` names them in errors), in the order
+    of first appearance. Repeated qids go through ``dedup`` (made with ``on_conflict`` when not
+    given): identical lines are read once and counted, conflicting ones refused or resolved."""
     path = str(path)
-    seen: set[str] = set()
+    dedup = dedup if dedup is not None else Dedup(path, policy=on_conflict, what="qid")
+    records: dict[str, QueryRecord] = {}
     any_line = False
     for lineno, obj in iter_jsonl_lines(lines, path, expect=_EXPECT):
         any_line = True
         qid = _ident(obj, path, lineno)
-        if qid in seen:
-            raise InputError(path, lineno, f"qid {qid!r} appears twice")
-        seen.add(qid)
         text = obj["text"] if "text" in obj else obj.get("query")
+        if not dedup.add(qid, obj, lineno, label=text):
+            continue
         if not isinstance(text, str) or not text.strip():
             raise InputError(path, lineno, f"query {qid!r} has no text (expected a non-empty 'text' field)")
+        check_size(text, "GOLDEN_MAX_QUERY_BYTES", path, lineno, f"query {qid}'s text")
         stratum = obj.get("stratum")
         if stratum is None:
             stratum = {}
@@ -110,7 +121,7 @@ def parse_queries(lines: Iterable[str], path: str | os.PathLike = "queries.jsonl
         split = obj.get("split")
         if split is not None and split not in SPLITS:
             raise InputError(path, lineno, f"'split' must be null, \"tune\" or \"holdout\", got {split!r}")
-        yield QueryRecord(
+        records[qid] = QueryRecord(
             qid=qid,
             text=text,
             stratum=stratum,
@@ -122,22 +133,30 @@ def parse_queries(lines: Iterable[str], path: str | os.PathLike = "queries.jsonl
             split=split,
             extra=obj,
         )
+        if dedup.policy != "last" and not dedup.repeats and not dedup.conflicts:
+            yield records.pop(qid)  # stream while nothing repeats; "last" must see every line first
     if not any_line:
         raise no_records(path, "no queries: is this the file `golden sample` wrote?")
+    yield from records.values()
 
 
-def iter_queries(path: str | os.PathLike) -> Iterator[QueryRecord]:
-    """Stream the :class:`QueryRecord` of a ``queries.jsonl`` file (gzip allowed)."""
+def iter_queries(
+    path: str | os.PathLike, *, on_conflict: str = "error", dedup: Dedup | None = None
+) -> Iterator[QueryRecord]:
+    """Stream the :class:`QueryRecord` of a ``queries.jsonl`` file (gzip allowed); repeated qids as
+    in :func:`parse_queries`."""
     path = str(path)
     if not os.path.exists(path):
         raise InputError(path, None, "no such file")
     with open_text(path, encoding="utf-8-sig") as fh:
-        yield from parse_queries(fh, path)
+        yield from parse_queries(fh, path, on_conflict=on_conflict, dedup=dedup)
 
 
-def read_queries(path: str | os.PathLike) -> list[QueryRecord]:
-    """Every :class:`QueryRecord` of a ``queries.jsonl`` file, in file order."""
-    return list(iter_queries(path))
+def read_queries(
+    path: str | os.PathLike, *, on_conflict: str = "error", dedup: Dedup | None = None
+) -> list[QueryRecord]:
+    """Every :class:`QueryRecord` of a ``queries.jsonl`` file, in file order (repeats as in :func:`parse_queries`)."""
+    return list(iter_queries(path, on_conflict=on_conflict, dedup=dedup))
 
 
 def read_query_ids(path: str | os.PathLike) -> list[str]:

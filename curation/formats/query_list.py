@@ -8,7 +8,8 @@ byte-order mark allowed)::
                          (a ``qid``...) are ignored, so an earlier ``queries.jsonl`` is a list too
     .csv / .tsv          a header row with a ``text`` (or ``query``) column
 
-Texts are normalised (:func:`curation.formats.normalize.normalize_text`); empty ones are skipped.
+Texts are normalised (:func:`curation.formats.normalize.normalize_text`); empty ones are skipped,
+longer ones than GOLDEN_MAX_QUERY_BYTES refused (:mod:`curation.formats.limits`).
 Errors name ``file:line``.
 """
 
@@ -18,6 +19,7 @@ import csv
 import os
 
 from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, no_records, open_text
+from curation.formats.limits import check_size
 from curation.formats.normalize import normalize_text
 
 
@@ -61,6 +63,8 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
                 out.append((lineno, normalize_text(line)))
         else:
             raise InputError(path, None, f"unknown query list format {suffix!r}: use .txt, .jsonl, .csv or .tsv")
+    for line, text in out:
+        check_size(text, "GOLDEN_MAX_QUERY_BYTES", path, line, "query's text")
     out = [(line, text) for line, text in out if text]
     if not out:
         raise no_records(path, "expected one query a line")

@@ -65,7 +65,7 @@ def trec_order(results: list[tuple[str, float]]) -> list[tuple[str, float]]:
 def as_trec_score(score: float) -> float:
     """``score`` rounded to a 32-bit float, the precision trec_eval keeps (``float sim`` in its
     results struct): scores that differ only beyond it are ties there, broken by docid."""
-    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as a C float in trec_eval
+    with np.errstate(over="ignore"):  # beyond float32 is inf, refused by the readers
         return float(np.float32(score))
 
 
@@ -76,6 +76,8 @@ def _parse_score(raw, path, lineno) -> float:
         raise InputError(path, lineno, f"score {raw!r} is not a number") from None
     if math.isnan(score):
         raise InputError(path, lineno, "score is NaN")
+    if math.isinf(score):  # inf, 1e400, or beyond the 32-bit float trec_eval keeps (about 3.4e38)
+        raise InputError(path, lineno, f"score {str(raw)[:30]!r} is not a finite number (at most about 3.4e38)")
     return score
 
 
@@ -267,13 +269,13 @@ def _parse_trec_fast(data: bytes, depth: int | None):
         off = _offsets(cols[c])
         if (off[1:] == off[:-1]).any():
             return None  # an empty field: str.split() would count one field fewer
-    scol = cols["score"]
-    if scol.null_count:
-        return None  # e.g. "NA" or "null": pyarrow reads them as missing, Python's float() refuses them
-    score = np.frombuffer(scol.buffers()[1], dtype=np.float64, count=n, offset=scol.offset * 8)
-    with np.errstate(over="ignore"):  # beyond float32's range is +-inf there, as in trec_eval
+    score_arr = cols["score"]
+    if score_arr.null_count:
+        return None
+    score = np.frombuffer(score_arr.buffers()[1], dtype=np.float64, count=n, offset=score_arr.offset * 8)
+    with np.errstate(over="ignore"):  # beyond float32 becomes inf: refused just below
         score = score.astype(np.float32).astype(np.float64)  # trec_eval's precision: see as_trec_score
-    if np.isnan(score).any():
+    if not np.isfinite(score).all():  # NaN or infinite: the exact path names the line
         return None
     docid = cols["docid"]
     # Group rows by query. Runs usually list each query in one block: then block b is query b.

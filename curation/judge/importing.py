@@ -9,6 +9,9 @@ the project's own judges (``golden agreement``) and enter the final labels (:mod
   imported one group at a time (``group=``), each as a different judge.
 - Grades outside the project's scale are reported and skipped, or clipped to the scale's ends with
   ``clip=True`` (trec_eval reads any grade below 1 as not relevant, so -1 -> lowest grade is safe).
+- A pair repeated with the same grade is imported once (the repeats are counted in the summary); a
+  pair given two grades is refused with both line numbers unless ``on_conflict`` (``--on-conflict``)
+  is ``first`` or ``last`` (:mod:`curation.formats.conflicts`).
 - Importing the same file again adds nothing: each line's judgment carries a token made of the
   file's SHA-256 and the line's position, unique per judge in the store.
 """
@@ -22,8 +25,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
+from curation.formats.conflicts import Dedup
 from curation.formats.fileio import sha256_file
-from curation.formats.qrels import iter_qrels
+from curation.formats.qrels import iter_numbered_qrels
 from curation.store import lookups
 from curation.store.models import Assignment, Judgment, Project, User, utcnow
 from curation.store.projects import get_project, grades
@@ -47,6 +51,9 @@ class ImportReport:
     missing_examples: list[tuple[str, str]] = field(default_factory=list)
     out_of_scale: int = 0  # grades outside the scale: skipped (or clipped with clip=True)
     clipped: int = 0
+    repeats: int = 0  # lines repeating an earlier line's pair and grade: imported once
+    conflicts: int = 0  # lines giving a pair another grade, resolved by on_conflict
+    on_conflict: str = "error"
     grades: dict[int, int] = field(default_factory=dict)  # imported grade -> count
     queries: int = 0  # distinct queries imported
     groups: list[str] = field(default_factory=list)  # judgment groups seen in the file
@@ -67,6 +74,10 @@ class ImportReport:
             out.append(f"{self.out_of_scale} grades outside the scale were skipped (--clip maps them to its ends)")
         if self.clipped:
             out.append(f"{self.clipped} grades outside the scale were clipped to its ends")
+        if self.repeats:
+            out.append(f"{self.repeats} identical repeated pair line(s) dropped (imported once)")
+        if self.conflicts:
+            out.append(f"{self.conflicts} pair(s) given another grade resolved by --on-conflict {self.on_conflict}")
         return "\n".join(out)
 
 
@@ -80,20 +91,24 @@ def import_judgments(
     clip: bool = False,
     create_judge: bool = False,
     allow_empty: bool = False,
+    on_conflict: str = "error",
 ) -> ImportReport:
     """Load the TREC qrels at ``path`` as judgments by the user ``judge`` in ``project`` (default:
     the only project) and commit. ``group``: import only the lines whose second column equals it;
     required when the file holds several groups. ``create_judge``: add ``judge`` as a disabled
-    judge account (no login) when there is no such user. ValueError (naming the parameter) when
-    the judge or group is unknown; ``InputError`` (path:line) for a malformed line, or for a file without
-    a judgment unless ``allow_empty`` (then nothing is imported)."""
+    judge account (no login) when there is no such user. ``on_conflict``: what to do with a pair
+    given two grades (``error``, ``first``, ``last``; see :mod:`curation.formats.conflicts`).
+    ValueError (naming the parameter) when the judge or group is unknown; ``InputError`` (path:line)
+    for a malformed line, or for a file without a judgment unless ``allow_empty`` (then nothing is
+    imported)."""
     path = str(path)
     proj: Project = get_project(session, project)
     scale = [g.grade for g in grades(proj)]
     lo, hi = min(scale), max(scale)
     user = _judge(session, judge, create_judge)
 
-    lines = list(iter_qrels(path, allow_empty=allow_empty))
+    numbered = list(iter_numbered_qrels(path, allow_empty=allow_empty))
+    lines = [q for _, q in numbered]
     groups = list(dict.fromkeys(q.iteration for q in lines))
     if group is None and len(groups) > 1:
         raise ValueError(
@@ -103,7 +118,15 @@ def import_judgments(
     if group is not None and group not in groups:
         raise ValueError(f"group: {group!r} is not in {path} (groups: {', '.join(groups) or 'none'})")
 
-    report = ImportReport(path, proj.name, user.name, group, groups=groups)
+    report = ImportReport(path, proj.name, user.name, group, groups=groups, on_conflict=on_conflict)
+    dedup = Dedup(path, policy=on_conflict, what="pair")
+    kept: dict[tuple[str, str], int] = {}  # pair -> the index of the line imported for it
+    for i, (lineno, line) in enumerate(numbered):
+        if group is None or line.iteration == group:
+            report.lines += 1
+            if dedup.add((line.qid, line.docid), line.grade, lineno):
+                kept[(line.qid, line.docid)] = i
+    report.repeats, report.conflicts = dedup.repeats, dedup.conflicts
     pool = lookups.pair_ids(session, proj)
     prefix = f"import:{sha256_file(path)[:20]}:"
     done = set(
@@ -117,10 +140,8 @@ def import_judgments(
     rows = []
     grade_counts: Counter[int] = Counter()
     qids = set()
-    for i, line in enumerate(lines):
-        if group is not None and line.iteration != group:
-            continue
-        report.lines += 1
+    for i in sorted(kept.values()):  # the index in the file keeps each line's token stable
+        line = lines[i]
         pair_id = pool.get((line.qid, line.docid))
         if pair_id is None:
             report.missing += 1

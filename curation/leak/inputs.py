@@ -186,6 +186,7 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
         yield from _python_batches(iter_corpus_file(path), batch_size)
 
 
-def query_texts(path: str | os.PathLike) -> list[tuple[str, str]]:
-    """``(qid, text)`` of each line of a queries.jsonl file (read by :mod:`curation.formats.queries`)."""
-    return [(q.qid, q.text) for q in iter_queries(path)]
+def query_texts(path: str | os.PathLike, dedup=None) -> list[tuple[str, str]]:
+    """``(qid, text)`` of each query of a queries.jsonl file (read by :mod:`curation.formats.queries`;
+    repeated qids through ``dedup``, a :class:`curation.formats.conflicts.Dedup`)."""
+    return [(q.qid, q.text) for q in iter_queries(path, dedup=dedup)]

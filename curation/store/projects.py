@@ -24,8 +24,10 @@ from sqlalchemy import func, insert
 from sqlmodel import Session, select
 from tqdm import tqdm
 
+from curation.formats.conflicts import Dedup
 from curation.formats.corpus import fetch_docs
 from curation.formats.fileio import InputError, open_text, sha256_file
+from curation.formats.limits import check_size
 from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
 from curation.formats.queries import iter_queries
 from curation.store.lookups import join_pair_text, project_id
@@ -82,6 +84,7 @@ class LoadReport:
     new_documents: int = 0
     missing_docids: list[str] = field(default_factory=list)  # pooled docids absent from the corpus
     guidelines_version: int | None = None
+    repeats: list[str] = field(default_factory=list)  # lines on repeated records (curation.formats.conflicts)
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ def stratum_key(stratum: dict) -> str:
     return "; ".join(f"{k}={stratum[k]}" for k in sorted(stratum))
 
 
-def _query_rows(path) -> list[dict]:
+def _query_rows(path, dedup=None) -> list[dict]:
     """The lines of a queries file (read by curation.formats.queries) as Query column values."""
     return [
         dict(
@@ -207,7 +210,7 @@ def _query_rows(path) -> list[dict]:
             pii_json=json.dumps(q.pii) if q.pii else None,
             split=q.split,
         )
-        for q in iter_queries(path)
+        for q in iter_queries(path, dedup=dedup)
     ]
 
 
@@ -228,12 +231,25 @@ def _meta_runs(meta: dict) -> list[dict]:
     return out
 
 
-def _load_documents(corpus_paths, wanted: set[str]):
+def _load_documents(corpus_paths, wanted: set[str], on_conflict: str = "error"):
     """Stream the corpus once (curation.formats.corpus.fetch_docs), keeping the records of ``wanted``
     docids and computing the snapshot fingerprint `golden corpus-sample` also prints."""
     # tqdm progress on stderr, shown only on a terminal (disable=None).
     with tqdm(desc="reading corpus", unit=" docs", disable=None, leave=False, file=sys.stderr) as bar:
-        return fetch_docs(corpus_paths, wanted, progress=bar.update)
+        return fetch_docs(corpus_paths, wanted, progress=bar.update, on_conflict=on_conflict)
+
+
+def _repeat_lines(corpus_paths, fetched, policy: str, *dedups) -> list[str]:
+    """The summary lines on repeated records: of the queries (``dedups``) and of the corpus."""
+    out = [line for d in dedups if (line := d.summary())]
+    parts = []
+    if fetched.repeats:
+        parts.append(f"{fetched.repeats} identical repeated document line(s) dropped")
+    if fetched.conflicts:
+        parts.append(f"{fetched.conflicts} conflicting repeat(s) resolved by --on-conflict {policy}")
+    if parts:
+        out.append(", ".join(str(c) for c in corpus_paths) + ": " + "; ".join(parts))
+    return out
 
 
 def _missing_error(corpus_paths, missing: list[str]) -> InputError:
@@ -280,6 +296,7 @@ def create_project(
     grades: Sequence[dict | Grade] | None = None,
     allow_missing: bool = False,
     created_by: User | None = None,
+    on_conflict: str = "error",
 ) -> LoadReport:
     """Load a new project in one transaction: the queries, the pooled pairs with their hidden
     provenance, the texts of the pooled documents only (streamed from the corpus), the label scale
@@ -288,7 +305,8 @@ def create_project(
     Pooled docids missing from the corpus raise an :class:`~curation.formats.fileio.InputError` naming them
     (pairs without a text cannot be judged); with ``allow_missing`` their pairs are left out and
     listed in ``LoadReport.missing_docids``. A pool pair whose qid is not in the queries file is an
-    error. ValueError when ``name`` is taken."""
+    error. ValueError when ``name`` is taken. ``on_conflict``: a qid or docid repeated with another
+    text (:mod:`curation.formats.conflicts`); identical repeats are listed in ``LoadReport.repeats``."""
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         raise ValueError(f"name {name!r}: give the project a name of 1-100 characters")
     corpus_paths = [str(c) for c in corpus_paths]
@@ -300,6 +318,7 @@ def create_project(
     if guidelines_path is not None:
         with open_text(guidelines_path) as fh:
             guidelines_text = fh.read()
+        check_size(guidelines_text, "GOLDEN_MAX_GUIDELINES_BYTES", guidelines_path, None, "the guidelines text")
     if not guidelines_text.strip():
         raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
@@ -307,7 +326,8 @@ def create_project(
             f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`"
         )
 
-    queries = _query_rows(queries_path)
+    query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
+    queries = _query_rows(queries_path, query_dedup)
     pool = read_pool(pool_path)
     known = {q["qid"] for q in queries}
     for p in pool:
@@ -315,7 +335,7 @@ def create_project(
             raise InputError(pool_path, p.line,
                              f"qid {p.qid!r} is not in {queries_path}: was the pool built from this query set?")
     meta = read_pool_meta(pool_path)
-    fetched = _load_documents(corpus_paths, {p.docid for p in pool})
+    fetched = _load_documents(corpus_paths, {p.docid for p in pool}, on_conflict)
     found, missing = fetched.docs, fetched.missing
     if missing and not allow_missing:
         raise _missing_error(corpus_paths, missing)
@@ -349,7 +369,8 @@ def create_project(
         session.rollback()
         raise
     return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
-                      new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1)
+                      new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1,
+                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup))
 
 
 def extend_pool(
@@ -359,11 +380,12 @@ def extend_pool(
     pool_path: str | os.PathLike,
     corpus_paths: Iterable[str | os.PathLike],
     allow_missing: bool = False,
+    on_conflict: str = "error",
 ) -> LoadReport:
     """Add the pairs of an extended pool (``golden pool --extend``) that the project lacks, as a new
     batch, with the texts of their new documents; the provenance of pairs already in the project is
     merged with the new runs'. Existing pairs, assignments and judgments are untouched; run
-    ``golden assign`` again to hand the new pairs out."""
+    ``golden assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`."""
     corpus_paths = [str(c) for c in corpus_paths]
     pid = project.id
     pool = read_pool(pool_path)
@@ -381,7 +403,7 @@ def extend_pool(
         ).all()
     }
     new = [p for p in pool if (p.qid, p.docid) not in existing]
-    fetched = _load_documents(corpus_paths, {p.docid for p in new} - docs.keys())
+    fetched = _load_documents(corpus_paths, {p.docid for p in new} - docs.keys(), on_conflict)
     found, missing = fetched.docs, fetched.missing
     if missing and not allow_missing:
         raise _missing_error(corpus_paths, missing)
@@ -416,7 +438,7 @@ def extend_pool(
     total = session.exec(select(func.count()).select_from(PoolPair).where(PoolPair.project_id == pid)).one()
     return LoadReport(project_id=pid, name=project.name, queries=len(qids), pairs=total, documents=len(docs),
                       new_pairs=added, new_documents=len(found), missing_docids=missing,
-                      guidelines_version=None)
+                      guidelines_version=None, repeats=_repeat_lines(corpus_paths, fetched, on_conflict))
 
 
 def set_guidelines(

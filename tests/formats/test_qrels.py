@@ -16,7 +16,8 @@ def test_reads_lines_grades_and_skips_comments(tmp_path):
         QrelLine("301", "0", "FT1", 2), QrelLine("301", "alice", "FT2", 0),
         QrelLine("302", "0", "LA1", 1), QrelLine("301", "bob", "FT1", -1),
     ]
-    assert read_qrels(path) == {"301": {"FT1": -1, "FT2": 0}, "302": {"LA1": 1}}  # the last line of a pair wins
+    # a pair given two grades is refused unless a policy says which one to keep
+    assert read_qrels(path, on_conflict="last") == {"301": {"FT1": -1, "FT2": 0}, "302": {"LA1": 1}}
 
 
 @pytest.mark.parametrize(

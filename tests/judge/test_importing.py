@@ -137,3 +137,29 @@ def test_imported_labels_count_as_done_in_the_judges_queue(engine, tmp_path):
         assert judging.progress(s, setup.project_id, alice).done == 1
         nxt = judging.next_task(s, setup.project_id, alice)
         assert (nxt.qid, nxt.docid) != (first.qid, first.docid)  # not asked again
+
+
+def test_import_refuses_a_pair_given_two_grades_and_counts_identical_repeats(engine, tmp_path):
+    """A qrels file giving a pair two grades stored two judgments, the last one winning, without a word."""
+    pairs_project(engine, tmp_path / "p", [("q1", "d1"), ("q1", "d2")], scale="0-2")
+    add_users(engine, alice="judge")
+    qrels = write_qrels(tmp_path / "qrels.txt", [("q1", 0, "d1", 2), ("q1", 0, "d2", 0), ("q1", 0, "d1", 1)])
+    db = engine.url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(main, ["import-judgments", str(qrels), "--judge", "alice", "--db", db])
+    assert result.exit_code == 1, result.output
+    assert f"{qrels}:3: pair q1/d1 has 1 here but 2 on line 1" in result.output
+    assert "Traceback" not in result.output
+    with new_session(engine) as s:
+        from curation.store.projects import get_project
+
+        assert load_judgments(s, get_project(s, "p")) == []
+        r = import_judgments(s, qrels, judge="alice", on_conflict="first")
+        assert (r.lines, r.imported, r.conflicts) == (3, 2, 1)
+        assert "resolved by --on-conflict first" in r.summary()
+    repeated = write_qrels(tmp_path / "rep.txt", [("q1", 0, "d2", 1), ("q1", 0, "d2", 1)])
+    with new_session(engine) as s:
+        r = import_judgments(s, repeated, judge="alice")
+        assert (r.lines, r.imported, r.repeats) == (2, 1, 1)
+        assert "1 identical repeated pair line(s) dropped" in r.summary()
+        recs = load_judgments(s, get_project(s, "p"))
+    assert sorted((j.docid, j.grade) for j in recs) == [("d1", 2), ("d2", 0), ("d2", 1)]
