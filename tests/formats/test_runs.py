@@ -100,15 +100,17 @@ def test_ties_at_the_cut_go_to_the_larger_docid(tmp_path, depth, expected):
     assert read_run(path, depth=depth).rankings == {"1": expected}
 
 
-def test_huge_scores_overflow_to_infinity_as_in_trec_eval(tmp_path):
-    # The largest float32 is about 3.4028235e38: both scores below become +inf there, a tie
-    # broken by docid descending; 3e38 stays finite.
+def test_scores_beyond_float32_are_refused_and_3e38_is_kept(tmp_path):
+    # The largest float32 is about 3.4028235e38: trec_eval would read 1e39 as +inf and tie it with
+    # every other overflow; golden refuses the line instead (a result must not change silently).
     path = tmp_path / "run.trec"
-    path.write_text(_tab("1 Q0 a 1 1e39 s\n1 Q0 b 2 1e300 s\n1 Q0 c 3 3e38 s\n1 Q0 d 4 -1e39 s\n"))
+    path.write_text(_tab("1 Q0 a 1 3e38 s\n1 Q0 b 2 -3e38 s\n"))
     run = read_run(path)
-    assert run.rankings == {"1": ["b", "a", "c", "d"]}
-    assert run.scores["1"][:2] == [float("inf"), float("inf")] and run.scores["1"][3] == float("-inf")
-    assert run.scores["1"][2] == pytest.approx(3e38, rel=1e-7)
+    assert run.rankings == {"1": ["a", "b"]}
+    assert run.scores["1"][0] == pytest.approx(3e38, rel=1e-7)
+    path.write_text(_tab("1 Q0 a 1 3e38 s\n1 Q0 b 2 1e39 s\n"))
+    with pytest.raises(InputError, match=rf"^{path}:2: score"):
+        read_run(path)
 
 
 @pytest.mark.parametrize(
