@@ -37,7 +37,8 @@ FILES = {
     "qrels.txt": mf.QRELS, "queries.jsonl": mf.QUERIES_JSONL, "pool.jsonl": mf.POOL,
     "pool_ext.jsonl": mf.POOL_EXTENDED, "corpus.jsonl": mf.CORPUS_JSONL, "corpus.tsv": mf.CORPUS_TSV,
     "log.csv": mf.LOG_CSV, "handwritten.txt": mf.QUERY_LIST, "exclude.txt": mf.QUERY_LIST,
-    "seeds.csv": mf.SEEDS_CSV, "split.jsonl": mf.QUERIES_SPLIT, "GUIDELINES.md": mf.GUIDELINES, "grades.json": mf.GRADES_JSON,
+    "seeds.csv": mf.SEEDS_CSV, "split.jsonl": mf.QUERIES_SPLIT, "GUIDELINES.md": mf.GUIDELINES,
+    "grades.json": mf.GRADES_JSON,
 }
 STATS = "--qrels {d}/qrels.txt"
 DB = "--db {d}/golden.db"
@@ -157,7 +158,8 @@ def corrupt_manifest(raw: bytes, kind: str) -> tuple[bytes, mf.Expect]:
         i = next(n for n, line in enumerate(lines) if line.lstrip().startswith(b'"version": "'))
         at = lines[i].index(b'"version": "') + len(b'"version": "') + 1
         lines[i] = lines[i][:at] + mf.BAD_BYTE + lines[i][at:]
-        return reseal(b"\n".join(lines)), mf.Expect(line=i + 1, says=(r"not valid UTF-8", r"0xff", rf"column {at + 1}\b"))
+        expect = mf.Expect(line=i + 1, says=(r"not valid UTF-8", r"0xff", rf"column {at + 1}\b"))
+        return reseal(b"\n".join(lines)), expect
     manifest = json.loads(raw)
     if kind == "nan_inf":
         key = next(k for k, v in manifest.items() if isinstance(v, int) and not isinstance(v, bool))
