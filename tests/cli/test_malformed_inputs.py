@@ -311,6 +311,8 @@ def test_malformed_input(world, tmp_path, tmp_path_factory, inp, kind):
     assert lines, f"no message names {path}:\n{message[-2000:]}"
     if expect.line is not None:
         assert f"{path}:{expect.line}" in message, message[-2000:]
+    if expect.some_line:
+        assert re.search(re.escape(path) + r":\d+", message), message[-2000:]
     named = "\n".join(lines)
     for word in expect.says:
         assert re.search(word, named, re.IGNORECASE), named[-2000:]

@@ -83,13 +83,15 @@ class Expect:
 
     ``same``: exit 0 with the clean file's result. ``ok``: exit 0 (``says``: words the output must
     hold). Else a refusal: exit ``code`` with a message naming the file, at ``line`` when given
-    (``path:line``), holding each regex of ``says`` (case-insensitive) and each number of ``lines``.
+    (``path:line``; ``some_line``: at some line), holding each regex of ``says`` (case-insensitive)
+    and each number of ``lines``.
     """
 
     same: bool = False
     ok: bool = False
     code: int = 1
     line: int | None = None
+    some_line: bool = False
     says: tuple[str, ...] = ()
     lines: tuple[int, ...] = field(default=())
 
@@ -111,8 +113,9 @@ def corrupt(fmt: Fmt, kind: str) -> tuple[bytes, Expect]:
         says = (r"gzip|truncat|compress",) if fmt.gzip_ok else (r"gzip|truncat|compress|binary",)
         return data[:-10], Expect(says=says)
     if kind == "wrong_delimiter":
+        # the header (or the first record) is one column: which of the first lines is named is the reader's call
         good, bad = fmt.delimiter
-        return clean.replace(good, bad).encode(), Expect(line=1)
+        return clean.replace(good, bad).encode(), Expect(some_line=True)
     if kind == "bom":
         return b"\xef\xbb\xbf" + clean.encode(), Expect(same=True)
     if kind == "crlf":
