@@ -125,7 +125,7 @@ INPUTS = (
 
 # verify reads the manifest of an exported version (made once, see `world`); a manifest is a sealed JSON
 # document, so every spoiled manifest but the unreadable ones is sealed again, as an exporter would.
-MANIFEST = mf.Fmt(name="manifest.json", records=(), slot="", gzip_ok=False)
+MANIFEST = mf.Fmt(name="manifest.json", records=(), slot="", gzip_ok=False, document=True)
 MANIFEST_KINDS = ("clean", "empty", "truncated_gzip", "bom", "crlf", "invalid_utf8", "binary", "nan_inf",
                   "missing_columns")
 SEAL = re.compile(rb'"manifest_sha256": "([0-9a-f]{64})"')
@@ -145,7 +145,8 @@ def corrupt_manifest(raw: bytes, kind: str) -> tuple[bytes, mf.Expect]:
     import json
 
     if kind in ("empty", "truncated_gzip", "binary"):
-        fmt = mf.Fmt(name="manifest.json", records=tuple(raw.decode().splitlines()), slot="", gzip_ok=False)
+        fmt = mf.Fmt(name="manifest.json", records=tuple(raw.decode().splitlines()), slot="", gzip_ok=False,
+                     document=True)
         return mf.corrupt(fmt, kind)
     if kind == "clean":
         return raw, mf.Expect(same=True)
@@ -162,8 +163,7 @@ def corrupt_manifest(raw: bytes, kind: str) -> tuple[bytes, mf.Expect]:
         return reseal(b"\n".join(lines)), expect
     manifest = json.loads(raw)
     if kind == "nan_inf":
-        key = next(k for k, v in manifest.items() if isinstance(v, int) and not isinstance(v, bool))
-        manifest[key] = float("inf")
+        manifest["counts"]["pairs"] = float("inf")  # written as Infinity
     elif kind == "missing_columns":  # "files" not an object (verify crashed on it, issue 12)
         manifest["files"] = sorted(manifest["files"])
     body = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"

@@ -49,6 +49,7 @@ class Fmt:
     opening: str | None = None  # a JSON document: the line before the records ("["), records joined by ","
     closing: str | None = None
     gzip_ok: bool = True  # the format may be gzip-compressed
+    document: bool = False  # one document (guidelines, a JSON file), not a file of records
 
     def render(self, records, header: str | None = None) -> str:
         lines = list(records)
@@ -103,8 +104,8 @@ def corrupt(fmt: Fmt, kind: str) -> tuple[bytes, Expect]:
     second = fmt.line_of(1)
     if kind == "clean":
         return clean.encode(), Expect(same=True)
-    if kind == "empty":
-        return b"", Expect(says=("no records",))
+    if kind == "empty":  # a file of records says so; a single document (guidelines, JSON) is named
+        return b"", Expect(says=() if fmt.document else ("no records",))
     if kind == "header_only":
         return fmt.render([]).encode(), Expect(says=("no records",))
     if kind == "truncated_gzip":
@@ -272,6 +273,7 @@ GUIDELINES = Fmt(
     slot="document",
     duplicates=False,
     gzip_ok=False,
+    document=True,
 )
 
 GRADES_JSON = Fmt(
@@ -289,6 +291,7 @@ GRADES_JSON = Fmt(
     missing='{"name": "related", "description": "On the topic, does not answer."}',
     duplicates=False,
     gzip_ok=False,
+    document=True,
 )
 
 # The query set after `golden split` (what `golden sweep` reads): q1 and q3 to tune on, q2 and q4 held out.
