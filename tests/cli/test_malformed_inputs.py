@@ -38,8 +38,10 @@ FILES = {
     "pool_ext.jsonl": mf.POOL_EXTENDED, "corpus.jsonl": mf.CORPUS_JSONL, "corpus.tsv": mf.CORPUS_TSV,
     "log.csv": mf.LOG_CSV, "handwritten.txt": mf.QUERY_LIST, "exclude.txt": mf.QUERY_LIST,
     "seeds.csv": mf.SEEDS_CSV, "split.jsonl": mf.QUERIES_SPLIT, "GUIDELINES.md": mf.GUIDELINES,
-    "grades.json": mf.GRADES_JSON,
+    "grades.json": mf.GRADES_JSON, "pool.meta.json": mf.POOL_META,
 }
+# The exported version's own qrels and queries (`--qrels FOLDER` reads them), laid over v1/ as these.
+EXPORTED = {"v1/qrels.txt": mf.QRELS, "v1/queries.jsonl": mf.QUERIES_JSONL}
 STATS = "--qrels {d}/qrels.txt"
 DB = "--db {d}/golden.db"
 
@@ -57,7 +59,7 @@ class Input:
 
     @property
     def fmt(self) -> mf.Fmt:
-        return MANIFEST if self.file == MANIFEST_FILE else FILES[self.file]
+        return MANIFEST if self.file == MANIFEST_FILE else {**FILES, **EXPORTED}[self.file]
 
 
 SAMPLE = ("sample {d}/log.csv --query-col query --count-col count --size 3 --floor 0 --seed 1 "
@@ -81,6 +83,7 @@ INPUTS = (
     Input("pool-run", "run_a.trec", POOL, out="out.jsonl"),
     Input("pool-queries", "queries.jsonl", POOL, out="out.jsonl"),
     Input("pool-extend", "pool.jsonl", EXTEND, out="out.jsonl"),
+    Input("pool-extend-meta", "pool.meta.json", EXTEND, out="out.jsonl"),
     Input("project-create-queries", "queries.jsonl", CREATE, store=True),
     Input("project-create-pool", "pool.jsonl", CREATE, store=True),
     Input("project-create-corpus", "corpus.jsonl", CREATE, store=True),
@@ -105,6 +108,9 @@ INPUTS = (
     Input("compare-run-b", "run_b.trec", COMPARE, out="out.html"),
     Input("compare-qrels", "qrels.txt", COMPARE, out="out.html"),
     Input("compare-queries", "queries.jsonl", COMPARE, out="out.html"),
+    Input("metrics-export-qrels", "v1/qrels.txt", "metrics {d}/run_a.trec --qrels {d}/v1"),
+    Input("compare-export-queries", "v1/queries.jsonl", "compare {d}/run_a.trec {d}/run_b.trec --qrels {d}/v1 "
+          "--resamples 200"),
     Input("power-run", "run_a.trec", "power {d}/run_a.trec {d}/run_b.trec " + STATS),
     Input("power-qrels", "qrels.txt", "power {d}/run_a.trec {d}/run_b.trec " + STATS),
     Input("noise-run", "run_a.trec", "noise {d}/run_a.trec {d}/run_c.trec " + STATS + " --resamples 200"),
@@ -259,10 +265,7 @@ def run_case(world: Path, folder: Path, inp: Input, data: bytes | None) -> tuple
     output = TIMING.sub("<TIME>", result.output.replace(str(folder), "<DIR>"))
     out = folder / inp.out if inp.out else None
     written = out.read_bytes() if out is not None and out.exists() else None
-    after = snapshot(folder)
-    if inp.out:
-        after.pop(inp.out, None)
-        after = {k: v for k, v in after.items() if not k.startswith(inp.out.split(".")[0] + ".")}
+    after = snapshot(folder)  # after a refusal, equal to before: no output file (nor its .meta.json) either
     return Outcome(result.exit_code, output, written, row_counts(folder / "golden.db")), (result, before, after)
 
 
@@ -272,7 +275,8 @@ _CLEAN: dict[str, Outcome] = {}
 def clean_outcome(world: Path, inp: Input, tmp_path_factory) -> Outcome:
     """The command's answer to the clean files (once per input)."""
     if inp.id not in _CLEAN:
-        _CLEAN[inp.id], _ = run_case(world, tmp_path_factory.mktemp(f"clean-{inp.id}"), inp, None)
+        folder = tmp_path_factory.mktemp(f"clean-{inp.id}")
+        _CLEAN[inp.id], _ = run_case(world, folder, inp, spoil(world, inp, "clean")[0])
     return _CLEAN[inp.id]
 
 

@@ -305,3 +305,16 @@ QUERIES_SPLIT = Fmt(
     nan='{"qid": "q2", "text": "pasta carbonara recipe", "traffic": Infinity, "split": "holdout"}',
     missing='{"qid": "q2", "traffic": 3, "split": "holdout"}',
 )
+
+# pool.meta.json beside pool.jsonl (`golden pool --extend` checks the depth it records).
+POOL_META = Fmt(
+    name="pool.meta.json",
+    opening="{",
+    closing="}",
+    records=('"format": "golden.pool/1"', '"note": "pooled for the tests"', '"seed": 0'),
+    slot="pooled",
+    nan='"depth": 1e400',
+    duplicates=False,
+    gzip_ok=False,
+    document=True,
+)
