@@ -37,8 +37,8 @@ FILES = {
     "qrels.txt": mf.QRELS, "queries.jsonl": mf.QUERIES_JSONL, "pool.jsonl": mf.POOL,
     "pool_ext.jsonl": mf.POOL_EXTENDED, "corpus.jsonl": mf.CORPUS_JSONL, "corpus.tsv": mf.CORPUS_TSV,
     "log.csv": mf.LOG_CSV, "handwritten.txt": mf.QUERY_LIST, "exclude.txt": mf.QUERY_LIST,
-    "seeds.csv": mf.SEEDS_CSV, "split.jsonl": mf.QUERIES_SPLIT, "GUIDELINES.md": mf.GUIDELINES,
-    "grades.json": mf.GRADES_JSON, "pool.meta.json": mf.POOL_META,
+    "seeds.csv": mf.SEEDS_CSV, "seeds.jsonl": mf.SEEDS_JSONL, "split.jsonl": mf.QUERIES_SPLIT,
+    "GUIDELINES.md": mf.GUIDELINES, "grades.json": mf.GRADES_JSON, "pool.meta.json": mf.POOL_META,
 }
 # The exported version's own qrels and queries (`--qrels FOLDER` reads them), laid over v1/ as these.
 EXPORTED = {"v1/qrels.txt": mf.QRELS, "v1/queries.jsonl": mf.QUERIES_JSONL}
@@ -95,6 +95,8 @@ INPUTS = (
     Input("import-judgments", "qrels.txt",
           "import-judgments {d}/qrels.txt --judge nist --create-judge --project p " + DB, store=True),
     Input("seed-judgments", "seeds.csv", "seed-judgments {d}/seeds.csv --source ticket --project p " + DB,
+          store=True),
+    Input("seed-judgments-jsonl", "seeds.jsonl", "seed-judgments {d}/seeds.jsonl --source click --project p " + DB,
           store=True),
     Input("leakcheck-queries", "queries.jsonl", LEAK, out="out.jsonl"),
     Input("leakcheck-corpus", "corpus.jsonl", LEAK, out="out.jsonl"),

@@ -318,3 +318,13 @@ POOL_META = Fmt(
     gzip_ok=False,
     document=True,
 )
+
+SEEDS_JSONL = Fmt(
+    name="seeds.jsonl",
+    records=('{"qid": "q1", "docid": "d1", "grade": 2}', '{"qid": "q1", "docid": "d2", "grade": 1}',
+             '{"qid": "q2", "docid": "d3"}'),
+    slot="d2",
+    conflict='{"qid": "q1", "docid": "d1", "grade": 0}',
+    nan='{"qid": "q1", "docid": "d2", "grade": 1e400}',
+    missing='{"qid": "q1", "grade": 1}',
+)
