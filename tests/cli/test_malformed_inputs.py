@@ -246,12 +246,28 @@ def row_counts(db: Path) -> dict[str, int]:
 TIMING = re.compile(r"\b[\d.,]+ ?(?:s|ms|[a-z]+/s)\b")
 
 
+# What a store row may hold that is not part of a result: when it was written, a file's sha256 (or another
+# hex digest or token), a salted password hash.
+VOLATILE = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.\d]*|\b[0-9a-f]{16,}\b"
+                      r"|^(?:pbkdf2|scrypt)[:$].*$")
+
+def store_rows(db: Path) -> dict[str, list]:
+    """Every row of every table (times and sha256 digests masked), sorted, to compare two stores' contents."""
+    if not db.exists():
+        return {}
+    with sqlite3.connect(db) as con:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: sorted(tuple(VOLATILE.sub("<V>", str(v)) for v in row)
+                          for row in con.execute(f'SELECT * FROM "{t}"')) for t in tables}
+
+
 @dataclass
 class Outcome:
     code: int
     output: str  # stdout and stderr, the case's folder written as <DIR>
     written: bytes | None  # the command's output file (None: not written)
     rows: dict[str, int]
+    contents: dict[str, list]
 
 
 def run_case(world: Path, folder: Path, inp: Input, data: bytes | None) -> tuple[Outcome, object]:
@@ -268,7 +284,8 @@ def run_case(world: Path, folder: Path, inp: Input, data: bytes | None) -> tuple
     out = folder / inp.out if inp.out else None
     written = out.read_bytes() if out is not None and out.exists() else None
     after = snapshot(folder)  # after a refusal, equal to before: no output file (nor its .meta.json) either
-    return Outcome(result.exit_code, output, written, row_counts(folder / "golden.db")), (result, before, after)
+    db = folder / "golden.db"
+    return Outcome(result.exit_code, output, written, row_counts(db), store_rows(db)), (result, before, after)
 
 
 _CLEAN: dict[str, Outcome] = {}
@@ -307,6 +324,7 @@ def test_malformed_input(world, tmp_path, tmp_path_factory, inp, kind):
             assert got.written == clean.written
             assert got.output == clean.output
             assert got.rows == clean.rows
+            assert got.contents == clean.contents
         for word in expect.says:  # identical duplicates: counted in the summary
             assert re.search(word, got.output, re.IGNORECASE), got.output[-2000:]
         return

@@ -111,8 +111,10 @@ def corrupt(fmt: Fmt, kind: str) -> tuple[bytes, Expect]:
     if kind == "truncated_gzip":
         # a download cut short: the last bytes of the stream (the CRC and size trailer, some data) are missing
         data = gzip.compress(clean.encode(), mtime=0)
-        says = (r"gzip|truncat|compress",) if fmt.gzip_ok else (r"gzip|truncat|compress|binary",)
-        return data[:-10], Expect(says=says)
+        if not fmt.gzip_ok:  # not a gzip format: refused as binary will do
+            return data[:-10], Expect(says=(r"gzip|truncat|compress|binary",))
+        # "refused with its path and the last complete line read"
+        return data[:-10], Expect(says=(r"gzip|truncat|compress", r"line \d+|:\d+"))
     if kind == "wrong_delimiter":
         # the header (or the first record) is one column: which of the first lines is named is the reader's call
         good, bad = fmt.delimiter
