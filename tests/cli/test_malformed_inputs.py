@@ -347,3 +347,51 @@ def test_malformed_input(world, tmp_path, tmp_path_factory, inp, kind):
     assert after == before
     if inp.store:
         assert got.rows == row_counts(world / "golden.db")
+
+
+# ---------------------------------------------------------------------------------------------
+# the table itself: complete, and its line numbers right
+
+
+def _commands(group, prefix=()):
+    import click
+
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, prefix + (name,))
+        else:
+            yield " ".join(prefix + (name,)), cmd
+
+
+def test_every_command_that_reads_files_is_in_the_table():
+    """A command with an existing-path parameter (or `golden sample`, whose LOG may be a glob) has a row."""
+    import click
+
+    readers = {name for name, cmd in _commands(main)
+               if any(isinstance(p.type, click.Path) and p.type.exists for p in cmd.params)}
+    covered = {name for name, _ in _commands(main) for inp in INPUTS if inp.argv.startswith(name + " ")}
+    assert readers | {"sample"} <= covered, sorted(readers - covered)
+
+
+@pytest.mark.parametrize("fmt", sorted({*FILES.values()}, key=lambda f: f.name), ids=lambda f: f.name)
+def test_expected_lines_are_where_the_spoiled_lines_are(fmt):
+    """The line numbers the table expects, checked against the bytes with Python's own decoder."""
+    for kind in fmt.kinds():
+        data, expect = mf.corrupt(fmt, kind)
+        if kind == "invalid_utf8":
+            with pytest.raises(UnicodeDecodeError) as exc:
+                data.decode("utf-8")
+            line = data[: exc.value.start].count(b"\n") + 1
+            column = exc.value.start - (data.rfind(b"\n", 0, exc.value.start) + 1) + 1
+            assert expect.line == line
+            assert re.search(expect.says[-1], f"column {column}")
+        elif kind in ("nan_inf", "missing_columns", "conflicting_duplicates"):
+            spoiled = {"nan_inf": fmt.nan, "missing_columns": fmt.missing, "conflicting_duplicates": fmt.conflict}[kind]
+            lines = data.decode().splitlines()
+            assert lines[expect.line - 1].rstrip(",") == spoiled
+            if kind == "conflicting_duplicates":
+                first = lines[expect.lines[0] - 1].rstrip(",")
+                assert first == fmt.records[0] and first != spoiled
+        elif kind in ("bom", "crlf"):
+            clean = mf.corrupt(fmt, "clean")[0]
+            assert data.decode("utf-8-sig").replace("\r\n", "\n") == clean.decode()
