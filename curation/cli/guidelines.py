@@ -31,13 +31,10 @@ def set_(path, project_name, note, db_url):
     Example:
       golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
     """
-    from curation.formats.fileio import open_text
-    from curation.formats.limits import check_size
+    from curation.formats.guidelines import read_guidelines
     from curation.store.projects import get_project, set_guidelines
 
-    with open_text(path) as fh:  # strict UTF-8 named file:line, a byte-order mark dropped
-        text = fh.read()
-    check_size(text, "GOLDEN_MAX_GUIDELINES_BYTES", path, None, "the guidelines text")
+    text = read_guidelines(path)  # strict UTF-8 named file:line, BOM dropped, CRLF made LF, empty refused
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
         version, new = set_guidelines(s, proj, text, note=note)

@@ -26,8 +26,8 @@ from tqdm import tqdm
 
 from curation.formats.conflicts import Dedup
 from curation.formats.corpus import fetch_docs
-from curation.formats.fileio import InputError, open_text, sha256_file
-from curation.formats.limits import check_size
+from curation.formats.fileio import InputError, sha256_file
+from curation.formats.guidelines import read_guidelines
 from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
 from curation.formats.queries import iter_queries
 from curation.store.lookups import join_pair_text, project_id
@@ -316,9 +316,7 @@ def create_project(
     if (guidelines_path is None) == (guidelines_text is None):
         raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
     if guidelines_path is not None:
-        with open_text(guidelines_path) as fh:
-            guidelines_text = fh.read()
-        check_size(guidelines_text, "GOLDEN_MAX_GUIDELINES_BYTES", guidelines_path, None, "the guidelines text")
+        guidelines_text = read_guidelines(guidelines_path)
     if not guidelines_text.strip():
         raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
