@@ -24,6 +24,8 @@ def project():
 def _read_grades(path):
     if path is None:
         return None
+    import json
+
     from curation.formats.fileio import InputError, load_json
 
     try:
@@ -34,7 +36,36 @@ def _read_grades(path):
         data = data.get("grades", data)
     if not isinstance(data, list):
         raise click.ClickException(f"{path}: expected a list of {{grade, name, description}} objects")
+    lines = _entry_lines(path) if data else []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict) or "grade" not in entry:
+            line = lines[i] if i < len(lines) else None
+            raise click.ClickException(str(InputError(
+                path, line, f"each entry needs a 'grade' number, got {json.dumps(entry)[:200]}; "
+                            "write it as {\"grade\": 1, \"name\": ..., \"description\": ...}")))
     return data
+
+
+def _entry_lines(path) -> list[int]:
+    """The line where each entry of the grades file's top-level list starts (empty when the list is nested
+    under "grades"), to name ``file:line``."""
+    import json
+
+    from curation.formats.fileio import open_text
+
+    with open_text(path) as fh:
+        text = fh.read()
+    at = len(text) - len(text.lstrip())
+    if not text.startswith("[", at):
+        return []
+    decoder, out, at = json.JSONDecoder(), [], at + 1
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        if at >= len(text) or text[at] == "]":
+            return out
+        out.append(text.count("\n", 0, at) + 1)
+        _, at = decoder.raw_decode(text, at)
 
 
 @project.command()
