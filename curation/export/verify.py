@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curation.export.manifest import ALL_FILES, DATA_FILES, MANIFEST, manifest_seal_ok, state_hash
-from curation.formats.fileio import InputError, open_text, sha256_file
+from curation.formats.fileio import InputError, decode_text, open_text, sha256_file
 from curation.formats.qrels import format_qrel, parse_label_records, parse_qrel_line
 from curation.formats.queries import read_queries
 
@@ -71,9 +71,17 @@ def verify(path: str | os.PathLike) -> VerifyReport:
         problems.append(f"{mpath}: missing; is this an exported version folder?")
         return report
     raw = mpath.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        problems.append(f"{mpath}: gzip-compressed data, not a manifest (JSON text); re-export the version")
+        return report
     try:
-        manifest = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = decode_text(raw, mpath)  # strict UTF-8: file:line and column, binary data named as such
+    except InputError as exc:
+        problems.append(str(exc))
+        return report
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
         problems.append(f"{mpath}: not valid JSON ({exc})")
         return report
     if not isinstance(manifest, dict):
