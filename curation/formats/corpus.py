@@ -264,7 +264,7 @@ def read_docids(path: str | os.PathLike) -> list[str]:
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')
                 out[str(obj[key])] = None
-            return list(out)
+            return _some_docids(out, path)
         for lineno, line in enumerate(fh, 1):
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
@@ -278,6 +278,13 @@ def read_docids(path: str | os.PathLike) -> list[str]:
                 raise InputError(
                     path, lineno, f"has {len(parts)} fields: expected a docid, a qrels line (4) or a run line (6)"
                 )
+    return _some_docids(out, path)
+
+
+def _some_docids(out: dict[str, None], path: str) -> list[str]:
+    """The docids read, or ``path: no records`` for a file that lists none (empty, blank or comments only)."""
+    if not out:
+        raise no_records(path, "expected docids to keep: a pool, qrels, a run or one docid a line")
     return list(out)
 
 
