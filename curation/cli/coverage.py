@@ -94,7 +94,11 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
 
         with store_session(db_url) as session:
             judged = judged_from_store(session, get_project(session, project_name))
-    results = [unjudged(read_run(p), judged, depth=depth, holes_at=holes_at) for p in runs]
+    loaded = [read_run(p) for p in runs]
+    for run in loaded:
+        if run.summary():
+            click.echo(run.summary(), err=True)
+    results = [unjudged(run, judged, depth=depth, holes_at=holes_at) for run in loaded]
     if as_json:
         out = [
             {

@@ -138,6 +138,9 @@ def pool_command(runs, queries, depth, seed, extend, out):
     finally:
         if progress is not None:
             bar.close()
+    for run in run_list:
+        if run.summary():
+            click.echo(run.summary())
     pool = make_pool(run_list, depth=depth, seed=seed, qids=qids, existing=existing)
     if queries:
         pool.queries_file = file_info(queries, queries=len(qids))

@@ -101,7 +101,11 @@ def _read_runs(paths) -> list:
     paths = list(paths)
     with tqdm(total=len(paths), desc="reading runs", unit="run", file=sys.stderr,
               disable=len(paths) < 3 or not sys.stderr.isatty()) as bar:
-        return read_runs(paths, progress=lambda _run: bar.update())
+        runs = read_runs(paths, progress=lambda _run: bar.update())
+    for run in runs:
+        if run.summary():
+            click.echo(run.summary(), err=True)
+    return runs
 
 
 def _unique_names(runs) -> None:
