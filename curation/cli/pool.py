@@ -105,6 +105,7 @@ def pool_command(runs, queries, depth, seed, extend, out):
     # Imported here, not at the top: `golden --help` and the other commands need none of it
     # (numpy, pyarrow), and `golden pool` needs nothing heavier.
     with _one_blas_thread():
+        from curation.formats.conflicts import Dedup
         from curation.formats.pool_file import read_pool, read_pool_meta
         from curation.formats.queries import read_query_ids
         from curation.formats.runs import read_runs
@@ -116,7 +117,10 @@ def pool_command(runs, queries, depth, seed, extend, out):
             "--out must differ from --extend: the new pairs go to their own file (e.g. --out pool-new.jsonl)"
         )
     qids = read_query_ids(queries) if queries else None
-    existing = read_pool(extend) if extend else None
+    pool_dedup = Dedup(extend or "pool.jsonl", what="pair")
+    existing = read_pool(extend, dedup=pool_dedup) if extend else None
+    if pool_dedup.summary():
+        click.echo(pool_dedup.summary())
     if extend:
         old_depth = read_pool_meta(extend).get("depth")
         if isinstance(old_depth, int) and old_depth != depth:

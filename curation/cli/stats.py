@@ -86,10 +86,17 @@ def _load_qrels(path: str) -> tuple[dict, str | None]:
 
 
 def _load_queries(queries_path: str | None, from_export: str | None):
+    from curation.formats.conflicts import Dedup
     from curation.formats.queries import iter_queries
 
     path = queries_path or from_export
-    return ({q.qid: q for q in iter_queries(path)}, path) if path else (None, None)
+    if not path:
+        return None, None
+    dedup = Dedup(path, policy=click.get_current_context().meta.get("on_conflict", "error"), what="qid")
+    queries = {q.qid: q for q in iter_queries(path, dedup=dedup)}
+    if dedup.summary():
+        click.echo(dedup.summary(), err=True)
+    return queries, path
 
 
 def _read_runs(paths) -> list:
