@@ -116,7 +116,10 @@ def pool_command(runs, queries, depth, seed, extend, out):
         raise click.ClickException(
             "--out must differ from --extend: the new pairs go to their own file (e.g. --out pool-new.jsonl)"
         )
-    qids = read_query_ids(queries) if queries else None
+    query_dedup = Dedup(queries or "queries.jsonl", what="qid")
+    qids = read_query_ids(queries, dedup=query_dedup) if queries else None
+    if query_dedup.summary():
+        click.echo(query_dedup.summary())
     pool_dedup = Dedup(extend or "pool.jsonl", what="pair")
     existing = read_pool(extend, dedup=pool_dedup) if extend else None
     if pool_dedup.summary():
