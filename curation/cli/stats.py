@@ -92,7 +92,8 @@ def _load_queries(queries_path: str | None, from_export: str | None):
     path = queries_path or from_export
     if not path:
         return None, None
-    dedup = Dedup(path, policy=click.get_current_context().meta.get("on_conflict", "error"), what="qid")
+    ctx = click.get_current_context(silent=True)
+    dedup = Dedup(path, policy=ctx.meta.get("on_conflict", "error") if ctx else "error", what="qid")
     queries = {q.qid: q for q in iter_queries(path, dedup=dedup)}
     if dedup.summary():
         click.echo(dedup.summary(), err=True)
