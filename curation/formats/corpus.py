@@ -247,11 +247,14 @@ def fetch_docs(
 # A comparison corpus: every judged or pooled document, plus a uniform random draw of the rest
 
 
-def read_docids(path: str | os.PathLike) -> list[str]:
+def read_docids(path: str | os.PathLike, *, dedup=None) -> list[str]:
     """The docids listed in a file, in order, without repeats.
 
     Reads a pool or any JSONL with ``docid`` (or ``id``), a TREC qrels file (4 fields: the
-    third), a TREC run (6 fields: the third), or a plain list (one docid a line).
+    third), a TREC run (6 fields: the third), or a plain list (one docid a line). The records of a
+    JSONL file with a ``qid`` (a pool) go through ``dedup`` (a :class:`curation.formats.conflicts.Dedup`),
+    when given, keyed by their pair: an identical repeat is counted, another record for a pair follows
+    its policy.
     """
     path = str(path)
     if not os.path.exists(path):
@@ -263,6 +266,8 @@ def read_docids(path: str | os.PathLike) -> list[str]:
                 key = next((k for k in ("docid", "id", "doc_id") if k in obj), None)
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')
+                if dedup is not None and "qid" in obj and not dedup.add((str(obj["qid"]), str(obj[key])), obj, lineno):
+                    continue
                 out[str(obj[key])] = None
             return list(out)
         for lineno, line in enumerate(fh, 1):
