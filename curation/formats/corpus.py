@@ -239,8 +239,24 @@ def fetch_docs(
                     duplicates.add(doc.id)
                 if dedup.add(doc.id, doc, lineno, label=doc.text, path=path):
                     found[doc.id] = doc
+            else:  # checked too (a hash and the text's start kept), so no id is read two ways unnoticed
+                dedup.add(doc.id, hash(doc), lineno, label=doc.text[:61], path=path)
     missing = sorted(wanted - found.keys())
     return Fetched(found, missing, builder.result(), sorted(duplicates), dedup.repeats, dedup.conflicts)
+
+
+def check_repeats(paths: Iterable[str | os.PathLike], *, on_conflict: str = "error"):
+    """Read the corpus once for repeated ids: a :class:`curation.formats.conflicts.Dedup` counting the
+    identical repeats, an :class:`InputError` naming both lines for an id with two texts unless
+    ``on_conflict`` is ``first`` or ``last``. Memory: a hash and the text's start per id."""
+    from curation.formats.conflicts import Dedup
+
+    paths = _as_list(paths)
+    dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
+    for path in paths:
+        for lineno, doc in iter_numbered_docs(path):
+            dedup.add(doc.id, hash(doc), lineno, label=doc.text[:61], path=path)
+    return dedup
 
 
 # --------------------------------------------------------------------------------------------
