@@ -34,7 +34,36 @@ def _read_grades(path):
         data = data.get("grades", data)
     if not isinstance(data, list):
         raise click.ClickException(f"{path}: expected a list of {{grade, name, description}} objects")
+    _refuse_repeated_grades(path, data)
     return data
+
+
+def _refuse_repeated_grades(path, data: list) -> None:
+    """A grade number given twice is refused, naming both lines when each entry is on a line of its own."""
+    import json
+
+    from curation.formats.fileio import open_text
+
+    seen: dict = {}
+    for entry in data:
+        num = entry.get("grade") if isinstance(entry, dict) else None
+        if not isinstance(num, (int, float, str)) or isinstance(num, bool):
+            continue
+        if num not in seen:
+            seen[num] = entry
+            continue
+        lines: list[int] = []
+        with open_text(path, encoding="utf-8-sig") as fh:
+            for lineno, line in enumerate(fh, 1):
+                try:
+                    obj = json.loads(line.strip().rstrip(","))
+                except ValueError:
+                    continue
+                if obj in (seen[num], entry) and isinstance(obj, dict):
+                    lines.append(lineno)
+        where = f"{path}:{lines[-1]}" if len(lines) >= 2 else str(path)
+        both = f" (lines {lines[0]} and {lines[-1]})" if len(lines) >= 2 else ""
+        raise click.ClickException(f"{where}: grade {num!r} is given twice{both}; keep one entry per grade")
 
 
 @project.command()
