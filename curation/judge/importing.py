@@ -105,8 +105,6 @@ def import_judgments(
     proj: Project = get_project(session, project)
     scale = [g.grade for g in grades(proj)]
     lo, hi = min(scale), max(scale)
-    user = _judge(session, judge, create_judge)
-
     numbered = list(iter_numbered_qrels(path, allow_empty=allow_empty))
     lines = [q for _, q in numbered]
     groups = list(dict.fromkeys(q.iteration for q in lines))
@@ -118,14 +116,17 @@ def import_judgments(
     if group is not None and group not in groups:
         raise ValueError(f"group: {group!r} is not in {path} (groups: {', '.join(groups) or 'none'})")
 
-    report = ImportReport(path, proj.name, user.name, group, groups=groups, on_conflict=on_conflict)
     dedup = Dedup(path, policy=on_conflict, what="pair")
     kept: dict[tuple[str, str], int] = {}  # pair -> the index of the line imported for it
+    nlines = 0
     for i, (lineno, line) in enumerate(numbered):
         if group is None or line.iteration == group:
-            report.lines += 1
+            nlines += 1
             if dedup.add((line.qid, line.docid), line.grade, lineno):
                 kept[(line.qid, line.docid)] = i
+    user = _judge(session, judge, create_judge)  # after the file is read: a refused file creates no judge
+    report = ImportReport(path, proj.name, user.name, group, groups=groups, on_conflict=on_conflict)
+    report.lines = nlines
     report.repeats, report.conflicts = dedup.repeats, dedup.conflicts
     pool = lookups.pair_ids(session, proj)
     prefix = f"import:{sha256_file(path)[:20]}:"
