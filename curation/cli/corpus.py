@@ -39,11 +39,16 @@ def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict):
     """
     from tqdm import tqdm
 
+    from curation.formats.conflicts import Dedup
     from curation.formats.corpus import read_docids, sample_corpus
 
     keep: list[str] = []
+    keep_repeats: list[str] = []
     for path in keep_files:
-        keep.extend(read_docids(path))
+        dedup = Dedup(path, policy=on_conflict, what="pair")
+        keep.extend(read_docids(path, dedup=dedup))
+        if dedup.summary():
+            keep_repeats.append(dedup.summary())
     keep = list(dict.fromkeys(keep))
     bar = tqdm(desc="reading corpus", unit=" docs", file=sys.stderr, disable=not sys.stderr.isatty(), miniters=10_000)
     with bar:
@@ -54,6 +59,8 @@ def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict):
     echo(f"Kept  {result.kept:,} judged or pooled documents (of {len(keep):,} listed)")
     if result.repeats:
         echo(f"  {result.repeats}")
+    for line in keep_repeats:
+        echo(f"  {line}")
     if result.keep_missing:
         shown = ", ".join(result.keep_missing[:10]) + (" ..." if len(result.keep_missing) > 10 else "")
         echo(f"  {len(result.keep_missing):,} listed documents are not in the corpus: {shown}")

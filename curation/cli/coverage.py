@@ -11,6 +11,7 @@ from curation.cli.base import (
     echo_json,
     json_option,
     main,
+    on_conflict_option,
     project_option,
     store_session,
 )
@@ -70,8 +71,9 @@ def format_coverage(results, *, per_query: bool = False) -> str:
               help="Unjudged share from which a run is called 'measured on holes'.")
 @click.option("--per-query", is_flag=True, help="Also list every query's unjudged share.")
 @json_option
+@on_conflict_option
 @domain_errors
-def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json):
+def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json, on_conflict):
     """Share of each run's top-DEPTH results with no judgment, per query and in total.
 
     A run with a large unjudged share is measured on holes: its metrics count the holes as
@@ -88,13 +90,22 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
     if (qrels_path is None) == (project_name is None):
         raise click.UsageError("give exactly one of --qrels QRELS or --project NAME")
     if qrels_path is not None:
-        judged = judged_from_qrels(qrels_path)
+        from curation.formats.conflicts import Dedup
+
+        dedup = Dedup(qrels_path, policy=on_conflict, what="pair")
+        judged = judged_from_qrels(qrels_path, dedup=dedup)
+        if dedup.summary():
+            click.echo(dedup.summary(), err=True)
     else:
         from curation.store.projects import get_project
 
         with store_session(db_url) as session:
             judged = judged_from_store(session, get_project(session, project_name))
-    results = [unjudged(read_run(p), judged, depth=depth, holes_at=holes_at) for p in runs]
+    loaded = [read_run(p) for p in runs]
+    for run in loaded:
+        if run.summary():
+            click.echo(run.summary(), err=True)
+    results = [unjudged(run, judged, depth=depth, holes_at=holes_at) for run in loaded]
     if as_json:
         out = [
             {

@@ -134,12 +134,14 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
           --out leaks.jsonl --project news --db golden.db   # leads decide in the app
     """
     from curation.formats.conflicts import Dedup
+    from curation.formats.corpus import check_repeats
     from curation.leak.driver import leakcheck as run_leakcheck
     from curation.leak.inputs import query_texts
     from curation.leak.report import write_report
 
     dedup = Dedup(queries_path, policy=on_conflict, what="qid")
     queries = query_texts(queries_path, dedup)
+    corpus_dedup = check_repeats(list(corpus_paths) + list(more_corpus), on_conflict=on_conflict)
     report = run_leakcheck(
         queries,
         list(corpus_paths) + list(more_corpus),
@@ -155,8 +157,9 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
     )
     write_report(report, out_path)
     click.echo(format_summary(report, out_path))
-    if dedup.summary():
-        click.echo(dedup.summary())
+    for line in (dedup.summary(), corpus_dedup.summary()):
+        if line:
+            click.echo(line)
     if project_name is not None:
         click.echo(record_in_project(out_path, project_name, db_url))
     if fail_on_leak and report.leaked:

@@ -105,6 +105,7 @@ def pool_command(runs, queries, depth, seed, extend, out):
     # Imported here, not at the top: `golden --help` and the other commands need none of it
     # (numpy, pyarrow), and `golden pool` needs nothing heavier.
     with _one_blas_thread():
+        from curation.formats.conflicts import Dedup
         from curation.formats.pool_file import read_pool, read_pool_meta
         from curation.formats.queries import read_query_ids
         from curation.formats.runs import read_runs
@@ -115,8 +116,14 @@ def pool_command(runs, queries, depth, seed, extend, out):
         raise click.ClickException(
             "--out must differ from --extend: the new pairs go to their own file (e.g. --out pool-new.jsonl)"
         )
-    qids = read_query_ids(queries) if queries else None
-    existing = read_pool(extend) if extend else None
+    query_dedup = Dedup(queries or "queries.jsonl", what="qid")
+    qids = read_query_ids(queries, dedup=query_dedup) if queries else None
+    if query_dedup.summary():
+        click.echo(query_dedup.summary())
+    pool_dedup = Dedup(extend or "pool.jsonl", what="pair")
+    existing = read_pool(extend, dedup=pool_dedup) if extend else None
+    if pool_dedup.summary():
+        click.echo(pool_dedup.summary())
     if extend:
         old_depth = read_pool_meta(extend).get("depth")
         if isinstance(old_depth, int) and old_depth != depth:
@@ -138,6 +145,9 @@ def pool_command(runs, queries, depth, seed, extend, out):
     finally:
         if progress is not None:
             bar.close()
+    for run in run_list:
+        if run.summary():
+            click.echo(run.summary())
     pool = make_pool(run_list, depth=depth, seed=seed, qids=qids, existing=existing)
     if queries:
         pool.queries_file = file_info(queries, queries=len(qids))

@@ -43,6 +43,7 @@ def _read_grades(path):
             raise click.ClickException(str(InputError(
                 path, line, f"each entry needs a 'grade' number, got {json.dumps(entry)[:200]}; "
                             "write it as {\"grade\": 1, \"name\": ..., \"description\": ...}")))
+    _refuse_repeated_grades(path, data, lines)
     return data
 
 
@@ -66,6 +67,23 @@ def _entry_lines(path) -> list[int]:
             return out
         out.append(text.count("\n", 0, at) + 1)
         _, at = decoder.raw_decode(text, at)
+
+
+def _refuse_repeated_grades(path, data: list, lines: list[int]) -> None:
+    """A grade number given twice is refused, naming both lines (``lines``: where each entry starts)."""
+    first: dict = {}
+    for i, entry in enumerate(data):
+        num = entry["grade"]
+        if not isinstance(num, (int, float, str)) or isinstance(num, bool):
+            continue  # not a grade number: refused with its line when the scale is read
+        if num in first:
+            j = first[num]
+            if j < len(lines) and i < len(lines):
+                where, both = f"{path}:{lines[i]}", f" (lines {lines[j]} and {lines[i]})"
+            else:
+                where, both = str(path), ""
+            raise click.ClickException(f"{where}: grade {num!r} is given twice{both}; keep one entry per grade")
+        first[num] = i
 
 
 @project.command()

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, project_option, seed_option, store_session
+from curation.cli.base import (
+    db_option,
+    domain_errors,
+    main,
+    on_conflict_option,
+    project_option,
+    seed_option,
+    store_session,
+)
 
 
 @main.command("seed-judgments")
@@ -18,9 +26,10 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @seed_option(help_text="Seed of the pool order the new pairs take.")
 @click.option("--allow-empty", is_flag=True,
               help="Accept a FILE without any pair (add nothing) instead of refusing it as `FILE: no records`.")
+@on_conflict_option
 @db_option
 @domain_errors
-def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, allow_empty, db_url):
+def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, allow_empty, on_conflict, db_url):
     """Import query-document pairs known from support tickets or clicks as seed judgments, kept
     apart from human judgments. FILE: JSONL ({"qid", "docid", "grade"?}) or CSV/TSV/text (qid docid [grade]).
 
@@ -34,9 +43,12 @@ def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, allow_empt
 
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
-        rep = import_seeds(s, proj, file, source=source, add_to_pool=add_to_pool, seed=seed, allow_empty=allow_empty)
+        rep = import_seeds(s, proj, file, source=source, add_to_pool=add_to_pool, seed=seed, allow_empty=allow_empty,
+                           on_conflict=on_conflict)
     click.echo(f"{file}: {rep.lines} lines, {rep.distinct} distinct pairs -> {rep.added} new {source} seed judgments"
                + (f" ({rep.already} stored before)" if rep.already else ""))
+    if rep.repeats:
+        click.echo(rep.repeats)
     if add_to_pool:
         click.echo(f"pool: {rep.pooled_new} pairs added, {rep.pooled_marked} pooled pairs marked as seeded")
         if rep.unknown_queries:

@@ -86,10 +86,18 @@ def _load_qrels(path: str) -> tuple[dict, str | None]:
 
 
 def _load_queries(queries_path: str | None, from_export: str | None):
+    from curation.formats.conflicts import Dedup
     from curation.formats.queries import iter_queries
 
     path = queries_path or from_export
-    return ({q.qid: q for q in iter_queries(path)}, path) if path else (None, None)
+    if not path:
+        return None, None
+    ctx = click.get_current_context(silent=True)
+    dedup = Dedup(path, policy=ctx.meta.get("on_conflict", "error") if ctx else "error", what="qid")
+    queries = {q.qid: q for q in iter_queries(path, dedup=dedup)}
+    if dedup.summary():
+        click.echo(dedup.summary(), err=True)
+    return queries, path
 
 
 def _read_runs(paths) -> list:
@@ -101,7 +109,11 @@ def _read_runs(paths) -> list:
     paths = list(paths)
     with tqdm(total=len(paths), desc="reading runs", unit="run", file=sys.stderr,
               disable=len(paths) < 3 or not sys.stderr.isatty()) as bar:
-        return read_runs(paths, progress=lambda _run: bar.update())
+        runs = read_runs(paths, progress=lambda _run: bar.update())
+    for run in runs:
+        if run.summary():
+            click.echo(run.summary(), err=True)
+    return runs
 
 
 def _unique_names(runs) -> None:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from curation.formats.qrels import iter_qrels
+from curation.formats.qrels import read_qrels
 from curation.formats.runs import RankedRun
 
 
@@ -83,11 +83,13 @@ class RunCoverage:
         return f"{self.name}: {pct} of its top-{self.depth} unjudged (below {self.holes_at:.0%}); covered"
 
 
-def judged_from_qrels(path: str | os.PathLike) -> dict[str, set[str]]:
-    """``{qid: {docid, ...}}`` of every judged pair in a TREC qrels file (any grade counts)."""
+def judged_from_qrels(path: str | os.PathLike, *, dedup=None) -> dict[str, set[str]]:
+    """``{qid: {docid, ...}}`` of every judged pair in a TREC qrels file (any grade counts). A pair
+    repeated goes through ``dedup`` (:func:`curation.formats.qrels.read_qrels`): another grade for it is
+    an error unless its policy says otherwise."""
     judged: dict[str, set[str]] = {}
-    for line in iter_qrels(path):
-        judged.setdefault(line.qid, set()).add(line.docid)
+    for qid, docs in read_qrels(path, dedup=dedup).items():
+        judged.setdefault(qid, set()).update(docs)
     return judged
 
 

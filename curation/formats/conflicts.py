@@ -72,7 +72,7 @@ class Dedup:
             return None
         parts = []
         if self.repeats:
-            parts.append(f"{self.repeats} identical repeated {self.what} line(s) dropped")
+            parts.append(f"{self.repeats} identical duplicate {self.what} line(s) dropped")
         if self.conflicts:
             parts.append(f"{self.conflicts} conflicting repeat(s) resolved by --on-conflict {self.policy}")
         return f"{self.path}: " + "; ".join(parts)

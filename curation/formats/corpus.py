@@ -239,19 +239,38 @@ def fetch_docs(
                     duplicates.add(doc.id)
                 if dedup.add(doc.id, doc, lineno, label=doc.text, path=path):
                     found[doc.id] = doc
+            else:  # checked too (a hash and the text's start kept), so no id is read two ways unnoticed
+                dedup.add(doc.id, hash(doc), lineno, label=doc.text[:61], path=path)
     missing = sorted(wanted - found.keys())
     return Fetched(found, missing, builder.result(), sorted(duplicates), dedup.repeats, dedup.conflicts)
+
+
+def check_repeats(paths: Iterable[str | os.PathLike], *, on_conflict: str = "error"):
+    """Read the corpus once for repeated ids: a :class:`curation.formats.conflicts.Dedup` counting the
+    identical repeats, an :class:`InputError` naming both lines for an id with two texts unless
+    ``on_conflict`` is ``first`` or ``last``. Memory: a hash and the text's start per id."""
+    from curation.formats.conflicts import Dedup
+
+    paths = _as_list(paths)
+    dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
+    for path in paths:
+        for lineno, doc in iter_numbered_docs(path):
+            dedup.add(doc.id, hash(doc), lineno, label=doc.text[:61], path=path)
+    return dedup
 
 
 # --------------------------------------------------------------------------------------------
 # A comparison corpus: every judged or pooled document, plus a uniform random draw of the rest
 
 
-def read_docids(path: str | os.PathLike) -> list[str]:
+def read_docids(path: str | os.PathLike, *, dedup=None) -> list[str]:
     """The docids listed in a file, in order, without repeats.
 
     Reads a pool or any JSONL with ``docid`` (or ``id``), a TREC qrels file (4 fields: the
-    third), a TREC run (6 fields: the third), or a plain list (one docid a line).
+    third), a TREC run (6 fields: the third), or a plain list (one docid a line). The records of a
+    JSONL file with a ``qid`` (a pool) go through ``dedup`` (a :class:`curation.formats.conflicts.Dedup`),
+    when given, keyed by their pair: an identical repeat is counted, another record for a pair follows
+    its policy.
     """
     path = str(path)
     if not os.path.exists(path):
@@ -263,6 +282,8 @@ def read_docids(path: str | os.PathLike) -> list[str]:
                 key = next((k for k in ("docid", "id", "doc_id") if k in obj), None)
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')
+                if dedup is not None and "qid" in obj and not dedup.add((str(obj["qid"]), str(obj[key])), obj, lineno):
+                    continue
                 out[str(obj[key])] = None
             return _some_docids(out, path)
         for lineno, line in enumerate(fh, 1):

@@ -70,18 +70,24 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def iter_pool(path: str | os.PathLike) -> Iterator[PoolEntry]:
-    """Stream the :class:`PoolEntry` of a ``pool.jsonl`` file (gzip allowed), checking the rules above."""
+def iter_pool(path: str | os.PathLike, *, dedup=None) -> Iterator[PoolEntry]:
+    """Stream the :class:`PoolEntry` of a ``pool.jsonl`` file (gzip allowed), checking the rules above.
+    A line repeated identically is dropped and counted in ``dedup.repeats`` (a
+    :class:`curation.formats.conflicts.Dedup`, when given); a pair repeated with other values is an error."""
     path = str(path)
     if not os.path.exists(path):
         raise InputError(path, None, "no such file")
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], dict] = {}
     for lineno, obj in iter_jsonl(path, expect="an object with qid, docid and order"):
         qid = _ident(obj, "qid", path, lineno)
         docid = _ident(obj, "docid", path, lineno)
         if (qid, docid) in seen:
+            if seen[(qid, docid)] == obj:  # the same line again: dropped and counted
+                if dedup is not None:
+                    dedup.repeats += 1
+                continue
             raise InputError(path, lineno, f"pair ({qid!r}, {docid!r}) appears twice")
-        seen.add((qid, docid))
+        seen[(qid, docid)] = obj
         systems = obj.get("systems")
         if systems is None:
             systems = {}
@@ -101,9 +107,9 @@ def iter_pool(path: str | os.PathLike) -> Iterator[PoolEntry]:
         raise no_records(path, "no pairs: is this the file `golden pool` wrote?")
 
 
-def read_pool(path: str | os.PathLike) -> list[PoolEntry]:
-    """Every :class:`PoolEntry` of a ``pool.jsonl`` file, in file order."""
-    return list(iter_pool(path))
+def read_pool(path: str | os.PathLike, *, dedup=None) -> list[PoolEntry]:
+    """Every :class:`PoolEntry` of a ``pool.jsonl`` file, in file order (see :func:`iter_pool`)."""
+    return list(iter_pool(path, dedup=dedup))
 
 
 def read_pool_meta(pool_path: str | os.PathLike) -> dict:

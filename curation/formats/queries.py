@@ -159,12 +159,13 @@ def read_queries(
     return list(iter_queries(path, on_conflict=on_conflict, dedup=dedup))
 
 
-def read_query_ids(path: str | os.PathLike) -> list[str]:
-    """The qids of a query file, in order: a ``queries.jsonl`` file (read by :func:`iter_queries`),
-    or a plain text file (``.txt``, ``.txt.gz``) of one qid per line, a repeated qid being an error."""
+def read_query_ids(path: str | os.PathLike, *, dedup: Dedup | None = None) -> list[str]:
+    """The qids of a query file, in order: a ``queries.jsonl`` file (read by :func:`iter_queries`,
+    repeats through ``dedup``), or a plain text file (``.txt``, ``.txt.gz``) of one qid per line, a
+    repeated qid being an error."""
     path = str(path)
     if not path.endswith((".txt", ".txt.gz")):
-        return [q.qid for q in iter_queries(path)]
+        return [q.qid for q in iter_queries(path, dedup=dedup)]
     if not os.path.exists(path):
         raise InputError(path, None, "no such file")
     qids: list[str] = []

@@ -40,6 +40,12 @@ class RankedRun:
     scores: dict[str, list[float]] = field(default_factory=dict)
     #: When set, only each query's first ``depth`` documents were kept (see :func:`read_run`).
     depth: int | None = None
+    #: Identical repeated lines (the same docid and score again for a query), dropped.
+    repeats: int = 0
+
+    def summary(self) -> str | None:
+        """One line for a command's summary when lines were repeated, else None."""
+        return f"{self.path}: {self.repeats} identical duplicate run line(s) dropped" if self.repeats else None
 
     def top(self, qid: str, k: int) -> list[str]:
         """The first ``k`` docids of query ``qid`` (empty when the run has no line for it)."""
@@ -111,12 +117,13 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
     parsed = None if is_jsonl else _parse_trec_fast(data, depth)
     if parsed is None:
         parsed = _parse_lines(data, path, is_jsonl, depth)
-    rankings, scores, tags = parsed
+    rankings, scores, tags, *rest = parsed
     if not rankings:
         raise no_records(path, "expected qid Q0 docid rank score tag lines")
     if name is None:
         name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
-    return RankedRun(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth)
+    return RankedRun(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth,
+                     repeats=rest[0] if rest else 0)
 
 
 def write_run(
@@ -173,8 +180,9 @@ def read_runs(
 def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
     """The exact reader: line by line, every error with its line number."""
     per_query: dict[str, list[tuple[str, float]]] = {}
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, dict[str, tuple]] = {}
     tags: set[str] = set()
+    repeats = 0
     text = io.StringIO(decode_text(data, path), newline="")
     for lineno, line in enumerate(text, 1):
         if not line.strip():
@@ -190,6 +198,7 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
             score = _parse_score(obj["score"], path, lineno)
             if obj.get("run") is not None:
                 tags.add(str(obj["run"]))
+            value = (score, obj.get("run"))
         else:
             parts = line.split()
             if len(parts) != 6:
@@ -199,10 +208,15 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
             qid, _, docid, _, raw_score, tag = parts
             score = _parse_score(raw_score, path, lineno)
             tags.add(tag)
-        docs = seen.setdefault(qid, set())
+            value = (parts[3], score, tag)
+        docs = seen.setdefault(qid, {})
         if docid in docs:
-            raise InputError(path, lineno, f"docid {docid!r} appears twice for query {qid!r}")
-        docs.add(docid)
+            if docs[docid] == value:  # the same line again: dropped and counted
+                repeats += 1
+                continue
+            raise InputError(path, lineno,
+                             f"docid {docid!r} appears twice for query {qid!r} with another rank or score")
+        docs[docid] = value
         per_query.setdefault(qid, []).append((docid, score))
     rankings: dict[str, list[str]] = {}
     scores: dict[str, list[float]] = {}
@@ -210,7 +224,7 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
         ordered = trec_order(results)[:depth]
         rankings[qid] = [d for d, _ in ordered]
         scores[qid] = [s for _, s in ordered]
-    return rankings, scores, tags
+    return rankings, scores, tags, repeats
 
 
 _TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]

@@ -75,7 +75,7 @@ class ImportReport:
         if self.clipped:
             out.append(f"{self.clipped} grades outside the scale were clipped to its ends")
         if self.repeats:
-            out.append(f"{self.repeats} identical repeated pair line(s) dropped (imported once)")
+            out.append(f"{self.repeats} identical duplicate pair line(s) dropped (imported once)")
         if self.conflicts:
             out.append(f"{self.conflicts} pair(s) given another grade resolved by --on-conflict {self.on_conflict}")
         return "\n".join(out)

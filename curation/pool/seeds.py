@@ -64,6 +64,7 @@ class SeedReport:
     pooled_marked: int = 0
     unknown_queries: list[str] = field(default_factory=list)
     unknown_documents: list[str] = field(default_factory=list)  # "qid docid"
+    repeats: str | None = None  # the summary line on repeated pairs (curation.formats.conflicts)
 
 
 def _order_key(seed: int, qid: str, docid: str) -> bytes:
@@ -79,10 +80,13 @@ def import_seeds(
     add_to_pool: bool = False,
     seed: int = 0,
     allow_empty: bool = False,
+    on_conflict: str = "error",
 ) -> SeedReport:
     """Store the seed pairs of ``path`` for ``project`` (idempotent), optionally adding them to the pool.
 
-    A pair seen several times in the file (clicks) is stored once, with its highest grade. A pair
+    A pair repeated in the file with the same grade is stored once (counted in ``report.repeats``);
+    with another grade it is an :class:`InputError` naming both lines unless ``on_conflict`` is
+    ``first`` or ``last`` (:mod:`curation.formats.conflicts`). A pair
     already stored for this source is left as it is. With ``add_to_pool``, each seed whose query and
     document are in the project becomes a pool pair (or marks the existing pool pair) with
     ``seed_source``. A new pair is placed in its query's shuffled order: when none of the query's
@@ -95,6 +99,9 @@ def import_seeds(
     fallback = default_grade(source, grades)
     report = SeedReport(source=source)
 
+    from curation.formats.conflicts import Dedup
+
+    dedup = Dedup(path, policy=on_conflict, what="pair")
     pairs: dict[tuple[str, str], int] = {}
     for s in read_seeds(path, allow_empty=allow_empty):  # allow_empty: a file without a pair adds nothing
         report.lines += 1
@@ -102,8 +109,10 @@ def import_seeds(
         if grade not in grades:
             raise InputError(path, s.line, f"grade {grade} is not on the project's scale {grades}")
         key = (s.qid, s.docid)
-        pairs[key] = max(grade, pairs.get(key, grade))
+        if dedup.add(key, grade, s.line):
+            pairs[key] = grade
     report.distinct = len(pairs)
+    report.repeats = dedup.summary()
 
     stored = {
         (r.qid, r.docid)

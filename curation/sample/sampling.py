@@ -350,7 +350,11 @@ def sample_queries(
 
     excluded: set[str] = set()
     for path in ([exclude] if isinstance(exclude, (str, os.PathLike)) else list(exclude or [])):
-        excluded.update(text for _, text in read_query_list(path))
+        texts = [text for _, text in read_query_list(path)]
+        if len(set(texts)) < len(texts):
+            warnings.append(f"{path}: {len(texts) - len(set(texts))} duplicate line(s) (after normalisation); "
+                            "read once")
+        excluded.update(texts)
     hand: list[str] = []
     if handwritten is not None:
         seen: set[str] = set()
@@ -358,13 +362,15 @@ def sample_queries(
         for _, text in read_query_list(handwritten):
             if text in seen:
                 dupes += 1
-            elif text in excluded:
+                continue
+            seen.add(text)
+            if text in excluded:
                 dropped += 1
             else:
-                seen.add(text)
                 hand.append(text)
         if dupes:
-            warnings.append(f"{dupes} hand-written queries repeat an earlier line (after normalisation); kept once")
+            warnings.append(f"{dupes} hand-written queries are duplicates of an earlier line (after normalisation); "
+                            "kept once")
         if dropped:
             warnings.append(f"{dropped} hand-written queries are in the --exclude set and were left out")
     in_hand = q["text"].isin(hand) if hand else np.zeros(len(q), dtype=bool)

@@ -244,7 +244,7 @@ def _repeat_lines(corpus_paths, fetched, policy: str, *dedups) -> list[str]:
     out = [line for d in dedups if (line := d.summary())]
     parts = []
     if fetched.repeats:
-        parts.append(f"{fetched.repeats} identical repeated document line(s) dropped")
+        parts.append(f"{fetched.repeats} identical duplicate document line(s) dropped")
     if fetched.conflicts:
         parts.append(f"{fetched.conflicts} conflicting repeat(s) resolved by --on-conflict {policy}")
     if parts:
@@ -326,7 +326,8 @@ def create_project(
 
     query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
     queries = _query_rows(queries_path, query_dedup)
-    pool = read_pool(pool_path)
+    pool_dedup = Dedup(pool_path, what="pair")
+    pool = read_pool(pool_path, dedup=pool_dedup)
     known = {q["qid"] for q in queries}
     for p in pool:
         if p.qid not in known:
@@ -368,7 +369,7 @@ def create_project(
         raise
     return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
                       new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1,
-                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup))
+                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup, pool_dedup))
 
 
 def extend_pool(
@@ -386,7 +387,8 @@ def extend_pool(
     ``golden assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`."""
     corpus_paths = [str(c) for c in corpus_paths]
     pid = project.id
-    pool = read_pool(pool_path)
+    pool_dedup = Dedup(pool_path, what="pair")
+    pool = read_pool(pool_path, dedup=pool_dedup)
     qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
     for p in pool:
         if p.qid not in qids:
@@ -436,7 +438,7 @@ def extend_pool(
     total = session.exec(select(func.count()).select_from(PoolPair).where(PoolPair.project_id == pid)).one()
     return LoadReport(project_id=pid, name=project.name, queries=len(qids), pairs=total, documents=len(docs),
                       new_pairs=added, new_documents=len(found), missing_docids=missing,
-                      guidelines_version=None, repeats=_repeat_lines(corpus_paths, fetched, on_conflict))
+                      guidelines_version=None, repeats=_repeat_lines(corpus_paths, fetched, on_conflict, pool_dedup))
 
 
 def set_guidelines(

@@ -51,7 +51,7 @@ def test_conflicting_qrels_pair_is_refused_and_identical_repeats_are_reported(tm
     qrels2, _ = _files(tmp_path, ["q1 0 d1 1", "q1 0 d1 1", "q2 0 d2 1"])
     again = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels2, "-m", "p@1"])
     assert again.exit_code == 0, again.output
-    assert "1 identical repeated pair line(s) dropped" in again.output
+    assert "1 identical duplicate pair line(s) dropped" in again.output
 
 
 def test_guidelines_over_the_limit_are_refused_with_the_file_and_the_limit(engine, tmp_path, monkeypatch):
@@ -93,7 +93,7 @@ def test_project_create_refuses_conflicts_and_reports_identical_repeats(engine, 
         assert s.exec(select(Project)).all() == []
     result = CliRunner().invoke(main, args + ["--on-conflict", "last"])
     assert result.exit_code == 0, result.output
-    assert f"{paths['queries']}: 1 identical repeated qid line(s) dropped" in result.output
+    assert f"{paths['queries']}: 1 identical duplicate qid line(s) dropped" in result.output
     assert f"{paths['corpus']}: 1 conflicting repeat(s) resolved by --on-conflict last" in result.output
     with new_session(engine) as s:
         assert sorted(s.exec(select(Query.qid)).all()) == ["q1", "q2"]
@@ -114,7 +114,8 @@ def test_corpus_sample_refuses_a_kept_id_with_two_texts_and_counts_identical_rep
     assert not out.exists()
     result = CliRunner().invoke(main, args + ["--on-conflict", "last"])
     assert result.exit_code == 0, result.output
-    assert f"{corpus}: 1 identical repeated document line(s) dropped; 1 conflicting repeat(s) resolved" in result.output
+    assert (f"{corpus}: 1 identical duplicate document line(s) dropped; 1 conflicting repeat(s) resolved"
+            in result.output)
     texts = [line for line in out.read_text().splitlines()]
     assert len(texts) == 2 and '"ONE"' in texts[0] and '"two"' in texts[1]
 
@@ -151,7 +152,7 @@ def test_leakcheck_reports_identical_repeated_queries_and_refuses_conflicting_on
     args = ["leakcheck", "--queries", str(queries), "--corpus", str(corpus), "--workers", "1", "--out", str(out)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert f"{queries}: 1 identical repeated qid line(s) dropped" in result.output
+    assert f"{queries}: 1 identical duplicate qid line(s) dropped" in result.output
     assert len(out.read_text().splitlines()) == 1
     queries.write_text('{"qid": "q1", "text": "hello there world"}\n{"qid": "q1", "text": "another text"}\n')
     out.unlink()

@@ -129,8 +129,10 @@ def test_corpus_id_with_two_texts_is_refused_with_both_lines_even_across_files(t
     assert {d: doc.text for d, doc in fetched.docs.items()} == {"d1": "one", "d2": "TWO"}
     assert fetched.duplicates == ["d1", "d2"]
     assert (fetched.repeats, fetched.conflicts) == (1, 1)
-    # a document nobody asked for is not held in memory, nor checked
-    assert fetch_docs([a, b], ["d1"]).docs["d1"].text == "one"
+    # a document nobody asked for is not held in memory (a hash and its text's start only), but checked
+    with pytest.raises(InputError, match=rf"^{b}:2: document 'd2' has 'TWO' here but 'two' on line 3 of {a}"):
+        fetch_docs([a, b], ["d1"])
+    assert fetch_docs([a, b], ["d1"], on_conflict="first").docs["d1"].text == "one"
 
 
 def test_corpus_tsv_lines_are_numbered_from_the_header(tmp_path):

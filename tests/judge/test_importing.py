@@ -160,6 +160,6 @@ def test_import_refuses_a_pair_given_two_grades_and_counts_identical_repeats(eng
     with new_session(engine) as s:
         r = import_judgments(s, repeated, judge="alice")
         assert (r.lines, r.imported, r.repeats) == (2, 1, 1)
-        assert "1 identical repeated pair line(s) dropped" in r.summary()
+        assert "1 identical duplicate pair line(s) dropped" in r.summary()
         recs = load_judgments(s, get_project(s, "p"))
     assert sorted((j.docid, j.grade) for j in recs) == [("d1", 2), ("d2", 0), ("d2", 1)]

@@ -232,7 +232,7 @@ def test_fast_reader_equals_line_by_line_reader(tmp_path, text, depth):
     path = tmp_path / "run.trec"
     path.write_bytes(text.encode("utf-8"))
     run = read_run(path, depth=depth)
-    rankings, scores, tags = _parse_lines(path.read_bytes(), str(path), False, depth)
+    rankings, scores, tags, _ = _parse_lines(path.read_bytes(), str(path), False, depth)
     assert run.rankings == rankings and run.scores == scores
     assert run.name == (next(iter(tags)) if len(tags) == 1 else "run")
 
@@ -283,7 +283,7 @@ def test_robust03_pool_matches_pandas(robust_runs):
 def test_robust03_full_read_matches_line_reader(robust_runs):
     for path in robust_runs[:3]:
         run = read_run(path)
-        rankings, scores, _ = _parse_lines(gzip.decompress(path.read_bytes()), str(path), False, None)
+        rankings, scores, _, _ = _parse_lines(gzip.decompress(path.read_bytes()), str(path), False, None)
         assert run.rankings == rankings and run.scores == scores
 
 

@@ -266,7 +266,7 @@ def test_handwritten_queries_are_their_own_stratum_with_weight_zero(log, tmp_pat
     assert "query 0" not in {r["text"] for r in logged}  # only sampled as hand-written
     assert handwritten[0]["traffic"] > 0 and handwritten[1]["traffic"] == 0
     assert sum(r["weight"] for r in logged) == pytest.approx(1.0)
-    assert any("repeat an earlier line" in w for w in result.warnings)
+    assert any("duplicates of an earlier line" in w for w in result.warnings)
     assert result.strata[-1].label == "handwritten"
 
 
