@@ -123,9 +123,14 @@ def gzip_damage(lines_done: int, exc: BaseException | None = None) -> str:
     return f"truncated or corrupt gzip data{cause}; {last}"
 
 
-def iter_text_lines(path: str | os.PathLike) -> Iterator[str]:
+def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Iterator[str]:
     """The lines of a text file (gzip allowed), each with its line end as in the file, decoded strictly
-    (see the module's docstring); lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (``newline=""``)."""
+    (see the module's docstring); lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (``newline=""``).
+    A line over ``max_line`` bytes (default GOLDEN_MAX_LINE_BYTES, :mod:`curation.formats.limits`) is
+    refused with ``path:line`` and the limit."""
+    from curation.formats.limits import check_line, line_cap
+
+    cap = line_cap() if max_line is None else max_line
     path_s = str(path)
     gzipped = is_gzip(path)
     lineno = 0  # lines yielded
@@ -151,14 +156,15 @@ def iter_text_lines(path: str | os.PathLike) -> Iterator[str]:
                     block = block[3:]
             for line in io.StringIO(_decode_block(block, path_s, lineno + 1), newline=""):
                 lineno += 1
+                check_line(line.rstrip("\r\n"), path_s, lineno, cap)
                 yield line
 
 
 class _TextLines:
     """What :func:`open_text` returns: an iterator of lines, a context manager, and ``read()``."""
 
-    def __init__(self, path: str | os.PathLike):
-        self._lines = iter_text_lines(path)
+    def __init__(self, path: str | os.PathLike, max_line: int | None = None):
+        self._lines = iter_text_lines(path, max_line)
 
     def __iter__(self):
         return self._lines
@@ -179,12 +185,12 @@ class _TextLines:
         self.close()
 
 
-def open_text(path: str | os.PathLike, encoding: str = "utf-8") -> _TextLines:
+def open_text(path: str | os.PathLike, encoding: str = "utf-8", max_line: int | None = None) -> _TextLines:
     """Open a text file for reading lines (gzip allowed), strictly decoded as UTF-8 with any byte-order
     mark dropped (:func:`iter_text_lines`); ``encoding`` may only name UTF-8 (``utf-8-sig`` included)."""
     if encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig"):
         raise ValueError(f"open_text reads UTF-8 only, not {encoding!r}")
-    return _TextLines(path)
+    return _TextLines(path, max_line)
 
 
 def decode_text(data: bytes, path: str | os.PathLike) -> str:
