@@ -261,7 +261,7 @@ def read_docids(path: str | os.PathLike) -> list[str]:
     out: dict[str, None] = {}
     with open_text(path) as fh:
         if base_suffix(path) in (".jsonl", ".json", ".ndjson"):
-            for lineno, obj in iter_jsonl_lines(fh, path, expect='an object with a "docid" field'):
+            for lineno, obj in iter_jsonl_lines(fh, path, expect='an object with a "docid" field', finite=True):
                 key = next((k for k in ("docid", "id", "doc_id") if k in obj), None)
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')

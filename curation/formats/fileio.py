@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
 import zlib
@@ -324,8 +325,37 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise
 
 
-def iter_jsonl_lines(lines, path: str | os.PathLike, *, expect: str = "a JSON object") -> Iterator[tuple[int, dict]]:
-    """Yield ``(line number, object)`` for each non-blank line of JSON-lines text.
+class _NonFinite(ValueError):
+    def __init__(self, raw: str):
+        super().__init__(raw)
+        self.raw = raw
+
+
+def _finite_float(raw: str) -> float:
+    value = float(raw)
+    if not math.isfinite(value):  # an overflow such as 1e400
+        raise _NonFinite(raw)
+    return value
+
+
+def _no_constant(raw: str):  # NaN, Infinity, -Infinity
+    raise _NonFinite(raw)
+
+
+def _non_finite(raw: str) -> str:
+    return f"{raw[:30]} is not a finite number (NaN, Infinity and overflows such as 1e400 are refused)"
+
+
+def loads_finite(text: str):
+    """``json.loads``, refusing a non-finite number (``_NonFinite`` carries its text)."""
+    return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+
+
+def iter_jsonl_lines(
+    lines, path: str | os.PathLike, *, expect: str = "a JSON object", finite: bool = False
+) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line number, object)`` for each non-blank line of JSON-lines text (``finite``: a
+    non-finite number anywhere in a line is refused, for readers that do not check each field).
 
     A line that is not valid JSON, or not an object, raises :class:`InputError` naming ``path`` and
     the line; ``expect`` completes the message "expected ..." for the second case.
@@ -336,9 +366,11 @@ def iter_jsonl_lines(lines, path: str | os.PathLike, *, expect: str = "a JSON ob
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_finite(line) if finite else json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+        except _NonFinite as exc:
+            raise InputError(path, lineno, _non_finite(exc.raw)) from None
         if not isinstance(obj, dict):
             raise InputError(path, lineno, f"expected {expect}")
         yield lineno, obj
@@ -358,9 +390,12 @@ def load_json(path: str | os.PathLike):
     with open_text(path) as fh:
         text = fh.read()
     try:
-        return json.loads(text)
+        return loads_finite(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    except _NonFinite as exc:
+        at = text.find(exc.raw)
+        raise InputError(path, text.count("\n", 0, at) + 1 if at >= 0 else None, _non_finite(exc.raw)) from None
 
 
 def json_line(obj, *, spaced: bool = False) -> str:

@@ -64,7 +64,7 @@ def line_cap(extra: str | None = None) -> int:
 
 
 def line_error(path, lineno: int | None, size: int, cap: int) -> InputError:
-    return InputError(path, lineno, f"the line is {size} bytes, longer than the limit of {cap} bytes "
+    return InputError(path, lineno, f"the line is {size} bytes, over the limit of {cap} bytes "
                                     "(raise it with GOLDEN_MAX_LINE_BYTES=N)")
 
 
