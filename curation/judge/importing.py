@@ -105,8 +105,9 @@ def import_judgments(
     proj: Project = get_project(session, project)
     scale = [g.grade for g in grades(proj)]
     lo, hi = min(scale), max(scale)
-    numbered = list(iter_numbered_qrels(path, allow_empty=allow_empty))  # read first: a bad file adds no judge
     user = _judge(session, judge, create_judge)
+
+    numbered = list(iter_numbered_qrels(path, allow_empty=allow_empty))
     lines = [q for _, q in numbered]
     groups = list(dict.fromkeys(q.iteration for q in lines))
     if group is None and len(groups) > 1:
