@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, no_records, open_text
-from curation.formats.limits import check_size
+from curation.formats.limits import check_size, line_cap
 
 ID_KEYS = ("id", "docid", "_id", "doc_id")
 TEXT_KEYS = ("text", "contents", "body")
@@ -90,12 +90,14 @@ def _corpus_file_docs(path: str, batch_size: int) -> Iterator[tuple[int, Doc]]:
         except (pa.ArrowException, OSError) as exc:
             raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
     elif suffix in (".tsv", ".tab"):
-        with open_text(path) as fh:
+        cap = line_cap("GOLDEN_MAX_DOC_BYTES")
+        csv.field_size_limit(max(csv.field_size_limit(), cap))  # lines over the cap are refused by open_text
+        with open_text(path, max_line=cap) as fh:
             reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
             for lineno, row in enumerate(reader, 2):
                 yield lineno, doc_from_mapping(row, path, lineno)
     elif suffix in (".jsonl", ".json", ".ndjson"):
-        with open_text(path) as fh:
+        with open_text(path, max_line=line_cap("GOLDEN_MAX_DOC_BYTES")) as fh:
             for lineno, obj in iter_jsonl_lines(fh, path):
                 yield lineno, doc_from_mapping(obj, path, lineno)
     else:
@@ -278,7 +280,7 @@ def read_docids(path: str | os.PathLike, *, dedup=None) -> list[str]:
     out: dict[str, None] = {}
     with open_text(path) as fh:
         if base_suffix(path) in (".jsonl", ".json", ".ndjson"):
-            for lineno, obj in iter_jsonl_lines(fh, path, expect='an object with a "docid" field'):
+            for lineno, obj in iter_jsonl_lines(fh, path, expect='an object with a "docid" field', finite=True):
                 key = next((k for k in ("docid", "id", "doc_id") if k in obj), None)
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')

@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
 import zlib
@@ -123,9 +124,14 @@ def gzip_damage(lines_done: int, exc: BaseException | None = None) -> str:
     return f"truncated or corrupt gzip data{cause}; {last}"
 
 
-def iter_text_lines(path: str | os.PathLike) -> Iterator[str]:
+def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Iterator[str]:
     """The lines of a text file (gzip allowed), each with its line end as in the file, decoded strictly
-    (see the module's docstring); lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (``newline=""``)."""
+    (see the module's docstring); lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (``newline=""``).
+    A line over ``max_line`` bytes (default GOLDEN_MAX_LINE_BYTES, :mod:`curation.formats.limits`) is
+    refused with ``path:line`` and the limit."""
+    from curation.formats.limits import check_line, line_cap
+
+    cap = line_cap() if max_line is None else max_line
     path_s = str(path)
     gzipped = is_gzip(path)
     lineno = 0  # lines yielded
@@ -151,14 +157,15 @@ def iter_text_lines(path: str | os.PathLike) -> Iterator[str]:
                     block = block[3:]
             for line in io.StringIO(_decode_block(block, path_s, lineno + 1), newline=""):
                 lineno += 1
+                check_line(line.rstrip("\r\n"), path_s, lineno, cap)
                 yield line
 
 
 class _TextLines:
     """What :func:`open_text` returns: an iterator of lines, a context manager, and ``read()``."""
 
-    def __init__(self, path: str | os.PathLike):
-        self._lines = iter_text_lines(path)
+    def __init__(self, path: str | os.PathLike, max_line: int | None = None):
+        self._lines = iter_text_lines(path, max_line)
 
     def __iter__(self):
         return self._lines
@@ -179,12 +186,12 @@ class _TextLines:
         self.close()
 
 
-def open_text(path: str | os.PathLike, encoding: str = "utf-8") -> _TextLines:
+def open_text(path: str | os.PathLike, encoding: str = "utf-8", max_line: int | None = None) -> _TextLines:
     """Open a text file for reading lines (gzip allowed), strictly decoded as UTF-8 with any byte-order
     mark dropped (:func:`iter_text_lines`); ``encoding`` may only name UTF-8 (``utf-8-sig`` included)."""
     if encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig"):
         raise ValueError(f"open_text reads UTF-8 only, not {encoding!r}")
-    return _TextLines(path)
+    return _TextLines(path, max_line)
 
 
 def decode_text(data: bytes, path: str | os.PathLike) -> str:
@@ -318,8 +325,37 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise
 
 
-def iter_jsonl_lines(lines, path: str | os.PathLike, *, expect: str = "a JSON object") -> Iterator[tuple[int, dict]]:
-    """Yield ``(line number, object)`` for each non-blank line of JSON-lines text.
+class _NonFinite(ValueError):
+    def __init__(self, raw: str):
+        super().__init__(raw)
+        self.raw = raw
+
+
+def _finite_float(raw: str) -> float:
+    value = float(raw)
+    if not math.isfinite(value):  # an overflow such as 1e400
+        raise _NonFinite(raw)
+    return value
+
+
+def _no_constant(raw: str):  # NaN, Infinity, -Infinity
+    raise _NonFinite(raw)
+
+
+def _non_finite(raw: str) -> str:
+    return f"{raw[:30]} is not a finite number (NaN, Infinity and overflows such as 1e400 are refused)"
+
+
+def loads_finite(text: str):
+    """``json.loads``, refusing a non-finite number (``_NonFinite`` carries its text)."""
+    return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+
+
+def iter_jsonl_lines(
+    lines, path: str | os.PathLike, *, expect: str = "a JSON object", finite: bool = False
+) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line number, object)`` for each non-blank line of JSON-lines text (``finite``: a
+    non-finite number anywhere in a line is refused, for readers that do not check each field).
 
     A line that is not valid JSON, or not an object, raises :class:`InputError` naming ``path`` and
     the line; ``expect`` completes the message "expected ..." for the second case.
@@ -330,9 +366,11 @@ def iter_jsonl_lines(lines, path: str | os.PathLike, *, expect: str = "a JSON ob
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_finite(line) if finite else json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+        except _NonFinite as exc:
+            raise InputError(path, lineno, _non_finite(exc.raw)) from None
         if not isinstance(obj, dict):
             raise InputError(path, lineno, f"expected {expect}")
         yield lineno, obj
@@ -352,9 +390,12 @@ def load_json(path: str | os.PathLike):
     with open_text(path) as fh:
         text = fh.read()
     try:
-        return json.loads(text)
+        return loads_finite(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    except _NonFinite as exc:
+        at = text.find(exc.raw)
+        raise InputError(path, text.count("\n", 0, at) + 1 if at >= 0 else None, _non_finite(exc.raw)) from None
 
 
 def json_line(obj, *, spaced: bool = False) -> str:

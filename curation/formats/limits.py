@@ -10,7 +10,10 @@ variable                       default         what it bounds
 ``GOLDEN_MAX_QUERY_BYTES``     10 000          a query's text (queries.jsonl, query lists)
 ``GOLDEN_MAX_DOC_BYTES``       10 000 000      a document's text (corpus files)
 ``GOLDEN_MAX_GUIDELINES_BYTES``  1 000 000     the judging guidelines
-``GOLDEN_MAX_LINE_BYTES``      1 000 000       one line of a TREC qrels file
+``GOLDEN_MAX_LINE_BYTES``      1 000 000       one line of any line-oriented file (runs, qrels,
+                                               logs, pools, seeds, query lists, JSONL, JSON,
+                                               guidelines); a corpus line may also hold a
+                                               document: GOLDEN_MAX_DOC_BYTES more
 =============================  ==============  ==============================================
 """
 
@@ -52,3 +55,49 @@ def check_size(text: str | bytes, name: str, path, lineno: int | None, what: str
     if size > cap:
         raise InputError(path, lineno, f"{what} is {size} bytes, over the limit of {cap} bytes "
                                        f"(raise it with {name}=N)")
+
+
+def line_cap(extra: str | None = None) -> int:
+    """The longest line a reader takes: GOLDEN_MAX_LINE_BYTES, plus the limit ``extra`` (a corpus line
+    holds a document of up to GOLDEN_MAX_DOC_BYTES besides its id and syntax)."""
+    return limit("GOLDEN_MAX_LINE_BYTES") + (limit(extra) if extra else 0)
+
+
+def line_error(path, lineno: int | None, size: int, cap: int) -> InputError:
+    return InputError(path, lineno, f"the line is {size} bytes, over the limit of {cap} bytes "
+                                    "(raise it with GOLDEN_MAX_LINE_BYTES=N)")
+
+
+def check_line(line: str, path, lineno: int | None, cap: int) -> None:
+    """Refuse a decoded line over ``cap`` bytes (cheap: only a long line is encoded to be measured)."""
+    if len(line) * 4 <= cap:
+        return
+    size = len(line.encode("utf-8", "surrogatepass"))
+    if size > cap:
+        raise line_error(path, lineno, size, cap)
+
+
+def check_data_lines(data: bytes, path, cap: int | None = None) -> None:
+    """Refuse the first line of ``data`` (a whole file in memory) over ``cap`` bytes (default
+    :func:`line_cap`), found with numpy from the line ends alone."""
+    cap = line_cap() if cap is None else cap
+    if len(data) <= cap:
+        return
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    bounds = np.concatenate(([-1], ends, [len(data)]))
+    lengths = np.diff(bounds) - 1  # without the line end
+    over = np.flatnonzero(lengths > cap)
+    if over.size:
+        i = int(over[0])
+        raise line_error(path, i + 1, int(lengths[i]), cap)
+
+
+def csv_reader(fh, **kwargs):
+    """``csv.reader`` over ``fh`` (lines :func:`open_text` has checked against GOLDEN_MAX_LINE_BYTES), its
+    field size limit raised to that cap so a field never fails with csv's own 131072-byte limit."""
+    import csv
+
+    csv.field_size_limit(max(csv.field_size_limit(), line_cap()))
+    return csv.reader(fh, **kwargs)

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl_lines, no_records, open_text
+from curation.formats.limits import csv_reader, line_cap
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
@@ -113,7 +114,7 @@ def _read_header(path: str, fmt: str) -> list[str]:
                 return list(obj)
             raise no_records(path, "the log is empty")
         kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
-        row = next(csv.reader(fh, **kwargs), None)
+        row = next(csv_reader(fh, **kwargs), None)
         if row is None:
             raise no_records(path, "the log is empty; expected a header row naming the columns, then one row a search")
         return row
@@ -137,12 +138,15 @@ def fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | N
     read the file again with :func:`exact_batches` for the exact line). A log without a row is
     ``path: no records``."""
     rows = 0
+    long_field = line_cap() // max(1, len(columns))  # a line may be over GOLDEN_MAX_LINE_BYTES: read it exactly
     for batch in _fast_batches(path, fmt, columns, count_col, first):
         rows += batch.num_rows
         if fmt != "parquet":
             for col in batch.columns:  # a NUL byte (binary data): the exact reader refuses it with its line
                 if pa.types.is_string(col.type) and pc.any(pc.match_substring(col, "\x00")).as_py():
                     raise pa.ArrowInvalid("a NUL byte")
+                if pa.types.is_string(col.type) and (pc.max(pc.binary_length(col)).as_py() or 0) > long_field:
+                    raise pa.ArrowInvalid("a long line")
         yield batch
     if not rows:
         raise no_records(path, "no row after the header" if fmt in ("csv", "tsv") else "no row")
@@ -217,7 +221,7 @@ def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | No
                 yield lineno, [obj.get(c) for c in columns]
             return
         kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
-        reader = csv.reader(fh, **kwargs)
+        reader = csv_reader(fh, **kwargs)
         try:
             header = next(reader)
         except StopIteration:

@@ -19,7 +19,7 @@ import csv
 import os
 
 from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, no_records, open_text
-from curation.formats.limits import check_size
+from curation.formats.limits import check_size, csv_reader
 from curation.formats.normalize import normalize_text
 
 
@@ -44,7 +44,7 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
                 out.append((lineno, normalize_text(text)))
         elif suffix in (".csv", ".tsv", ".tab"):
             kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if suffix != ".csv" else {}
-            reader = csv.reader(fh, **kwargs)
+            reader = csv_reader(fh, **kwargs)
             header = next(reader, None)
             if header is None:
                 raise no_records(path, "expected a header row with a \"text\" or \"query\" column, then the queries")

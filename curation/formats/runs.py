@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from curation.formats.fileio import InputError, atomic_write, base_suffix, decode_text, decompress_all, no_records
+from curation.formats.limits import check_data_lines
 
 
 @dataclass
@@ -114,6 +115,7 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
         data = data[3:]
     if not data.isascii() or b"\x00" in data:
         decode_text(data, path)  # invalid UTF-8 or binary data: refused with file:line
+    check_data_lines(data, path)  # a line over GOLDEN_MAX_LINE_BYTES, on both paths
     parsed = None if is_jsonl else _parse_trec_fast(data, depth)
     if parsed is None:
         parsed = _parse_lines(data, path, is_jsonl, depth)

@@ -12,12 +12,12 @@ default grade applies (``Seed.grade`` is None). Gzip is read transparently; erro
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, no_records, open_text
+from curation.formats.limits import csv_reader
 from curation.formats.qrels import parse_grade
 
 
@@ -56,9 +56,9 @@ def _read_seeds(path: str) -> Iterator[Seed]:
                 yield Seed(str(obj["qid"]), str(obj["docid"]), _grade(obj.get("grade"), path, lineno), lineno)
             return
         if suffix == ".csv":
-            rows = csv.reader(fh)
+            rows = csv_reader(fh)
         elif suffix == ".tsv":
-            rows = csv.reader(fh, delimiter="\t")
+            rows = csv_reader(fh, delimiter="\t")
         else:
             rows = (line.split() for line in fh)
         for lineno, parts in enumerate(rows, 1):

@@ -21,6 +21,7 @@ from curation.formats.fileio import (
     is_gzip,
     open_binary,
 )
+from curation.formats.limits import limit
 from curation.formats.queries import iter_queries
 
 
@@ -116,6 +117,12 @@ def _json_table(data: bytes) -> pa.Table | None:
         return None
 
 
+def _longest(texts: pa.Array) -> int:
+    import pyarrow.compute as pc
+
+    return pc.max(pc.binary_length(texts)).as_py() or 0
+
+
 def _python_batches(docs: Iterator, batch_size: int):
     ids: list[str] = []
     texts: list[str] = []
@@ -133,6 +140,8 @@ def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Ca
     # Bytes that are not clean UTF-8 go to the Python reader, which names the line (pyarrow does not check).
     table = _json_table(data) if data and is_clean_text(data) else None
     cols = _table_columns(table, path) if table is not None else None
+    if cols is not None and len(cols[1]) and _longest(cols[1]) > limit("GOLDEN_MAX_DOC_BYTES"):
+        cols = None  # a text over the limit: the Python reader refuses it with its line
     if cols is None:
         docs = iter_jsonl_docs(data.split(b"\n"), path, first_line=first_line)
         yield from _python_batches(docs, batch_size)
