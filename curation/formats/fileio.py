@@ -376,6 +376,15 @@ def iter_jsonl_lines(
         yield lineno, obj
 
 
+def identifier(obj: dict, key: str, path: str | os.PathLike, lineno: int | None) -> str:
+    """``obj[key]`` as an identifier (qid, docid): a non-empty scalar, kept as a string, as in TREC
+    files; anything else is an :class:`InputError` naming ``path:lineno``."""
+    value = obj.get(key)
+    if value is None or isinstance(value, (dict, list, bool)) or not str(value).strip():
+        raise InputError(path, lineno, f"missing or empty {key!r}")
+    return str(value)
+
+
 def iter_jsonl(
     path: str | os.PathLike, *, expect: str = "a JSON object", encoding: str = "utf-8"
 ) -> Iterator[tuple[int, dict]]:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl, load_json, no_records
+from curation.formats.fileio import InputError, atomic_write, identifier, iter_jsonl, load_json, no_records
 
 POOL_FORMAT = "golden.pool/1"
 
@@ -59,13 +59,6 @@ def pool_meta_path(pool_path: str | os.PathLike) -> Path:
     return p.with_name(name + ".meta.json")
 
 
-def _ident(obj: dict, key: str, path: str, lineno: int) -> str:
-    value = obj.get(key)
-    if value is None or isinstance(value, (dict, list, bool)) or not str(value).strip():
-        raise InputError(path, lineno, f"missing or empty {key!r}")
-    return str(value)
-
-
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -79,8 +72,8 @@ def iter_pool(path: str | os.PathLike, *, dedup=None) -> Iterator[PoolEntry]:
         raise InputError(path, None, "no such file")
     seen: dict[tuple[str, str], dict] = {}
     for lineno, obj in iter_jsonl(path, expect="an object with qid, docid and order"):
-        qid = _ident(obj, "qid", path, lineno)
-        docid = _ident(obj, "docid", path, lineno)
+        qid = identifier(obj, "qid", path, lineno)
+        docid = identifier(obj, "docid", path, lineno)
         if (qid, docid) in seen:
             if seen[(qid, docid)] == obj:  # the same line again: dropped and counted
                 if dedup is not None:

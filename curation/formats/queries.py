@@ -32,7 +32,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from curation.formats.conflicts import Dedup
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, no_records, open_text
+from curation.formats.fileio import (
+    InputError,
+    atomic_write,
+    identifier,
+    iter_jsonl_lines,
+    json_line,
+    no_records,
+    open_text,
+)
 from curation.formats.limits import check_size
 
 SPLITS = ("tune", "holdout")
@@ -74,13 +82,6 @@ class QueryRecord:
         return out
 
 
-def _ident(obj: dict, path: str, lineno: int) -> str:
-    value = obj.get("qid")
-    if value is None or isinstance(value, (dict, list, bool)) or not str(value).strip():
-        raise InputError(path, lineno, "missing or empty 'qid'")
-    return str(value)
-
-
 def _number(obj: dict, key: str, path: str, lineno: int) -> float | None:
     value = obj.get(key)
     if value is None:
@@ -103,7 +104,7 @@ def parse_queries(
     any_line = False
     for lineno, obj in iter_jsonl_lines(lines, path, expect=_EXPECT):
         any_line = True
-        qid = _ident(obj, path, lineno)
+        qid = identifier(obj, "qid", path, lineno)
         text = obj["text"] if "text" in obj else obj.get("query")
         if not dedup.add(qid, obj, lineno, label=text):
             continue
