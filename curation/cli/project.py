@@ -21,71 +21,6 @@ def project():
     """
 
 
-def _read_grades(path):
-    if path is None:
-        return None
-    import json
-
-    from curation.formats.fileio import InputError, load_json
-
-    try:
-        data = load_json(path)  # strict UTF-8, a byte-order mark dropped
-    except InputError as exc:
-        raise click.ClickException(str(exc)) from None
-    if isinstance(data, dict):
-        data = data.get("grades", data)
-    if not isinstance(data, list):
-        raise click.ClickException(f"{path}: expected a list of {{grade, name, description}} objects")
-    lines = _entry_lines(path) if data else []
-    for i, entry in enumerate(data):
-        if not isinstance(entry, dict) or "grade" not in entry:
-            line = lines[i] if i < len(lines) else None
-            raise click.ClickException(str(InputError(
-                path, line, f"each entry needs a 'grade' number, got {json.dumps(entry)[:200]}; "
-                            "write it as {\"grade\": 1, \"name\": ..., \"description\": ...}")))
-    _refuse_repeated_grades(path, data, lines)
-    return data
-
-
-def _entry_lines(path) -> list[int]:
-    """The line where each entry of the grades file's top-level list starts (empty when the list is nested
-    under "grades"), to name ``file:line``."""
-    import json
-
-    from curation.formats.fileio import open_text
-
-    with open_text(path) as fh:
-        text = fh.read()
-    at = len(text) - len(text.lstrip())
-    if not text.startswith("[", at):
-        return []
-    decoder, out, at = json.JSONDecoder(), [], at + 1
-    while True:
-        while at < len(text) and text[at] in " \t\r\n,":
-            at += 1
-        if at >= len(text) or text[at] == "]":
-            return out
-        out.append(text.count("\n", 0, at) + 1)
-        _, at = decoder.raw_decode(text, at)
-
-
-def _refuse_repeated_grades(path, data: list, lines: list[int]) -> None:
-    """A grade number given twice is refused, naming both lines (``lines``: where each entry starts)."""
-    first: dict = {}
-    for i, entry in enumerate(data):
-        num = entry["grade"]
-        if not isinstance(num, (int, float, str)) or isinstance(num, bool):
-            continue  # not a grade number: refused with its line when the scale is read
-        if num in first:
-            j = first[num]
-            if j < len(lines) and i < len(lines):
-                where, both = f"{path}:{lines[i]}", f" (lines {lines[j]} and {lines[i]})"
-            else:
-                where, both = str(path), ""
-            raise click.ClickException(f"{where}: grade {num!r} is given twice{both}; keep one entry per grade")
-        first[num] = i
-
-
 @project.command()
 @click.argument("name")
 @click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
@@ -113,9 +48,10 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
       golden project create news --queries queries.jsonl --pool pool.jsonl \\
           --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-3
     """
+    from curation.formats.grades_file import read_grades
     from curation.store.projects import create_project
 
-    grades = _read_grades(grades_path)
+    grades = read_grades(grades_path) if grades_path is not None else None
     with store_session(db_url) as s:
         rep = create_project(
             s, name, queries_path=queries_path, pool_path=pool_path, corpus_paths=corpus_paths,
