@@ -44,7 +44,8 @@ def _qrels_option(func):
 def _rel_level_option(func):
     return click.option(
         "--rel-level", type=int, default=1, show_default=True,
-        help="Lowest grade that counts as relevant for binary metrics (trec_eval -l).",
+        help="Lowest grade that counts as relevant for binary metrics (trec_eval -l); nDCG uses every "
+             "positive grade whatever the level.",
     )(func)
 
 
@@ -157,8 +158,10 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
 
     \b
     Metrics are computed as trec_eval -c computes them (ranking by score, ties by
-    docid descending); queries without relevant documents are left out of
-    recall-type metrics and counted; a query a run has no result for scores 0.
+    docid descending); a query with nothing graded >= --rel-level is left out
+    of recall and AP, a query with no positive grade out of nDCG (whose gains
+    do not depend on the level), each listed with its reason; a query a run has
+    no result for scores 0.
 
     \b
     Example:
@@ -176,7 +179,8 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
         for name, per in results.items():
             out["runs"][name] = {
                 m: {"mean": s.mean, "judged": s.judged_mean, "n": len(s.qids), "dropped": s.dropped,
-                    "no_results": s.no_results, **({"per_query": s.as_dict()} if per_query else {})}
+                    "drop_reason": s.drop_reason, "no_results": s.no_results,
+                    **({"per_query": s.as_dict()} if per_query else {})}
                 for m, s in per.items()
             }
         echo_json(out)
@@ -201,8 +205,9 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
     for m in metrics:
         first = next(iter(results.values()))[str(m)]
         if first.dropped:
-            click.echo(f"{m}: {len(first.dropped)} queries with no relevant document left out "
-                       f"(mean over {len(first.qids)})")
+            shown = ", ".join(first.dropped[:5]) + (", ..." if len(first.dropped) > 5 else "")
+            click.echo(f"{m}: {len(first.dropped)} queries with {first.drop_reason} left out "
+                       f"(mean over {len(first.qids)}): {shown}")
     line = _no_results_line([(n, next(iter(per.values()))) for n, per in results.items()])
     if line:
         click.echo(line)

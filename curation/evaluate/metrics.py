@@ -18,8 +18,12 @@ Conventions (trec_eval 9.0, ``-c``):
   ``rel_level`` does not change nDCG (as in trec_eval). The values match ``out.test.aq``.
 * A query of the qrels for which the run has no result scores 0 (trec_eval's ``-c``); the
   evaluation lists those queries in :attr:`QueryScores.no_results`.
-* A query with no relevant document has no recall, AP or nDCG (0/0). It is left out of those
-  metrics and listed in :attr:`QueryScores.dropped`; precision-type metrics keep it.
+* A query with no relevant document (no grade >= ``rel_level``) has no recall or AP (0/0). It is
+  left out of those metrics and listed in :attr:`QueryScores.dropped`; precision-type metrics keep
+  it. nDCG does not depend on the level: it is defined whenever the query has a document with a
+  positive grade, and only a query without any is left out of it (trec_eval scores such a query
+  0; golden leaves it out, as 0/0 says nothing about the run). So at ``-l 2`` nDCG keeps the
+  queries that recall and AP leave out, as trec_eval does.
 
 The values agree with trec_eval's own regression outputs (``out.test.aq``, ``out.test.aql``,
 ``out.test.aqc``), see ``tests/evaluate/test_metrics.py``.
@@ -229,7 +233,8 @@ class Metric:
     """One registry entry.
 
     ``cutoff``: "required", "optional" or "none". ``needs_relevant``: undefined (dropped) for a
-    query without relevant documents. ``binary``: every value is 0 or 1 (so McNemar applies);
+    query without relevant documents (grade >= rel_level). ``needs_gain``: undefined for a query
+    without a positively graded document, whatever the level (nDCG). ``binary``: every value is 0 or 1 (so McNemar applies);
     ``binary_at_1`` marks metrics that become binary at k=1. ``trec_eval``/``ir_measures``/``ranx``
     are the peer tools' names (``{k}`` stands for the cutoff), None where the tool has no match.
     """
@@ -242,6 +247,7 @@ class Metric:
     doc: str
     binary: bool = False
     binary_at_1: bool = False
+    needs_gain: bool = False
     trec_eval: str | None = None
     trec_eval_nocut: str | None = None
     ir_measures: str | None = None
@@ -252,9 +258,9 @@ class Metric:
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("ndcg", "nDCG", "required", True, _ndcg,
+        Metric("ndcg", "nDCG", "required", False, _ndcg,
                "normalised discounted cumulative gain, gains = grades, trec_eval's ndcg_cut",
-               trec_eval="ndcg_cut_{k}", ir_measures="nDCG@{k}", ranx="ndcg@{k}"),
+               needs_gain=True, trec_eval="ndcg_cut_{k}", ir_measures="nDCG@{k}", ranx="ndcg@{k}"),
         Metric("recall", "Recall", "required", True, _recall,
                "|relevant in top k| / |relevant|", trec_eval="recall_{k}", ir_measures="R@{k}",
                ranx="recall@{k}"),
@@ -361,7 +367,8 @@ class QueryScores:
     """One metric's per-query values for one run.
 
     ``qids``/``values``: the queries that have a value (sorted as strings). ``dropped``: queries of
-    the qrels left out because they have no relevant document (only for metrics that need one).
+    the qrels left out because the metric is 0/0 for them; ``drop_reason`` says why ("no relevant
+    document (grade >= 2)" for recall and AP, "no positively graded document" for nDCG).
     ``no_results``: queries of the qrels where the run returned nothing; they score 0 (trec_eval
     ``-c``). ``judged``: the judged fraction of the same top k for each query in ``qids``.
     """
@@ -374,6 +381,7 @@ class QueryScores:
     dropped: list[str] = field(default_factory=list)
     no_results: list[str] = field(default_factory=list)
     rel_level: int = 1
+    drop_reason: str = ""
 
     @property
     def mean(self) -> float:
@@ -423,17 +431,20 @@ def evaluate(
     judged = _lay(rankings, index, depth)
     no_results = [q for q, n in zip(index.qids, judged.lengths) if n == 0]
     has_rel = index.num_rel > 0
+    has_gain = np.array([len(g) > 0 for g in index.ideal], dtype=bool)
     out: dict[str, QueryScores] = {}
     for spec in specs:
         values = spec.metric.compute(judged, spec.k)
         jfrac = _judged_fraction(judged, spec.k)
+        reason = ""
         if spec.metric.needs_relevant:
-            keep = has_rel
-            dropped = [q for q, h in zip(index.qids, has_rel) if not h]
-            dropped_set = set(dropped)
+            keep, reason = has_rel, relevant_reason(index.rel_level)
+        elif spec.metric.needs_gain:
+            keep, reason = has_gain, NO_GAIN
         else:
             keep = np.ones(len(index.qids), dtype=bool)
-            dropped = []
+        dropped = [q for q, h in zip(index.qids, keep) if not h]
+        dropped_set = set(dropped)
         out[str(spec)] = QueryScores(
             metric=spec,
             run=run_name,
@@ -443,5 +454,14 @@ def evaluate(
             dropped=dropped,
             no_results=[q for q in no_results if q not in dropped_set] if dropped else list(no_results),
             rel_level=index.rel_level,
+            drop_reason=reason if dropped else "",
         )
     return out
+
+
+NO_GAIN = "no positively graded document"
+
+
+def relevant_reason(rel_level: int) -> str:
+    """Why recall or AP left a query out: ``"no relevant document (grade >= 2)"``."""
+    return f"no relevant document (grade >= {rel_level})"

@@ -132,7 +132,8 @@ def pair_scores(
     va, vb = a.as_dict(), b.as_dict()
     ja, jb = dict(zip(a.qids, a.judged)), dict(zip(b.qids, b.judged))
     universe = sorted(set(va) | set(vb) | set(a.dropped) | set(b.dropped))
-    reasons = {"no relevant document": 0, "not in queries file": 0, "other split": 0}
+    undefined = a.drop_reason or b.drop_reason or "no value in one arm"
+    reasons = {undefined: 0, "not in queries file": 0, "other split": 0}
     keep, dropped = [], []
     for q in universe:
         if queries is not None and q not in queries:
@@ -143,7 +144,7 @@ def pair_scores(
             keep.append(q)
             continue
         else:
-            reasons["no relevant document"] += 1
+            reasons[undefined] += 1
         dropped.append(q)
     if len(keep) < 2:
         raise ValueError(f"only {len(keep)} query has a value in both runs; a comparison needs at least 2")

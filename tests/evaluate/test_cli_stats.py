@@ -52,7 +52,7 @@ def test_metrics_table_and_json(files):
     assert "31 queries in the qrels" in res.output
     line_a = next(x for x in res.output.splitlines() if x.startswith("bm25"))
     assert "0.3226" in line_a  # mrr@10 = (30 * 1/3 + 0 for qx) / 31
-    assert "recall@5: 1 queries with no relevant document left out (mean over 30)" in res.output
+    assert "recall@5: 1 queries with no relevant document (grade >= 1) left out (mean over 30): qx" in res.output
     res = run("metrics", files["b"], "--qrels", files["qrels"], "-m", "p@1", "--json")
     out = json.loads(res.output)["runs"]["rerank"]["p@1"]
     assert out["mean"] == pytest.approx(20 / 31) and out["n"] == 31
@@ -75,7 +75,7 @@ def test_compare_json_is_reproducible_and_counts_dropped(files):
     first, second = run(*args), run(*args)
     assert first.output == second.output
     out = json.loads(first.output)
-    assert out["n"] == 30 and out["dropped"] == 1 and out["drop_reasons"] == {"no relevant document": 1}
+    assert out["n"] == 30 and out["dropped"] == 1 and out["drop_reasons"] == {"no positively graded document": 1}
     assert len(out["per_query"]) == 30 and out["verdict"] == "B better"
 
 

@@ -152,7 +152,7 @@ def test_dropped_queries_leave_both_arms_paired():
     p = pair_scores(a, b)
     assert p.qids == ["q1", "q2", "q5"]
     assert p.a.tolist() == [0.1, 0.2, 0.5] and p.b.tolist() == [0.3, 0.2, 0.1]
-    assert p.dropped == ["q3", "q4"] and p.reasons == {"no relevant document": 2}
+    assert p.dropped == ["q3", "q4"] and p.reasons == {"no value in one arm": 2}
 
 
 def test_query_without_relevant_documents_is_dropped_from_both_and_counted():
@@ -160,7 +160,7 @@ def test_query_without_relevant_documents_is_dropped_from_both_and_counted():
     ra = evaluate({"q1": ["a"], "q2": ["b"], "q3": ["x"]}, qrels, ["recall@5"])["recall@5"]
     rb = evaluate({"q1": ["x"], "q2": ["b"], "q3": ["c"]}, qrels, ["recall@5"])["recall@5"]
     c = compare(pair_scores(ra, rb), resamples=200)
-    assert c.n == 2 and c.dropped == 1 and c.drop_reasons == {"no relevant document": 1}
+    assert c.n == 2 and c.dropped == 1 and c.drop_reasons == {"no relevant document (grade >= 1)": 1}
     assert c.delta == 0.0 and c.sign.better == 1 and c.sign.worse == 1
 
 
