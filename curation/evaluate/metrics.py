@@ -234,9 +234,10 @@ class Metric:
 
     ``cutoff``: "required", "optional" or "none". ``needs_relevant``: undefined (dropped) for a
     query without relevant documents (grade >= rel_level). ``needs_gain``: undefined for a query
-    without a positively graded document, whatever the level (nDCG). ``binary``: every value is 0 or 1 (so McNemar applies);
-    ``binary_at_1`` marks metrics that become binary at k=1. ``trec_eval``/``ir_measures``/``ranx``
-    are the peer tools' names (``{k}`` stands for the cutoff), None where the tool has no match.
+    without a positively graded document, whatever the level (nDCG). ``binary``: every value is 0
+    or 1 (so McNemar applies); ``binary_at_1`` marks metrics that become binary at k=1.
+    ``trec_eval``/``ir_measures``/``ranx`` are the peer tools' names (``{k}`` stands for the
+    cutoff), None where the tool has no match.
     """
 
     name: str
