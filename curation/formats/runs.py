@@ -43,10 +43,21 @@ class RankedRun:
     depth: int | None = None
     #: Identical repeated lines (the same docid and score again for a query), dropped.
     repeats: int = 0
+    #: Lines with fields after the sixth (ignored, as trec_eval ignores them); first such line.
+    extra_fields: int = 0
+    extra_first_line: int | None = None
 
     def summary(self) -> str | None:
-        """One line for a command's summary when lines were repeated, else None."""
-        return f"{self.path}: {self.repeats} identical duplicate run line(s) dropped" if self.repeats else None
+        """The file's warnings for a command's summary (repeated lines, fields after the sixth), or None."""
+        lines = []
+        if self.repeats:
+            lines.append(f"{self.path}: {self.repeats} identical duplicate run line(s) dropped")
+        if self.extra_fields:
+            lines.append(
+                f"warning: {self.path}:{self.extra_first_line}: {self.extra_fields} line(s) have fields after the "
+                "sixth (qid Q0 docid rank score tag); ignored, as trec_eval ignores them"
+            )
+        return "\n".join(lines) or None
 
     def top(self, qid: str, k: int) -> list[str]:
         """The first ``k`` docids of query ``qid`` (empty when the run has no line for it)."""
@@ -92,8 +103,10 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
     """Read a TREC or JSONL run file (gzip allowed) into a :class:`RankedRun` in trec_eval order.
 
     The format is taken from the name (``.jsonl``/``.json`` means JSONL, anything else TREC).
-    Raises :class:`InputError` naming the file and line for a line with the wrong number of fields,
-    a score that is not a number, or a docid repeated within one query.
+    Raises :class:`InputError` naming the file and line for a line with fewer than 6 fields,
+    a score that is not a number, or a docid repeated within one query. Fields after the sixth are
+    ignored, as trec_eval ignores them (its own ``results.trunc`` has some); the run counts those
+    lines (:attr:`RankedRun.extra_fields`) and :meth:`RankedRun.summary` warns once per file.
 
     ``depth`` keeps only each query's first ``depth`` documents (in trec_eval order); every line
     is still read and checked. Pooling at depth k needs no more, and it is much faster.
@@ -124,8 +137,9 @@ def read_run(path: str | os.PathLike, *, name: str | None = None, depth: int | N
         raise no_records(path, "expected qid Q0 docid rank score tag lines")
     if name is None:
         name = next(iter(tags)) if len(tags) == 1 else _name_from_path(path)
+    repeats, extra, extra_first = rest[0] if rest else (0, 0, None)
     return RankedRun(name=name, path=path, sha256=sha256, rankings=rankings, scores=scores, depth=depth,
-                     repeats=rest[0] if rest else 0)
+                     repeats=repeats, extra_fields=extra, extra_first_line=extra_first)
 
 
 def write_run(
@@ -184,7 +198,8 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
     per_query: dict[str, list[tuple[str, float]]] = {}
     seen: dict[str, dict[str, tuple]] = {}
     tags: set[str] = set()
-    repeats = 0
+    repeats = extra = 0
+    extra_first = None
     text = io.StringIO(decode_text(data, path), newline="")
     for lineno, line in enumerate(text, 1):
         if not line.strip():
@@ -203,10 +218,14 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
             value = (score, obj.get("run"))
         else:
             parts = line.split()
-            if len(parts) != 6:
+            if len(parts) < 6:
                 raise InputError(
                     path, lineno, f"has {len(parts)} fields, expected 6 (qid Q0 docid rank score tag)"
                 )
+            if len(parts) > 6:  # trec_eval reads six fields and ignores the rest of the line
+                extra += 1
+                extra_first = extra_first or lineno
+                parts = parts[:6]
             qid, _, docid, _, raw_score, tag = parts
             score = _parse_score(raw_score, path, lineno)
             tags.add(tag)
@@ -226,7 +245,7 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
         ordered = trec_order(results)[:depth]
         rankings[qid] = [d for d, _ in ordered]
         scores[qid] = [s for _, s in ordered]
-    return rankings, scores, tags, repeats
+    return rankings, scores, tags, (repeats, extra, extra_first)
 
 
 _TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]

@@ -173,3 +173,13 @@ def test_sweep_and_attribute(files, tmp_path):
 def test_every_command_has_help_with_an_example(command):
     res = run(command, "--help")
     assert res.exit_code == 0 and "Example" in res.output
+
+
+def test_metrics_reads_results_trunc_and_warns_once_about_its_extra_fields(shared):
+    d = shared("trec_eval_tests")
+    res = run("metrics", d / "results.trunc", "--qrels", d / "qrels.test", "-m", "p@10", "--json")
+    assert res.exit_code == 0, res.output
+    assert res.stderr.count("fields after the sixth") == 1
+    out = json.loads(res.stdout)
+    # trec_eval -c on the same files (out.test.aqc): P_10 all = 0.2000 (302 has no lines: 0)
+    assert f"{out['runs']['STANDARD']['p@10']['mean']:.4f}" == "0.2000"

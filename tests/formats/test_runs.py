@@ -117,7 +117,7 @@ def test_scores_beyond_float32_are_refused_and_3e38_is_kept(tmp_path):
     "content, line, words",
     [
         ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t2\t1\n", 2, "has 5 fields"),
-        ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t2\t1\ts\tx\n", 2, "has 7 fields"),
+        ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t2\t1\n1\tQ0\tc\t2\t1\ts\tx\n", 2, "has 5 fields"),
         ("1\tQ0\ta\t1\t2\ts\n1\t\tb\t2\t1\ts\n", 2, "has 5 fields"),  # an empty q0 field
         ("1\tQ0\ta\t1\t2\ts\n1\tQ0\tb\t\t1\ts\n", 2, "has 5 fields"),  # an empty rank field
         ("1\tQ0\ta\t1\tNA\ts\n", 1, "score 'NA' is not a number"),  # missing to pyarrow
@@ -170,3 +170,28 @@ def test_tags_of_one_length_told_apart(tmp_path):
     assert read_run(path).name == "mixed"
     path.write_text(_tab("1 Q0 a 1 1 s1\n1 Q0 b 2 0 s1\n"))
     assert read_run(path).name == "s1"
+
+
+def test_fields_after_the_sixth_are_ignored_with_one_warning_per_file(shared, tmp_path):
+    # trec_eval's own results.trunc has junk after the tag on 5 lines; trec_eval reads six fields
+    # and ignores the rest, and so does golden, warning once for the file.
+    d = shared("trec_eval_tests")
+    run = read_run(d / "results.trunc")
+    clean = tmp_path / "clean.trec"
+    clean.write_text("".join("\t".join(line.split()[:6]) + "\n" for line in open(d / "results.trunc")))
+    ref = read_run(clean)
+    assert run.rankings == ref.rankings and run.scores == ref.scores and run.name == ref.name
+    assert run.extra_fields == 5 and ref.extra_fields == 0 and ref.summary() is None
+    warning = run.summary()
+    assert warning.count("\n") == 0 and warning.startswith(f"warning: {d / 'results.trunc'}:1: 5 line(s)")
+    assert "ignored, as trec_eval ignores them" in warning
+
+
+@pytest.mark.parametrize("sep", [" ", "\t"])
+def test_extra_fields_keep_the_tag_and_scores_of_the_first_six(tmp_path, sep):
+    path = tmp_path / "x.trec"
+    path.write_text(sep.join(["1", "Q0", "a", "1", "2.5", "sys", "comment", "here"]) + "\n"
+                    + sep.join(["1", "Q0", "b", "2", "3.5", "sys"]) + "\n")
+    run = read_run(path)
+    assert run.name == "sys" and run.rankings == {"1": ["b", "a"]} and run.scores == {"1": [3.5, 2.5]}
+    assert run.extra_fields == 1 and run.extra_first_line == 1

