@@ -18,9 +18,11 @@ What is computed, for two judges (:func:`compare_pair`) and for all judges toget
   quadratic weights (graded scales only), computed by scikit-learn's
   :func:`sklearn.metrics.cohen_kappa_score` with ``labels`` = the scale's grades, so the weights are
   grade distances (Cohen 1960; Cohen 1968 for the weighted form). Pairwise only;
-- ``alpha_nominal``, ``alpha_ordinal``: Krippendorff's alpha, any number of judges, missing labels
-  allowed, computed by the ``krippendorff`` package (Krippendorff 2011, "Computing Krippendorff's
-  alpha-reliability"); ordinal on graded scales only;
+- ``alpha_nominal``, ``alpha_ordinal``, ``alpha_interval``: Krippendorff's alpha, any number of
+  judges, missing labels allowed, computed by the ``krippendorff`` package (Krippendorff 2011,
+  "Computing Krippendorff's alpha-reliability"); ordinal and interval on graded scales only (on
+  two grades both equal the nominal alpha). Interval alpha reads the grades as numbers: the
+  disagreement of grades c and k is (c - k) squared, so 0 against 3 weighs nine times 0 against 1;
 - a bootstrap interval (95 % by default) for each figure that resamples QUERIES with replacement,
   not pairs, because the pairs of one query are not independent (a cluster bootstrap; Efron &
   Tibshirani 1993, ch. 13 percentile interval). It is seeded and reproducible;
@@ -120,6 +122,8 @@ MEASURES: dict[str, Measure] = {
             "alpha_nominal", "Krippendorff's alpha, nominal", False, False, "Krippendorff 2011; krippendorff.alpha"
         ),
         Measure("alpha_ordinal", "Krippendorff's alpha, ordinal", False, True, "Krippendorff 2011; krippendorff.alpha"),
+        Measure("alpha_interval", "Krippendorff's alpha, interval", False, True,
+                "Krippendorff 2011; krippendorff.alpha level_of_measurement='interval'"),
     )
 }
 
@@ -225,9 +229,10 @@ def _ordinal_distances(n_v: np.ndarray) -> np.ndarray:
     return (between - (n_v[..., lo] + n_v[..., hi]) / 2.0) ** 2
 
 
-def _alpha_from_coincidence(o: np.ndarray, level: str) -> np.ndarray:
+def _alpha_from_coincidence(o: np.ndarray, level: str, values: Sequence[float] | None = None) -> np.ndarray:
     """Krippendorff's alpha of a batch of coincidence matrices (..., V, V); NaN where undefined.
-    alpha = 1 - sum(o * d) / sum(e * d), e the coincidences expected by chance."""
+    alpha = 1 - sum(o * d) / sum(e * d), e the coincidences expected by chance. ``values``: the
+    grades the V rows stand for (the interval distance is their squared difference)."""
     o = np.asarray(o, dtype=np.float64)
     n_v = o.sum(axis=-2)
     n = n_v.sum(axis=-1)
@@ -239,8 +244,11 @@ def _alpha_from_coincidence(o: np.ndarray, level: str) -> np.ndarray:
             d = 1.0 - eye
         elif level == "ordinal":
             d = _ordinal_distances(n_v)
+        elif level == "interval":
+            g = np.asarray(values if values is not None else np.arange(v), dtype=np.float64)
+            d = (g[:, None] - g[None, :]) ** 2
         else:
-            raise ValueError(f"level: expected 'nominal' or 'ordinal', got {level!r}")
+            raise ValueError(f"level: expected 'nominal', 'ordinal' or 'interval', got {level!r}")
         num = (o * d).sum(axis=(-1, -2))
         den = (e * d).sum(axis=(-1, -2))
         out = 1.0 - num / den
@@ -288,8 +296,8 @@ def krippendorff_alpha(reliability: np.ndarray, *, scale: Sequence[int], level: 
     """Krippendorff's alpha by the ``krippendorff`` package, for a judges x pairs matrix of grades
     with NaN where a judge did not label a pair; ``value_domain`` is the scale. Undefined (never NaN)
     when no pair has two labels or every paired label is the same grade."""
-    if level not in ("nominal", "ordinal"):
-        raise ValueError(f"level: expected 'nominal' or 'ordinal', got {level!r}")
+    if level not in ("nominal", "ordinal", "interval"):
+        raise ValueError(f"level: expected 'nominal', 'ordinal' or 'interval', got {level!r}")
     data = np.asarray(reliability, dtype=np.float64)
     if data.ndim != 2 or data.size == 0:
         return Estimate(None, undefined="no pairs labelled by two judges")
@@ -398,6 +406,7 @@ def compare_pair(
     measures["alpha_nominal"] = krippendorff_alpha(rel_data, scale=scale, level="nominal")
     if graded:
         measures["alpha_ordinal"] = krippendorff_alpha(rel_data, scale=scale, level="ordinal")
+        measures["alpha_interval"] = krippendorff_alpha(rel_data, scale=scale, level="interval")
     binary = {
         "agreement": _percent(int((b1 == b2).sum()), len(units)),
         "kappa": cohen_kappa(b1, b2, scale=[0, 1], judges=(a, b), grade_names=BINARY_NAMES),
@@ -416,8 +425,8 @@ def compare_pair(
         counts = _resample_counts(len(qids), resamples, seed)
         c = np.einsum("bq,qij->bij", counts, per_q)
         bc = np.einsum("ik,bij,jl->bkl", collapse, c, collapse)
-        reps = _pair_replicates(c, graded)
-        breps = _pair_replicates(bc, False)
+        reps = _pair_replicates(c, graded, scale)
+        breps = _pair_replicates(bc, False, [0, 1])
         breps = {n: breps[n] for n in binary}
     measures = {n: _few(_with_interval(e, reps.get(n), confidence, resamples, why_not), len(qids))
                 for n, e in measures.items()}
@@ -426,7 +435,7 @@ def compare_pair(
     return Agreement((a, b), len(units), len(qids), measures, binary, conf.tolist(), bconf.tolist())
 
 
-def _pair_replicates(c: np.ndarray, graded: bool) -> dict[str, np.ndarray]:
+def _pair_replicates(c: np.ndarray, graded: bool, scale: Sequence[int]) -> dict[str, np.ndarray]:
     n = c.sum(axis=(1, 2))
     out = {"agreement": np.trace(c, axis1=1, axis2=2) / n, "kappa": _kappa_from_confusion(c, None)}
     o = c + np.swapaxes(c, 1, 2)  # two judges per pair: o = confusion + its transpose
@@ -435,6 +444,7 @@ def _pair_replicates(c: np.ndarray, graded: bool) -> dict[str, np.ndarray]:
         out["kappa_linear"] = _kappa_from_confusion(c, "linear")
         out["kappa_quadratic"] = _kappa_from_confusion(c, "quadratic")
         out["alpha_ordinal"] = _alpha_from_coincidence(o, "ordinal")
+        out["alpha_interval"] = _alpha_from_coincidence(o, "interval", scale)
     return out
 
 
@@ -501,6 +511,7 @@ def compare_all(
     measures["alpha_nominal"] = krippendorff_alpha(data, scale=scale, level="nominal")
     if graded:
         measures["alpha_ordinal"] = krippendorff_alpha(data, scale=scale, level="ordinal")
+        measures["alpha_interval"] = krippendorff_alpha(data, scale=scale, level="interval")
     binary = {
         "agreement": _percent(int(bunanimous.sum()), len(units)),
         "kappa": Estimate(None, undefined=pairwise_only),
@@ -525,6 +536,7 @@ def compare_all(
         reps = {"agreement": (counts @ per_q_u) / n, "alpha_nominal": _alpha_from_coincidence(o, "nominal")}
         if graded:
             reps["alpha_ordinal"] = _alpha_from_coincidence(o, "ordinal")
+            reps["alpha_interval"] = _alpha_from_coincidence(o, "interval", scale)
         breps = {"agreement": (counts @ per_q_bu) / n, "alpha_nominal": _alpha_from_coincidence(bo, "nominal")}
     measures = {n: _few(_with_interval(e, reps.get(n), confidence, resamples, why_not), len(qids))
                 for n, e in measures.items()}

@@ -64,6 +64,7 @@ def _check_pair_against_libraries(a: dict, b: dict, comparison, scale, cut):
     assert abs(m["kappa_quadratic"].value - _lib_kappa(y1, y2, scale, "quadratic")) < TOL
     assert abs(m["alpha_nominal"].value - _lib_alpha([y1, y2], scale, "nominal")) < TOL
     assert abs(m["alpha_ordinal"].value - _lib_alpha([y1, y2], scale, "ordinal")) < TOL
+    assert abs(m["alpha_interval"].value - _lib_alpha([y1, y2], scale, "interval")) < TOL
     b1 = [int(g >= cut) for g in y1]
     b2 = [int(g >= cut) for g in y2]
     assert abs(comparison.binary["agreement"].value - np.mean(np.array(b1) == np.array(b2))) < TOL
@@ -99,6 +100,7 @@ def test_qrels_123_judgment_groups_match_sklearn_and_krippendorff(shared):
     assert overall.pairs == sum(sum(u in groups[g] for g in groups) >= 2 for u in units)
     assert abs(overall.measures["alpha_nominal"].value - _lib_alpha(data, scale, "nominal")) < TOL
     assert abs(overall.measures["alpha_ordinal"].value - _lib_alpha(data, scale, "ordinal")) < TOL
+    assert abs(overall.measures["alpha_interval"].value - _lib_alpha(data, scale, "interval")) < TOL
     bdata = [[np.nan if np.isnan(x) else float(x >= 1) for x in row] for row in data]
     assert abs(overall.binary["alpha_nominal"].value - _lib_alpha(bdata, [0, 1], "nominal")) < TOL
     shared_units = [u for u in units if sum(u in groups[g] for g in groups) >= 2]
@@ -161,7 +163,7 @@ def test_bootstrap_resamples_queries_and_matches_libraries_on_each_resample():
     order = sorted(range(len(units)), key=lambda i: units[i])
     units, y1, y2 = [units[i] for i in order], [y1[i] for i in order], [y2[i] for i in order]
     c = compare_pair(latest_labels(recs), "a", "b", scale=[0, 1, 2, 3], cut=2, resamples=60, seed=11)
-    for name in ("kappa", "kappa_quadratic", "alpha_nominal", "alpha_ordinal"):
+    for name in ("kappa", "kappa_quadratic", "alpha_nominal", "alpha_ordinal", "alpha_interval"):
         low, high = _resampled_library_interval(units, y1, y2, 11, 60, name)
         assert abs(c.measures[name].low - low) < TOL, name
         assert abs(c.measures[name].high - high) < TOL, name
@@ -355,3 +357,32 @@ def test_generated_label_sets_match_libraries(recs):
                 assert est.value is None and est.undefined
             else:
                 assert abs(est.value - lib) < TOL
+
+
+def test_interval_alpha_reads_grades_as_numbers_and_equals_krippendorff():
+    # Grades 0, 1, 2, 10 (a numeric scale with a gap): the interval alpha weighs 0 vs 10 a hundred
+    # times 0 vs 1, so it differs from the ordinal one; both equal the krippendorff package.
+    rng = np.random.default_rng(5)
+    scale = [0, 1, 2, 10]
+    recs, y = [], {"a": {}, "b": {}, "c": {}}
+    for q in range(12):
+        for d in range(5):
+            base = int(rng.integers(0, 4))
+            for j in y:
+                if j == "c" and d % 2:
+                    continue  # judge c leaves pairs out: missing labels
+                g = scale[int(np.clip(base + rng.integers(-1, 2), 0, 3))]
+                y[j][(f"q{q}", f"d{d}")] = g
+                recs.append(Label(f"q{q}", f"d{d}", j, g))
+    labels = latest_labels(recs)
+    c = compare_pair(labels, "a", "b", scale=scale, cut=2, resamples=50, seed=1)
+    units = sorted(y["a"])
+    lib = _lib_alpha([[y["a"][u] for u in units], [y["b"][u] for u in units]], scale, "interval")
+    assert abs(c.measures["alpha_interval"].value - lib) < TOL
+    assert abs(c.measures["alpha_interval"].value - c.measures["alpha_ordinal"].value) > 0.01
+    assert c.measures["alpha_interval"].low <= c.measures["alpha_interval"].value <= c.measures["alpha_interval"].high
+    overall = compare_all(labels, ["a", "b", "c"], scale=scale, cut=2, resamples=50, seed=1)
+    data = [[y[j].get(u, np.nan) for u in units] for j in ("a", "b", "c")]
+    assert abs(overall.measures["alpha_interval"].value - _lib_alpha(data, scale, "interval")) < TOL
+    # on a binary scale the interval alpha is the nominal one: not repeated
+    assert "alpha_interval" not in compare_pair(labels, "a", "b", scale=[0, 1, 2, 10], cut=2).binary

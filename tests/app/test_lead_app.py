@@ -73,7 +73,7 @@ def test_dashboard_shows_the_reports_numbers_and_a_heatmap(app, engine, setup):
     pair = report.pairwise[0]
     page = text_of(r.data)
     assert f"{100 * pair.measures['agreement'].value:.1f}%" in page
-    for name in ("kappa", "kappa_linear", "kappa_quadratic", "alpha_nominal", "alpha_ordinal"):
+    for name in ("kappa", "kappa_linear", "kappa_quadratic", "alpha_nominal", "alpha_ordinal", "alpha_interval"):
         est = pair.measures[name]
         assert f"{est.value:.3f} [{est.low:.3f}, {est.high:.3f}]" in page, name
     assert "too few pairs" in page  # 12 shared pairs < 30
@@ -286,7 +286,7 @@ def test_cli_json_and_dashboard_show_the_same_figures_on_a_1_to_3_scale(engine, 
     cells = _row_cells(body, "agreement-table", "alice + bob")
     assert cells[:2] == [(str(pair["pairs"]), ""), (str(pair["queries"]), "")]
     want = [_as_shown(est, name == "agreement") for name, est in pair["measures"].items()]
-    assert cells[2:] == want and len(want) == 6
+    assert cells[2:] == want and len(want) == 7  # with Krippendorff's interval alpha (issue 13)
     cells = _row_cells(body, "binary-table", "alice + bob")
     want = [_as_shown(est, name == "agreement") for name, est in pair["binary"].items()]
     assert cells[1:] == want and len(want) == 3
