@@ -344,12 +344,19 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
               help="Standard deviation of per-query differences (without runs).")
 @click.option("--queries", "n_queries", type=int, default=None, help="Number of queries (without runs).")
 @click.option("--delta", type=FiniteFloat(), default=None,
-              help="Difference to detect; prints the queries needed for it.")
+              help="Smallest difference that matters, stated before looking; prints the queries needed for it "
+                   "(the observed difference is never planned for).")
 @json_option
 @domain_errors
 def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as_json):
     """What a query set can resolve: paired sd, standard error, minimum detectable
-    difference (80% power, 5% level) and the queries needed, n >= (2.8·s/δ)².
+    difference (80% power, 5% two-sided level) and, for --delta, the queries needed,
+    from the paired t-test's power (noncentral t; statsmodels' TTestPower gives the same).
+
+    \b
+    With two runs, the observed difference is shown as context but never planned
+    for (it is inflated by selection): state --delta, the smallest difference
+    that would matter.
 
     \b
     Examples:
@@ -378,12 +385,14 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
     click.echo(f"queries                       {p.n}")
     click.echo(f"paired sd of differences  s = {p.sd:.4f}")
     click.echo(f"standard error    s/sqrt(n) = {p.se:.4f}")
-    click.echo(f"minimum detectable difference (80% power, 5% two-sided) = {p.multiplier:.2f} x se = {p.mdd:.4f}")
+    click.echo(f"minimum detectable difference (80% power, 5% two-sided, paired t) = {p.multiplier:.2f} x se "
+               f"= {p.mdd:.4f}")
     if p.observed is not None:
-        click.echo(f"observed delta B - A        = {p.observed:+.4f}")
+        click.echo(f"observed delta B - A        = {p.observed:+.4f}  (context only: not planned for)")
     if p.needed is not None:
-        click.echo(f"queries needed for delta {p.delta:.4f}: n >= ({p.multiplier:.2f} x {p.sd:.4f} / {p.delta:.4f})^2 "
-                   f"= {p.needed}")
+        click.echo(f"queries needed for delta {p.delta:.4f} (paired t, 80% power) = {p.needed}")
+    else:
+        click.echo("queries needed: not planned; give --delta, the smallest difference that matters")
     for note in p.notes:
         click.echo(f"note: {note}")
 

@@ -1,5 +1,20 @@
 """Power of a query set: the minimum detectable difference of a paired comparison and the queries
-needed for a target difference (normal approximation; Sakai, "Topic set size design", 2016)."""
+needed for a target difference, from the paired t-test's power (Sakai, "Topic set size design",
+Information Retrieval Journal 19, 2016, which plans with the t distribution for the same reason).
+
+The power of the two-sided paired t-test at level ``alpha`` for a true difference ``delta`` with
+``n`` queries and sd ``s`` of the per-query differences is, with ``t* = t_(1-alpha/2, n-1)`` and the
+noncentrality ``lambda = delta * sqrt(n) / s``::
+
+    P(T' > t*) + P(T' < -t*),   T' ~ noncentral t(n - 1, lambda)
+
+(scipy.stats.nct; the same formula as statsmodels' ``TTestPower``, which the tests check it
+against). The minimum detectable difference is the ``delta`` at which that power reaches the
+target (80%), found by root finding; the queries needed for a ``delta`` is the smallest ``n`` at
+which it does. With many queries this tends to the normal approximation ``(z_(1-alpha/2) +
+z_power) * s / sqrt(n)`` (2.80 x se at 5% / 80%); with few it is larger, because ``s`` itself is
+estimated from them (at n = 10: 3.15 x se rather than 2.80).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +22,15 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from scipy import optimize
 from scipy import stats as sps
+
+FEW_QUERIES = 30  # below this many queries, estimates from them are flagged as rough
 
 
 @dataclass
 class Power:
-    """How much a query set can resolve (normal approximation, paired design)."""
+    """How much a query set can resolve (paired t-test, noncentral t)."""
 
     n: int
     sd: float
@@ -20,7 +38,8 @@ class Power:
     mdd: float  # minimum detectable difference at the given power and level
     alpha: float
     power: float
-    multiplier: float  # z_(1-alpha/2) + z_power, 2.80 for 5% / 80%
+    multiplier: float  # mdd / se: 3.15 at n=10, tends to z_(1-alpha/2) + z_power = 2.80
+    method: str = "paired t-test power (noncentral t, scipy.stats.nct)"
     delta: float | None = None
     needed: int | None = None
     observed: float | None = None
@@ -28,6 +47,44 @@ class Power:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def t_power(delta: float, sd: float, n: int, *, alpha: float = 0.05) -> float:
+    """Power of the two-sided paired t-test with ``n`` queries for a true difference ``delta``."""
+    if sd == 0:
+        return 1.0 if delta else alpha
+    df = n - 1
+    crit = sps.t.ppf(1 - alpha / 2, df)
+    nc = delta * math.sqrt(n) / sd
+    return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+
+
+def _mdd(sd: float, n: int, alpha: float, target: float) -> float:
+    """The difference the paired t-test detects with power ``target`` (root of t_power - target)."""
+    if sd == 0:
+        return 0.0
+    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(target)) * sd / math.sqrt(n)
+    hi = z
+    while t_power(hi, sd, n, alpha=alpha) < target:
+        hi *= 2
+    return float(optimize.brentq(lambda d: t_power(d, sd, n, alpha=alpha) - target, 0.0, hi, xtol=1e-12))
+
+
+def _needed(delta: float, sd: float, alpha: float, target: float) -> int:
+    """The smallest n >= 2 at which the paired t-test detects ``delta`` with power ``target``."""
+    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(target))
+    try:
+        approx = (z * sd / delta) ** 2
+    except OverflowError:
+        approx = math.inf
+    if not math.isfinite(approx) or approx > 1e9:
+        raise ValueError(f"delta: {delta!r} is too small to plan for (sd {sd:g}): the queries needed overflow")
+    n = max(2, math.ceil(approx))
+    while n > 2 and t_power(delta, sd, n - 1, alpha=alpha) >= target:
+        n -= 1
+    while t_power(delta, sd, n, alpha=alpha) < target:
+        n += 1
+    return n
 
 
 def power(
@@ -40,11 +97,12 @@ def power(
     power: float = 0.80,
 ) -> Power:
     """Paired standard deviation ``s`` of per-query differences, ``se = s / sqrt(n)``, the minimum
-    detectable difference ``(z_(1-alpha/2) + z_power) * se`` and, for a target ``delta``, the
-    queries needed: ``n >= ((z_(1-alpha/2) + z_power) * s / delta)^2`` (2.80 at 5% / 80%).
+    detectable difference of the paired t-test (power ``power`` at two-sided level ``alpha``) and,
+    for a target ``delta``, the queries needed.
 
-    Give either the differences ``diff`` (from two runs) or ``sd`` and ``n``.
-    Reference: Sakai, "Topic set size design", Information Retrieval Journal 19, 2016.
+    Give either the differences ``diff`` (from two runs) or ``sd`` and ``n``. With ``diff`` the
+    observed mean difference is reported as context, but never planned for: it is inflated by
+    selection (the winner's curse); the queries needed are computed only for a stated ``delta``.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1, not {alpha!r}")
@@ -64,21 +122,28 @@ def power(
         raise ValueError(f"sd must be a non-negative number, not {sd!r}")
     if n < 2:
         raise ValueError(f"n must be at least 2, not {n!r}")
-    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
-    se = sd / math.sqrt(n)
-    out = Power(n=int(n), sd=sd, se=se, mdd=z * se, alpha=alpha, power=power, multiplier=z, observed=observed)
-    target = delta if delta is not None else (abs(observed) if observed else None)
     if delta is not None and not delta > 0:
         raise ValueError(f"delta must be positive, not {delta!r}")
-    if target:
-        out.delta = float(target)
-        try:
-            needed = (z * sd / target) ** 2
-        except OverflowError:
-            needed = math.inf
-        if not math.isfinite(needed):
-            raise ValueError(f"delta: {target!r} is too small to plan for (sd {sd:g}): the queries needed overflow")
-        out.needed = max(2, math.ceil(needed))
+    se = sd / math.sqrt(n)
+    mdd = _mdd(sd, int(n), alpha, power)
+    out = Power(n=int(n), sd=sd, se=se, mdd=mdd, alpha=alpha, power=power,
+                multiplier=mdd / se if se > 0 else float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)),
+                observed=observed)
+    if delta is not None:
+        out.delta = float(delta)
+        out.needed = _needed(float(delta), sd, alpha, power) if sd > 0 else 2
+    if n < FEW_QUERIES:
+        out.notes.append(
+            f"only {n} queries: the sd of the differences is itself a rough estimate, so the minimum "
+            "detectable difference and the queries needed are rough too (the t distribution allows for "
+            "the first, not for an sd that happens to come out small)"
+        )
+    if observed is not None and delta is None:
+        out.notes.append(
+            f"no --delta: the queries needed are not planned. The observed delta {observed:+.4f} is context "
+            "only, never a target: a difference picked because it looked large overestimates the true one "
+            "(winner's curse). Give --delta, the smallest difference that would matter to you"
+        )
     out.notes.append(
         "winner's curse: a delta that only just reached (or just missed) significance is likely an "
         "overestimate of the true effect; plan the query count for a smaller delta"

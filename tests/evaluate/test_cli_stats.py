@@ -141,11 +141,16 @@ def test_tie_declares_equivalence_only_inside_the_interval(files, tmp_path):
 def test_power_from_sd_and_from_runs(files):
     res = run("power", "--sd-diff", "0.2", "--queries", "100", "--delta", "0.05")
     assert res.exit_code == 0, res.output
-    assert "= 0.0560" in res.output and "= 126" in res.output and "winner's curse" in res.output
+    assert "= 0.0566" in res.output and "= 128" in res.output and "winner's curse" in res.output
     res = run("power", files["a"], files["b"], "--qrels", files["qrels"], "--metric", "mrr@10", "--json")
     out = json.loads(res.output)
     d = np.array([2 / 3] * 20 + [1 / 5 - 1 / 3] * 10 + [0.0])
     assert out["sd"] == pytest.approx(d.std(ddof=1)) and out["n"] == 31
+    # Two runs and no --delta: the observed difference is context, never the planning target.
+    assert out["needed"] is None and out["observed"] == pytest.approx(d.mean())
+    res = run("power", files["a"], files["b"], "--qrels", files["qrels"], "--metric", "mrr@10")
+    assert "queries needed: not planned; give --delta" in res.output
+    assert f"observed delta B - A        = {d.mean():+.4f}  (context only" in res.output
 
 
 def test_noise_says_loudly_when_the_null_arm_fails(files, tmp_path):

@@ -224,18 +224,49 @@ def test_verdict(low, high, tie, expected):
     assert verdict(low, high, tie=tie) == expected
 
 
-def test_power_matches_hand_calculation():
-    p = power(sd=0.2, n=100, delta=0.05)
+def test_power_tends_to_the_normal_formula_with_many_queries():
+    p = power(sd=0.2, n=5000, delta=0.05)
     z = 1.959964 + 0.841621  # normal quantiles for 97.5% and 80%, from tables
-    assert p.se == pytest.approx(0.02)
-    assert p.mdd == pytest.approx(z * 0.02, rel=1e-5)
-    assert p.needed == math.ceil((z * 0.2 / 0.05) ** 2) == 126
+    assert p.se == pytest.approx(0.2 / math.sqrt(5000))
+    assert p.mdd == pytest.approx(z * p.se, rel=1e-3)
+    assert abs(p.needed - math.ceil((z * 0.2 / 0.05) ** 2)) <= 2  # 126 by the normal formula
     assert any("winner's curse" in n for n in p.notes)
     d = np.array([0.1, -0.1, 0.3, 0.1])
-    q = power(d)
+    q = power(d, delta=0.1)
     assert q.sd == pytest.approx(np.std(d, ddof=1)) and q.n == 4 and q.observed == pytest.approx(0.1)
     with pytest.raises(ValueError, match="sd, n"):
         power(sd=0.1)
+
+
+@pytest.mark.parametrize("sd, n", [(0.2, 5), (0.2, 10), (0.25, 20), (0.18, 30), (0.3, 100), (0.12, 250)])
+@pytest.mark.parametrize("delta", [0.02, 0.05, 0.1])
+def test_power_equals_statsmodels_ttestpower(sd, n, delta):
+    # The paired t-test's power through the noncentral t: statsmodels' TTestPower on the effect
+    # size delta / sd gives the same minimum detectable difference and (rounded up) query count.
+    from statsmodels.stats.power import TTestPower
+
+    p = power(sd=sd, n=n, delta=delta)
+    tp = TTestPower()
+    es = tp.solve_power(nobs=n, alpha=0.05, power=0.8, alternative="two-sided")
+    assert p.mdd == pytest.approx(es * sd, rel=1e-5)  # statsmodels solves to about 1e-6
+    needed = tp.solve_power(effect_size=delta / sd, alpha=0.05, power=0.8, alternative="two-sided")
+    assert abs(p.needed - math.ceil(needed)) <= 1 and p.needed >= needed
+    assert tp.power(effect_size=delta / sd, nobs=p.needed, alpha=0.05) >= 0.8
+
+
+def test_power_at_ten_queries_is_the_t_answer_not_the_normal_one():
+    # The issue's figure: the normal formula says 2.80 x se; the t-test needs 3.15 x se at n = 10.
+    p = power(sd=0.3, n=10)
+    assert p.multiplier == pytest.approx(3.1496, abs=1e-3)
+    assert any("only 10 queries" in note for note in p.notes)
+    assert not any("only" in note and "queries:" in note for note in power(sd=0.3, n=30).notes)
+
+
+def test_power_never_plans_for_the_observed_difference():
+    d = np.array([0.1, -0.05, 0.3, 0.12, 0.0, 0.2])
+    p = power(d)
+    assert p.needed is None and p.delta is None and p.observed == pytest.approx(d.mean())
+    assert any("--delta" in note and f"{d.mean():+.4f}" in note for note in p.notes)
 
 
 # ---------------------------------------------------------------------------------------------
