@@ -22,7 +22,7 @@ from curation.cli.base import (
     on_conflict_option,
     seed_option,
 )
-from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
+from curation.evaluate.choices import CI_METHODS, NOISE_RULES, WEIGHTINGS
 
 # The metric registry lives with numpy (curation.evaluate.metrics): naming every choice here would
 # import it for `golden --help`; an unknown metric is refused with the list.
@@ -406,14 +406,20 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
 @_qrels_option
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @_rel_level_option
+@click.option("--rule", type=click.Choice(NOISE_RULES), default="3sd", show_default=True,
+              help="How the floor is set: 3sd (3 x the sd of the runs' means, the method's rule), range "
+                   "(their max - min), paired (1.96 x sqrt(2) x sd: what one pair of runs stays within). "
+                   "All three are printed; this one is the threshold.")
 @_resamples_option
 @seed_option
 @json_option
 @domain_errors
-def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
+def noise_cmd(runs, qrels_path, metric, rel_level, rule, resamples, seed, as_json):
     """Noise floor from repeated runs of ONE configuration: sd, range, and the threshold
-    below which a change has not been shown to move the metric. The first two runs form
-    a null arm whose interval must contain 0; the command says loudly when it does not.
+    below which a change has not been shown to move the metric (3 sd of the runs' means by
+    default; --rule range or paired). The first two runs form a null arm whose interval
+    must contain 0; the command says loudly when it does not. Five or more repeats are
+    needed for a floor worth quoting; fewer are flagged.
 
     \b
     Example:
@@ -426,7 +432,8 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     loaded = _read_runs(runs)
     _unique_names(loaded)
-    result = noise([_score(r, index, metric) for r in loaded], resamples=resamples, seed=seed)
+    result = noise([_score(r, index, metric) for r in loaded], resamples=resamples, seed=seed, rule=rule)
+    loud = [n for n in result.notes if n.startswith("NULL ARM FAILED")]
     if as_json:
         echo_json(result.as_dict())
     else:
@@ -435,12 +442,21 @@ def noise_cmd(runs, qrels_path, metric, rel_level, resamples, seed, as_json):
             click.echo(f"  {name:<24} {m:.4f}")
         click.echo(f"sd of the means   {result.sd:.4f}")
         click.echo(f"range             {result.range:.4f}")
-        click.echo(f"threshold         {result.threshold:.4f}  (1.96 x sqrt(2) x sd: a delta below it has not "
+        explain = {"3sd": "3 x sd (the method's rule)", "range": "max - min of the means",
+                   "paired": "1.96 x sqrt(2) x sd: what one pair of runs stays within"}
+        click.echo("noise floor by rule:")
+        for name, value in result.thresholds.items():
+            mark = "  <- threshold" if name == result.rule else ""
+            click.echo(f"  {name:<7} {value:.4f}  ({explain[name]}){mark}")
+        click.echo(f"threshold         {result.threshold:.4f}  (--rule {result.rule}: a delta below it has not "
                    "been shown to move the metric)")
         click.echo(f"null arm {result.runs[1]} - {result.runs[0]}: {result.null_delta:+.4f} "
                    f"[{result.null_low:+.4f}, {result.null_high:+.4f}] "
                    + ("contains 0, as it must" if result.null_ok else "EXCLUDES 0"))
-    for note in result.notes:
+        for note in result.notes:
+            if note not in loud:
+                click.echo(f"note: {note}")
+    for note in loud:
         click.secho("!" * 72, fg="red", err=True)
         click.secho(note, fg="red", bold=True, err=True)
         click.secho("!" * 72, fg="red", err=True)

@@ -157,6 +157,13 @@ def test_noise_says_loudly_when_the_null_arm_fails(files, tmp_path):
     again = _write_run(tmp_path / "again.trec", "bm25", lambda i: 3)
     res = CliRunner().invoke(main, ["noise", files["a"], again, "--qrels", files["qrels"], "--resamples", "500"])
     assert res.exit_code == 0 and "contains 0, as it must" in res.output
+    # all three rules printed, the default (3 sd) marked; two repeats and 31 queries flagged
+    assert "3sd     0.0000" in res.output and "range   0.0000" in res.output and "paired  0.0000" in res.output
+    assert "(--rule 3sd:" in res.output and "only 2 repeated runs" in res.output
+    res = CliRunner().invoke(main, ["noise", files["a"], again, "--qrels", files["qrels"], "--resamples", "500",
+                                    "--rule", "range", "--json"])
+    out = json.loads(res.stdout)
+    assert out["rule"] == "range" and set(out["thresholds"]) == {"3sd", "range", "paired"}
     res = CliRunner().invoke(main, ["noise", files["a"], files["b"], "--qrels", files["qrels"], "--resamples", "500"])
     assert res.exit_code == 4 and "NULL ARM FAILED" in res.output
 

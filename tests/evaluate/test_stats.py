@@ -276,15 +276,26 @@ def test_power_never_plans_for_the_observed_difference():
 def test_noise_floor_and_null_arm():
     rng = np.random.default_rng(4)
     base = rng.uniform(0, 1, 200)
-    reps = [scores(f"r{i}", {f"q{j:03d}": v + rng.normal(0, 0.01) for j, v in enumerate(base)}) for i in range(4)]
+    reps = [scores(f"r{i}", {f"q{j:03d}": v + rng.normal(0, 0.01) for j, v in enumerate(base)}) for i in range(10)]
     n = noise(reps, resamples=2000)
     means = np.array([r.mean for r in reps])
-    assert n.sd == pytest.approx(means.std(ddof=1)) and n.range == pytest.approx(np.ptp(means))
-    assert n.threshold == pytest.approx(1.959964 * math.sqrt(2) * n.sd, rel=1e-5)
+    sd = means.std(ddof=1)
+    assert n.sd == pytest.approx(sd) and n.range == pytest.approx(np.ptp(means))
+    # The method's rule by default: 3 sd of the repeated runs; range and the paired formula beside it.
+    assert n.rule == "3sd" and n.threshold == pytest.approx(3 * sd)
+    assert n.thresholds == pytest.approx({"3sd": 3 * sd, "range": np.ptp(means),
+                                          "paired": 1.959964 * math.sqrt(2) * sd}, rel=1e-5)
+    assert noise(reps, resamples=200, rule="paired").threshold == pytest.approx(1.959964 * math.sqrt(2) * sd, rel=1e-5)
+    assert noise(reps, resamples=200, rule="range").threshold == pytest.approx(np.ptp(means))
+    with pytest.raises(ValueError, match="rule must be one of 3sd, range, paired"):
+        noise(reps, rule="2sd")
     assert n.null_ok and not n.notes
+    # Four repeats: a floor is still given, with a note that it is loose.
+    few = noise(reps[:4], resamples=200)
+    assert any("only 4 repeated runs" in note for note in few.notes)
     shifted = scores("broken", {q: v + 0.05 for q, v in reps[0].as_dict().items()})
     bad = noise([reps[0], shifted], resamples=2000)
-    assert not bad.null_ok and "NULL ARM FAILED" in bad.notes[0]
+    assert not bad.null_ok and any("NULL ARM FAILED" in note for note in bad.notes)
 
 
 def test_sweep_ranks_on_tune_and_remeasures_top_three_on_holdout(tmp_path):
