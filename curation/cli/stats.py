@@ -475,7 +475,8 @@ def noise_cmd(runs, qrels_path, metric, rel_level, rule, resamples, seed, as_jso
 @click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
               help="queries.jsonl with a split field (default: the export folder's).")
 @_rel_level_option
-@click.option("--top", type=int, default=3, show_default=True, help="How many of the best to re-measure on holdout.")
+@click.option("--top", type=click.IntRange(min=1), default=3, show_default=True,
+              help="How many of the best to re-measure on holdout (the method's cap is 3; more is warned about).")
 @click.option("--simulations", type=int, default=2000, show_default=True, help="Resamples for the optimism.")
 @seed_option
 @json_option
@@ -483,6 +484,8 @@ def noise_cmd(runs, qrels_path, metric, rel_level, rule, resamples, seed, as_jso
 def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulations, seed, as_json):
     """Rank many configurations on the tune split, show the optimism expected from
     picking the best of that many, and re-measure only the top three on holdout.
+    The winner's held-out gap is shown beside the average gap of all configurations
+    (the splits' difference in difficulty) and the difference of the two.
 
     \b
     Example:
@@ -512,9 +515,12 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
         click.echo(f"  {r.rank:>4}  {r.run:<{w}}  {r.tune:>7.4f}  {hold}")
     click.echo(f"expected optimism of the best of {result.configs} (simulated at the measured noise, "
                f"se {result.noise_se:.4f}): {result.optimism:+.4f}")
-    top_row = result.rows[0]
-    click.echo(f"observed gap of the winner (tune - holdout): {top_row.gap:+.4f} "
-               "(includes any difference in difficulty between the splits)")
+    click.echo(f"gap of the winner (tune - holdout):               {result.winner_gap:+.4f}")
+    click.echo(f"average gap over all {result.configs} configurations:        {result.mean_gap:+.4f}  "
+               "(the splits' difference in difficulty)")
+    click.echo(f"winner's gap beyond the average (its optimism):  {result.winner_excess:+.4f}")
+    for note in result.notes[1:]:
+        click.echo(f"note: {note}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from curation.evaluate.metrics import QueryScores
 from curation.evaluate.stats import align_scores
 from curation.formats.queries import QueryRecord
 
+TOP_CAP = 3  # the method re-scores at most the top three configurations on the holdout
 FEW_REPEATS = 5  # below this many repeated runs, the sd of their means is a loose estimate
 
 
@@ -118,6 +119,10 @@ class Sweep:
     optimism: float  # expected excess of the best-of-N tune mean over its true value
     rows: list[SweepRow]
     simulations: int
+    top: int = 3
+    winner_gap: float = math.nan  # tune - holdout of the winner
+    mean_gap: float = math.nan  # tune - holdout averaged over every configuration: the splits' difficulty
+    winner_excess: float = math.nan  # winner_gap - mean_gap: the winner's own optimism
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -143,7 +148,17 @@ def sweep(
     correlation) give N noisy means, of which the largest is taken; the average of that maximum
     over ``simulations`` is the expected optimism of the winner (Cawley & Talbot, "On over-fitting
     in model selection", JMLR 2010, for the phenomenon).
+
+    The winner's held-out gap (tune - holdout) mixes its optimism with any difference in
+    difficulty between the two splits. That difference is the gap averaged over EVERY
+    configuration (``mean_gap``; the holdout means of the configurations outside the top are used
+    for this average only, never shown or ranked); ``winner_excess = winner_gap - mean_gap`` is the
+    winner's own optimism. The method re-scores at most the top three on held-out queries: a
+    larger ``top`` is allowed, with a note, because every extra look at the holdout makes it less
+    of a holdout.
     """
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError(f"top must be a whole number >= 1, not {top!r}")
     if len(scores) < 2:
         raise ValueError("scores: a sweep needs at least 2 configurations")
     if not any(r.split for r in queries.values()):
@@ -174,5 +189,19 @@ def sweep(
         f"the best of {len(scores)} configurations is expected to look {optimism:.4f} better on the tune "
         "split than it is, from query noise alone"
     ]
+    if top > TOP_CAP:
+        notes.append(
+            f"--top {top}: the method re-scores at most the top {TOP_CAP} on held-out queries; each further "
+            "configuration looked at on the holdout makes the holdout a second tune split, and picking among "
+            "them there brings the winner's curse back"
+        )
+    for name, count in (("tune", len(qt)), ("holdout", len(qh))):
+        if count < 30:
+            notes.append(f"only {count} {name} queries: its means, and so the gaps, are rough")
+    winner = int(order[0])
+    gaps = means - hmeans
+    winner_gap = float(gaps[winner])
+    mean_gap = float(gaps.mean())
     return Sweep(metric=str(scores[0].metric), n_tune=len(qt), n_holdout=len(qh), configs=len(scores),
-                 noise_se=se, optimism=optimism, rows=rows, simulations=max(100, simulations), notes=notes)
+                 noise_se=se, optimism=optimism, rows=rows, simulations=max(100, simulations), top=top,
+                 winner_gap=winner_gap, mean_gap=mean_gap, winner_excess=winner_gap - mean_gap, notes=notes)

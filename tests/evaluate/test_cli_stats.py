@@ -173,7 +173,14 @@ def test_sweep_and_attribute(files, tmp_path):
     res = run("sweep", *runs, "--qrels", files["qrels"], "--queries", files["queries"], "--metric", "mrr@10")
     assert res.exit_code == 0, res.output
     assert "5 configurations, 15 tune queries, 15 holdout queries" in res.output
-    assert "expected optimism of the best of 5" in res.output and "observed gap of the winner" in res.output
+    assert "expected optimism of the best of 5" in res.output and "gap of the winner (tune - holdout)" in res.output
+    assert "average gap over all 5 configurations" in res.output and "winner's gap beyond the average" in res.output
+    assert "--top" not in res.output and "only 15 tune queries" in res.output
+    res = run("sweep", *runs, "--qrels", files["qrels"], "--queries", files["queries"], "--metric", "mrr@10",
+              "--top", "4", "--json")
+    out = json.loads(res.stdout)
+    assert out["top"] == 4 and any("the method re-scores at most the top 3" in n for n in out["notes"])
+    assert out["winner_excess"] == pytest.approx(out["winner_gap"] - out["mean_gap"])
     both = _write_run(tmp_path / "ab.trec", "ab", lambda i: 1)
     res = run("attribute", files["a"], files["b"], runs[0], both, "--qrels", files["qrels"], "--metric", "mrr@10",
               "--a-name", "rerank", "--b-name", "expand", "--resamples", "500")

@@ -316,6 +316,31 @@ def test_sweep_ranks_on_tune_and_remeasures_top_three_on_holdout(tmp_path):
     assert s.rows[0].gap == pytest.approx(s.rows[0].tune - s.rows[0].holdout)
 
 
+def test_sweep_separates_the_splits_difficulty_from_the_winners_optimism(tmp_path):
+    # A null sweep (ten equal configurations) whose holdout queries are 0.05 harder: every
+    # configuration's gap carries that 0.05; the winner's own optimism is its gap beyond the average.
+    rng = np.random.default_rng(9)
+    rows = [{"qid": f"q{i:03d}", "text": "t", "stratum": {}, "split": "tune" if i < 100 else "holdout"}
+            for i in range(200)]
+    queries = write_queries(tmp_path / "q.jsonl", rows)
+    base = rng.uniform(0.2, 0.8, 200) - np.where(np.arange(200) >= 100, 0.05, 0.0)
+    configs = [scores(f"c{k}", {r["qid"]: base[i] + rng.normal(0, 0.1) for i, r in enumerate(rows)})
+               for k in range(10)]
+    s = sweep(configs, queries=queries, seed=1)
+    tune = np.array([np.mean([c.as_dict()[f"q{i:03d}"] for i in range(100)]) for c in configs])
+    hold = np.array([np.mean([c.as_dict()[f"q{i:03d}"] for i in range(100, 200)]) for c in configs])
+    assert s.mean_gap == pytest.approx(float(np.mean(tune - hold)))
+    winner = int(np.argmax(tune))
+    assert s.winner_gap == pytest.approx(tune[winner] - hold[winner]) == pytest.approx(s.rows[0].gap)
+    assert s.winner_excess == pytest.approx(s.winner_gap - s.mean_gap)
+    assert s.top == 3 and not any("--top" in n for n in s.notes)
+    wide = sweep(configs, queries=queries, seed=1, top=5)
+    assert [r.holdout is not None for r in wide.rows] == [True] * 5 + [False] * 5
+    assert any("--top 5: the method re-scores at most the top 3" in n for n in wide.notes)
+    with pytest.raises(ValueError, match="top must be"):
+        sweep(configs, queries=queries, top=0)
+
+
 def test_attribution_main_effects_and_interaction_both_ways():
     q = [f"q{i}" for i in range(30)]
     rng = np.random.default_rng(3)
