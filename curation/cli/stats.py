@@ -22,7 +22,7 @@ from curation.cli.base import (
     on_conflict_option,
     seed_option,
 )
-from curation.evaluate.choices import CI_METHODS, NOISE_RULES, WEIGHTINGS
+from curation.evaluate.choices import CI_METHODS, FEW_QUERIES, NOISE_RULES, UNITS, WEIGHTINGS
 
 # The metric registry lives with numpy (curation.evaluate.metrics): naming every choice here would
 # import it for `golden --help`; an unknown metric is refused with the list.
@@ -211,6 +211,9 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
     line = _no_results_line([(n, next(iter(per.values()))) for n, per in results.items()])
     if line:
         click.echo(line)
+    if len(index.qids) < FEW_QUERIES:
+        click.echo(f"note: only {len(index.qids)} queries: means over so few are rough estimates "
+                   "(golden compare gives their interval)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,10 +227,9 @@ def _print_comparison(c) -> None:
         extra.append(f"split {c.split}")
     if c.cluster_col:
         extra.append(f"cluster bootstrap on {c.cluster_col} ({c.clusters} clusters)")
-    click.echo(
-        f"{c.n} queries paired; weighting: {c.weighting}; {round(c.level * 100)}% {c.ci_method} bootstrap, "
-        f"{c.resamples} resamples, seed {c.seed}" + ("; " + "; ".join(extra) if extra else "")
-    )
+    click.echo(f"{c.n} queries paired; weighting: {c.weighting}; unit: {c.unit}; {c.interval_text}"
+               + ("; " + "; ".join(extra) if extra else ""))
+    click.echo(f"estimator: {c.estimator}")
     if c.dropped:
         reasons = ", ".join(f"{k}: {v}" for k, v in c.drop_reasons.items())
         click.echo(f"dropped from both arms: {c.dropped} queries ({reasons})")
@@ -280,13 +282,20 @@ def _print_comparison(c) -> None:
 @click.option("--split", default=None, help="Only the queries of this split, e.g. holdout.")
 @click.option("--cluster-col", default=None,
               help="queries.jsonl field whose queries are resampled together, e.g. user.")
-@click.option("--ci", type=click.Choice(CI_METHODS), default="percentile", show_default=True,
-              help="Bootstrap interval: percentile, or BCa (scipy).")
+@click.option("--ci", type=click.Choice(CI_METHODS), default="auto", show_default=True,
+              help="Interval: auto (a t interval below 30 queries or clusters, where the percentile bootstrap "
+                   "covers too rarely; percentile from 30 on), t, percentile, or bca (scipy).")
+@click.option("--unit", type=click.Choice(UNITS), default="query", show_default=True,
+              help="Whose mean: each query (or search, with traffic weights), or each user with their queries "
+                   "counting together (traffic: the sample's user_weight; unweighted: needs --cluster-col).")
+@click.option("--mix", default=None, metavar="STRATUM=SHARE,...",
+              help="A target mix of strata, e.g. market=us=0.7,market=de=0.3 (or us=0.7,de=0.3): each stratum "
+                   "weighs its stated share, its queries weighted within it as --weighting says.")
 @json_option
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML report.")
 @domain_errors
 def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resamples, seed, tie, weighting,
-                split, cluster_col, ci, as_json, html_path):
+                split, cluster_col, ci, unit, mix, as_json, html_path):
     """Paired comparison of two runs, query by query: is B better than A?
 
     \b
@@ -306,16 +315,16 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
 
     qrels, export_queries = _load_qrels(qrels_path)
     queries, _ = _load_queries(queries_path, export_queries)
-    if queries is None and (weighting != "unweighted" or split or cluster_col):
+    if queries is None and (weighting != "unweighted" or split or cluster_col or mix or unit != "query"):
         raise click.ClickException(
-            "--weighting/--split/--cluster-col need --queries QUERIES.jsonl (or an export folder)")
+            "--weighting/--split/--cluster-col/--unit/--mix need --queries QUERIES.jsonl (or an export folder)")
     index = QrelsIndex.build(qrels, rel_level=rel_level)
     ra, rb = _read_runs([run_a, run_b])
     if ra.name == rb.name:
         ra.name, rb.name = f"A:{ra.name}", f"B:{rb.name}"
     paired = pair_scores(_score(ra, index, metric), _score(rb, index, metric), queries=queries, split=split)
     result = compare(paired, queries=queries, weighting=weighting, cluster_col=cluster_col, resamples=resamples,
-                     seed=seed, ci=ci, tie=tie, split=split)
+                     seed=seed, ci=ci, tie=tie, split=split, unit=unit, mix=mix)
     if html_path:
         from curation.evaluate.html_report import render_comparison
         from curation.formats.fileio import atomic_write
@@ -564,8 +573,9 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
     if as_json:
         echo_json(result.as_dict())
         return
-    click.echo(f"{result.metric} over {result.n} queries; {round(result.level * 100)}% paired bootstrap, "
-               f"{result.resamples} resamples, seed {result.seed}")
+    how = ("paired t intervals" if result.ci_method == "t" else
+           f"paired bootstrap, {result.resamples} resamples, seed {result.seed}")
+    click.echo(f"{result.metric} over {result.n} queries; {round(result.level * 100)}% {how}")
     labels = {"00": "both off", "10": f"{a_name} only", "01": f"{b_name} only", "11": "both on"}
     for cell, label in labels.items():
         click.echo(f"  {label:<16} {result.names[cell]:<24} {result.means[cell]:.4f}")
@@ -573,3 +583,5 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
     w = max(len(e.name) for e in result.effects)
     for e in result.effects:
         click.echo(f"  {e.name:<{w}}  {e.delta:+.4f}  [{e.low:+.4f}, {e.high:+.4f}]")
+    for note in result.notes:
+        click.echo(f"note: {note}")

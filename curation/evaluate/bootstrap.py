@@ -7,6 +7,7 @@ seed, so one seed gives the same figures byte for byte whatever the number of th
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,13 +28,16 @@ def bootstrap_replicates(
     clusters: np.ndarray | None = None,
     resamples: int = 10_000,
     seed: int = 0,
+    total: float | None = None,
 ) -> np.ndarray:
     """Bootstrap replicates of the (weighted) mean of ``values``: shape ``(resamples,)`` or
     ``(resamples, m)`` when ``values`` is ``(n, m)`` (all columns resampled together).
 
     Each replicate draws ``n`` queries with replacement (within each stratum when ``strata`` is
     given, keeping each stratum's count) and returns ``sum(w * v) / sum(w)`` over the draw. With
-    ``clusters`` (an id per query), whole clusters are drawn instead of queries.
+    ``clusters`` (an id per query), whole clusters are drawn instead of queries. With ``total``
+    (a known total of the weights, as in a Horvitz-Thompson mean), each replicate is
+    ``sum(w * v) / total`` instead.
     """
     values = np.asarray(values, dtype=np.float64)
     one = values.ndim == 1
@@ -61,7 +65,9 @@ def bootstrap_replicates(
         else:
             strata = np.asarray(strata)
             groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
-    constant_den = len(groups) == 1 and np.all(unit_w == unit_w[0])
+    if total is not None and not (math.isfinite(total) and total > 0):
+        raise ValueError(f"total must be a positive number, not {total!r}")
+    constant_den = total is not None or (len(groups) == 1 and np.all(unit_w == unit_w[0]))
     out = np.empty((resamples, m))
     units = len(unit_w)
     block = _block(units, m)
@@ -88,7 +94,7 @@ def bootstrap_replicates(
             if not constant_den:
                 den += unit_w[idx].sum(axis=1)
         if constant_den:
-            den[:] = unit_w[0] * units
+            den[:] = total if total is not None else unit_w[0] * units
         with np.errstate(invalid="ignore", divide="ignore"):
             out[start : start + c] = num / den[:, None]
 
@@ -101,6 +107,32 @@ def bootstrap_replicates(
         for b in range(len(starts)):
             run_block(b)
     return out[:, 0] if one else out
+
+
+def t_interval(z: np.ndarray, estimate: float, *, strata: np.ndarray | None = None,
+               level: float = 0.95) -> tuple[float, float, int]:
+    """A t interval for an estimate that is the sum of per-unit contributions ``z`` (Taylor
+    linearisation; Lohr, *Sampling: Design and Analysis*, 2nd ed., sec. 9.1): the variance is
+    ``sum_h n_h / (n_h - 1) * sum_(i in h) (z_i - mean_h z)^2`` with ``n - H`` degrees of freedom
+    (one stratum when ``strata`` is None). For an unweighted mean, ``z_i = (d_i - mean d) / n``
+    and this is the paired t interval ``mean +- t_(n-1) * s / sqrt(n)`` exactly. Strata with a
+    single unit add no variance (and no degree of freedom). Returns (low, high, df).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, not {level!r}")
+    z = np.asarray(z, dtype=np.float64)
+    groups = [np.arange(len(z))] if strata is None else [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    var, df = 0.0, 0
+    for members in groups:
+        m = len(members)
+        if m >= 2:
+            zs = z[members]
+            var += m / (m - 1) * float(np.sum((zs - zs.mean()) ** 2))
+            df += m - 1
+    if df < 1:
+        return math.nan, math.nan, 0
+    half = float(sps.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
+    return estimate - half, estimate + half, df
 
 
 def interval(replicates: np.ndarray, *, level: float = 0.95) -> tuple[float, float]:

@@ -3,5 +3,8 @@ offer them (``golden compare --weighting/--ci``, ``golden noise --rule``) withou
 scipy for ``--help``."""
 
 WEIGHTINGS = ("unweighted", "traffic", "stratum")  # how queries count in the mean
-CI_METHODS = ("percentile", "bca")  # the bootstrap interval
+CI_METHODS = ("auto", "percentile", "bca", "t")  # the interval: auto is t below 30 units, else percentile
 NOISE_RULES = ("3sd", "range", "paired")  # how golden noise sets the floor from repeated runs
+UNITS = ("query", "user")  # golden compare --unit: whose mean (each query, or each user with their queries together)
+FEW_QUERIES = 30  # below this many queries (or clusters) estimates are flagged, and --ci auto gives a t interval
+FEW_REPEATS = 5  # below this many repeated runs golden noise flags its floor as loose

@@ -125,11 +125,14 @@ def render_comparison(c: Comparison, *, title: str | None = None) -> str:
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<title>{e(head)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{e(head)}</h1>",
-        f"<p class=\"sub\">{c.n} queries · weighting: {e(c.weighting)} · {int(round(c.level * 100))}% "
-        f"{e(c.ci_method)} bootstrap, {c.resamples} resamples, seed {c.seed}"
+        f"<p class=\"sub\">{c.n} queries · weighting: {e(c.weighting)} · unit: {e(c.unit)} · "
+        f"{e(c.interval_text)}"
         + (f" · split: {e(c.split)}" if c.split else "")
         + (f" · cluster bootstrap on {e(c.cluster_col)} ({c.clusters} clusters)" if c.cluster_col else "")
         + (f" · declared tie ±{c.tie:g}" if c.tie else "")
+        + "</p>",
+        f"<p class=\"sub\">estimator: {e(c.estimator)}"
+        + (" · target mix: " + e(", ".join(f"{k} {v:g}" for k, v in c.mix.items())) if c.mix else "")
         + "</p>",
         f"<p><span class=\"verdict {vclass}\">{e(c.verdict)}</span></p>",
         "<table><tr><th>arm</th><th>run</th><th>mean</th><th>judged</th></tr>",
@@ -171,5 +174,6 @@ def render_comparison(c: Comparison, *, title: str | None = None) -> str:
         out.append("<h2>Bootstrap distribution of the delta</h2>")
         out.append(bootstrap_svg(c.replicates, delta=c.delta, low=c.low, high=c.high, tie=c.tie))
     out.append("<p class=\"sub\">Made by golden compare. Delta = mean over queries of (B − A); "
-               "the interval comes from resampling queries with replacement.</p></body></html>")
+               "the interval is described at the top; the bootstrap resamples queries with replacement."
+               "</p></body></html>")
     return "\n".join(out)

@@ -12,13 +12,12 @@ import numpy as np
 from scipy import stats as sps
 
 from curation.evaluate.bootstrap import bootstrap_replicates, interval
-from curation.evaluate.choices import NOISE_RULES
+from curation.evaluate.choices import FEW_QUERIES, FEW_REPEATS, NOISE_RULES
 from curation.evaluate.metrics import QueryScores
 from curation.evaluate.stats import align_scores
 from curation.formats.queries import QueryRecord
 
 TOP_CAP = 3  # the method re-scores at most the top three configurations on the holdout
-FEW_REPEATS = 5  # below this many repeated runs, the sd of their means is a loose estimate
 
 
 @dataclass
@@ -87,7 +86,7 @@ def noise(scores: Sequence[QueryScores], *, resamples: int = 10_000, seed: int =
             f"only {len(scores)} repeated runs: the sd and range of their means are loose estimates (with fewer "
             f"than {FEW_REPEATS} the floor can easily be half or twice the true one); repeat the run more times"
         )
-    if len(qids) < 30:
+    if len(qids) < FEW_QUERIES:
         notes.append(f"only {len(qids)} queries: the null arm's bootstrap interval is rough")
     if not ok:
         notes.append(
@@ -196,7 +195,7 @@ def sweep(
             "them there brings the winner's curse back"
         )
     for name, count in (("tune", len(qt)), ("holdout", len(qh))):
-        if count < 30:
+        if count < FEW_QUERIES:
             notes.append(f"only {count} {name} queries: its means, and so the gaps, are rough")
     winner = int(order[0])
     gaps = means - hmeans

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as sps
 
-FEW_QUERIES = 30  # below this many queries, estimates from them are flagged as rough
+from curation.evaluate.choices import FEW_QUERIES
 
 
 @dataclass

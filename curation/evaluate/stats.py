@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval
-from curation.evaluate.choices import CI_METHODS, WEIGHTINGS
+from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval, t_interval
+from curation.evaluate.choices import CI_METHODS, FEW_QUERIES, UNITS, WEIGHTINGS
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.metrics import MetricSpec, QueryScores
 from curation.formats.queries import QueryRecord
@@ -57,6 +57,10 @@ __all__ = [
     "verdict",
     "compare",
     "Comparison",
+    "Design",
+    "design",
+    "parse_mix",
+    "FEW_QUERIES",
 ]
 
 
@@ -292,14 +296,29 @@ class Comparison:
     split: str | None = None
     cluster_col: str | None = None
     clusters: int | None = None
+    ci_requested: str = "auto"  # what was asked; ci_method is what ran ("t" or "percentile" for auto)
+    unit: str = "query"
+    mix: dict[str, float] | None = None
+    estimator: str = ""
     strata: list[StratumDelta] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     qids: list[str] = field(default_factory=list, repr=False)
     diffs: np.ndarray | None = field(default=None, repr=False)
     replicates: np.ndarray | None = field(default=None, repr=False)
 
+    @property
+    def interval_text(self) -> str:
+        """How the interval was made, as the CLI and the HTML report say it."""
+        level = f"{round(self.level * 100)}%"
+        if self.ci_method == "t":
+            why = f" (auto: fewer than {FEW_QUERIES} queries)" if self.ci_requested == "auto" else ""
+            return (f"{level} t interval{why}; P(delta <= 0) from a bootstrap of {self.resamples} resamples, "
+                    f"seed {self.seed}")
+        return f"{level} {self.ci_method} bootstrap, {self.resamples} resamples, seed {self.seed}"
+
     def as_dict(self, *, per_query: bool = True) -> dict:
         out = {k: v for k, v in asdict(self).items() if k not in ("qids", "diffs", "replicates")}
+        out["interval"] = self.interval_text
         if per_query and self.diffs is not None:
             out["per_query"] = [{"qid": q, "delta": float(d)} for q, d in zip(self.qids, self.diffs)]
         return out
@@ -307,6 +326,196 @@ class Comparison:
 
 def _weighted_mean(x: np.ndarray, w: np.ndarray) -> float:
     return float(np.sum(w * x) / np.sum(w))
+
+
+# ---------------------------------------------------------------------------------------------
+# The design: how queries count in the mean (weighting, unit, mix) and what the mean divides by
+
+
+@dataclass
+class Design:
+    """Per-query weights and the estimator they form.
+
+    ``total`` is None for a ratio mean ``sum(w x) / sum(w)``; a number for a Horvitz-Thompson
+    mean ``sum(w x) / total`` over the strata's KNOWN shares. ``shares[s]`` is stratum ``s``'s
+    known share (HT) or the sum of its weights (ratio). ``resample_strata``: strata to resample
+    within (None: resample all queries together).
+    """
+
+    weights: np.ndarray
+    strata: np.ndarray | None
+    labels: list[str]
+    total: float | None
+    shares: dict[int, float]
+    resample_strata: np.ndarray | None
+    estimator: str
+    unit: str = "query"
+    mix: dict[str, float] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def mean(self, x: np.ndarray) -> float:
+        if self.total is None:
+            return _weighted_mean(x, self.weights)
+        return float(np.sum(self.weights * x) / self.total)
+
+    def contributions(self, x: np.ndarray) -> np.ndarray:
+        """Each query's part of the estimate's deviation (Taylor linearisation), for the t interval."""
+        if self.total is None:
+            return self.weights * (x - self.mean(x)) / self.weights.sum()
+        return self.weights * x / self.total
+
+
+def parse_mix(text: str | Mapping[str, float] | None) -> dict[str, float] | None:
+    """``"market=us=0.6,market=uk=0.4"`` or ``"us=0.6,uk=0.4"`` -> ``{"market=us": 0.6, ...}``
+    (a stratum named by its label or by its values joined with ``/``; the share after the last
+    ``=``). Shares must be positive and sum to 1."""
+    if text is None:
+        return None
+    if isinstance(text, Mapping):
+        mix = {str(k): float(v) for k, v in text.items()}
+    else:
+        mix = {}
+        for part in str(text).replace(";", ",").split(","):
+            if not part.strip():
+                continue
+            label, eq, share = part.rpartition("=")
+            try:
+                value = float(share)
+            except ValueError:
+                value = math.nan
+            if not eq or not label.strip() or not math.isfinite(value):
+                raise ValueError(f"mix: {part.strip()!r} is not STRATUM=SHARE (e.g. market=us=0.6,market=uk=0.4)")
+            mix[label.strip()] = value
+    if not mix:
+        raise ValueError("mix: give at least one STRATUM=SHARE")
+    bad = [k for k, v in mix.items() if not v > 0]
+    if bad:
+        raise ValueError(f"mix: the share of {bad[0]!r} must be positive")
+    total = sum(mix.values())
+    if abs(total - 1) > 1e-6:
+        raise ValueError(f"mix: the shares sum to {total:g}, not 1")
+    return mix
+
+
+def _known_shares(qids, queries, strata, labels, unit) -> dict[int, tuple[float, int]] | None:
+    """Per stratum: (known share, queries drawn) when every query's row states them, else None."""
+    key = "stratum_share" if unit == "query" else "stratum_user_share"
+    out: dict[int, tuple[float, int]] = {}
+    drawn_count: dict[str, int] = {}
+    for r in queries.values():
+        lab = stratum_label(r.stratum)
+        drawn_count[lab] = drawn_count.get(lab, 0) + 1
+    for q, s in zip(qids, strata):
+        r = queries[q]
+        share = r.stratum_share if key == "stratum_share" else r.get(key)
+        if share is None:
+            return None
+        drawn = r.get("stratum_drawn")
+        out[int(s)] = (float(share), int(drawn) if drawn else drawn_count[labels[s]])
+    return out
+
+
+def design(
+    qids: Sequence[str],
+    queries: Mapping[str, QueryRecord] | None,
+    weighting: str,
+    *,
+    unit: str = "query",
+    cluster_col: str | None = None,
+    mix: str | Mapping[str, float] | None = None,
+) -> Design:
+    """How each query counts in the mean, and what the mean divides by.
+
+    ``weighting``: ``unweighted`` (each query once), ``traffic`` (what the query stands for in the
+    log: queries.jsonl's ``weight``, or ``user_weight`` with ``unit="user"``), ``stratum``
+    (every stratum alike). ``unit="user"``: a user-weighted mean, every user counting once and
+    their queries together: with ``traffic`` from the sample's ``user_weight`` (needs a user column
+    at sampling), unweighted from ``cluster_col`` (each user's queries share one unit of weight).
+    ``mix``: a target share per stratum (``parse_mix``), replacing the strata's own shares.
+
+    With ``traffic`` and rows that state their stratum's known share (``golden sample`` writes
+    ``stratum_share``, ``stratum_drawn``), the mean is Horvitz-Thompson: ``sum(w x) / sum of the
+    strata's known shares``, each stratum's weights scaled by ``drawn / kept`` when some of its
+    queries are not in the comparison; unbiased under both sampling designs. Otherwise it is the
+    ratio ``sum(w x) / sum(w)``.
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
+    mix_shares = parse_mix(mix)
+    if mix_shares is not None and queries is None:
+        raise ValueError("mix: needs the queries file (--queries) that says each query's stratum")
+    notes: list[str] = []
+    w, strata, labels = query_weights(qids, queries, weighting)
+    total = None
+    estimator = {"unweighted": "mean over queries", "stratum": "equal weight per stratum",
+                 "traffic": "ratio: sum(weight x value) / sum(weight)"}[weighting]
+    if unit == "user":
+        if weighting == "traffic":
+            uw = [queries[q].get("user_weight") for q in qids]
+            missing = [q for q, v in zip(qids, uw) if v is None and queries[q].stratum != {"source": "handwritten"}]
+            if missing:
+                raise ValueError(
+                    f"unit 'user': {len(missing)} queries have no user_weight (first {missing[0]!r}); "
+                    "sample with a user column (golden sample --user-col) or use --unit query"
+                )
+            w = np.array([0.0 if v is None else float(v) for v in uw])
+        elif weighting == "unweighted":
+            if cluster_col is None:
+                raise ValueError("unit 'user' without traffic weights needs --cluster-col (the user column)")
+            ids = [json.dumps(queries[q].get(cluster_col), sort_keys=True) for q in qids]
+            size: dict[str, int] = {}
+            for c in ids:
+                size[c] = size.get(c, 0) + 1
+            w = np.array([1.0 / size[c] for c in ids])
+            estimator = f"mean over users ({cluster_col}): each user's queries share one unit"
+        else:
+            raise ValueError("unit 'user' goes with --weighting traffic or unweighted, not stratum")
+    shares: dict[int, float] = {}
+    if strata is not None:
+        for s in range(len(labels)):
+            shares[s] = float(w[strata == s].sum())
+    if weighting == "traffic" and strata is not None:
+        known = _known_shares(qids, queries, strata, labels, unit)
+        if known is None:
+            notes.append("the queries file does not state its strata's shares: the traffic-weighted mean is the "
+                         "ratio sum(w x) / sum(w), biased when the sample was drawn uniformly (sample again)")
+        else:
+            kept = np.bincount(strata, minlength=len(labels))
+            w = w.copy()
+            for s, (share, drawn) in known.items():
+                if share > 0 and kept[s] < drawn:
+                    w[strata == s] *= drawn / kept[s]
+            shares = {s: share for s, (share, _) in known.items() if share > 0}
+            total = sum(shares.values())
+            who = "searches" if unit == "query" else "users"
+            estimator = (f"Horvitz-Thompson: sum(weight x value) / the strata's known share of {who} "
+                         f"({total:.4g})")
+    if mix_shares is not None:
+        by_label = {lab: s for s, lab in enumerate(labels)}
+        by_values = {"/".join(str(v) for v in queries[q].stratum.values()): int(s) for q, s in zip(qids, strata)
+                     if isinstance(queries[q].stratum, dict)}
+        target: dict[int, float] = {}
+        for name, share in mix_shares.items():
+            s = by_label.get(name, by_values.get(name))
+            if s is None:
+                raise ValueError(f"mix: no stratum {name!r} among the compared queries; strata: {', '.join(labels)}")
+            target[s] = share
+        present = {int(s) for s in np.unique(strata[w > 0])}
+        left_out = sorted(labels[s] for s in present - set(target))
+        if left_out:
+            raise ValueError(f"mix: give a share for every stratum; missing {', '.join(left_out)}")
+        base = shares if total is not None else {s: float(w[strata == s].sum()) for s in range(len(labels))}
+        w = w.copy()
+        for s in range(len(labels)):
+            sel = strata == s
+            w[sel] = w[sel] * target[s] / base[s] if s in target and base.get(s, 0) > 0 else 0.0
+        shares = dict(target)
+        total = 1.0 if total is not None else None
+        estimator += "; strata re-weighted to the stated mix " + ", ".join(
+            f"{labels[s]} {v:g}" for s, v in sorted(target.items()))
+    resample = strata if (weighting in ("traffic", "stratum") or mix_shares is not None) else None
+    return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
+                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes)
 
 
 def compare(
@@ -317,17 +526,23 @@ def compare(
     cluster_col: str | None = None,
     resamples: int = 10_000,
     seed: int = 0,
-    ci: str = "percentile",
+    ci: str = "auto",
     level: float = 0.95,
     tie: float | None = None,
     split: str | None = None,
+    unit: str = "query",
+    mix: str | Mapping[str, float] | None = None,
 ) -> Comparison:
-    """Compare two paired arms: delta of (weighted) means ``B - A``, its bootstrap interval,
+    """Compare two paired arms: delta of (weighted) means ``B - A``, its interval,
     P(delta <= 0) over the bootstrap distribution, queries better/worse/tied with the exact sign
     test, exact McNemar when the metric is binary, per-stratum deltas, and the verdict.
 
-    ``ci``: "percentile" (this module's vectorised bootstrap) or "bca" (scipy.stats.bootstrap,
-    not available with stratified resampling, i.e. ``traffic``/``stratum`` weighting).
+    The weights and the estimator come from :func:`design` (``weighting``, ``unit``, ``mix``).
+    ``ci``: "auto" (the default: a t interval below 30 queries, or clusters, where the percentile
+    bootstrap covers too rarely, about 93% at 20 queries; the percentile bootstrap from 30 on),
+    "t" (Taylor-linearised t interval, :func:`curation.evaluate.bootstrap.t_interval`: the paired
+    t interval for an unweighted mean), "percentile" (this module's vectorised bootstrap) or "bca"
+    (scipy.stats.bootstrap, not available with stratified resampling).
     Per-stratum intervals use at most 2,000 resamples each (percentile, within the stratum).
     The sign test and McNemar count queries, unweighted, among those with a positive weight.
     """
@@ -336,10 +551,11 @@ def compare(
     if tie is not None and not tie > 0:
         raise ValueError(f"tie must be a positive minimum effect, not {tie!r}")
     diff = paired.diff
-    w, strata, labels = query_weights(paired.qids, queries, weighting)
-    resample_strata = strata if weighting in ("traffic", "stratum") else None
+    des = design(paired.qids, queries, weighting, unit=unit, cluster_col=cluster_col, mix=mix)
+    w, strata, labels = des.weights, des.strata, des.labels
+    resample_strata = des.resample_strata
     clusters = None
-    notes: list[str] = []
+    notes: list[str] = list(des.notes)
     if cluster_col is not None:
         if queries is None:
             raise ValueError("cluster_col: needs the queries file (--queries) that holds the cluster column")
@@ -351,7 +567,7 @@ def compare(
             )
         clusters = np.array([json.dumps(c, sort_keys=True) for c in clusters])
         resample_strata = None
-        if weighting != "unweighted":
+        if weighting != "unweighted" or mix is not None:
             notes.append("clusters are resampled whole, across strata")
     active = w > 0
     if active.sum() < 2:
@@ -359,10 +575,26 @@ def compare(
     if weighting == "traffic" and not active.all():
         notes.append(f"{int((~active).sum())} queries with weight 0 (hand-written) are out of the "
                      "traffic-weighted mean")
-    mean_a = _weighted_mean(paired.a, w)
-    mean_b = _weighted_mean(paired.b, w)
-    delta = _weighted_mean(diff, w)
-    if ci == "bca":
+    total = des.total if clusters is None else None
+    if des.total is not None and clusters is not None:
+        notes.append("with clusters the Horvitz-Thompson total is not fixed per replicate: the interval "
+                     "divides by the weights drawn")
+    mean_a = des.mean(paired.a)
+    mean_b = des.mean(paired.b)
+    delta = des.mean(diff)
+    units = int(len(np.unique(clusters[active]))) if clusters is not None else int(active.sum())
+    method = ci
+    if ci == "auto":
+        method = "t" if units < FEW_QUERIES else "percentile"
+    if units < FEW_QUERIES:
+        what = "clusters" if clusters is not None else "queries"
+        notes.append(
+            f"only {units} {what}: estimates from so few are rough"
+            + ("; the interval is a t interval, as the percentile bootstrap covers too rarely below "
+               f"{FEW_QUERIES} (about 93% for a nominal 95% at 20 queries)" if method == "t" else
+               f"; the {method} bootstrap covers less often than it says below {FEW_QUERIES} (--ci t or auto)")
+        )
+    if method == "bca":
         if resample_strata is not None:
             raise ValueError(
                 f"ci 'bca' cannot resample within strata (weighting {weighting!r}); use --ci percentile"
@@ -370,14 +602,23 @@ def compare(
         (low, high), reps = bca_interval(diff, w, clusters, resamples=resamples, seed=seed, level=level)
     else:
         reps = bootstrap_replicates(
-            diff, weights=w, strata=resample_strata, clusters=clusters, resamples=resamples, seed=seed
+            diff, weights=w, strata=resample_strata, clusters=clusters, resamples=resamples, seed=seed,
+            total=total,
         )
-        low, high = interval(reps, level=level)
+        if method == "t":
+            z = des.contributions(diff)[active]
+            t_strata = None if resample_strata is None else resample_strata[active]
+            if clusters is not None:
+                _, cl = np.unique(clusters[active], return_inverse=True)
+                z, t_strata = np.bincount(cl, weights=z), None
+            low, high, _df = t_interval(z, delta, strata=t_strata, level=level)
+        else:
+            low, high = interval(reps, level=level)
     sign = sign_test(diff[active])
     mc = mcnemar(paired.a[active], paired.b[active]) if paired.binary else None
     strata_out: list[StratumDelta] = []
     if strata is not None:
-        total_w = w.sum()
+        total_w = sum(des.shares.values()) if des.total is not None else w.sum()
         for s, label in enumerate(labels):
             sel = strata == s
             ws = w[sel]
@@ -386,14 +627,21 @@ def compare(
                                                float(paired.b[sel].mean()), float(diff[sel].mean()),
                                                math.nan, math.nan))
                 continue
+            known = des.shares.get(s) if des.total is not None else None
+
+            def smean(x, ws=ws, known=known):
+                return float(np.sum(ws * x) / known) if known else _weighted_mean(x, ws)
+
             if sel.sum() >= 2:
-                r = bootstrap_replicates(diff[sel], weights=ws, resamples=min(resamples, 2000), seed=seed)
+                r = bootstrap_replicates(diff[sel], weights=ws, resamples=min(resamples, 2000), seed=seed,
+                                         total=known or None)
                 lo_s, hi_s = interval(r, level=level)
             else:
                 lo_s = hi_s = math.nan
+            share = (known if known else ws.sum()) / total_w
             strata_out.append(StratumDelta(
-                label, int(sel.sum()), float(ws.sum() / total_w), _weighted_mean(paired.a[sel], ws),
-                _weighted_mean(paired.b[sel], ws), _weighted_mean(diff[sel], ws), lo_s, hi_s))
+                label, int(sel.sum()), float(share), smean(paired.a[sel]), smean(paired.b[sel]), smean(diff[sel]),
+                lo_s, hi_s))
     v = verdict(low, high, tie=tie)
     if tie is not None and v.startswith("equivalent") and (low > 0 or high < 0):
         notes.append("the interval excludes 0, but the whole of it lies inside the declared tie")
@@ -408,7 +656,7 @@ def compare(
         )
     return Comparison(
         metric=paired.metric, name_a=paired.name_a, name_b=paired.name_b, n=len(paired),
-        weighting=weighting, ci_method=ci, level=level, resamples=resamples, seed=seed,
+        weighting=weighting, ci_method=method, level=level, resamples=resamples, seed=seed,
         mean_a=mean_a, mean_b=mean_b, delta=delta, low=low, high=high,
         p_delta_le_0=float(np.mean(np.asarray(reps) <= 0)), sign=sign, mcnemar=mc, verdict=v, tie=tie,
         dropped=len(paired.dropped), drop_reasons=dict(paired.reasons),
@@ -416,4 +664,5 @@ def compare(
         judged_a=paired.judged_a, judged_b=paired.judged_b, split=split, cluster_col=cluster_col,
         clusters=None if clusters is None else int(len(np.unique(clusters))), strata=strata_out,
         notes=notes, qids=list(paired.qids), diffs=diff, replicates=np.asarray(reps),
+        ci_requested=ci, unit=unit, mix=des.mix, estimator=des.estimator,
     )
