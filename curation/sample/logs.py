@@ -73,6 +73,8 @@ class CollapsedLog:
     queries: pd.DataFrame
     has_users: bool
     stats: LogStats
+    #: Per row of ``queries``: its share of a user-weighted mean (:func:`_user_mass`); None without users.
+    user_mass: np.ndarray | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,14 +297,31 @@ class _Collapser:
             pairs = self._merge_pairs()
             users = np.bincount(pairs >> 32, minlength=len(texts)) if len(pairs) else np.zeros(len(texts), np.int64)
             data["users"] = users[qn].astype(np.int64)
+            data["user_mass"] = _user_mass(pairs, len(texts))[qn]
         for j, dim in enumerate(self.strata):
             column = np.array([v[j] for v in self.stratum_values], dtype=object)
             data[dim] = pd.array(column[qsid], dtype="string") if len(qsid) else pd.array([], dtype="string")
         queries = pd.DataFrame(data)
         queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
+        mass = queries.pop("user_mass").to_numpy(dtype=np.float64) if "user_mass" in queries else None
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
-        return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats)
+        return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats, user_mass=mass)
+
+
+def _user_mass(pairs: np.ndarray, n_texts: int) -> np.ndarray:
+    """Each query's share of a user-weighted mean: every user counts once and their distinct
+    queries share that one unit equally, so query i gets ``sum over its users u of 1 / |Q_u|``,
+    divided by the number of users (the masses sum to 1). From the packed (query, user) pairs."""
+    if not len(pairs):
+        return np.zeros(n_texts)
+    _, inverse, per_user = np.unique(pairs & 0xFFFFFFFF, return_inverse=True, return_counts=True)
+    share = 1.0 / per_user[inverse]
+    qid = pairs >> 32
+    # Summed in one order whatever the log's row order (user ids follow it): by query, then by
+    # value, so the same log gives the same masses to the bit.
+    order = np.lexsort((share, qid))
+    return np.bincount(qid[order], weights=share[order], minlength=n_texts) / len(per_user)
 
 
 def collapse_log(

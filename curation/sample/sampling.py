@@ -26,7 +26,10 @@ hand-written queries), ``traffic`` (searches), ``users`` (distinct users, ``None
 column), ``stratum_share`` (the stratum's share of all logged traffic; 0 for hand-written),
 ``inclusion`` (the probability the design gave the query of being drawn), ``weight`` (what the
 query stands for in a traffic-weighted mean; the weights of logged queries sum to 1; 0 for
-hand-written) and ``pii`` (sorted list of flags such as ``"email"``, empty when none).
+hand-written), ``pii`` (sorted list of flags such as ``"email"``, empty when none) and, for
+logged queries, ``stratum_traffic``, ``stratum_size`` and ``stratum_drawn`` (the stratum's known
+totals, which an unbiased mean divides by) and, with a user column, ``user_weight`` and
+``stratum_user_share`` (the same for a user-weighted mean; see :func:`sample_queries`).
 
 One module of about 540 lines on purpose: shapes, allocation, the draw within a stratum and
 :func:`sample_queries` are the steps of one sampling design, and the weights each row carries are
@@ -304,12 +307,19 @@ def sample_queries(
     query alike), seeded by ``seed`` and the stratum's name. Hand-written queries are added as
     their own stratum ``{"source": "handwritten"}`` with weight 0, outside ``size``.
 
-    The weight of a logged query estimates a mean over searches: with traffic weighting it is
-    ``(t_i / T) / pi_i`` (Horvitz-Thompson; ``stratum_share / k_h`` for every query not taken
-    with certainty); with uniform weighting it is ``stratum_share * t_i / (traffic drawn in the
-    stratum)`` (the ratio estimator). Either way the weights of a stratum sum to its share, and
-    all logged weights to 1 (when every stratum gets at least one draw). ``stratum_share`` is
-    the stratum's share of the traffic of the queries sampled from (after ``exclude``).
+    The weight of a logged query estimates a mean over searches: it is ``(t_i / T) / pi_i``
+    (Horvitz-Thompson) under both designs. With traffic weighting that is ``stratum_share / k_h``
+    for every query not taken with certainty, and a stratum's weights sum to its share exactly;
+    with uniform weighting (``pi_i = k_h / N_h``) it is ``t_i * N_h / (k_h * T)``, whose sum over a
+    stratum is its share only on average: dividing by the traffic drawn instead (the ratio
+    estimator, golden's earlier uniform weight) is biased when traffic is Zipf-shaped (issue 13).
+    So a mean must divide by the stratum's KNOWN share, not by the weights drawn; every row
+    carries what that needs: ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn``
+    (k_h). With a user column, ``user_weight`` is the same for a user-weighted mean (every user
+    counts once, their distinct queries sharing that unit: ``(m_i / M) / pi_i`` with ``m_i`` the
+    query's user mass from :func:`curation.sample.logs.collapse_log`) and ``stratum_user_share``
+    the stratum's share of it. ``stratum_share`` is the stratum's share of the traffic of the
+    queries sampled from (after ``exclude``).
 
     Rows come stratum by stratum (strata ordered by their values), within a stratum by traffic
     (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
@@ -405,6 +415,8 @@ def sample_queries(
     values = [dict(zip(dims, k)) for k in keys]
     labels = [_label(v) for v in values]
     traffic_arr = pool["traffic"].to_numpy(dtype=np.int64)
+    mass_arr = None if collapsed.user_mass is None else collapsed.user_mass[~np.asarray(in_hand | in_excluded)]
+    mass_total = float(mass_arr.sum()) if mass_arr is not None else 0.0
     t_h = [int(traffic_arr[m].sum()) for m in members]
     n_h = [len(m) for m in members]
     alloc = allocate(t_h, n_h, size=size, floor=floor)
@@ -446,7 +458,12 @@ def sample_queries(
                 rest = (t_h[h] - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
                 weights = np.where(sure, weights, rest)
         else:
-            weights = share * t_pick / t_pick.sum()
+            # Horvitz-Thompson (t_i / T) / pi_i with pi_i = k / N_h (simple random sampling).
+            weights = t_pick * n_h[h] / (pool_traffic * k)
+        user_weights = user_share = None
+        if mass_arr is not None and mass_total > 0:
+            user_weights = mass_arr[picked] / mass_total / probs
+            user_share = float(mass_arr[idx].sum() / mass_total)
         order = np.lexsort((texts[picked], -t_pick))
         for j in order:
             i = picked[j]
@@ -458,6 +475,9 @@ def sample_queries(
                 "qid": qid_for(text), "text": text, "stratum": dict(vals), "traffic": int(traffic_arr[i]),
                 "users": None if users is None else int(users[i]), "stratum_share": share,
                 "inclusion": float(probs[j]), "weight": float(weights[j]), "pii": flags,
+                "stratum_traffic": t_h[h], "stratum_size": n_h[h], "stratum_drawn": k,
+                **({} if user_weights is None else {"user_weight": float(user_weights[j]),
+                                                    "stratum_user_share": user_share}),
             })
     if hand:
         summaries.append(StratumSummary(label="handwritten", values=dict(HANDWRITTEN_STRATUM), distinct=len(hand),

@@ -181,7 +181,8 @@ def test_rows_have_the_promised_fields_and_weights_sum_to_one(log):
     result = _sample(log)
     assert len(result.rows) == 40
     row = result.rows[0]
-    assert list(row) == ["qid", "text", "stratum", "traffic", "users", "stratum_share", "inclusion", "weight", "pii"]
+    assert list(row) == ["qid", "text", "stratum", "traffic", "users", "stratum_share", "inclusion", "weight", "pii",
+                         "stratum_traffic", "stratum_size", "stratum_drawn", "user_weight", "stratum_user_share"]
     assert sum(r["weight"] for r in result.rows) == pytest.approx(1.0, abs=1e-12)
     for s in result.strata:
         rows = [r for r in result.rows if r["stratum"] == s.values]
@@ -240,10 +241,12 @@ def test_qid_is_a_hash_prefix_of_the_normalised_text(log):
     assert qid_for("weather") == "q" + hashlib.sha256(b"weather").hexdigest()[:12]
 
 
-@pytest.mark.parametrize("weighting, tolerance", [("traffic", 0.03), ("uniform", 0.05)])
-def test_weighted_mean_estimates_the_mean_over_searches(log, weighting, tolerance):
+@pytest.mark.parametrize("weighting", ["traffic", "uniform"])
+def test_weighted_mean_estimates_the_mean_over_searches(log, weighting):
     """Monte Carlo over seeds: the weighted sample mean of a per-query value is centred on the
-    traffic-weighted mean over all searches (computed by hand from the log)."""
+    traffic-weighted mean over all searches (computed by hand from the log), within 2 standard
+    errors of the simulation. (Uniform draws give Horvitz-Thompson weights, unbiased but much
+    noisier on this Zipf head than traffic draws: issue 13.)"""
     lines = log.read_text(encoding="utf-8").splitlines()[1:]
     per_search = [len(normalize_text(line.rsplit(",", 2)[0])) for line in lines]
     truth = sum(per_search) / len(per_search)
@@ -251,7 +254,8 @@ def test_weighted_mean_estimates_the_mean_over_searches(log, weighting, toleranc
     for seed in range(150):
         rows = _sample(log, seed=seed, weighting=weighting).rows
         estimates.append(sum(r["weight"] * len(r["text"]) for r in rows))
-    assert np.mean(estimates) == pytest.approx(truth, rel=tolerance)
+    se = np.std(estimates, ddof=1) / np.sqrt(len(estimates))
+    assert abs(np.mean(estimates) - truth) <= 2 * se
 
 
 def test_handwritten_queries_are_their_own_stratum_with_weight_zero(log, tmp_path):
