@@ -524,10 +524,12 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
         click.echo(f"  {r.rank:>4}  {r.run:<{w}}  {r.tune:>7.4f}  {hold}")
     click.echo(f"expected optimism of the best of {result.configs} (simulated at the measured noise, "
                f"se {result.noise_se:.4f}): {result.optimism:+.4f}")
-    click.echo(f"gap of the winner (tune - holdout):               {result.winner_gap:+.4f}")
-    click.echo(f"average gap over all {result.configs} configurations:        {result.mean_gap:+.4f}  "
-               "(the splits' difference in difficulty)")
-    click.echo(f"winner's gap beyond the average (its optimism):  {result.winner_excess:+.4f}")
+    lines = [("gap of the winner (tune - holdout)", result.winner_gap, ""),
+             (f"average gap over all {result.configs} configurations", result.mean_gap,
+              "  (the splits' difference in difficulty)"),
+             ("winner's gap beyond the average", result.winner_excess, "  (the winner's own optimism)")]
+    for label, value, why in lines:
+        click.echo(f"{label + ':':<48}{value:+.4f}{why}")
     for note in result.notes[1:]:
         click.echo(f"note: {note}")
 

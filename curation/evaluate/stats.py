@@ -487,6 +487,12 @@ def design(
                     w[strata == s] *= drawn / kept[s]
             shares = {s: share for s, (share, _) in known.items() if share > 0}
             total = sum(shares.values())
+            positive = w[w > 0]
+            if len(positive) and positive.max() > 20 * np.median(positive):
+                notes.append(
+                    f"the largest weight is {positive.max() / np.median(positive):.0f} times the median (queries "
+                    "drawn alike but with very unequal traffic): the traffic-weighted mean is unbiased but noisy; "
+                    "a sample drawn by traffic (golden sample's default) estimates it far more precisely")
             who = "searches" if unit == "query" else "users"
             estimator = (f"Horvitz-Thompson: sum(weight x value) / the strata's known share of {who} "
                          f"({total:.4g})")
