@@ -63,7 +63,10 @@ def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed
     each stratum getting at least --floor (or all it has), rounded so the total is exact; then
     drawn without replacement within each stratum. Each output row carries qid, text, stratum,
     traffic, users, stratum_share, inclusion, weight (what it stands for in a traffic-weighted
-    mean) and pii (flags for e-mail, phone and long digit runs, for a person to check).
+    mean: (traffic / total) / inclusion, Horvitz-Thompson), pii (flags for e-mail, phone and long
+    digit runs, for a person to check), the stratum's known totals (stratum_traffic,
+    stratum_size, stratum_drawn: golden compare divides by them) and, with --user-col,
+    user_weight and stratum_user_share (for golden compare --unit user).
     Several LOG files are read as one log. Same inputs and --seed, same file, byte for byte.
 
     \b
