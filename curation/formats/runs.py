@@ -281,16 +281,23 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
+    # Fields after the sixth (trec_eval ignores them): when every line has as many as the first,
+    # pyarrow reads them as columns of their own, and only the last is looked at (an empty last
+    # field is a delimiter at the end of the line, which str.split() would not count).
+    width = first.rstrip(b"\r").count(delimiter) + 1
+    extra = [f"extra{i}" for i in range(width - len(_TREC_COLUMNS))]
     try:
         table = pa_csv.read_csv(
             pa.py_buffer(data),
-            read_options=pa_csv.ReadOptions(column_names=_TREC_COLUMNS, use_threads=False, block_size=len(data) + 1),
+            read_options=pa_csv.ReadOptions(column_names=_TREC_COLUMNS + extra, use_threads=False,
+                                            block_size=len(data) + 1),
             parse_options=pa_csv.ParseOptions(
                 delimiter=delimiter.decode(), quote_char=False, escape_char=False, newlines_in_values=False
             ),
             convert_options=pa_csv.ConvertOptions(
-                include_columns=list(_CONVERTED),
-                column_types={c: pa.type_for_alias(t) for c, t in _CONVERTED.items()},
+                include_columns=list(_CONVERTED) + extra[-1:],
+                column_types={c: pa.type_for_alias(t) for c, t in _CONVERTED.items()}
+                | {c: pa.string() for c in extra[-1:]},
                 check_utf8=False,  # the bytes are ASCII (checked above)
             ),
         )
@@ -299,6 +306,11 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     n = table.num_rows
     if n == 0:
         return {}, {}, set()
+    if extra:
+        last = table[extra[-1]].combine_chunks()
+        off = _offsets(last)
+        if last.null_count or (off[1:] == off[:-1]).any():
+            return None
     cols = {c: table[c].combine_chunks() for c in _CONVERTED}
     for c in ("qid", "docid", "tag"):
         off = _offsets(cols[c])
@@ -351,6 +363,8 @@ def _parse_trec_fast(data: bytes, depth: int | None):
         qid = qids[int(sorted_q[s])]
         rankings[qid] = docs
         scores[qid] = values
+    if extra:
+        return rankings, scores, tags, (0, n, 1)
     return rankings, scores, tags
 
 

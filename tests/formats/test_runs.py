@@ -195,3 +195,21 @@ def test_extra_fields_keep_the_tag_and_scores_of_the_first_six(tmp_path, sep):
     run = read_run(path)
     assert run.name == "sys" and run.rankings == {"1": ["b", "a"]} and run.scores == {"1": [3.5, 2.5]}
     assert run.extra_fields == 1 and run.extra_first_line == 1
+
+
+@pytest.mark.parametrize("sep", [" ", "\t"])
+@pytest.mark.parametrize("tail", ["{sep}junk", "{sep}more{sep}junk", "{sep}x{sep}", "{sep}"])
+def test_extra_fields_on_every_line_read_like_the_line_reader(tmp_path, sep, tail):
+    # Every line with the same extra fields: the fast reader takes them (and ignores them) itself;
+    # whatever it decides must be what the exact line-by-line reader gives.
+    from curation.formats.runs import _parse_lines
+
+    lines = [sep.join([str(q), "Q0", f"d{d}", str(d), str(1.0 / (d + 1)), "sys"]) + tail.format(sep=sep)
+             for q in range(3) for d in range(5)]
+    path = tmp_path / "x.trec"
+    path.write_bytes(("\n".join(lines) + "\n").encode())
+    run = read_run(path)
+    rankings, scores, tags, (repeats, extra, first) = _parse_lines(path.read_bytes(), str(path), False, None)
+    assert run.rankings == rankings and run.scores == scores and run.name == "sys"
+    assert (run.extra_fields, run.extra_first_line) == (extra, first)
+    assert extra == (0 if tail == "{sep}" else 15)
