@@ -408,6 +408,8 @@ def _known_shares(qids, queries, strata, labels, unit) -> dict[int, tuple[float,
     for q, s in zip(qids, strata):
         r = queries[q]
         share = r.stratum_share if key == "stratum_share" else r.get(key)
+        if share is None and r.stratum == {"source": "handwritten"}:
+            share = 0.0  # hand-written queries stand for no traffic and no user
         if share is None:
             return None
         drawn = r.get("stratum_drawn")

@@ -171,7 +171,12 @@ def test_user_weighted_mean_of_a_whole_log_is_the_mean_over_users(tmp_path):
              "u4": ["news", "recipes", "tax forms"]}
     by_user = np.mean([np.mean([value[q] for q in qs_]) for qs_ in users.values()])
     d = design(qids, recs, "traffic", unit="user")
-    assert d.mean(x) == pytest.approx(by_user, abs=1e-12)
+    assert d.mean(x) == pytest.approx(by_user, abs=1e-12) and "Horvitz-Thompson" in d.estimator
+    # a hand-written query (no user weight, weight 0) changes nothing
+    hand = records(rows + [{"qid": "qhand", "text": "my own", "stratum": {"source": "handwritten"},
+                            "weight": 0.0, "stratum_share": 0.0}])
+    d2 = design(qids + ["qhand"], hand, "traffic", unit="user")
+    assert d2.mean(np.append(x, 1.0)) == pytest.approx(by_user, abs=1e-12) and d2.total == pytest.approx(1.0)
     searches = {"news": 4, "weather": 2, "recipes": 2, "tax forms": 1}
     by_search = sum(searches[t] * value[t] for t in value) / 9
     assert design(qids, recs, "traffic").mean(x) == pytest.approx(by_search, abs=1e-12)
