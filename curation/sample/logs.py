@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -276,18 +277,10 @@ class _Collapser:
         order = sorted(range(len(self.stratum_values)), key=self.stratum_values.__getitem__)
         srank = np.empty(len(order), dtype=np.int64)
         srank[order] = np.arange(len(order))
-        table = pd.DataFrame({"nid": nid, "sid": sid, "traffic": traffic.to_numpy(dtype=np.int64),
+        table = pd.DataFrame({"key": nid, "sid": sid, "traffic": traffic.to_numpy(dtype=np.int64),
                               "srank": srank[sid] if len(sid) else np.zeros(0, np.int64)})
-        per_query = table.groupby("nid", sort=False)["traffic"].agg(["sum", "size"])
-        multi = int((per_query["size"] > 1).sum())
-        dominant = table.sort_values(["nid", "traffic", "srank"], ascending=[True, False, True], kind="stable")
-        dominant = dominant.drop_duplicates("nid", keep="first")
-        qn = dominant["nid"].to_numpy()
-        moved = int(table["traffic"].sum()) - int(dominant["traffic"].sum())
-        total = per_query["sum"].reindex(qn).to_numpy(dtype=np.int64)
-        keep = total > 0
-        zero = int((~keep).sum())
-        qn, total, qsid = qn[keep], total[keep], dominant["sid"].to_numpy()[keep]
+        qn, total, qsid, facts = decide_queries(table)
+        zero, multi, moved = facts["zero_traffic"], facts["multi_stratum"], facts["moved"]
         texts = pa.array(self.norms.values, pa.string())
         data = {"text": pd.array(texts.take(pa.array(qn, pa.int64())).to_numpy(zero_copy_only=False), dtype="string"),
                 "traffic": total}
@@ -303,6 +296,127 @@ class _Collapser:
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
         return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats)
+
+
+def decide_queries(table: pd.DataFrame):
+    """Each query's traffic and stratum from its (query, stratum) traffic: the one rule of
+    :class:`CollapsedLog`, used by one process and by each bucket of the Dask collapse.
+
+    ``table`` has columns ``key`` (the query), ``sid`` (its stratum), ``traffic`` and ``srank``
+    (the stratum's rank by its values). Returns (keys, total traffic, dominant sid, facts) for
+    the queries with traffic > 0: the dominant stratum has the most traffic, ties to the lower
+    ``srank``. ``facts``: ``zero_traffic``, ``multi_stratum`` and ``moved`` searches."""
+    per_query = table.groupby("key", sort=False)["traffic"].agg(["sum", "size"])
+    multi = int((per_query["size"] > 1).sum())
+    dominant = table.sort_values(["key", "traffic", "srank"], ascending=[True, False, True], kind="stable")
+    dominant = dominant.drop_duplicates("key", keep="first")
+    qn = dominant["key"].to_numpy()
+    moved = int(table["traffic"].sum()) - int(dominant["traffic"].sum())
+    total = per_query["sum"].reindex(qn).to_numpy(dtype=np.int64)
+    keep = total > 0
+    zero = int((~keep).sum())
+    facts = {"zero_traffic": zero, "multi_stratum": multi, "moved": moved}
+    return qn[keep], total[keep], dominant["sid"].to_numpy()[keep], facts
+
+
+def check_log_request(paths, query_col, count_col, user_col, strata) -> tuple[list[str], tuple[str, ...]]:
+    """The checks of :func:`collapse_log`'s arguments: (the log files, strata as a tuple)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = expand_log_paths(paths)
+    if not paths:
+        raise ValueError("paths: give at least one log file")
+    if not query_col:
+        raise ValueError("query_col: name the column that holds the query text")
+    strata = tuple(strata)
+    named = [query_col, *strata] + [c for c in (count_col, user_col) if c]
+    if len(set(named)) != len(named):
+        raise ValueError(f"query_col, count_col, user_col and strata must name different columns (got {named})")
+    return paths, strata
+
+
+def expand_log_paths(paths) -> list[str]:
+    """The log files that paths name: a file as it is; a folder (a partitioned dataset) as every
+    file under it with a log suffix, in path order; a glob pattern matching no file by its own
+    name as the files it matches, in order."""
+    import glob
+
+    from curation.formats.fileio import base_suffix
+    from curation.formats.logs import FORMATS
+
+    out: list[str] = []
+    for p in paths:
+        p = str(p)
+        if os.path.isdir(p):
+            found = sorted(str(f) for f in Path(p).rglob("*") if f.is_file() and base_suffix(f) in FORMATS
+                           and not f.name.startswith((".", "_")))
+            if not found:
+                raise InputError(p, None, "a folder without log files (.csv, .tsv, .jsonl or .parquet)")
+            out.extend(found)
+        elif not os.path.exists(p) and glob.has_magic(p):
+            found = sorted(glob.glob(p, recursive=True))
+            if not found:
+                raise InputError(p, None, "no file matches this pattern")
+            out.extend(found)
+        else:
+            out.append(p)
+    return out
+
+
+@dataclass
+class PieceCollapse:
+    """One log file collapsed with strings for keys (the map step of the Dask collapse)."""
+
+    traffic: pd.DataFrame  # text, stratum (values joined by \x1f), traffic
+    pairs: pd.DataFrame | None  # distinct text, user (non-blank users); None without a user column
+    raw: pd.DataFrame  # raw: the distinct raw query strings
+    counts: dict  # rows, searches, empty_rows
+
+
+def collapse_piece(path: str, *, query_col: str, count_col: str | None, user_col: str | None,
+                   strata: Sequence[str]) -> PieceCollapse:
+    """Read and collapse one log file as :func:`collapse_log` does, keyed by strings, not by
+    this process's integer codes, so pieces read in other processes can be merged."""
+    strata = tuple(strata)
+    columns = [query_col, *strata] + [c for c in (count_col, user_col) if c]
+    c = _read_path(path, columns, _Collapser(query_col, count_col, user_col, strata), _progress(False))
+    traffic = c._merge_traffic()
+    keys = traffic.index.to_numpy(dtype=np.int64)
+    nid, sid = keys >> _STRATUM_BITS, keys & ((1 << _STRATUM_BITS) - 1)
+    norms = np.array(c.norms.values, dtype=object)
+    labels = np.array(["\x1f".join(v) for v in c.stratum_values], dtype=object)
+    frame = pd.DataFrame({"text": norms[nid] if len(nid) else np.zeros(0, object),
+                          "stratum": labels[sid] if len(sid) else np.zeros(0, object),
+                          "traffic": traffic.to_numpy(dtype=np.int64)})
+    pairs = None
+    if user_col is not None:
+        packed = c._merge_pairs()
+        users = np.array(c.users.values, dtype=object)
+        pairs = pd.DataFrame({"text": norms[packed >> 32] if len(packed) else np.zeros(0, object),
+                              "user": users[packed & 0xFFFFFFFF] if len(packed) else np.zeros(0, object)})
+    return PieceCollapse(traffic=frame, pairs=pairs, raw=pd.DataFrame({"raw": np.array(c.raw.values, dtype=object)}),
+                         counts={"rows": c.rows, "searches": c.searches, "empty_rows": c.empty_rows})
+
+
+def resolve_queries(traffic: pd.DataFrame, pairs: pd.DataFrame | None, *, strata: Sequence[str]):
+    """Distinct queries from string-keyed (text, stratum, traffic) rows and (text, user) pairs
+    holding every row of their queries: the columns of :attr:`CollapsedLog.queries` (unsorted),
+    and the facts of :func:`decide_queries`."""
+    strata = tuple(strata)
+    labels = sorted(set(traffic["stratum"].tolist()), key=lambda k: tuple(k.split("\x1f")) if strata else ())
+    rank = {k: i for i, k in enumerate(labels)}
+    table = pd.DataFrame({"key": traffic["text"].to_numpy(dtype=object),
+                          "sid": traffic["stratum"].to_numpy(dtype=object),
+                          "traffic": traffic["traffic"].to_numpy(dtype=np.int64),
+                          "srank": np.array([rank[k] for k in traffic["stratum"].tolist()], dtype=np.int64)})
+    texts, total, qsid, facts = decide_queries(table)
+    data = {"text": pd.array(texts, dtype="string"), "traffic": total}
+    if pairs is not None:
+        per_text = pairs["text"].value_counts()
+        data["users"] = per_text.reindex(texts).fillna(0).to_numpy(dtype=np.int64)
+    for j, dim in enumerate(strata):
+        data[dim] = pd.array([k.split("\x1f")[j] for k in qsid.tolist()], dtype="string")
+    return pd.DataFrame(data), facts
 
 
 def collapse_log(
@@ -328,32 +442,26 @@ def collapse_log(
     >>> collapse_log(p, query_col="q", user_col="u").queries.to_dict("records")
     [{'text': 'news', 'traffic': 1, 'users': 1}, {'text': 'weather', 'traffic': 3, 'users': 2}]
     """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [str(p) for p in paths]
-    if not paths:
-        raise ValueError("paths: give at least one log file")
-    if not query_col:
-        raise ValueError("query_col: name the column that holds the query text")
-    strata = tuple(strata)
-    named = [query_col, *strata] + [c for c in (count_col, user_col) if c]
-    if len(set(named)) != len(named):
-        raise ValueError(f"query_col, count_col, user_col and strata must name different columns (got {named})")
-    columns = list(named)
+    paths, strata = check_log_request(paths, query_col, count_col, user_col, strata)
+    columns = [query_col, *strata] + [c for c in (count_col, user_col) if c]
     collapser = _Collapser(query_col, count_col, user_col, strata)
     bar = _progress(progress)
     try:
         for path in paths:
-            if not os.path.exists(path):
-                raise InputError(path, None, "no such file")
-            fmt = log_format(path)
-            try:
-                collapser = _read_one(path, fmt, columns, collapser, bar)
-            except UnicodeDecodeError as exc:
-                raise InputError(path, None, f"not UTF-8 text ({exc.reason}); re-save the log as UTF-8") from None
+            collapser = _read_path(path, columns, collapser, bar)
     finally:
         bar.close()
     return collapser.finish()
+
+
+def _read_path(path: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    fmt = log_format(path)
+    try:
+        return _read_one(path, fmt, columns, collapser, bar)
+    except UnicodeDecodeError as exc:
+        raise InputError(path, None, f"not UTF-8 text ({exc.reason}); re-save the log as UTF-8") from None
 
 
 def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:
