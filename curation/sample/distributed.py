@@ -166,3 +166,13 @@ def collapse_log_dask(
 
 def _bucket(per_piece, b):
     return per_piece[b]
+
+
+def dask_map(address, fn, arguments):
+    """``fn(*args)`` for each of ``arguments`` on the Dask cluster at ``address`` (see
+    :class:`cluster_client`), yielded in the order given, so the first failing call in that order
+    is the error raised (``golden corpus-sample --dask``)."""
+    with cluster_client(address) as client:
+        futures = [client.submit(fn, *args, pure=False) for args in arguments]
+        for fut in futures:
+            yield fut.result()

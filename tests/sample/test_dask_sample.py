@@ -130,3 +130,56 @@ def test_local_address_is_parsed():
     assert parse_address("tcp://10.0.0.5:8786") is None
     with pytest.raises(ValueError, match="local:N"):
         parse_address("local:zero")
+
+
+@pytest.fixture(scope="module")
+def corpus_parts(tmp_path_factory):
+    """A corpus cut into uneven files of every format, a kept document repeated in two of them."""
+    folder = tmp_path_factory.mktemp("daskcorpus")
+    docs = [{"id": f"doc{i:04d}", "text": f"text of document {i} caf\u00e9" if i % 7 == 0 else f"text {i}"}
+            for i in range(900)]
+    a, b, c, d = docs[:37], docs[37:500], docs[500:880], docs[880:]
+    (folder / "a.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in a), encoding="utf-8")
+    with gzip.open(folder / "b.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in b + [a[3]])  # a kept id again, identical
+    pq.write_table(pa.table({"id": [r["id"] for r in c], "text": [r["text"] for r in c]}), folder / "c.parquet",
+                   row_group_size=50)
+    (folder / "d.tsv").write_text("id\ttext\n" + "".join(f"{r['id']}\t{r['text']}\n" for r in d), encoding="utf-8")
+    keep = folder / "keep.txt"
+    keep.write_text("doc0003\ndoc0600\ndoc0899\nmissing\n", encoding="utf-8")
+    files = [str(folder / n) for n in ("a.jsonl", "b.jsonl.gz", "c.parquet", "d.tsv")]
+    return files, keep
+
+
+def test_dask_corpus_sample_is_byte_identical_to_one_process(corpus_parts, cluster, tmp_path):
+    files, keep = corpus_parts
+    runner = CliRunner()
+    one, many = tmp_path / "one.jsonl", tmp_path / "dask.jsonl"
+    args = ["corpus-sample", *files, "--size", "60", "--keep", str(keep), "--seed", "5"]
+    res1 = runner.invoke(main, [*args, "--out", str(one)])
+    assert res1.exit_code == 0, res1.output
+    res2 = runner.invoke(main, [*args, "--out", str(many), "--dask", cluster.scheduler_address])
+    assert res2.exit_code == 0, res2.output
+    assert one.read_bytes() == many.read_bytes()
+    assert res1.output.replace(str(one), "OUT") == res2.output.replace(str(many), "OUT")
+    assert "Kept  3 judged or pooled documents (of 4 listed)" in res1.output
+    assert "1 identical duplicate document line(s) dropped" in res1.output
+    ids = [json.loads(line)["id"] for line in one.read_text(encoding="utf-8").splitlines()]
+    assert len(ids) == 60 and {"doc0003", "doc0600", "doc0899"} <= set(ids)
+
+
+def test_dask_corpus_sample_bad_file_is_named_as_in_one_process(corpus_parts, cluster, tmp_path):
+    from curation.formats.corpus import sample_corpus
+    from curation.sample.distributed import dask_map
+
+    files, _ = corpus_parts
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "text": "fine"}\n{"text": "no id"}\n', encoding="utf-8")
+    paths = [files[0], str(bad), files[2]]
+    with pytest.raises(InputError) as one:
+        sample_corpus(paths, keep=[], size=10, seed=1, out=tmp_path / "o1.jsonl")
+    with pytest.raises(InputError) as dask:
+        sample_corpus(paths, keep=[], size=10, seed=1, out=tmp_path / "o2.jsonl",
+                      map_pieces=lambda fn, args: dask_map(cluster.scheduler_address, fn, args))
+    assert str(dask.value) == str(one.value) and str(one.value).startswith(f"{bad}:2: record has no id")
+    assert not (tmp_path / "o1.jsonl").exists() and not (tmp_path / "o2.jsonl").exists()
