@@ -106,22 +106,15 @@ def map_piece(path: str, *, query_col, count_col, user_col, strata, n_buckets: i
 
 def reduce_bucket(parts: list, *, strata: Sequence[str], has_users: bool):
     """The reduce step: one bucket's rows from every piece -> its distinct queries, decided."""
-    import pyarrow as pa
-
     from curation.sample.logs import resolve_queries
 
     traffic = pd.concat([p[0] for p in parts], ignore_index=True)
     traffic = traffic.groupby(["text", "stratum"], sort=False, as_index=False)["traffic"].sum()
-    traffic = pa.table({c: pa.array(traffic[c].to_numpy(dtype=object if c != "traffic" else np.int64))
-                        for c in ("text", "stratum", "traffic")})
-    users = None
+    pairs = None
     if has_users:
         pairs = pd.concat([p[1] for p in parts], ignore_index=True).drop_duplicates(ignore_index=True)
-        per_text = pairs["text"].value_counts()
-        users = pa.table({"text": pa.array(per_text.index.to_numpy(dtype=object), pa.string()),
-                          "users": pa.array(per_text.to_numpy(dtype=np.int64))})
     raw = pd.concat([p[2] for p in parts], ignore_index=True)["raw"].nunique()
-    queries, facts = resolve_queries(traffic, users, strata=strata)
+    queries, facts = resolve_queries(traffic, pairs, strata=strata)
     return queries, {**facts, "distinct_raw": int(raw)}
 
 

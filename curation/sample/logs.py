@@ -24,7 +24,7 @@ reader (:func:`curation.formats.logs.exact_batches`), which reports which line i
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,54 +104,107 @@ def normalize_many(values: pa.Array) -> pa.Array:
     return pa.concat_arrays([fast.cast(pa.string()), slow]).take(pa.array(inverse))
 
 
+class _Vocab:
+    """Distinct strings seen so far, each with an integer code.
+
+    A chunk's distinct values are looked up in a dict (measured faster than pyarrow's
+    ``index_in`` once the vocabulary holds a million strings, as it rebuilds its hash table per
+    call); only the strings not seen before are handed, in bulk, to ``make_codes``.
+    """
+
+    def __init__(self):
+        self.index: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def copy(self) -> _Vocab:
+        other = _Vocab()
+        other.index, other.values = dict(self.index), list(self.values)
+        return other
+
+    def lookup(self, uniques: pa.Array, make_codes: Callable[[pa.Array], np.ndarray]) -> np.ndarray:
+        """Codes of distinct ``uniques``; ``make_codes`` gives the codes of strings not seen before."""
+        values = uniques.to_pylist()
+        get = self.index.get
+        out = np.fromiter((get(v, -1) for v in values), dtype=np.int64, count=len(values))
+        missing = np.flatnonzero(out < 0) if len(self.index) else np.arange(len(values))
+        if len(missing):
+            codes = np.asarray(make_codes(uniques.take(pa.array(missing))), dtype=np.int64)
+            out[missing] = codes
+            for j, code in zip(missing.tolist(), codes.tolist()):
+                self.index[values[j]] = code
+                self.values.append(values[j])
+        return out
+
+
 class _Recheck(Exception):
     """A chunk failed a check: read the file again slowly to report the exact line."""
 
 
-def _strings(arr) -> pa.Array:
-    """A column as one string array, nulls read as ""."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if not pa.types.is_string(arr.type):
-        arr = pc.cast(arr, pa.string())
-    return pc.fill_null(arr, "")
-
-
-def _codes(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """(int64 code of each value, the distinct values): pyarrow's hash-based dictionary encoding."""
-    enc = pc.dictionary_encode(arr)
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
-
-
-def _distinct_rows(table: pa.Table, keys: list[str], sums: list[str]) -> pa.Table:
-    """``table`` grouped by ``keys`` with ``sums`` summed (pyarrow's hash group-by), columns in
-    the order keys then sums."""
-    out = table.group_by(keys, use_threads=False).aggregate([(c, "sum") for c in sums])
-    return pa.table({**{k: out[k] for k in keys}, **{c: out[f"{c}_sum"] for c in sums}})
-
-
 class _Collapser:
-    """Partial aggregates of the log, keyed by strings, in pyarrow tables.
-
-    Per chunk, the raw queries, strata and users are dictionary-encoded (pyarrow), each distinct
-    raw query is normalised once (:func:`normalize_many`), and the chunk is reduced to its
-    (normalised query, stratum) traffic and rows and its distinct (normalised query, user) pairs,
-    with integer keys local to the chunk. Partials are merged by pyarrow's hash group-by when they
-    have doubled, so memory follows the distinct queries and pairs, never the rows, and no Python
-    object is made per distinct string. :meth:`finish` decides each query with
-    :func:`resolve_queries`, the rule the Dask collapse uses too.
-    """
-
     def __init__(self, query_col: str, count_col: str | None, user_col: str | None, strata: Sequence[str]):
         self.query_col, self.count_col, self.user_col, self.strata = query_col, count_col, user_col, tuple(strata)
-        self.traffic_parts: list[pa.Table] = []  # text, stratum, traffic, rows
-        self.pair_parts: list[pa.Table] = []  # text, user
-        self.raw_parts: list[pa.Array] = []  # distinct raw query strings
-        self.sizes = {"traffic": 0, "pairs": 0, "raw": 0}
-        self.merge_at = {"traffic": _MERGE_AT, "pairs": _MERGE_AT, "raw": _MERGE_AT}
+        self.raw = _Vocab()  # raw query -> id of its normalised form
+        self.norms = _Vocab()  # normalised query -> id (its position)
+        self.empty_nid: int | None = None
+        self.users = _Vocab()  # user -> id, -1 for a blank user
+        self.next_user = 0
+        self.stratum_ids: dict[str, int] = {}
+        self.stratum_values: list[tuple[str, ...]] = []
+        self.traffic_parts: list[pd.Series] = []
+        self.traffic_len = 0
+        self.traffic_merge_at = _MERGE_AT
+        self.pair_parts: list[np.ndarray] = []
+        self.pairs_len = 0
+        self.pairs_merge_at = _MERGE_AT
         self.rows = 0
         self.searches = 0
         self.empty_rows = 0
+
+    @staticmethod
+    def _uniques(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        """(distinct values, index of each row's value) of a string column, nulls read as ""."""
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            arr = pc.cast(arr, pa.string())
+        enc = pc.dictionary_encode(pc.fill_null(arr, ""))
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        return enc.dictionary, enc.indices.to_numpy(zero_copy_only=False)
+
+    @staticmethod
+    def _encode(arr: pa.Array, index: dict, new: Callable[[str], int]) -> np.ndarray:
+        values, rows = _Collapser._uniques(arr)
+        values = values.to_pylist()
+        lookup = np.fromiter((index[v] if v in index else new(v) for v in values), dtype=np.int64, count=len(values))
+        return lookup[rows]
+
+    def _new_norms(self, norms: pa.Array) -> np.ndarray:
+        codes = np.arange(len(self.norms), len(self.norms) + len(norms), dtype=np.int64)
+        empty = np.flatnonzero(pc.equal(norms, "").to_numpy(zero_copy_only=False))
+        if len(empty):
+            self.empty_nid = int(codes[empty[0]])
+        return codes
+
+    def _new_raw(self, raws: pa.Array) -> np.ndarray:
+        # New raw strings may share a normalised form ("Weather", "weather "): look up each form once.
+        values, rows = self._uniques(normalize_many(raws))
+        return self.norms.lookup(values, self._new_norms)[rows]
+
+    def _new_users(self, users: pa.Array) -> np.ndarray:
+        codes = np.arange(self.next_user, self.next_user + len(users), dtype=np.int64)
+        self.next_user += len(users)
+        blank = pc.equal(pc.utf8_trim_whitespace(users), "").to_numpy(zero_copy_only=False)
+        codes[blank] = -1  # a blank user is no user: the search counts, no one is added
+        return codes
+
+    def _new_stratum(self, key: str) -> int:
+        sid = self.stratum_ids[key] = len(self.stratum_values)
+        if sid >= 1 << _STRATUM_BITS:
+            raise ValueError(f"strata: more than {1 << _STRATUM_BITS} combinations; choose coarser --stratum columns")
+        self.stratum_values.append(tuple(key.split("\x1f")) if self.strata else ())
+        return sid
 
     def add(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -161,106 +214,87 @@ class _Collapser:
             counts = count_values(batch.column(self.count_col))
             if counts is None:
                 raise _Recheck()
-            counts = counts.to_numpy(zero_copy_only=False).astype(np.int64)
+            counts = counts.to_numpy(zero_copy_only=False)
         else:
             counts = np.ones(n, dtype=np.int64)
-        raw_code, raws = _codes(_strings(batch.column(self.query_col)))
-        norm_of_raw, norms = _codes(normalize_many(raws))
-        nid = norm_of_raw[raw_code]  # each row's normalised query, as a code local to this chunk
+        values, rows = self._uniques(batch.column(self.query_col))
+        nid = self.raw.lookup(values, self._new_raw)[rows]
         if self.strata:
-            cols = [_strings(batch.column(c)) for c in self.strata]
+            cols = [pc.fill_null(pc.cast(batch.column(c), pa.string()), "") for c in self.strata]
             joined = cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "\x1f")
-            sid, labels = _codes(joined)
+            sid = self._encode(joined, self.stratum_ids, self._new_stratum)
         else:
-            sid, labels = np.zeros(n, dtype=np.int64), pa.array([""], pa.string())
+            if not self.stratum_values:
+                self._new_stratum("")
+            sid = np.zeros(n, dtype=np.int64)
         self.rows += n
         self.searches += int(counts.sum())
-        empty = np.flatnonzero(pc.equal(norms, "").to_numpy(zero_copy_only=False))
-        keep = None
-        if len(empty):
-            is_empty = nid == int(empty[0])
-            self.empty_rows += int(is_empty.sum())
-            keep = ~is_empty
-            nid, sid, counts = nid[keep], sid[keep], counts[keep]
-        nl = max(len(labels), 1)
-        key = nid * nl + sid
-        inverse, uniq = pd.factorize(key)  # hash-based: the chunk's distinct (query, stratum)
-        rows = np.bincount(inverse, minlength=len(uniq)).astype(np.int64)
-        if self.count_col is None:
-            sums = rows
-        elif int(counts.sum()) < 1 << 53:  # float64 sums of whole numbers are exact below 2**53
-            sums = np.bincount(inverse, weights=counts, minlength=len(uniq)).astype(np.int64)
-        else:
-            sums = np.zeros(len(uniq), dtype=np.int64)
-            np.add.at(sums, inverse, counts)
-        part = pa.table({"text": norms.take(pa.array(uniq // nl)), "stratum": labels.take(pa.array(uniq % nl)),
-                         "traffic": sums, "rows": rows})
-        self._append("traffic", part)
-        self._append("raw", raws)
+        empty = self.empty_nid
+        if empty is not None:
+            is_empty = nid == empty
+            if is_empty.any():
+                self.empty_rows += int(is_empty.sum())
+                keep = ~is_empty
+                nid, sid, counts = nid[keep], sid[keep], counts[keep]
+                batch = batch.filter(pa.array(keep))
+        keys = (nid << _STRATUM_BITS) | sid
+        part = pd.Series(counts).groupby(keys, sort=False).sum()
+        self.traffic_parts.append(part)
+        self.traffic_len += len(part)
+        if self.traffic_len > self.traffic_merge_at:  # merge when the parts doubled: amortised linear
+            self.traffic_merge_at = max(_MERGE_AT, 2 * len(self._merge_traffic()))
         if self.user_col is not None:
-            users = _strings(batch.column(self.user_col))
-            if keep is not None:
-                users = users.filter(pa.array(keep))
-            uid, names = _codes(users)
-            blank = pc.equal(pc.utf8_trim_whitespace(names), "").to_numpy(zero_copy_only=False)
-            known = ~blank[uid]  # a blank user is no user: the search counts, no one is added
+            values, rows = self._uniques(batch.column(self.user_col))
+            uid = self.users.lookup(values, self._new_users)[rows]
+            known = uid >= 0
             pairs = pd.unique((nid[known] << 32) | uid[known])
-            self._append("pairs", pa.table({"text": norms.take(pa.array(pairs >> 32)),
-                                            "user": names.take(pa.array(pairs & 0xFFFFFFFF))}))
+            self.pair_parts.append(pairs)
+            self.pairs_len += len(pairs)
+            if self.pairs_len > self.pairs_merge_at:
+                self.pairs_merge_at = max(_MERGE_AT, 2 * len(self._merge_pairs()))
 
-    def _append(self, kind: str, part) -> None:
-        parts = {"traffic": self.traffic_parts, "pairs": self.pair_parts, "raw": self.raw_parts}[kind]
-        parts.append(part)
-        self.sizes[kind] += len(part)
-        if self.sizes[kind] > self.merge_at[kind]:  # merge when the parts doubled: amortised linear
-            self.merge_at[kind] = max(_MERGE_AT, 2 * len(self._merged(kind)))
+    def _merge_traffic(self) -> pd.Series:
+        if len(self.traffic_parts) != 1:
+            merged = pd.concat(self.traffic_parts) if self.traffic_parts else pd.Series([], dtype=np.int64)
+            merged = merged.groupby(level=0, sort=False).sum()
+            self.traffic_parts = [merged]
+        self.traffic_len = len(self.traffic_parts[0])
+        return self.traffic_parts[0]
 
-    def _merged(self, kind: str):
-        if kind == "traffic":
-            parts = self.traffic_parts
-            if len(parts) != 1:
-                whole = pa.concat_tables(parts) if parts else pa.table(
-                    {"text": pa.array([], pa.string()), "stratum": pa.array([], pa.string()),
-                     "traffic": pa.array([], pa.int64()), "rows": pa.array([], pa.int64())})
-                parts[:] = [_distinct_rows(whole, ["text", "stratum"], ["traffic", "rows"])]
-        elif kind == "pairs":
-            parts = self.pair_parts
-            if len(parts) != 1:
-                whole = pa.concat_tables(parts) if parts else pa.table(
-                    {"text": pa.array([], pa.string()), "user": pa.array([], pa.string())})
-                parts[:] = [_distinct_rows(whole, ["text", "user"], [])]
-        else:
-            parts = self.raw_parts
-            if len(parts) != 1:
-                parts[:] = [pc.unique(pa.concat_arrays(parts)) if parts else pa.array([], pa.string())]
-        self.sizes[kind] = len(parts[0])
-        return parts[0]
-
-    def partial(self) -> PieceCollapse:
-        """The merged partials, as the Dask collapse's map step sends them."""
-        traffic = self._merged("traffic")
-        frame = pd.DataFrame({"text": traffic["text"].to_numpy(zero_copy_only=False),
-                              "stratum": traffic["stratum"].to_numpy(zero_copy_only=False),
-                              "traffic": traffic["traffic"].to_numpy(zero_copy_only=False).astype(np.int64)})
-        pairs = None
-        if self.user_col is not None:
-            p = self._merged("pairs")
-            pairs = pd.DataFrame({"text": p["text"].to_numpy(zero_copy_only=False),
-                                  "user": p["user"].to_numpy(zero_copy_only=False)})
-        raw = pd.DataFrame({"raw": self._merged("raw").to_numpy(zero_copy_only=False)})
-        return PieceCollapse(traffic=frame, pairs=pairs, raw=raw,
-                             counts={"rows": self.rows, "searches": self.searches, "empty_rows": self.empty_rows})
+    def _merge_pairs(self) -> np.ndarray:
+        if len(self.pair_parts) != 1:
+            merged = pd.unique(np.concatenate(self.pair_parts)) if self.pair_parts else np.zeros(0, np.int64)
+            self.pair_parts = [merged]
+        self.pairs_len = len(self.pair_parts[0])
+        return self.pair_parts[0]
 
     def finish(self) -> CollapsedLog:
-        users = None
+        traffic = self._merge_traffic()
+        keys = traffic.index.to_numpy(dtype=np.int64)
+        nid = keys >> _STRATUM_BITS
+        sid = keys & ((1 << _STRATUM_BITS) - 1)
+        # Rank strata by their values, so ties never depend on the order of the log's rows.
+        order = sorted(range(len(self.stratum_values)), key=self.stratum_values.__getitem__)
+        srank = np.empty(len(order), dtype=np.int64)
+        srank[order] = np.arange(len(order))
+        table = pd.DataFrame({"key": nid, "sid": sid, "traffic": traffic.to_numpy(dtype=np.int64),
+                              "srank": srank[sid] if len(sid) else np.zeros(0, np.int64)})
+        qn, total, qsid, facts = decide_queries(table)
+        zero, multi, moved = facts["zero_traffic"], facts["multi_stratum"], facts["moved"]
+        texts = pa.array(self.norms.values, pa.string())
+        data = {"text": pd.array(texts.take(pa.array(qn, pa.int64())).to_numpy(zero_copy_only=False), dtype="string"),
+                "traffic": total}
         if self.user_col is not None:
-            users = self._merged("pairs").group_by(["text"], use_threads=False).aggregate([("user", "count")])
-            users = users.rename_columns(["users" if c == "user_count" else c for c in users.column_names])
-        queries, facts = resolve_queries(self._merged("traffic"), users, strata=self.strata)
+            pairs = self._merge_pairs()
+            users = np.bincount(pairs >> 32, minlength=len(texts)) if len(pairs) else np.zeros(len(texts), np.int64)
+            data["users"] = users[qn].astype(np.int64)
+        for j, dim in enumerate(self.strata):
+            column = np.array([v[j] for v in self.stratum_values], dtype=object)
+            data[dim] = pd.array(column[qsid], dtype="string") if len(qsid) else pd.array([], dtype="string")
+        queries = pd.DataFrame(data)
         queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
-        stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self._merged("raw")),
-                         empty_rows=self.empty_rows, zero_traffic=facts["zero_traffic"],
-                         multi_stratum=facts["multi_stratum"], moved_searches=facts["moved"])
+        stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
+                         empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
         return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats)
 
 
@@ -341,37 +375,47 @@ class PieceCollapse:
 
 def collapse_piece(path: str, *, query_col: str, count_col: str | None, user_col: str | None,
                    strata: Sequence[str]) -> PieceCollapse:
-    """Read and collapse one log file as :func:`collapse_log` does, keyed by strings, so pieces
-    read in other processes can be merged (the map step of the Dask collapse)."""
+    """Read and collapse one log file as :func:`collapse_log` does, keyed by strings, not by
+    this process's integer codes, so pieces read in other processes can be merged."""
     strata = tuple(strata)
     columns = [query_col, *strata] + [c for c in (count_col, user_col) if c]
-    return _read_path(path, columns, _Collapser(query_col, count_col, user_col, strata), _progress(False)).partial()
+    c = _read_path(path, columns, _Collapser(query_col, count_col, user_col, strata), _progress(False))
+    traffic = c._merge_traffic()
+    keys = traffic.index.to_numpy(dtype=np.int64)
+    nid, sid = keys >> _STRATUM_BITS, keys & ((1 << _STRATUM_BITS) - 1)
+    norms = np.array(c.norms.values, dtype=object)
+    labels = np.array(["\x1f".join(v) for v in c.stratum_values], dtype=object)
+    frame = pd.DataFrame({"text": norms[nid] if len(nid) else np.zeros(0, object),
+                          "stratum": labels[sid] if len(sid) else np.zeros(0, object),
+                          "traffic": traffic.to_numpy(dtype=np.int64)})
+    pairs = None
+    if user_col is not None:
+        packed = c._merge_pairs()
+        users = np.array(c.users.values, dtype=object)
+        pairs = pd.DataFrame({"text": norms[packed >> 32] if len(packed) else np.zeros(0, object),
+                              "user": users[packed & 0xFFFFFFFF] if len(packed) else np.zeros(0, object)})
+    return PieceCollapse(traffic=frame, pairs=pairs, raw=pd.DataFrame({"raw": np.array(c.raw.values, dtype=object)}),
+                         counts={"rows": c.rows, "searches": c.searches, "empty_rows": c.empty_rows})
 
 
-def resolve_queries(traffic: pa.Table, users: pa.Table | None, *, strata: Sequence[str]):
-    """Distinct queries from (text, stratum, traffic) rows holding every search of their queries
-    and, with a user column, each text's distinct users (text, users): the columns of
-    :attr:`CollapsedLog.queries` (unsorted) and the facts of :func:`decide_queries`. The one
-    decision of one process (:meth:`_Collapser.finish`) and of each bucket on Dask."""
+def resolve_queries(traffic: pd.DataFrame, pairs: pd.DataFrame | None, *, strata: Sequence[str]):
+    """Distinct queries from string-keyed (text, stratum, traffic) rows and (text, user) pairs
+    holding every row of their queries: the columns of :attr:`CollapsedLog.queries` (unsorted),
+    and the facts of :func:`decide_queries`."""
     strata = tuple(strata)
-    key, texts = _codes(_strings(traffic["text"]))
-    sid, labels = _codes(_strings(traffic["stratum"]))
-    values = [tuple(v.split("\x1f")) if strata else () for v in labels.to_pylist()]
-    order = sorted(range(len(values)), key=values.__getitem__)
-    srank = np.empty(len(order), dtype=np.int64)
-    srank[order] = np.arange(len(order))
-    table = pd.DataFrame({"key": key, "sid": sid, "srank": srank[sid] if len(sid) else np.zeros(0, np.int64),
-                          "traffic": pa.chunked_array(traffic["traffic"]).to_numpy().astype(np.int64)})
-    qn, total, qsid, facts = decide_queries(table)
-    qtexts = texts.take(pa.array(qn, pa.int64()))
-    data = {"text": pd.array(qtexts.to_numpy(zero_copy_only=False), dtype="string"), "traffic": total}
-    if users is not None:
-        at = pc.index_in(qtexts, value_set=_strings(users["text"]))
-        counts = pc.fill_null(pa.chunked_array(users["users"]).combine_chunks().take(at), 0)
-        data["users"] = counts.to_numpy(zero_copy_only=False).astype(np.int64)
+    labels = sorted(set(traffic["stratum"].tolist()), key=lambda k: tuple(k.split("\x1f")) if strata else ())
+    rank = {k: i for i, k in enumerate(labels)}
+    table = pd.DataFrame({"key": traffic["text"].to_numpy(dtype=object),
+                          "sid": traffic["stratum"].to_numpy(dtype=object),
+                          "traffic": traffic["traffic"].to_numpy(dtype=np.int64),
+                          "srank": np.array([rank[k] for k in traffic["stratum"].tolist()], dtype=np.int64)})
+    texts, total, qsid, facts = decide_queries(table)
+    data = {"text": pd.array(texts, dtype="string"), "traffic": total}
+    if pairs is not None:
+        per_text = pairs["text"].value_counts()
+        data["users"] = per_text.reindex(texts).fillna(0).to_numpy(dtype=np.int64)
     for j, dim in enumerate(strata):
-        column = np.array([v[j] for v in values], dtype=object)
-        data[dim] = pd.array(column[qsid], dtype="string") if len(qsid) else pd.array([], dtype="string")
+        data[dim] = pd.array([k.split("\x1f")[j] for k in qsid.tolist()], dtype="string")
     return pd.DataFrame(data), facts
 
 
@@ -443,8 +487,12 @@ def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, ba
 
 def _adopt(target: _Collapser, source: _Collapser) -> None:
     """Start ``target`` from ``source``'s state (copies, so a failed attempt leaves ``source`` intact)."""
-    target.traffic_parts, target.pair_parts = list(source.traffic_parts), list(source.pair_parts)
-    target.raw_parts, target.sizes, target.merge_at = list(source.raw_parts), dict(source.sizes), dict(source.merge_at)
+    target.raw, target.norms, target.users = source.raw.copy(), source.norms.copy(), source.users.copy()
+    target.empty_nid, target.next_user = source.empty_nid, source.next_user
+    target.stratum_ids, target.stratum_values = dict(source.stratum_ids), list(source.stratum_values)
+    target.traffic_parts, target.traffic_len = list(source.traffic_parts), source.traffic_len
+    target.pair_parts, target.pairs_len = list(source.pair_parts), source.pairs_len
+    target.traffic_merge_at, target.pairs_merge_at = source.traffic_merge_at, source.pairs_merge_at
     target.rows, target.searches, target.empty_rows = source.rows, source.searches, source.empty_rows
 
 
