@@ -17,6 +17,7 @@ Targets: under 60 s and under 3 GB for 10 million rows.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -115,6 +116,12 @@ df["text"] = df["query"].map(normalize_text)
 g = df.groupby(["text", "market"]).agg(traffic=("user_id", "size"), users=("user_id", "nunique"))
 print(len(g))
 """
+# The floor of issue 17: a bare pyarrow.csv.read_csv of the whole log (multi-threaded, as it comes).
+FLOOR = """
+import sys
+import pyarrow.csv as pacsv
+print(pacsv.read_csv(sys.argv[1]).num_rows)
+"""
 # Each child reports its own peak resident memory, so two children are measured apart.
 PEAK = ("\nimport resource, sys\n"
         "print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
@@ -168,10 +175,15 @@ def main() -> None:
     cmd = [sys.executable, "-c", GOLDEN, "sample", str(log),
            "--query-col", "query", "--user-col", "user_id", "--stratum", "market",
            "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7", "--out", str(out)]
+    load = os.getloadavg()[0]
+    f_wall, f_cpu, f_peak, _ = run_child([sys.executable, "-c", FLOOR + PEAK, str(log)])
     wall, cpu, peak_mib, stdout = run_child(cmd)
     print(stdout.rstrip())
     print(f"golden sample: {wall:.1f} s wall ({cpu:.1f} s CPU), peak memory {peak_mib:,.0f} MiB "
           f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
+    print(f"bare pyarrow.csv.read_csv of the log: {f_wall:.1f} s wall ({f_cpu:.1f} s CPU), peak {f_peak:,.0f} MiB; "
+          f"golden / it: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU (issue 17: <= 2.0x, < 1 GB); "
+          f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
     if args.baseline:
         # The obvious pandas version (whole file in memory, normalise row by row, group by), which
         # only collapses and counts (no sampling).

@@ -23,15 +23,19 @@ from curation.cli.base import domain_errors, main, on_conflict_option, seed_opti
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="Sample to write: .jsonl, .jsonl.gz or .parquet.")
 @on_conflict_option
+@click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
+              help="Read the corpus files on a Dask cluster: a scheduler (tcp://host:8786), or local[:N] for N "
+                   "local worker processes; its workers must see the same paths. Same sample as without.")
 @domain_errors
-def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict):
+def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict, dask_address):
     """Sample a comparison corpus of SIZE records from CORPUS (JSONL, TSV or Parquet files).
 
     Every judged or pooled document (--keep) is kept, so the sample can still score and
-    compare the systems; the rest is a uniform random draw from the whole corpus (reservoir
-    sampling: one pass, memory for SIZE records), never the newest files or one product
-    area. Prints how many records were kept and drawn, and the sample's fingerprint (a
-    content hash that ignores record order and file format).
+    compare the systems; the rest is a uniform random draw from the whole corpus (the records
+    whose seeded hash of their id is smallest: one pass, memory for SIZE records per file, the
+    same sample whatever the order of the records or how the corpus is cut into files), never
+    the newest files or one product area. Prints how many records were kept and drawn, and the
+    sample's fingerprint (a content hash that ignores record order and file format).
 
     \b
     Example:
@@ -51,9 +55,16 @@ def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict):
             keep_repeats.append(dedup.summary())
     keep = list(dict.fromkeys(keep))
     bar = tqdm(desc="reading corpus", unit=" docs", file=sys.stderr, disable=not sys.stderr.isatty(), miniters=10_000)
+    map_pieces = None
+    if dask_address is not None:
+        from functools import partial
+
+        from curation.sample.distributed import dask_map
+
+        map_pieces = partial(dask_map, dask_address)
     with bar:
         result = sample_corpus(corpus, keep=keep, size=size, seed=seed, out=out, progress=bar.update,
-                               on_conflict=on_conflict)
+                               on_conflict=on_conflict, map_pieces=map_pieces)
     echo = click.echo
     echo(f"Read {result.corpus_docs:,} records; corpus fingerprint {result.corpus_fingerprint.sha256}")
     echo(f"Kept  {result.kept:,} judged or pooled documents (of {len(keep):,} listed)")

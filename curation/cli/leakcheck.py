@@ -134,17 +134,17 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
           --out leaks.jsonl --project news --db golden.db   # leads decide in the app
     """
     from curation.formats.conflicts import Dedup
-    from curation.formats.corpus import check_repeats
     from curation.leak.driver import leakcheck as run_leakcheck
     from curation.leak.inputs import query_texts
     from curation.leak.report import write_report
 
     dedup = Dedup(queries_path, policy=on_conflict, what="qid")
     queries = query_texts(queries_path, dedup)
-    corpus_dedup = check_repeats(list(corpus_paths) + list(more_corpus), on_conflict=on_conflict)
+    corpus = list(corpus_paths) + list(more_corpus)
+    Dedup(corpus[0], policy=on_conflict, what="document")  # a bad --on-conflict is refused before the scan
     report = run_leakcheck(
         queries,
-        list(corpus_paths) + list(more_corpus),
+        corpus,
         modes=modes,
         threshold=threshold,
         ngram=ngram,
@@ -155,6 +155,14 @@ def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, 
         max_matches=max_matches,
         progress=sys.stderr.isatty(),
     )
+    if report.ids_repeat:
+        # The scan saw an id twice: only then is the corpus read again, by the exact reader, for the
+        # repeats' lines and --on-conflict (identical ones counted, conflicting ones refused).
+        from curation.formats.corpus import check_repeats
+
+        corpus_dedup = check_repeats(corpus, on_conflict=on_conflict)
+    else:
+        corpus_dedup = Dedup(corpus[0], policy=on_conflict, what="document")
     write_report(report, out_path)
     click.echo(format_summary(report, out_path))
     for line in (dedup.summary(), corpus_dedup.summary()):

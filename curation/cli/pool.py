@@ -135,13 +135,15 @@ def pool_command(runs, queries, depth, seed, extend, out):
     if sys.stderr.isatty():  # a bar for people; scripts and pipes neither see it nor import tqdm
         from tqdm import tqdm
 
+        tqdm.monitor_interval = 0  # no monitor thread: the runs are read in forked processes (read_runs)
         bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr)
 
         def progress(_):
             bar.update()
 
     try:
-        run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=progress)
+        run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=progress,
+                             processes=True)
     finally:
         if progress is not None:
             bar.close()

@@ -32,7 +32,7 @@ def format_strata_table(strata) -> str:
 
 
 @main.command()
-@click.argument("log", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("log", nargs=-1, required=True)
 @click.option("--query-col", required=True, help="Column (or JSON field) holding the query text.")
 @click.option("--count-col", default=None, help="Column saying how many searches a row stands for (default: one each).")
 @click.option("--user-col", default=None, help="Column identifying the user, to count distinct users per query.")
@@ -53,9 +53,16 @@ def format_strata_table(strata) -> str:
 @click.option("--exclude", "exclude", multiple=True, type=click.Path(dir_okay=False),
               help="A query set to stay disjoint from (e.g. an earlier queries.jsonl); repeatable.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output JSONL, one query per line.")
+@click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
+              help="Read and group the log on a Dask cluster: a scheduler (tcp://host:8786), or local[:N] for "
+                   "N local worker processes. Same output as without, byte for byte.")
 @domain_errors
-def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude, out):
+def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude, out,
+           dask_address):
     """Sample a stratified query set from a search LOG (CSV, TSV, JSONL or Parquet; gzip too).
+
+    LOG may be files, folders (a partitioned dataset: every log file under it) or quoted glob
+    patterns. With --dask the files are read, normalised and grouped on a Dask cluster's workers.
 
     A row is one search (or --count-col searches). Queries are normalised (Unicode NFKC, case,
     white space, curly quotes) and collapsed to distinct queries with their traffic and
@@ -73,6 +80,8 @@ def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed
     Example:
       golden sample searches.csv.gz --query-col query --user-col user_id \\
           --stratum market --shape --size 300 --floor 20 --seed 7 --out queries.jsonl
+      golden sample logs/2026-11/ --query-col query --stratum market --size 300 \\
+          --dask local:4 --out queries.jsonl
     """
     from curation.formats.fileio import InputError
     from curation.formats.queries import write_queries
@@ -82,7 +91,7 @@ def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed
         result = sample_queries(
             list(log), query_col=query_col, count_col=count_col, user_col=user_col, strata=strata, shape=shape,
             size=size, floor=floor, seed=seed, weighting=weighting, handwritten=handwritten,
-            exclude=list(exclude), progress=True,
+            exclude=list(exclude), progress=True, dask=dask_address,
         )
     except InputError:
         raise

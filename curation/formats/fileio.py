@@ -34,6 +34,11 @@ class InputError(ValueError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):
+        # Rebuilt from its three parts, so the error crosses a process boundary (a scan worker's
+        # error reaches the command as it was raised).
+        return type(self), (self.path, self.line, self.message)
+
 
 def is_gzip(path: str | os.PathLike) -> bool:
     """True when the file starts with gzip's magic bytes (whatever its name)."""

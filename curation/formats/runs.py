@@ -163,6 +163,7 @@ def read_runs(
     depth: int | None = None,
     workers: int | None = None,
     progress=None,
+    processes: bool = False,
 ) -> list[RankedRun]:
     """Read several runs with :func:`read_run`, in parallel threads, in the order given.
 
@@ -170,6 +171,13 @@ def read_runs(
     them; ISA-L's gunzip (measured) and the Python parts hold it.
     When several files are bad, the error of the first one in ``paths`` order is raised.
     ``progress``, when given, is called with each :class:`RankedRun` as it is read (e.g. to tick a bar).
+
+    ``processes=True`` reads in forked processes instead of threads, where the platform forks and
+    this process runs no other thread (a command line, not a web server): reading a run holds the
+    GIL most of the time, so threads overlap little (17 robust03 runs: 0.34 s wall for 0.34 s CPU
+    in two threads), while two processes halve the wall time on two idle cores. The results come
+    back pickled (a depth-k run is small); a file a child could not read is read again here, so
+    errors are the same as in one process.
     """
     paths = list(paths)
     if names is None:
@@ -187,10 +195,93 @@ def read_runs(
 
     if workers <= 1 or len(paths) <= 1:
         return [one(pn) for pn in zip(paths, names)]
+    if processes and _can_fork():
+        return _read_forked(paths, names, depth, workers, progress)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(one, zip(paths, names)))
+
+
+def _can_fork() -> bool:
+    """Forking is safe here: a POSIX fork exists and no other thread could hold a lock mid-way."""
+    import threading
+
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _read_forked(paths: list, names: list, depth: int | None, workers: int, progress) -> list[RankedRun]:
+    """:func:`read_runs` over ``workers`` processes: ``workers - 1`` forked children and this one,
+    each reading a share of the files balanced by size (largest first, to the lightest share)."""
+    import pickle
+    import signal
+
+    sizes = [os.path.getsize(p) if os.path.exists(p) else 0 for p in paths]
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for i in sorted(range(len(paths)), key=lambda i: -sizes[i]):
+        k = load.index(min(load))
+        shares[k].append(i)
+        load[k] += sizes[i]
+    children = []  # (pid, read end of its pipe, its share)
+    try:
+        for share in shares[1:]:
+            if not share:
+                continue
+            rfd, wfd = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: read its share, send what it read, and leave at once
+                code = 0
+                try:
+                    os.close(rfd)
+                    got = {}
+                    for i in share:
+                        try:
+                            got[i] = read_run(paths[i], name=names[i], depth=depth)
+                        except Exception:  # re-read by the parent, which raises it
+                            got[i] = None
+                    with os.fdopen(wfd, "wb") as fh:
+                        fh.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
+                except BaseException:  # whatever failed, the parent reads the share itself
+                    code = 1
+                finally:
+                    os._exit(code)
+            os.close(wfd)
+            children.append((pid, rfd, share))
+        got: dict[int, RankedRun | BaseException | None] = {}
+        for i in shares[0]:
+            try:
+                got[i] = read_run(paths[i], name=names[i], depth=depth)
+            except Exception as exc:  # raised below, in paths order
+                got[i] = exc
+            if progress is not None and isinstance(got[i], RankedRun):
+                progress(got[i])
+        while children:
+            pid, rfd, share = children.pop(0)
+            with os.fdopen(rfd, "rb") as fh:
+                data = fh.read()
+            _, status = os.waitpid(pid, 0)
+            sent = pickle.loads(data) if status == 0 and data else {}
+            for i in share:
+                got[i] = sent.get(i)
+                if progress is not None and got[i] is not None:
+                    progress(got[i])
+    finally:
+        for pid, rfd, _ in children:  # left only when this process failed: stop and reap them
+            os.close(rfd)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    out = []
+    for i in range(len(paths)):
+        run = got[i]
+        if isinstance(run, BaseException):
+            raise run
+        if run is None:  # a child failed on this file: read it here, for the same result or error
+            run = read_run(paths[i], name=names[i], depth=depth)
+            if progress is not None:
+                progress(run)
+        out.append(run)
+    return out
 
 
 def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):

@@ -194,10 +194,15 @@ def leakcheck(
     n_matches: dict[int, int] = {}
     pids = set()
     any_chunk = False
+    per_file = {str(c): 0 for c in corpus}
+    id_parts = []
     for res in _run_map(tasks, index, desc="leak check", **run):
         any_chunk = any_chunk or res.chunks > 0
         pids.add(res.pid)
         chunks += res.chunks
+        per_file[res.path] = per_file.get(res.path, 0) + res.chunks
+        if res.ids is not None and len(res.ids):
+            id_parts.append(res.ids)
         df += res.df
         for qi, items in res.matches.items():
             heap = heaps.setdefault(qi, [])
@@ -211,6 +216,10 @@ def leakcheck(
 
     if not any_chunk:  # an empty corpus would report every query clean
         raise no_records(", ".join(dict.fromkeys(str(c) for c in corpus)), "the corpus holds no document")
+    empty = [p for p, n in per_file.items() if n == 0]
+    if empty:  # as the corpus reader says of a file without a document
+        raise no_records(empty[0], "expected one document a line with id and text")
+    ids_repeat = _any_repeat(id_parts)
     if discount_boilerplate:
         gram_df = first_df
     else:
@@ -257,4 +266,16 @@ def leakcheck(
         discounted=discount_boilerplate,
         tasks=len(tasks),
         processes=len(pids),
+        ids_repeat=ids_repeat,
     )
+
+
+def _any_repeat(id_parts) -> bool:
+    """True when some chunk id occurs twice among the scanned pieces' ids (string arrays)."""
+    if not id_parts:
+        return False
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = pa.chunked_array(id_parts, pa.string())
+    return len(pc.unique(ids)) < len(ids)

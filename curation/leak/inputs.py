@@ -163,8 +163,12 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
         data = _line_aligned(path, task.start, task.end)
 
         def first_line() -> int:  # only counted when an error needs a line number
+            if not task.start:
+                return 1
             with open(path, "rb") as fh:
-                return fh.read(task.start).count(b"\n") + 1 if task.start else 1
+                before = fh.read(task.start)
+            # A line cut by the range's start belongs to the range before (_line_aligned).
+            return before.count(b"\n") + 1 + (not before.endswith(b"\n"))
 
         yield from _jsonl_block_batches(data, path, batch_size, first_line)
     elif task.kind == "rowgroup":

@@ -85,6 +85,9 @@ class LeakReport:
     discounted: bool
     tasks: int = 0  # pieces of the corpus scanned
     processes: int = 0  # distinct processes that scanned them
+    #: Whether some chunk id occurs more than once in the corpus (found by the scan itself; the
+    #: command then reads the corpus for the repeats' lines and policy, :func:`check_repeats`).
+    ids_repeat: bool = False
 
     @property
     def leaked(self) -> list[QueryResult]:

@@ -224,6 +224,7 @@ class _BatchOut:
     df: np.ndarray | None = None
     matches: dict = field(default_factory=dict)  # qi -> list of (score, Match) heap items
     n_matches: dict = field(default_factory=dict)  # qi -> count
+    ids: list = field(default_factory=list)  # the chunks' ids, batch by batch (repeated ids are looked for)
 
 
 def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, out: _BatchOut, max_matches: int):
@@ -236,6 +237,7 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
         texts = texts.cast(pa.string())
     nrows = len(texts)
     out.chunks += nrows
+    out.ids.append(ids)
     if nrows == 0:
         return
     ascii_mask = pc.fill_null(pc.string_is_ascii(texts), True).to_numpy(zero_copy_only=False)
@@ -416,6 +418,10 @@ class TaskResult:
     n_matches: dict
     seconds: float
     pid: int
+    path: str = ""  # the corpus file the piece is part of
+    #: The chunks' ids (a string array), for the driver to find ids repeated across the corpus
+    #: without reading it a second time.
+    ids: pa.Array | None = None
 
 
 def scan_task(
@@ -426,4 +432,6 @@ def scan_task(
     out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
-    return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid())
+    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else pa.array([], pa.string())
+    return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid(),
+                      task.path, ids)

@@ -1,1 +1,7 @@
-"""Sampling queries from search logs: read, normalise, collapse, stratify, allocate, draw."""
+"""Sampling queries from search logs: read, normalise, collapse, stratify, allocate, draw.
+
+Modules: ``logs`` (collapsing a log to distinct normalised queries), ``sampling`` (strata,
+allocation, the draw, :func:`~curation.sample.sampling.sample_queries`), ``distributed`` (the
+collapse on a Dask cluster, ``golden sample --dask``, and the Dask map of ``golden corpus-sample``),
+``pii`` (flags for personal data).
+"""

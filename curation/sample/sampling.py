@@ -295,6 +295,7 @@ def sample_queries(
     handwritten: str | os.PathLike | None = None,
     exclude: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
     progress: bool = False,
+    dask=None,
 ) -> SampleResult:
     """Draw a stratified sample of ``size`` distinct queries from a search log.
 
@@ -323,6 +324,10 @@ def sample_queries(
 
     Rows come stratum by stratum (strata ordered by their values), within a stratum by traffic
     (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
+
+    ``log`` may name files, folders (every log file under them: a partitioned dataset) and glob
+    patterns. ``dask`` (a scheduler address, ``local`` or ``local:N``, or a ``distributed.Client``)
+    reads and groups the log on a Dask cluster (:mod:`curation.sample.distributed`): the same rows.
     """
     from curation.formats.query_list import read_query_list
     from curation.sample.logs import collapse_log
@@ -341,8 +346,14 @@ def sample_queries(
         raise ValueError("strata: a column named 'shape' clashes with shape=True; rename one")
     warnings: list[str] = []
 
-    collapsed = collapse_log(log, query_col=query_col, count_col=count_col, user_col=user_col,
-                             strata=strata, progress=progress)
+    if dask is None:
+        collapsed = collapse_log(log, query_col=query_col, count_col=count_col, user_col=user_col,
+                                 strata=strata, progress=progress)
+    else:  # read and grouped on a Dask cluster; the same CollapsedLog (curation.sample.distributed)
+        from curation.sample.distributed import collapse_log_dask
+
+        collapsed = collapse_log_dask(log, query_col=query_col, count_col=count_col, user_col=user_col,
+                                      strata=strata, dask=dask)
     q = collapsed.queries
     st = collapsed.stats
     logged_traffic = int(q["traffic"].sum())

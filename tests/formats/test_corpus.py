@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import random
 from collections import Counter
 from pathlib import Path
 
@@ -18,8 +17,9 @@ from scipy import stats
 from curation.cli import main
 from curation.formats.corpus import (
     Doc,
-    _reservoir,
     corpus_fingerprint,
+    draw_key,
+    draw_piece,
     fetch_docs,
     iter_corpus_file,
     read_docids,
@@ -115,20 +115,36 @@ def test_read_docids_from_pool_qrels_run_and_list(tmp_path):
         read_docids(bad)
 
 
-def test_reservoir_is_uniform_over_positions():
-    """Each item of a 40-item stream is in a 5-item reservoir with probability 1/8 (chi-square)."""
-    n, k, reps = 40, 5, 4000
-    rng = random.Random(123)
+def test_hash_draw_is_uniform_over_documents(tmp_path):
+    """Each of 40 documents is among the 5 drawn with probability 1/8 over seeds (chi-square)."""
+    n, k, reps = 40, 5, 1600
+    corpus = write_jsonl(tmp_path / "c.jsonl", [Doc(f"d{i}", "t") for i in range(n)])
     counts = Counter()
-    for _ in range(reps):
-        for pos, _ in _reservoir(((i, None) for i in range(n)), k, rng):
-            counts[pos] += 1
-    observed = [counts[i] for i in range(n)]
+    for seed in range(reps):
+        piece = draw_piece(str(corpus), 0, frozenset(), k, seed)
+        assert len({doc.id for _, _, doc in piece.smallest}) == k  # distinct within a draw
+        counts.update(doc.id for _, _, doc in piece.smallest)
+    observed = [counts[f"d{i}"] for i in range(n)]
     assert sum(observed) == reps * k
     assert stats.chisquare(observed).pvalue > 1e-3
-    # Items are distinct within a draw.
-    one = [pos for pos, _ in _reservoir(((i, None) for i in range(n)), k, random.Random(1))]
-    assert len(set(one)) == k
+
+
+def test_draw_does_not_depend_on_order_or_files(tmp_path):
+    """The same documents in another order, or cut into other files, give the same sample."""
+    docs = [Doc(f"d{i:03d}", f"text {i}") for i in range(200)]
+    whole = write_jsonl(tmp_path / "whole.jsonl", docs)
+    shuffled = list(reversed(docs))
+    parts = [write_jsonl(tmp_path / f"p{j}.jsonl", shuffled[a:b])
+             for j, (a, b) in enumerate([(0, 13), (13, 150), (150, 200)])]
+    one, many = tmp_path / "one.jsonl", tmp_path / "many.jsonl"
+    r1 = sample_corpus([whole], keep=["d007"], size=25, seed=3, out=one)
+    r2 = sample_corpus(parts, keep=["d007"], size=25, seed=3, out=many)
+    ids = {json.loads(line)["id"] for line in one.read_text().splitlines()}
+    assert ids == {json.loads(line)["id"] for line in many.read_text().splitlines()} and "d007" in ids
+    assert r1.fingerprint == r2.fingerprint and r1.corpus_fingerprint == r2.corpus_fingerprint
+    # The rule itself: the 24 others are those with the smallest seeded hash of their id.
+    expected = sorted((d.id for d in docs if d.id != "d007"), key=lambda i: draw_key(3, i))[:24]
+    assert ids - {"d007"} == set(expected)
 
 
 def test_sample_keeps_every_listed_doc_and_draws_the_rest(tmp_path):

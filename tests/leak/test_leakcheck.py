@@ -480,3 +480,52 @@ def test_unreachable_dask_scheduler_is_a_clean_error(generated):
     queries, _, files = generated
     with pytest.raises(ValueError, match="dask: cannot reach the scheduler"):
         leakcheck(queries, files, dask="tcp://127.0.0.1:9")
+
+
+def test_corpus_is_read_once_unless_an_id_repeats(generated, tmp_path, monkeypatch):
+    """The scan itself finds repeated ids; the exact reader (check_repeats) runs only when one does."""
+    from curation.formats import corpus as corpus_format
+
+    queries, chunks, files = generated
+    qpath = tmp_path / "q.jsonl"
+    _write_jsonl(qpath, [{"qid": q, "text": t} for q, t in queries])
+    calls = []
+    real = corpus_format.check_repeats
+    monkeypatch.setattr(corpus_format, "check_repeats", lambda *a, **k: calls.append(a) or real(*a, **k))
+    args = ["leakcheck", "--queries", str(qpath), "--workers", "1", "--out", str(tmp_path / "l.jsonl")]
+    res = CliRunner().invoke(main, [*args, "--corpus", *files])
+    assert res.exit_code == 0, res.output
+    assert calls == [] and "duplicate document" not in res.output
+    # The same chunk again in another file (as in files of several shards): counted, as before.
+    again = tmp_path / "again.jsonl"
+    _write_jsonl(again, [{"id": chunks[0][0], "text": chunks[0][1]}])
+    res = CliRunner().invoke(main, [*args, "--corpus", *files, str(again)])
+    assert res.exit_code == 0, res.output
+    assert len(calls) == 1 and "1 identical duplicate document line(s) dropped" in res.output
+    other = tmp_path / "other.jsonl"
+    _write_jsonl(other, [{"id": chunks[0][0], "text": "another text"}])
+    res = CliRunner().invoke(main, [*args, "--corpus", *files, str(other)])
+    assert res.exit_code == 1 and f"{other}:1: document '{chunks[0][0]}' has 'another text' here" in res.output
+
+
+def test_empty_corpus_file_among_others_is_no_records(generated, tmp_path):
+    queries, _, files = generated
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(InputError, match=rf"^{empty}: no records"):
+        leakcheck(queries, [*files, empty], workers=1)
+
+
+def test_bad_line_found_by_a_worker_process_is_named(tmp_path, monkeypatch):
+    """An input error raised in a scan process reaches the caller whole (InputError pickles)."""
+    from curation.leak import driver as lk
+
+    monkeypatch.setattr(lk, "_SMALL_CORPUS", 0)
+    good = "".join(json.dumps({"id": f"d{i}", "text": f"some words number {i}"}) + "\n" for i in range(300))
+    path = tmp_path / "broken.jsonl"
+    path.write_text(good + '{"id": "b", "text": \n' + good.replace('"d', '"e'))
+    real_plan = lk.plan_tasks
+    monkeypatch.setattr(lk, "plan_tasks", lambda paths: real_plan(paths, target_bytes=4000))
+    with pytest.raises(InputError, match=r"broken.jsonl:301: not valid JSON") as err:
+        leakcheck([("q", "some words number")], [path], workers=2)
+    assert (err.value.path, err.value.line) == (str(path), 301)

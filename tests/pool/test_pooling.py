@@ -331,3 +331,57 @@ def test_written_files_get_the_usual_permissions_not_tempfiles(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o644
+
+
+def _count_forks(monkeypatch) -> list[int]:
+    """Count the processes forked from this one (the count a child keeps is its own copy)."""
+    import os
+
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return forks
+
+
+def test_runs_read_in_forked_processes_equal_one_process(robust_runs, monkeypatch):
+    from curation.formats.runs import _can_fork
+
+    if not _can_fork():
+        pytest.skip("no fork here, or other threads run")
+    forks = _count_forks(monkeypatch)
+    ticked = []
+    forked = read_runs(robust_runs, depth=20, workers=3, processes=True, progress=lambda run: ticked.append(run.name))
+    assert len(forks) == 2  # two children and this process
+    alone = [read_run(p, depth=20) for p in robust_runs]
+    assert [(r.name, r.path, r.sha256, r.depth, r.rankings, r.scores) for r in forked] == [
+        (r.name, r.path, r.sha256, r.depth, r.rankings, r.scores) for r in alone
+    ]
+    assert sorted(ticked) == sorted(r.name for r in alone)
+
+
+@pytest.mark.parametrize("bad_sizes", [(1, 50), (50, 1)])  # the first bad file read by a child or here
+def test_forked_read_raises_the_first_bad_file_in_order(tmp_path, monkeypatch, bad_sizes):
+    from curation.formats.runs import _can_fork
+
+    if not _can_fork():
+        pytest.skip("no fork here, or other threads run")
+    forks = _count_forks(monkeypatch)
+    good = "".join(f"1 Q0 d{i} {i} {100 - i} A\n" for i in range(1, 40))
+    paths = [write(tmp_path / "good1.trec", good)]
+    for k, extra in enumerate(bad_sizes, 1):
+        filler = "".join(f"1 Q0 e{i} {i} {50 - i / 100} A\n" for i in range(extra))
+        paths.append(write(tmp_path / f"bad{k}.trec", filler + f"1 Q0 z{k} 1 not-a-score A\n"))
+    paths.append(write(tmp_path / "good2.trec", good))
+    with pytest.raises(InputError) as alone:
+        read_run(paths[1])
+    with pytest.raises(InputError) as forked:
+        read_runs(paths, workers=2, processes=True)
+    assert len(forks) == 1
+    assert str(forked.value) == str(alone.value) and "bad1.trec" in str(alone.value)

@@ -243,3 +243,20 @@ _ALPHABET = st.sampled_from(
 def test_normalize_many_matches_normalize_text(texts):
     out = logs.normalize_many(pa.array(texts, pa.string())).to_pylist()
     assert out == [normalize_text(t) for t in texts]
+
+
+@pytest.mark.parametrize("buckets", [1, 3])
+def test_hash_collisions_never_merge_two_strings(tmp_path, monkeypatch, buckets):
+    """The vocabularies find strings by a 64-bit hash and confirm by comparing the strings: with a
+    hash that collides all the time (1 or 3 values), the collapse is the same as with the real one."""
+    monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 2048)  # many chunks: strings seen again, and new ones
+    rnd = random.Random(8)
+    rows = [(f"query {rnd.randint(0, 60)}" + (" X" if rnd.random() < 0.2 else ""), f"u{rnd.randint(0, 40)}",
+             rnd.choice("ab"), 1) for _ in range(3000)]
+    path = write_log(tmp_path / "log.csv", rows)
+    kw = dict(query_col="query", user_col="user", strata=["market"])
+    expected = collapse_log(path, **kw)
+    real = logs.pd.util.hash_array
+    monkeypatch.setattr(logs.pd.util, "hash_array", lambda values: real(values) % logs.np.uint64(buckets))
+    got = collapse_log(path, **kw)
+    assert got.queries.equals(expected.queries) and got.stats == expected.stats
