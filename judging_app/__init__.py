@@ -98,6 +98,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     from . import assets, auth, errors, judge, lead, leaks, reports, versions
 
     errors.init_app(app)
+    errors.install_converters(app)
     app.register_blueprint(assets.bp)
     app.register_blueprint(auth.bp)
     app.register_blueprint(judge.bp)
