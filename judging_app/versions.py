@@ -9,10 +9,11 @@ import io
 import json
 import unicodedata
 
-from flask import Blueprint, abort, render_template, send_file
+from flask import Blueprint, abort, g, render_template, send_file
 
 from curation.export.manifest import ALL_FILES, MANIFEST
 from curation.export.versions_page import version_files, versions_overview
+from curation.store.audit import record_audit
 
 from .auth import lead_required
 from .db import get_db
@@ -54,6 +55,7 @@ def download(project: str, version: str):
     # name, RFC 5987's ``filename*=UTF-8''...``; control characters (a newline) cannot be in a header
     # at all, and "/" would be a folder, so those become "_".
     filename = download_name(f"{info.project}-{info.name}.zip")
+    record_audit(get_db(), "download", actor=g.user, target=f"{info.project} {info.name}", commit=True)
     response = send_file(io.BytesIO(archive), mimetype="application/zip", as_attachment=True,
                          download_name=filename, etag=info.zip_sha256, max_age=0, conditional=True)
     response.headers["X-Content-SHA256"] = info.zip_sha256
