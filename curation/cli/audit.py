@@ -53,8 +53,15 @@ def audit(action, who, limit, locked, as_json, db_url):
     if not events:
         click.echo("no audit events" + (" of that kind" if action or who else " yet"))
     for e in events:
-        on = f" {e.target}" if e.target else ""
+        on = f" {_printable(e.target)}" if e.target else ""
         proj = f" [project {e.project_id}]" if e.project_id else ""
         detail = f"  {e.detail}" if e.detail else ""
-        click.echo(f"{e.at:%Y-%m-%d %H:%M:%S}  {e.action:<16} {e.actor or '-':<16}{on}{proj}"
+        click.echo(f"{e.at:%Y-%m-%d %H:%M:%S}  {e.action:<16} {_printable(e.actor) or '-':<16}{on}{proj}"
                    f"  from {e.address or '?'}{detail}")
+
+
+def _printable(value: str | None) -> str | None:
+    """A name as one line: control characters (a newline in a name someone typed) shown escaped."""
+    if value is None:
+        return None
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in value)

@@ -70,7 +70,7 @@ def seconds_locked(session: Session, keys: list[str], *, now: datetime | None = 
 class Failure:
     locked_seconds: int  # 0 when this failure did not lock anything
     locked_keys: tuple[str, ...]  # the keys this failure locked
-    failures: dict  # key -> failures in its window now
+    failures: dict  # key -> failures in its window, this one included
 
 
 def _get_or_create(session: Session, key: str) -> LoginThrottle:
@@ -105,6 +105,7 @@ def record_failure(session: Session, keys: list[str], *, policy: ThrottlePolicy 
             row.lockouts = 0
         row.failures += 1
         row.last_failure_at = now
+        counts[key] = row.failures
         if row.failures >= policy.limit(key):
             row.lockouts += 1
             lock = policy.lock_for(row.lockouts)
@@ -113,7 +114,6 @@ def record_failure(session: Session, keys: list[str], *, policy: ThrottlePolicy 
             row.window_start = None
             locked.append(key)
             wait = max(wait, math.ceil(lock.total_seconds()))
-        counts[key] = row.failures
         session.add(row)
     if commit:
         session.commit()

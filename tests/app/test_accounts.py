@@ -325,6 +325,7 @@ def test_failures_and_lockouts_are_audited_and_shown_to_admins(app, staff):
     assert login(app.test_client(), "lena").get("/admin/audit").status_code == 403
     out = json.loads(cli(db_url_of(staff), "audit", "--json", "--locked", "--action", "login_failed"))
     assert len(out["events"]) == 5 and {e["target"] for e in out["events"]} == {"alice"}
+    assert sorted(e["detail"]["failures"] for e in out["events"]) == [1, 2, 3, 4, 5]
     assert {e["address"] for e in out["events"]} == {"127.0.0.1"}
     assert [lk["key"] for lk in out["locked"]] == ["account:alice"]
 

@@ -144,3 +144,10 @@ def test_a_store_from_before_upgrades_keeping_its_users(tmp_path):
             add_user(s, "new", password=PASSWORD)
     finally:
         engine.dispose()
+
+
+def test_golden_audit_prints_one_line_per_event(engine):
+    with new_session(engine) as s:
+        audit.record_audit(s, "login_failed", target="two\nlines", address="10.0.0.1", commit=True)
+    out = run(url_of(engine), "audit")
+    assert out.count("\n") == 1 and "two\\nlines" in out and "from 10.0.0.1" in out
