@@ -142,7 +142,7 @@ def login():
         # same way for a known and an unknown name.
         wait = throttle.seconds_locked(db, keys)
         if wait:
-            current_app.logger.warning("login refused while locked: %r from %s", username[:120], request.remote_addr)
+            current_app.logger.info("login refused while locked: %r from %s", username[:120], request.remote_addr)
             return _locked(next_url, username, wait)
         user = users.authenticate(db, username, request.form.get("password", ""))
         if user is not None:
