@@ -413,3 +413,17 @@ def test_a_release_in_the_app_is_audited_with_the_leads_address(app, project, en
         row = conn.execute(text("SELECT actor, target, address, project_id FROM auditevent "
                                 "WHERE action = 'release'")).one()
     assert tuple(row) == ("lena", project.project_name, "192.0.2.44", project.project_id)
+
+
+def test_sessions_and_throttling_are_shared_by_every_server_process(app, staff):
+    """Two apps on one store stand for two `golden serve` processes: nothing is kept in memory."""
+    with app_on(staff) as other:
+        client = login(app.test_client(), "lena")
+        cookie = cookie_of(client)
+        assert signed_in(with_cookie(other, cookie))
+        assert logout(with_cookie(other, cookie)).status_code == 302  # logged out through the other process
+        assert not signed_in(client)
+        for i in range(5):  # failures spread over both processes count together
+            assert post_login((app if i % 2 else other).test_client(), "bob", "wrong-password").status_code == 401
+        assert post_login(app.test_client(), "bob").status_code == 429
+        assert post_login(other.test_client(), "bob").status_code == 429
