@@ -136,9 +136,9 @@ def create_app(test_config: dict | None = None) -> Flask:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         # One proxy hop: its X-Forwarded-For (the client address the throttling and the audit trail
-        # see), -Proto (https: cookies and redirects), -Host. Never on a server reached directly,
-        # where a client could write these headers itself.
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)
+        # see) and -Proto (https). Not -Host: a proxy that does not overwrite it would pass on the
+        # client's. Never on a server reached directly, where a client could write these itself.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=0)
 
     from . import admin, assets, auth, errors, judge, lead, leaks, reports, versions
 
