@@ -2,21 +2,25 @@
 
 ``create_app`` builds the app (the Flask tutorial's app-factory pattern): one database engine per
 app, one session per request (:mod:`judging_app.db`), CSRF protection on every form
-(flask-wtf's ``CSRFProtect``), one error renderer (:mod:`judging_app.errors`) and seven blueprints:
-``assets`` (htmx, from its wheel), ``auth`` (log in / out; the role guards), ``judge`` (the judging page),
-and, for leads and admins, ``lead`` (agreement, adjudication, release), ``leaks`` (the leak review),
-``versions`` (exported versions) and ``reports`` (comparison reports). Views parse input, call
-``curation`` functions and render; no SQL and no statistics are written here.
+(flask-wtf's ``CSRFProtect``), one error renderer (:mod:`judging_app.errors`) and eight blueprints:
+``assets`` (htmx, from its wheel; the favicon), ``auth`` (log in / out; the role guards), ``judge``
+(the judging page), and, for leads and admins, ``lead`` (agreement, adjudication, release), ``leaks``
+(the leak review), ``versions`` (exported versions), ``reports`` (comparison reports) and ``admin``
+(users and their sessions; for admins the audit trail and the login lock-outs). Views parse input,
+call ``curation`` functions and render; no SQL and no statistics are written here.
+
+Everything a request's answer depends on besides the request (sessions, login failures, the audit
+trail, the cookie-signing key) is in the store, so several ``golden serve`` processes on one
+PostgreSQL store behave as one.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 from datetime import timedelta
 from pathlib import Path
 
-from flask import Flask
+from flask import Flask, g, request
 from flask_wtf.csrf import CSRFProtect
 
 from curation.store.engine import default_url, normalize_url
@@ -39,21 +43,37 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-def _secret_key(app: Flask) -> str:
-    """``GOLDEN_SECRET_KEY`` when set, else a random key kept in the instance folder (mode 0600),
-    so judges stay logged in across a server restart."""
+# Secure cookies: browsers must come back over HTTPS only, for a year (sent only with --secure-cookies,
+# i.e. when golden is served behind HTTPS).
+HSTS = "max-age=31536000"
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_hours(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: give a number of hours") from None
+    if not 0 < value < 24 * 366:
+        raise ValueError(f"{name}={raw!r}: give a number of hours above 0 and below a year")
+    return value
+
+
+def _secret_key(engine) -> str:
+    """``GOLDEN_SECRET_KEY`` when set, else the store's own key (made by ``golden db upgrade``), so
+    a cookie of one store is refused by another and every server process on a store agrees."""
     key = os.environ.get("GOLDEN_SECRET_KEY")
     if key:
         return key
-    path = Path(app.instance_path) / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_hex(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(key)
-    return key
+    from curation.store.settings import store_secret
+
+    return store_secret(engine)
 
 
 def create_app(test_config: dict | None = None) -> Flask:
@@ -61,8 +81,14 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     ``test_config`` overrides the configuration; the keys golden reads are ``DATABASE_URL``
     (default: :func:`curation.store.engine.default_url`, i.e. ``DATABASE_URL`` or ``./golden.db``),
-    ``SECRET_KEY`` and ``CLAIM_TIMEOUT_SECONDS``. The app refuses to start on a store whose schema
-    is not at the latest migration, with the command that fixes it.
+    ``SECRET_KEY`` (default ``GOLDEN_SECRET_KEY``, else the store's own key), ``CLAIM_TIMEOUT_SECONDS``,
+    ``SESSION_IDLE_SECONDS`` / ``SESSION_MAX_SECONDS`` (sessions end after this long without a
+    request / after login; ``GOLDEN_SESSION_IDLE_HOURS`` / ``GOLDEN_SESSION_MAX_HOURS``, default 8 hours
+    and 7 days), ``LOGIN_*`` (throttling: 5 failures per account or 20 per address in 15 minutes lock
+    for 1 minute, doubling up to an hour), ``SECURE_COOKIES`` (``GOLDEN_SECURE_COOKIES``: Secure cookies
+    and HSTS, behind HTTPS) and ``PROXY_HEADERS`` (``GOLDEN_PROXY_HEADERS``: trust X-Forwarded-For and
+    X-Forwarded-Proto from one reverse proxy, werkzeug's ProxyFix). The app refuses to start on a
+    store whose schema is not at the latest migration, with the command that fixes it.
     """
     app = Flask(
         __name__,
@@ -74,18 +100,28 @@ def create_app(test_config: dict | None = None) -> Flask:
         DATABASE_URL=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
-        # The login lasts 12 hours from logging in; not re-signing the cookie on every answer saves
-        # work on the judging hot path (and a Set-Cookie header on every htmx response).
+        # Not re-signing the cookie on every answer saves work on the judging hot path (and a
+        # Set-Cookie header on every htmx response): the idle limit is kept in the store instead.
         SESSION_REFRESH_EACH_REQUEST=False,
+        SESSION_IDLE_SECONDS=int(_env_hours("GOLDEN_SESSION_IDLE_HOURS", 8) * 3600),
+        SESSION_MAX_SECONDS=int(_env_hours("GOLDEN_SESSION_MAX_HOURS", 7 * 24) * 3600),
+        LOGIN_MAX_FAILURES=5,
+        LOGIN_ADDRESS_MAX_FAILURES=20,
+        LOGIN_WINDOW_SECONDS=15 * 60,
+        LOGIN_LOCK_SECONDS=60,
+        LOGIN_MAX_LOCK_SECONDS=3600,
+        SECURE_COOKIES=_env_flag("GOLDEN_SECURE_COOKIES"),
+        PROXY_HEADERS=_env_flag("GOLDEN_PROXY_HEADERS"),
         WTF_CSRF_TIME_LIMIT=12 * 3600,  # a working day: a page left open over lunch still submits
         CLAIM_TIMEOUT_SECONDS=15 * 60,
         SEND_FILE_MAX_AGE_DEFAULT=3600,
     )
     if test_config:
         app.config.from_mapping(test_config)
-    if not app.config.get("SECRET_KEY"):
-        app.config["SECRET_KEY"] = _secret_key(app)
+    # The cookie outlives no session: the absolute limit is also the cookie's lifetime.
+    app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(seconds=app.config["SESSION_MAX_SECONDS"])
+    if app.config["SECURE_COOKIES"]:
+        app.config["SESSION_COOKIE_SECURE"] = True
     app.config["DATABASE_URL"] = normalize_url(app.config["DATABASE_URL"] or default_url())
 
     from . import db
@@ -93,11 +129,21 @@ def create_app(test_config: dict | None = None) -> Flask:
     # open_store refuses a missing SQLite file before connecting would create an empty one;
     # init_app then checks the schema is at head.
     db.init_app(app, open_store(app.config["DATABASE_URL"], check=False, refuse_missing=True))
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = _secret_key(app.extensions["golden_engine"])
     csrf.init_app(app)
+    if app.config["PROXY_HEADERS"]:
+        from werkzeug.middleware.proxy_fix import ProxyFix
 
-    from . import assets, auth, errors, judge, lead, leaks, reports, versions
+        # One proxy hop: its X-Forwarded-For (the client address the throttling and the audit trail
+        # see) and -Proto (https). Not -Host: a proxy that does not overwrite it would pass on the
+        # client's. Never on a server reached directly, where a client could write these itself.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=0)
+
+    from . import admin, assets, auth, errors, judge, lead, leaks, reports, versions
 
     errors.init_app(app)
+    errors.install_converters(app)
     app.register_blueprint(assets.bp)
     app.register_blueprint(auth.bp)
     app.register_blueprint(judge.bp)
@@ -105,15 +151,33 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(lead.bp)
     app.register_blueprint(leaks.bp)
     app.register_blueprint(reports.bp)
+    app.register_blueprint(admin.bp)
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
     app.jinja_env.globals["current_app"] = app  # templates link to blueprints only when registered
+
+    from curation.store import audit
+
+    @app.before_request
+    def audit_origin():
+        # "From where" for the audit events this request records (curation.store.audit).
+        g.audit_origin = audit.ORIGIN.set(request.remote_addr or "unknown")
+
+    @app.teardown_request
+    def audit_origin_reset(_exc=None):
+        token = g.pop("audit_origin", None)
+        if token is not None:
+            audit.ORIGIN.reset(token)
+
+    secure = app.config["SECURE_COOKIES"]
 
     @app.after_request
     def security_headers(response):
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
+        if secure:
+            response.headers.setdefault("Strict-Transport-Security", HSTS)
         return response
 
     return app

@@ -1,4 +1,5 @@
-"""htmx, served from the ``django-js-lib-htmx`` wheel's package data (never a copy or a CDN)."""
+"""htmx, served from the ``django-js-lib-htmx`` wheel's package data (never a copy or a CDN), and
+``/favicon.ico`` (golden's own icon in ``static/``), which browsers ask for on every site."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 from functools import lru_cache
 from importlib.resources import files
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
 
 bp = Blueprint("assets", __name__)
 
@@ -31,3 +32,8 @@ def htmx_js():
     response.cache_control.public = True
     response.cache_control.max_age = 86400
     return response
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    return current_app.send_static_file("favicon.ico")

@@ -1,6 +1,12 @@
 """Logging in and out, and who may open which page. Passwords are checked by
-:func:`curation.store.users.authenticate` (werkzeug's hashes); the session cookie holds only the user's
-id, signed by Flask, HttpOnly, SameSite=Lax.
+:func:`curation.store.users.authenticate` (werkzeug's hashes). The session cookie (signed with the
+store's own key, HttpOnly, SameSite=Lax, Secure with ``--secure-cookies``) holds only a random
+session token; whether it is still valid is decided by the store on every request
+(:func:`curation.store.sessions.session_user`): logout, a password or role change, disabling or
+enabling the user, and a lead's "end sessions" end it at its next request, in every server process.
+Failed logins are throttled per account and per address (:mod:`curation.store.throttle`): while
+locked, the answer is 429 with ``Retry-After`` and no password is hashed. Logins, failures and
+lock-outs go to the audit trail (:mod:`curation.store.audit`).
 
 The guards, each written once: :func:`login_required` (any signed-in user), :func:`lead_required`
 (leads and admins: the lead, leak, versions and report pages) and :func:`project_or_404` (a project
@@ -10,11 +16,13 @@ lookup (:mod:`judging_app.judge`: only a project the judge has work in)."""
 from __future__ import annotations
 
 import functools
+from datetime import timedelta
 from urllib.parse import urlsplit
 
-from flask import Blueprint, abort, g, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, g, redirect, render_template, request, session, url_for
 
-from curation.store import users
+from curation.store import sessions, throttle, users
+from curation.store.audit import record_audit
 from curation.store.models import Project
 
 from .db import get_db
@@ -23,11 +31,23 @@ from .errors import is_htmx
 bp = Blueprint("auth", __name__)
 
 
+# Files that never depend on who asks: no session lookup for them.
+_NO_USER = frozenset({"static", "assets.htmx_js", "assets.favicon"})
+
+
 @bp.before_app_request
 def load_user() -> None:
-    """``g.user``: the logged-in, active user (a :class:`curation.store.users.SignedIn`), or None."""
-    user_id = session.get("user_id")
-    g.user = users.signed_in(get_db(), user_id) if isinstance(user_id, int) else None
+    """``g.user``: the user of a valid session (a :class:`curation.store.users.SignedIn`), or None.
+    One indexed statement (:func:`curation.store.sessions.session_user`)."""
+    token = session.get("sid")
+    if not isinstance(token, str) or request.endpoint in _NO_USER:
+        g.user = None
+        return
+    config = current_app.config
+    g.user = sessions.session_user(get_db(), token, idle=timedelta(seconds=config["SESSION_IDLE_SECONDS"]),
+                                   absolute=timedelta(seconds=config["SESSION_MAX_SECONDS"]))
+    if g.user is None:
+        session.pop("sid", None)  # ended or expired: drop it from the cookie too
 
 
 def login_required(view):
@@ -58,6 +78,19 @@ def lead_required(view):
     return wrapped
 
 
+def admin_required(view):
+    """Logged in (else the login page), and an admin (else 403)."""
+
+    @functools.wraps(view)
+    @login_required
+    def wrapped(*args, **kwargs):
+        if g.user.role != "admin":
+            abort(403, description="Only admins can open this page.")
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
 def project_or_404(project_id: int) -> Project:
     """The project with this id, for a page behind :func:`lead_required` (staff see every project); 404
     when there is none."""
@@ -75,6 +108,26 @@ def _safe_next(value: str | None) -> str | None:
     return value if not parts.scheme and not parts.netloc else None
 
 
+def throttle_policy() -> throttle.ThrottlePolicy:
+    """The app's login throttling (LOGIN_* settings of :func:`judging_app.create_app`)."""
+    c = current_app.config
+    return throttle.ThrottlePolicy(
+        max_failures=c["LOGIN_MAX_FAILURES"], address_max_failures=c["LOGIN_ADDRESS_MAX_FAILURES"],
+        window=timedelta(seconds=c["LOGIN_WINDOW_SECONDS"]), base_lock=timedelta(seconds=c["LOGIN_LOCK_SECONDS"]),
+        max_lock=timedelta(seconds=c["LOGIN_MAX_LOCK_SECONDS"]))
+
+
+MISMATCH = "That name and password do not match."
+
+
+def _locked(next_url: str | None, username: str, wait: int):
+    minutes = max(1, -(-wait // 60))
+    error = (f"Too many failed logins for this name or from this address. Try again in "
+             f"{minutes} minute{'s' if minutes != 1 else ''}.")
+    body = render_template("auth/login.html", next_url=next_url, username=username, error=error)
+    return body, 429, {"Retry-After": str(wait)}
+
+
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     next_url = _safe_next(request.args.get("next"))
@@ -82,21 +135,44 @@ def login():
         return redirect(next_url or url_for("index"))
     username = ""
     if request.method == "POST":
+        db = get_db()
         username = request.form.get("username", "").strip()
-        user = users.authenticate(get_db(), username, request.form.get("password", ""))
+        keys = throttle.keys_for(username, request.remote_addr)
+        # Locked: refuse before the password is hashed (a locked login costs one indexed read), the
+        # same way for a known and an unknown name.
+        wait = throttle.seconds_locked(db, keys)
+        if wait:
+            current_app.logger.info("login refused while locked: %r from %s", username[:120], request.remote_addr)
+            return _locked(next_url, username, wait)
+        user = users.authenticate(db, username, request.form.get("password", ""))
         if user is not None:
+            throttle.record_success(db, username, commit=False)
+            record_audit(db, "login", actor=user)
+            token = sessions.start_session(db, user, address=request.remote_addr,
+                                           user_agent=request.user_agent.string)  # commits
             session.clear()  # a fresh session at login: no fixation
-            session["user_id"] = user.id
+            session["sid"] = token
             session.permanent = True
             return redirect(next_url or url_for("index"))
-        return render_template(
-            "auth/login.html", next_url=next_url, username=username,
-            error="That name and password do not match.",
-        ), 401
+        failure = throttle.record_failure(db, keys, policy=throttle_policy(), commit=False)
+        record_audit(db, "login_failed", target=username[:120] or None,
+                     detail={"failures": failure.failures[keys[0]]})
+        if failure.locked_keys:
+            record_audit(db, "login_locked", target=username[:120] or None,
+                         detail={"keys": list(failure.locked_keys), "seconds": failure.locked_seconds})
+            current_app.logger.warning("logins locked for %ss: %s", failure.locked_seconds,
+                                       ", ".join(failure.locked_keys))
+        db.commit()
+        return render_template("auth/login.html", next_url=next_url, username=username, error=MISMATCH), 401
     return render_template("auth/login.html", next_url=next_url, username=username)
 
 
 @bp.post("/logout")
 def logout():
+    """Log out: every session of this user ends (on every device, in every server process)."""
+    if g.user is not None:
+        db = get_db()
+        record_audit(db, "logout", actor=g.user, target=g.user.name)
+        sessions.end_sessions(db, g.user.id)  # commits
     session.clear()
     return redirect(url_for("auth.login"))

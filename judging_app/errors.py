@@ -6,10 +6,51 @@ where it was; ``templates/base.html`` tells htmx to swap 4xx/5xx responses.
 
 from __future__ import annotations
 
-from flask import Flask, render_template, request
+import math
+
+from flask import Flask, abort, render_template, request
 from flask_wtf.csrf import CSRFError
 from jinja2 import TemplateNotFound
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import PathConverter
+
+# The largest id or position the store can hold: SQLite's INTEGER and PostgreSQL's BIGINT are
+# 64-bit signed; a larger number in a URL names nothing (404): it must not reach the driver
+# (SQLite raises OverflowError on it, a 500).
+MAX_STORE_INT = 2**63 - 1
+
+
+class NameConverter(PathConverter):
+    """``<name:project>``: a project name as it is in the store, "/" and newlines included (names made
+    before they were refused at creation); werkzeug's ``path`` stops at a newline."""
+
+    regex = r"[^/](?s:.)*?"
+
+
+def store_int(text: str) -> int:
+    """``type=`` for an id or position in a query string or form (``request.args.get("at",
+    type=store_int)``): an int that fits the store, else ValueError, which werkzeug's ``get`` turns
+    into the default (None), so the view answers as for a missing or unknown id."""
+    value = int(text)
+    if not -MAX_STORE_INT <= value <= MAX_STORE_INT:
+        raise ValueError(f"{text[:30]!r} is out of range")
+    return value
+
+
+def finite_float(text: str, name: str, *, low: float | None = None, high: float | None = None) -> float:
+    """A number from a form or query string: ValueError naming ``name`` when it is not a number,
+    not finite (inf, nan, 1e400) or outside ``[low, high]``; views answer that with a 400."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: {str(text)[:30]!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: {str(text)[:30]!r} is not a finite number")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"between {low:g} and {high:g}" if low is not None and high is not None else (
+            f"at least {low:g}" if low is not None else f"at most {high:g}")
+        raise ValueError(f"{name}: {value:g} is out of range; give a number {bounds}")
+    return value
 
 MESSAGES = {
     400: "The request could not be understood.",
@@ -52,3 +93,22 @@ def init_app(app: Flask) -> None:
     # Flask logs an unhandled exception and passes an InternalServerError here, so a traceback
     # never reaches a judge (tests see the exception itself: TESTING propagates it).
     app.register_error_handler(HTTPException, render_error)
+    app.url_value_preprocessor(ids_in_range)
+
+
+def install_converters(app: Flask) -> None:
+    """``<name:...>`` (:class:`NameConverter`); call before the blueprints are registered."""
+    app.url_map.converters["name"] = NameConverter
+
+
+def ids_in_range(_endpoint: str | None, values: dict | None) -> None:
+    """The one check of every number in a route (``/<int:project_id>/...``, any blueprint, any
+    method): an int past the store's integers or a float that is not finite names nothing, so 404.
+    (A bounded URL converter would not do: werkzeug answers 405 when a GET rule's pattern matches a
+    POST whose converter refused the value.)"""
+    for value in (values or {}).values():
+        if isinstance(value, bool):
+            continue
+        if (isinstance(value, int) and not -MAX_STORE_INT <= value <= MAX_STORE_INT) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            abort(404)

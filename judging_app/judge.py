@@ -23,7 +23,7 @@ from curation.store import projects, users
 
 from .auth import login_required
 from .db import get_db
-from .errors import is_htmx
+from .errors import is_htmx, store_int
 
 bp = Blueprint("judge", __name__, url_prefix="/projects")
 
@@ -114,9 +114,9 @@ def page(project_id: int):
     db = get_db()
     note = None
     if "at" in request.args:
-        task = _task_at(project, request.args.get("at", type=int)) or abort(404)
+        task = _task_at(project, request.args.get("at", type=store_int)) or abort(404)
     elif "before" in request.args:
-        before = request.args.get("before", type=int)
+        before = request.args.get("before", type=store_int)
         task = judging.previous_task(db, project, g.user, before=before)
         if task is None:  # nothing earlier: stay on the pair the judge was at
             note = "There is no earlier pair."

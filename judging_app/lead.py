@@ -26,7 +26,7 @@ from curation.store.models import Project, User
 
 from .auth import lead_required, project_or_404
 from .db import get_db
-from .errors import is_htmx
+from .errors import is_htmx, store_int
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
 
@@ -220,7 +220,7 @@ def _queue_context(project: Project, *, pair_id: int | None = None, error: str |
 @lead_required
 def queue(project_id: int):
     project = project_or_404(project_id)
-    context = _queue_context(project, pair_id=request.args.get("pair", type=int))
+    context = _queue_context(project, pair_id=request.args.get("pair", type=store_int))
     if is_htmx():
         return render_template("lead/_adjudication.html", **context)
     return render_template("lead/adjudicate.html", **context)
@@ -232,7 +232,7 @@ def decide(project_id: int):
     """Record the lead's final grade with a reason; show the next disagreement (htmx: the partial)."""
     project = project_or_404(project_id)
     form = request.form
-    pair_id = form.get("pair_id", type=int)
+    pair_id = form.get("pair_id", type=store_int)
     grade = form.get("grade", "").strip()
     reason = form.get("reason", "")
     if pair_id is None:
@@ -272,6 +272,6 @@ def new_guidelines(project_id: int):
         flash(f"Guidelines version {version.version} is in force; new judgments record it.", "info")
     else:
         flash(f"The text is the same as version {version.version}: nothing changed.", "info")
-    back = request.form.get("back", type=int)
+    back = request.form.get("back", type=store_int)
     return redirect(url_for("lead.queue", project_id=project.id, pair=back) if back else
                     url_for("lead.queue", project_id=project.id))

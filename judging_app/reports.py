@@ -17,6 +17,7 @@ from curation.evaluate.stats import WEIGHTINGS
 
 from .auth import lead_required
 from .db import get_db
+from .errors import finite_float
 
 bp = Blueprint("reports", __name__, url_prefix="/reports")
 
@@ -44,21 +45,23 @@ def _form(project: str, version: str, runs, *, error: str | None = None, status:
 
 
 def _number(text: str | None, name: str) -> float | None:
+    """A minimum effect: a finite number in (0, 1] (metrics lie in [0, 1]); inf, nan and 1e308 are
+    refused with a 400, not carried into the statistics."""
     if not text:
         return None
     try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"{name}: {text!r} is not a number; write e.g. 0.02") from None
+        return finite_float(text, name, low=0.0, high=1.0)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; write e.g. 0.02") from None
 
 
-@bp.get("/<project>/<version>")
+@bp.get("/<name:project>/<version>")  # a name may hold "/" (older stores)
 @lead_required
 def pick(project: str, version: str):
     return _form(project, version, _runs_or_404(project, version))
 
 
-@bp.get("/<project>/<version>/compare")
+@bp.get("/<name:project>/<version>/compare")
 @lead_required
 def report(project: str, version: str):
     runs = _runs_or_404(project, version)

@@ -5,12 +5,15 @@ every download). Judges get a 403: manifests name judges and carry agreement fig
 
 from __future__ import annotations
 
+import io
 import json
+import unicodedata
 
-from flask import Blueprint, Response, abort, render_template
+from flask import Blueprint, abort, g, render_template, send_file
 
 from curation.export.manifest import ALL_FILES, MANIFEST
 from curation.export.versions_page import version_files, versions_overview
+from curation.store.audit import record_audit
 
 from .auth import lead_required
 from .db import get_db
@@ -30,7 +33,7 @@ def _version_or_404(project: str, version: str):
         abort(404)
 
 
-@bp.get("/<project>/<version>")
+@bp.get("/<name:project>/<version>")  # a name may hold "/" (older stores)
 @lead_required
 def detail(project: str, version: str):
     info, files, _ = _version_or_404(project, version)
@@ -44,21 +47,27 @@ def detail(project: str, version: str):
     )
 
 
-@bp.get("/<project>/<version>.zip")
+@bp.get("/<name:project>/<version>.zip")
 @lead_required
 def download(project: str, version: str):
     info, _, archive = _version_or_404(project, version)
-    filename = f"{info.project}-{info.name}.zip".replace('"', "")
-    return Response(
-        archive,
-        mimetype="application/zip",
-        headers={
-            "Content-Disposition": f'attachment; filename="{filename}"',
-            "ETag": f'"{info.zip_sha256}"',
-            "X-Content-SHA256": info.zip_sha256,
-            "Cache-Control": "private, max-age=0",
-        },
-    )
+    # werkzeug's send_file writes Content-Disposition with an ASCII ``filename`` and, for any other
+    # name, RFC 5987's ``filename*=UTF-8''...``; control characters (a newline) cannot be in a header
+    # at all, and "/" would be a folder, so those become "_".
+    filename = download_name(f"{info.project}-{info.name}.zip")
+    record_audit(get_db(), "download", actor=g.user, target=f"{info.project} {info.name}", commit=True)
+    response = send_file(io.BytesIO(archive), mimetype="application/zip", as_attachment=True,
+                         download_name=filename, etag=info.zip_sha256, max_age=0, conditional=True)
+    response.headers["X-Content-SHA256"] = info.zip_sha256
+    response.cache_control.private = True
+    response.cache_control.public = False
+    return response
+
+
+def download_name(name: str) -> str:
+    """``name`` made safe as a file name in a header: control characters, "/" and "\\" become "_"."""
+    return "".join("_" if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") or ch in '/\\"' else ch
+                   for ch in name)
 
 
 @bp.app_template_filter("pretty_json")

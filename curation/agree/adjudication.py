@@ -22,6 +22,7 @@ from sqlalchemy import false
 from sqlmodel import Session, select
 
 from curation.agree.labels import LEAD_ROLES
+from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, project_id
 from curation.store.models import Adjudication, Document, GuidelinesVersion, Judgment, PoolPair, Project, Query, User
 from curation.store.projects import current_guidelines, grades, set_guidelines
@@ -255,6 +256,7 @@ def adjudicate(
     row = Adjudication(project_id=pid, pair_id=pair.id, lead_id=lead.id, grade=grade, reason=reason,
                        guidelines_issue=bool(guidelines_issue), guidelines_version_id=gv.id if gv else None)
     session.add(row)
+    record_audit(session, "adjudicate", actor=lead, target=f"pair {pair.id}", project=pid, detail={"grade": grade})
     try:
         session.commit()
     except Exception:

@@ -118,16 +118,21 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=cli
     echo("golden: stopped")
 
 
-def build_app(db_url: str | None):
-    """The judging app for ``db_url``; an out-of-date schema becomes a clean CLI error."""
+def build_app(db_url: str | None, **config):
+    """The judging app for ``db_url`` (``config``: more settings of :func:`judging_app.create_app`);
+    an out-of-date schema becomes a clean CLI error."""
     from curation.store.migrate import SchemaError
     from judging_app import create_app
 
     if db_url and "://" not in db_url:  # a plain path means a SQLite file
         db_url = f"sqlite:///{Path(db_url).resolve()}"
+    if db_url:
+        config["DATABASE_URL"] = db_url
     try:
-        return create_app({"DATABASE_URL": db_url} if db_url else None)
+        return create_app(config or None)
     except SchemaError as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:  # a GOLDEN_SESSION_* variable that is not a number of hours
         raise click.ClickException(str(exc)) from None
 
 
@@ -142,17 +147,43 @@ def build_app(db_url: str | None):
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Threads per worker process; above 1, connections are kept alive and a worker goes on "
                    "while a request waits on a remote PostgreSQL.")
-def serve(host: str, port: int, db_url: str | None, workers: int | None, threads: int):
+@click.option("--secure-cookies", is_flag=True, envvar="GOLDEN_SECURE_COOKIES",
+              help="Behind HTTPS: mark the session cookie Secure and send HSTS (env GOLDEN_SECURE_COOKIES=1).")
+@click.option("--proxy-headers", is_flag=True, envvar="GOLDEN_PROXY_HEADERS",
+              help="Behind one reverse proxy: take the client address and scheme from its X-Forwarded-For and "
+                   "X-Forwarded-Proto (env GOLDEN_PROXY_HEADERS=1). Never when clients reach golden directly.")
+@click.option("--session-idle-hours", type=click.FloatRange(0, 24 * 366, min_open=True), default=None,
+              envvar="GOLDEN_SESSION_IDLE_HOURS",
+              help="A login ends after this long without a request [default: 8].")
+@click.option("--session-max-hours", type=click.FloatRange(0, 24 * 366, min_open=True), default=None,
+              envvar="GOLDEN_SESSION_MAX_HOURS",
+              help="A login ends this long after logging in, however active [default: 168, a week].")
+def serve(host: str, port: int, db_url: str | None, workers: int | None, threads: int, secure_cookies: bool,
+          proxy_headers: bool, session_idle_hours: float | None, session_max_hours: float | None):
     """Serve the judging app so judges can label pairs in the browser.
 
     Runs gunicorn, a production WSGI server (not Flask's development server), with several worker
     processes so that every core answers judges. The app refuses to start on a store whose schema
     is out of date and says which command to run. Put it behind a reverse proxy (nginx, Caddy)
-    when it is reachable from outside your network.
+    that terminates HTTPS when it is reachable from outside your network, and serve with
+    --secure-cookies --proxy-headers there (README: "Deployment behind HTTPS").
+
+    Sessions, login throttling, the audit trail and the cookie-signing key live in the store, so
+    several `golden serve` processes on one PostgreSQL store act as one.
 
     \b
     Example:
       golden serve --db sqlite:///golden.db --port 8000
+      golden serve --host 127.0.0.1 --port 8000 --secure-cookies --proxy-headers   # behind nginx/Caddy
     """
-    app = build_app(db_url)
+    config: dict = {}
+    if secure_cookies:
+        config["SECURE_COOKIES"] = True
+    if proxy_headers:
+        config["PROXY_HEADERS"] = True
+    if session_idle_hours is not None:
+        config["SESSION_IDLE_SECONDS"] = int(session_idle_hours * 3600)
+    if session_max_hours is not None:
+        config["SESSION_MAX_SECONDS"] = int(session_max_hours * 3600)
+    app = build_app(db_url, **config)
     serve_app(app, host=host, port=port, workers=workers or default_workers(), threads=threads)

@@ -1,20 +1,27 @@
-"""``golden user``: add judges, leads and admins, and list them."""
+"""``golden user``: add judges, leads and admins, list them, change a password or role, disable or
+enable a login, and end a user's sessions in the judging app. Every change is in the audit trail
+(``golden audit``); a password or role change, disable and enable end the user's sessions."""
 
 from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, store_session
+from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, store_session
 
 
 @main.group()
 def user():
     """Manage the people who log in to the judging app.
 
+    A password or role change, disable, enable and logout end every session of the user in the
+    judging app at its next request (in every `golden serve` process on the store).
+
     \b
     Example:
       golden user add alice --role judge
       golden user list
+      golden user role alice lead
+      golden user disable alice
     """
 
 
@@ -52,21 +59,29 @@ def add(name, role, password, generate, db_url):
 
 @user.command("list")
 @db_option
-def list_(db_url):
-    """List the users and their roles.
+@json_option
+def list_(db_url, as_json):
+    """List the users, their roles and their open sessions in the judging app.
 
     \b
     Example:
       golden user list
+      golden user list --json
     """
-    from curation.store.users import list_users
+    from curation.store.sessions import open_sessions
 
     with store_session(db_url) as s:
-        users = list_users(s)
-    if not users:
+        rows = open_sessions(s)
+    if as_json:
+        echo_json([dict(name=r.name, role=r.role, active=r.active, sessions=r.sessions,
+                        last_seen_at=r.last_seen_at.isoformat() if r.last_seen_at else None,
+                        last_address=r.last_address) for r in rows])
+        return
+    if not rows:
         click.echo("no users yet: add one with `golden user add NAME --role judge`")
-    for u in users:
-        click.echo(f"{u.name:<20} {u.role:<6}{'' if u.active else '  (disabled)'}")
+    for r in rows:
+        sessions = f"  {r.sessions} session{'s' if r.sessions != 1 else ''}" if r.sessions else ""
+        click.echo(f"{r.name:<20} {r.role:<6}{'' if r.active else '  (disabled)'}{sessions}")
 
 
 @user.command("passwd")
@@ -75,7 +90,7 @@ def list_(db_url):
 @db_option
 @domain_errors
 def passwd(name, password, db_url):
-    """Set NAME's password.
+    """Set NAME's password; their sessions in the judging app end (they log in with the new one).
 
     \b
     Example:
@@ -88,3 +103,82 @@ def passwd(name, password, db_url):
     with store_session(db_url) as s:
         set_password(s, require_user(s, name), password)
     click.echo(f"password of {name} changed")
+
+
+@user.command("role")
+@click.argument("name")
+@click.argument("role", type=click.Choice(["judge", "lead", "admin"]))
+@db_option
+@domain_errors
+def role(name, role, db_url):
+    """Give NAME another ROLE (judge, lead or admin); their sessions end, so the next page they
+    open is seen with the new role after logging in again.
+
+    \b
+    Example:
+      golden user role alice lead
+    """
+    from curation.store.users import require_user, set_role
+
+    with store_session(db_url) as s:
+        user = require_user(s, name)
+        old = user.role
+        changed = set_role(s, user, role)
+    click.echo(f"{name} is now a {role} (was {old}); their sessions ended" if changed
+               else f"{name} is already a {role}")
+
+
+@user.command("disable")
+@click.argument("name")
+@db_option
+@domain_errors
+def disable(name, db_url):
+    """Disable NAME's login: they are logged out at their next request and cannot log in again
+    until `golden user enable`. Their judgments stay.
+
+    \b
+    Example:
+      golden user disable alice
+    """
+    from curation.store.users import require_user, set_active
+
+    with store_session(db_url) as s:
+        set_active(s, require_user(s, name), False)
+    click.echo(f"{name} is disabled; their sessions ended")
+
+
+@user.command("enable")
+@click.argument("name")
+@db_option
+@domain_errors
+def enable(name, db_url):
+    """Enable NAME's login again (they log in afresh: sessions from before are not revived).
+
+    \b
+    Example:
+      golden user enable alice
+    """
+    from curation.store.users import require_user, set_active
+
+    with store_session(db_url) as s:
+        set_active(s, require_user(s, name), True)
+    click.echo(f"{name} is enabled; they can log in again")
+
+
+@user.command("logout")
+@click.argument("name")
+@db_option
+@domain_errors
+def logout(name, db_url):
+    """End every session of NAME in the judging app (e.g. a laptop left logged in); they can log
+    in again.
+
+    \b
+    Example:
+      golden user logout alice
+    """
+    from curation.store.users import end_user_sessions, require_user
+
+    with store_session(db_url) as s:
+        n = end_user_sessions(s, require_user(s, name))
+    click.echo(f"ended {n} session{'s' if n != 1 else ''} of {name}")

@@ -57,6 +57,7 @@ from curation.export.gather import VersionState, gather_state, progress_step
 from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, sealed_manifest, sha256_bytes
 from curation.export.split import assign_pending
 from curation.export.write import write_folder
+from curation.store.audit import record_audit
 from curation.store.lookups import lock_project
 from curation.store.models import ExportVersion, Project
 
@@ -221,6 +222,8 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         created_by=created_by, created_at=created_at,
     )
     session.add(row)
+    record_audit(session, "export", actor=created_by, target=f"{project.name} {version}", project=project,
+                 detail={"policy": state.body["policy"], "state_sha256": state_sha})
     try:
         session.flush()
     except IntegrityError:

@@ -24,6 +24,7 @@ from sqlalchemy import case, func, insert
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, select
 
+from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, lock_project
 from curation.store.models import MAIN_BASE, Assignment, PoolPair, Project, Query, User, utcnow
 
@@ -360,6 +361,7 @@ def release(session: Session, project: Project, lead: User, *, agreement: float 
     proj.released_by_id = lead.id
     proj.released_agreement = agreement
     session.add(proj)
+    record_audit(session, "release", actor=lead, target=proj.name, project=proj, detail={"agreement": agreement})
     session.commit()
     n = session.exec(
         select(func.count()).select_from(Assignment).where(Assignment.project_id == proj.id, Assignment.kind == "main")

@@ -1,1 +1,3 @@
-"""The project store: tables, engine, migrations, users, projects, and the shared lookups."""
+"""The project store: tables, engine, migrations, users, projects, and the shared lookups; the
+judging app's login sessions (``sessions``), login throttling (``throttle``), the audit trail
+(``audit``) and the store's own settings such as its cookie-signing key (``settings``)."""

@@ -50,6 +50,9 @@ class User(SQLModel, table=True):
     password_hash: str
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    # Bumped by logout, a password or role change, disable and enable, and "end sessions": every
+    # LoginSession made under an older version stops working at its next request.
+    session_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class Query(SQLModel, table=True):
@@ -230,3 +233,54 @@ class ExportVersion(SQLModel, table=True):
     archive: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # frozen zip
     created_by: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class LoginSession(SQLModel, table=True):
+    """One login in the judging app. The cookie carries a random token; the store keeps its SHA-256
+    (a copy of the table logs nobody in). Valid while the user is active, ``version`` equals the
+    user's ``session_version``, and the idle and absolute limits have not passed: state every
+    ``golden serve`` process on the store shares."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(index=True, unique=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    version: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    last_seen_at: datetime = Field(default_factory=utcnow)
+    address: str | None = None
+    user_agent: str | None = None
+
+
+class LoginThrottle(SQLModel, table=True):
+    """Failed logins counted per key ("account:NAME" or "address:IP"), and the lock they earned."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(index=True, unique=True)
+    failures: int = 0  # failures in the current window
+    window_start: datetime | None = None
+    last_failure_at: datetime | None = None
+    locked_until: datetime | None = None
+    lockouts: int = 0  # locks in a row: each one lasts twice as long as the last
+
+
+class AuditEvent(SQLModel, table=True):
+    """Who did what, when and from where: logins, role changes, disables, releases, exports,
+    adjudications. Append-only."""
+
+    __table_args__ = (Index("ix_auditevent_action_at", "action", "at"),)
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
+    action: str
+    actor: str | None = None  # the user's name (or the system account for a command)
+    actor_id: int | None = None  # no foreign key: the trail outlives what it names
+    target: str | None = None  # what was acted on: a user's name, a project, a version
+    project_id: int | None = None
+    address: str | None = None  # the client address, or "cli:HOST" for a command
+    detail: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class StoreSetting(SQLModel, table=True):
+    """Settings kept with the store itself, e.g. the key that signs its session cookies."""
+
+    key: str = Field(primary_key=True)
+    value: str = Field(sa_column=Column(Text, nullable=False))

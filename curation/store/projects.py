@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import sys
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -283,6 +284,22 @@ def _insert_documents(session: Session, project_id: int, found: dict) -> dict[st
 
 # --- operations -----------------------------------------------------------------------------------
 
+PROJECT_NAME_MAX = 100
+
+
+def check_project_name(name: str) -> str:
+    """A new project's name: 1-100 characters, not blank, no "/" or "\\" (it is part of the
+    versions' addresses and of file names) and no control or invisible format characters (a
+    newline cannot go in a download's header). Checked at creation only: a store made before
+    keeps its names and they keep working."""
+    if not isinstance(name, str) or not name.strip() or len(name) > PROJECT_NAME_MAX:
+        raise ValueError(f"name {name!r}: give the project a name of 1-{PROJECT_NAME_MAX} characters")
+    bad = next((ch for ch in name if ch in "/\\" or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"name {name!r}: a project name cannot hold {bad!r} (no '/', '\\' or control characters)")
+    return name
+
+
 def create_project(
     session: Session,
     name: str,
@@ -307,8 +324,7 @@ def create_project(
     listed in ``LoadReport.missing_docids``. A pool pair whose qid is not in the queries file is an
     error. ValueError when ``name`` is taken. ``on_conflict``: a qid or docid repeated with another
     text (:mod:`curation.formats.conflicts`); identical repeats are listed in ``LoadReport.repeats``."""
-    if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        raise ValueError(f"name {name!r}: give the project a name of 1-100 characters")
+    check_project_name(name)
     corpus_paths = [str(c) for c in corpus_paths]
     if not corpus_paths:
         raise ValueError("corpus_paths: give at least one corpus file")

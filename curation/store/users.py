@@ -58,7 +58,7 @@ def _check_password(password: str) -> str:
     return password
 
 
-def add_user(session: Session, name: str, *, role: str = "judge", password: str) -> User:
+def add_user(session: Session, name: str, *, role: str = "judge", password: str, by=None) -> User:
     """Create and commit a user; ValueError when the name is taken, the role unknown or the
     password shorter than ``MIN_PASSWORD``."""
     _check_name(name)
@@ -68,6 +68,8 @@ def add_user(session: Session, name: str, *, role: str = "judge", password: str)
         raise ValueError(f"name {name!r} is taken: choose another name, or use `golden user passwd {name}`")
     user = User(name=name, role=role, password_hash=hash_password(password))
     session.add(user)
+    session.flush()
+    _audit(session, "user_added", user, detail={"role": role}, by=by)
     session.commit()
     session.refresh(user)
     return user
@@ -94,8 +96,9 @@ _ACTIVE_BY_ID = core_select(User.__table__.c.id, User.__table__.c.name, User.__t
 
 
 def signed_in(session: Session, user_id: int) -> SignedIn | None:
-    """The active user with this id, or None (for the web layer's session cookie): one indexed
-    statement, no ORM load, because it runs on every request."""
+    """The active user with this id, or None: one indexed statement, no ORM load. (The web app's
+    sessions are checked by :func:`curation.store.sessions.session_user`, which also knows about
+    ended and expired sessions.)"""
     row = session.connection().execute(_ACTIVE_BY_ID, {"uid": user_id}).first()
     return SignedIn(*row) if row else None
 
@@ -125,19 +128,69 @@ def authenticate(session: Session, name: str, password: str) -> User | None:
     return user
 
 
-def set_password(session: Session, user: User, password: str) -> None:
-    """Replace ``user``'s password and commit."""
+def _audit(session: Session, action: str, user: User, *, detail=None, by=None) -> None:
+    from curation.store.audit import record_audit
+
+    record_audit(session, action, actor=by, target=user.name, detail=detail)
+
+
+def _end_sessions(session: Session, user: User) -> None:
+    """Every session of ``user`` stops working at its next request (in the caller's transaction)."""
+    from curation.store.sessions import end_sessions
+
+    session.flush()
+    end_sessions(session, user.id, commit=False)
+    session.refresh(user)
+
+
+def set_password(session: Session, user: User, password: str, *, by=None) -> None:
+    """Replace ``user``'s password, end their sessions (a stolen cookie dies with the old password)
+    and commit. ``by``: who did it, for the audit trail (default: the command's user)."""
     _check_password(password)
     user.password_hash = hash_password(password)
     session.add(user)
+    _end_sessions(session, user)
+    _audit(session, "password_changed", user, by=by)
     session.commit()
 
 
-def set_active(session: Session, user: User, active: bool) -> None:
-    """Enable or disable a login (a disabled user cannot authenticate) and commit."""
+def set_role(session: Session, user: User, role: str, *, by=None) -> bool:
+    """Give ``user`` another role, end their sessions (the next page is seen with the new role
+    after logging in again) and commit; False (and nothing done) when it is their role already."""
+    _check_role(role)
+    if user.role == role:
+        return False
+    old = user.role
+    user.role = role
+    session.add(user)
+    _end_sessions(session, user)
+    _audit(session, "role_changed", user, detail={"from": old, "to": role}, by=by)
+    session.commit()
+    return True
+
+
+def set_active(session: Session, user: User, active: bool, *, by=None) -> None:
+    """Enable or disable a login (a disabled user cannot authenticate) and commit. Either way the
+    user's sessions end: a disabled user is out at once, an enabled one logs in afresh."""
+    changed = bool(user.active) != bool(active)
     user.active = bool(active)
     session.add(user)
+    _end_sessions(session, user)
+    if changed:
+        _audit(session, "user_enabled" if active else "user_disabled", user, by=by)
     session.commit()
+
+
+def end_user_sessions(session: Session, user: User, *, by=None) -> int:
+    """End every session of ``user`` now (an admin's or lead's "log them out everywhere"); returns
+    how many were open."""
+    from curation.store.sessions import end_sessions
+
+    n = end_sessions(session, user.id, commit=False)
+    _audit(session, "sessions_ended", user, detail={"sessions": n}, by=by)
+    session.commit()
+    session.refresh(user)
+    return n
 
 
 def is_lead(user: User) -> bool:
