@@ -130,7 +130,7 @@ def page(project_id: int):
 @login_required
 def answer(project_id: int):
     """Record the answer to the pair shown with ``token``: ``grade=N``, ``action=skip``, or
-    ``action=unsure`` with an optional ``note`` (and optional grade); then show the next pair."""
+    ``action=unsure`` with the judge's best ``grade`` and an optional ``note``; then show the next pair."""
     project = _own_project_or_404(project_id)
     db = get_db()
     form = request.form

@@ -3,7 +3,8 @@
 //
 //   digit  label the pair with that grade and move on (htmx swaps in the next pair)
 //   b      back to the previous pair          s  skip this pair
-//   u      unsure: open the note, Enter sends it, Esc cancels
+//   u      unsure: open the note; Enter ends the note, then a digit sends "unsure" with that grade
+//          (the judge's best guess, which a lead confirms or changes); Esc cancels
 //   g      show / hide the guidelines         Esc closes them
 (function () {
   "use strict";
@@ -55,6 +56,18 @@
     if (document.activeElement) { document.activeElement.blur(); }
   }
 
+  function unsureOpen() {
+    var details = document.getElementById("unsure");
+    return !!(details && details.open);
+  }
+
+  function doneWithNote(textarea) {
+    // The note is written: leave the field, keep the box open, and point at the digits.
+    textarea.blur();
+    var details = document.getElementById("unsure");
+    if (details) { details.classList.add("pick-grade"); }
+  }
+
   function press(key) {
     var root = pair();
     if (!root) { return false; }
@@ -78,7 +91,7 @@
         if (event.key === "Escape") { event.preventDefault(); closeUnsure(); }
         else if (event.key === "Enter" && !event.shiftKey) {
           event.preventDefault();
-          if (!sending && !settling) { press("unsure-send"); }
+          doneWithNote(target);
         }
       }
       return;
@@ -88,7 +101,7 @@
       if (event.key === "g" || event.key === "?") { event.preventDefault(); dialog.close(); }
       return; // Esc is handled by the dialog itself
     }
-    var ours = /^([0-9bsug?]|ArrowLeft)$/.test(event.key);
+    var ours = /^([0-9bsug?]|ArrowLeft)$/.test(event.key) || (event.key === "Escape" && unsureOpen());
     if (sending || settling) {
       if (ours) {
         event.preventDefault();
@@ -103,7 +116,12 @@
     var prevent = function () { if (event) { event.preventDefault(); } };
     if (key === "ArrowLeft") { key = "b"; }
     if (key === "?") { key = "g"; }
-    if (/^[0-9]$/.test(key) || key === "b" || key === "s") {
+    if (unsureOpen() && (/^[0-9]$/.test(key) || key === "Escape")) {
+      prevent();
+      if (key === "Escape") { closeUnsure(); return; }
+      var el = document.querySelector('#unsure [data-unsure-key="' + key + '"]');
+      if (el && !el.disabled) { el.click(); }
+    } else if (/^[0-9]$/.test(key) || key === "b" || key === "s") {
       if (press(key)) { prevent(); }
     } else if (key === "u") {
       prevent();

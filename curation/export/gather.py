@@ -235,6 +235,10 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "pooled": in_pool,
             "guidelines_version": max(gv_used) if gv_used else None,
         }
+        if any(v["unsure"] for v in votes):
+            # A judge marked their grade unsure. Only then is the key written, so a state exported
+            # before unsure answers carried a grade keeps its bytes (and its state hash).
+            records[key]["unsure"] = True
         sources[fl.source] += 1
 
     ordered = sorted(records)
@@ -355,6 +359,12 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "labels_resting_on_seed_alone": sources.get("seed", 0),
         },
     }
+    unsure_labels = [r for r in records.values() if r.get("unsure")]
+    if unsure_labels:  # written when there are some, so earlier states keep their state hash
+        body["counts"]["unsure"] = {
+            "labels": len(unsure_labels),  # labels a judge marked unsure (with their best grade)
+            "decided_by_lead": sum(1 for r in unsure_labels if r["adjudication"]),  # confirmed or changed
+        }
     files = {
         "qrels.txt": qrels_txt.encode("utf-8"),
         "qrels.jsonl": qrels_jsonl.encode("utf-8"),

@@ -236,7 +236,7 @@ _SHOWN = (
 )
 _LATEST_OWN = (
     core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
-    .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"))
+    .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"), _J.c.skipped == false())
     .order_by(_J.c.id.desc())
     .limit(1)
 )
@@ -284,7 +284,7 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
         current_grade=latest.grade if latest else None,
         current_unsure=bool(latest.unsure) if latest else False,
         current_note=latest.note if latest else None,
-        relabel=latest is not None and not latest.skipped,
+        relabel=latest is not None,
     )
 
 
@@ -383,8 +383,11 @@ def submit(
     now: datetime | None = None,
 ) -> SubmitResult:
     """Record the judge's answer to the pair shown with ``token``: a grade of the project's scale,
-    "unsure" (with or without a grade, with an optional note), or a skip; append-only, with the
+    "unsure" (with the judge's best grade, and an optional note), or a skip; append-only, with the
     guidelines version and time the pair was shown, and the time answered.
+
+    A skip of a pair the judge has already answered (they came back to it) moves on and keeps the
+    answer: the skip is recorded in the history, but the pair stays done.
 
     Idempotent on the token: a second submit with it records nothing and returns the first
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
@@ -421,14 +424,18 @@ def submit(
         raise ValueError("skip: a skipped pair has no grade")
     if not skip and not unsure and grade is None:
         raise ValueError("grade: give a grade, mark the pair unsure, or skip it")
+    if unsure and grade is None:
+        raise ValueError("grade: an unsure answer needs your best grade too (the lead confirms or changes it)")
+    keep_answer = skip and view.done_at is not None  # skipping an answered pair keeps the answer
 
     now = now or utcnow()
     try:
         conn = session.connection()
-        # Write first: this takes the assignment row's lock, which serialises with a stale move.
-        res = conn.execute(_ANSWER, {"aid": view.assignment_id, "jid": jid, "done_at": None if skip else now,
-                                     "skipped": skip})
-        if res.rowcount != 1:
+        # Write first: this takes the assignment row's lock, which serialises with a stale move. An
+        # answered pair is never moved, so skipping one needs no write to the assignment.
+        res = None if keep_answer else conn.execute(
+            _ANSWER, {"aid": view.assignment_id, "jid": jid, "done_at": None if skip else now, "skipped": skip})
+        if res is not None and res.rowcount != 1:
             session.rollback()
             raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
         row = conn.execute(insert(_J), {
@@ -454,7 +461,7 @@ def submit(
 _VIEW = (
     core_select(
         _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
-        _PV.c.shown_at, _A.c.position, _J.c.id.label("existing"), _P.c.grades_json, _P.c.scale,
+        _PV.c.shown_at, _A.c.position, _A.c.done_at, _J.c.id.label("existing"), _P.c.grades_json, _P.c.scale,
     )
     .select_from(
         _PV.join(_A, _A.c.id == _PV.c.assignment_id)

@@ -161,12 +161,15 @@ def test_skip_unsure_and_back(app, setup, engine):
     login(client, "alice")
     page = judge_page(client, setup)
     position = int(re.search(r"before=(\d+)", page.data.decode()).group(1))
-    answer(client, setup, page.data, action="unsure", note="is a recipe blog a source?")
+    # an unsure answer without the judge's best grade is refused, and records nothing
+    assert answer(client, setup, page.data, action="unsure", note="is a recipe blog a source?").status_code == 400
+    assert judgments(engine, "alice") == []
+    answer(client, setup, page.data, action="unsure", note="is a recipe blog a source?", grade="1")
     page2 = judge_page(client, setup)
     answer(client, setup, page2.data, action="skip")
     rows = judgments(engine, "alice")
     assert [(j.grade, j.unsure, j.skipped, j.note) for j in rows] == [
-        (None, True, False, "is a recipe blog a source?"),
+        (1, True, False, "is a recipe blog a source?"),
         (None, False, True, None),
     ]
     # back from the third pair: the skipped one, then the unsure one with its note kept
@@ -182,7 +185,7 @@ def test_skip_unsure_and_back(app, setup, engine):
     assert f"before={position}".encode() in back2.data
     # relabelling appends a row; the history is kept
     answer(client, setup, back2.data, grade="2")
-    assert [j.grade for j in judgments(engine, "alice")] == [None, None, 2]
+    assert [j.grade for j in judgments(engine, "alice")] == [1, None, 2]
     assert b"out of range" not in judge_page(client, setup).data
 
 
