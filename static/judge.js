@@ -6,6 +6,7 @@
 //   u      unsure: open the note; Enter ends the note, then a digit sends "unsure" with that grade
 //          (the judge's best guess, which a lead confirms or changes); Esc cancels
 //   g      show / hide the guidelines         Esc closes them
+//   h      mark the query's words in the document, or not (remembered in this browser)
 (function () {
   "use strict";
 
@@ -32,6 +33,16 @@
   });
 
   function pair() { return document.getElementById("pair"); }
+
+  var MARKS = "golden.marks";
+  function storedMarks() {
+    try { return window.localStorage.getItem(MARKS); } catch (e) { return null; }
+  }
+  if (storedMarks() === "off") { document.documentElement.classList.add("no-marks"); }
+  function toggleMarks() {
+    var off = document.documentElement.classList.toggle("no-marks");
+    try { window.localStorage.setItem(MARKS, off ? "off" : "on"); } catch (e) { /* private mode */ }
+  }
 
   function guidelines() { return document.getElementById("guidelines"); }
 
@@ -101,7 +112,7 @@
       if (event.key === "g" || event.key === "?") { event.preventDefault(); dialog.close(); }
       return; // Esc is handled by the dialog itself
     }
-    var ours = /^([0-9bsug?]|ArrowLeft)$/.test(event.key) || (event.key === "Escape" && unsureOpen());
+    var ours = /^([0-9bsugh?]|ArrowLeft)$/.test(event.key) || (event.key === "Escape" && unsureOpen());
     if (sending || settling) {
       if (ours) {
         event.preventDefault();
@@ -129,6 +140,9 @@
     } else if (key === "g") {
       prevent();
       toggleGuidelines();
+    } else if (key === "h") {
+      prevent();
+      toggleMarks();
     }
   }
 })();

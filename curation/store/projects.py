@@ -27,7 +27,7 @@ from tqdm import tqdm
 from curation.formats.conflicts import Dedup
 from curation.formats.corpus import fetch_docs
 from curation.formats.fileio import InputError, sha256_file
-from curation.formats.guidelines import read_guidelines
+from curation.formats.guidelines import find_grades_section, read_guidelines
 from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
 from curation.formats.queries import iter_queries
 from curation.store.lookups import join_pair_text, project_id
@@ -189,6 +189,32 @@ def list_projects(session: Session) -> list[ProjectSummary]:
 
 # --- reading the input files -------------------------------------------------------------------
 
+def _grades_json(scale_def: Sequence[Grade]) -> str:
+    return json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def])
+
+
+def _one_scale(scale: str, grades: Sequence[dict | Grade] | None, text: str, path=None) -> tuple[Grade, ...]:
+    """The project's one definition of its grades: the guidelines' "Grades" section
+    (:func:`curation.formats.guidelines.find_grades_section`) when they have one, else ``grades``
+    (a grades file), else the scale's defaults. Guidelines and a grades file that both define the
+    grades must say the same thing; a section whose numbers are not the scale's is refused, naming
+    the guidelines file and the section's line."""
+    section = find_grades_section(text, path)
+    if section is None:
+        return scale_grades(scale, grades)
+    where = path or "guidelines"
+    try:
+        written = scale_grades(scale, section.grades)
+    except ValueError as exc:
+        raise InputError(where, section.start + 1, "the Grades section does not match the scale: "
+                         + str(exc).split(": ", 1)[-1]) from None
+    if grades is not None and scale_grades(scale, grades) != written:
+        given = "; ".join(f"{g.grade}: {g.name}" for g in scale_grades(scale, grades))
+        raise InputError(where, section.start + 1, "the Grades section defines the grades differently from the "
+                         f"grades file ({given}); define them once, in one of the two")
+    return written
+
+
 def stratum_key(stratum: dict) -> str:
     """A stable, readable form of a stratum for grouping: ``dim=value`` pairs sorted by dimension,
     joined by ``; `` (``""`` for no stratum)."""
@@ -312,13 +338,14 @@ def create_project(
     corpus_paths = [str(c) for c in corpus_paths]
     if not corpus_paths:
         raise ValueError("corpus_paths: give at least one corpus file")
-    scale_def = scale_grades(scale, grades)
+    scale_grades(scale, grades)  # the scale and a grades file's numbers, checked before any file is read
     if (guidelines_path is None) == (guidelines_text is None):
         raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
     if guidelines_path is not None:
         guidelines_text = read_guidelines(guidelines_path)
     if not guidelines_text.strip():
         raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
+    scale_def = _one_scale(scale, grades, guidelines_text, guidelines_path)
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
         raise ValueError(
             f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`"
@@ -344,9 +371,7 @@ def create_project(
     try:
         project = Project(
             name=name, scale=scale,
-            grades_json=json.dumps(
-                [{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def]
-            ),
+            grades_json=_grades_json(scale_def),
             corpus_fingerprint=fetched.fingerprint.sha256, queries_sha256=sha256_file(queries_path),
             pool_sha256=sha256_file(pool_path),
             pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,
@@ -451,6 +476,8 @@ def set_guidelines(
 ) -> tuple[GuidelinesVersion, bool]:
     """Record ``text`` as the project's guidelines and commit. A text that differs from the
     current version makes a new version (number + 1); the same text keeps the current one.
+    When the text has a "Grades" section, the project's grade names and descriptions become the
+    section's (one definition; ValueError when its numbers are not the scale's).
     Returns the version in force and whether it is new."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("text: the guidelines are empty; write the definition of relevance")
@@ -458,6 +485,14 @@ def set_guidelines(
     current = current_guidelines(session, project)
     if current is not None and current.sha256 == digest:
         return current, False
+    proj = project if isinstance(project, Project) else session.get(Project, project_id(project))
+    if find_grades_section(text) is not None:
+        try:
+            scale_def = _one_scale(proj.scale, None, text)
+        except InputError as exc:
+            raise ValueError(f"text: line {exc.line}: {exc.message}") from None
+        proj.grades_json = _grades_json(scale_def)
+        session.add(proj)
     version = GuidelinesVersion(
         project_id=project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,
         note=note, created_by_id=created_by.id if created_by else None,
