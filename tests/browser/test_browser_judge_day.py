@@ -1,6 +1,8 @@
 """The judge's side of issue 14 in a real Chromium against `golden serve`: an unsure answer sent
 with the judge's best grade reaches the lead's "Unsure answers" queue and does not block the export;
-skip after back keeps the answer."""
+skip after back keeps the answer; one definition of the grades on every page; the query stays in
+view on a long document, its words marked, nothing running from a hostile document; the judge's
+pages at 375 px wide; ids shown as they are."""
 
 from __future__ import annotations
 
@@ -10,12 +12,37 @@ import pytest
 from sqlmodel import select
 
 from curation.agree.labels import final_labels
+from curation.demo import GUIDELINES as DEMO_GUIDELINES
 from curation.export.versions import export_version
+from curation.judge import assignment
+from curation.store import projects
 from curation.store.engine import session as new_session
 from curation.store.models import Judgment, User
 from curation.store.projects import get_project
 from tests.support.browser import golden_serve, log_in, new_page, require_chromium
-from tests.support.projects import assigned_project, sqlite_store
+from tests.support.projects import add_users, assigned_project, create_from_files, sqlite_store, write_project_files
+
+DEMO_NAMES = ["Not useful", "Related, partly useful", "Answers it"]
+HOSTILE = ('Reset <script>window.__xss = 1</script> your <img src=x onerror="window.__xss = 2"> password '
+           '<a href="javascript:window.__xss = 3">reset link</a> & <b onclick="window.__xss=4">passwords</b>. ')
+
+
+def ux_project(engine, folder):
+    """Query "How do I reset my password?" (qid Qa-mixedCase) with three long hostile documents,
+    judge erin, lead lena (already there); the demo's guidelines (and so the demo's grade names)."""
+    queries = [{"qid": "Qa-mixedCase", "text": "How do I reset my password?"}]
+    corpus = [{"id": f"long{i}", "title": f"Reset <i>password</i> {i}",
+               "text": HOSTILE + "\n\n".join(f"Paragraph {n}: unrelated words about billing and invoices."
+                                              for n in range(80)) + "\n\nThe end: reset it."} for i in range(3)]
+    pool = [{"qid": "Qa-mixedCase", "docid": d["id"], "order": i, "systems": {"r": i + 1}}
+            for i, d in enumerate(corpus)]
+    create_from_files(engine, "ux", write_project_files(folder, queries, pool, corpus))
+    add_users(engine, erin="judge", fay="judge")
+    with new_session(engine) as db:
+        project = get_project(db, "ux")
+        projects.set_guidelines(db, project, DEMO_GUIDELINES)
+        assignment.assign(db, project, ["erin", "fay"], overlap=3, seed=1, hold=False)
+        return project.id
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
 
@@ -29,8 +56,9 @@ def server(tmp_path_factory):
                                 judges=("carol",), overlap=0)
         pairs = assigned_project(engine, folder / "pairs", name="pairs", n_queries=3, docs_per_query=3,
                                  judges=("dave",), overlap=0, lead="lena")
+        ux = ux_project(engine, folder / "ux")
         with golden_serve(url, folder, secret="judge-day-secret", threads=4) as base:
-            yield {"base": base, "engine": engine, "solo": solo, "pairs": pairs, "folder": folder}
+            yield {"base": base, "engine": engine, "solo": solo, "pairs": pairs, "folder": folder, "ux": ux}
 
 
 def labels_of(engine, name: str) -> list[Judgment]:
@@ -109,3 +137,93 @@ def test_skip_after_back_keeps_the_answer(server, page):
     expect(page.locator(".done")).to_contain_text("All done")
     grades = [(r.grade, r.skipped) for r in labels_of(server["engine"], "dave")]
     assert grades[:2] == [(2, False), (None, True)] and grades[2:] == [(0, False)] * 8
+
+
+def _in_viewport(page, selector: str) -> bool:
+    return page.evaluate(
+        """s => [...document.querySelectorAll(s)].every(e => { const r = e.getBoundingClientRect();
+             return r.width > 0 && r.height > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight
+                    && r.right <= innerWidth; })""", selector)
+
+
+def test_the_query_stays_in_view_its_words_are_marked_and_a_hostile_document_runs_nothing(server, page):
+    from playwright.sync_api import expect
+
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    log_in(page, server["base"], "erin", path="/")
+    page.wait_for_selector("#pair")
+    page.wait_for_load_state("load")
+    for reload in (False, True):
+        if reload:
+            page.reload()
+            page.wait_for_load_state("load")
+        text = page.inner_text("#doc-text")
+        assert '<script>window.__xss = 1</script>' in text and 'onerror="window.__xss = 2"' in text
+        marks = page.eval_on_selector_all("#doc-text mark.q, #doc-title mark.q", "ms => ms.map(m => m.textContent)")
+        assert sorted(set(marks)) == ["Reset", "password", "passwords", "reset"]
+        assert page.locator("#doc-text script, #doc-text img, #doc-text a, #doc-text b").count() == 0
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        page.wait_for_function("window.scrollY > 1000")
+        assert _in_viewport(page, "#query-text")  # still on screen at the end of a long document
+        assert page.evaluate("typeof window.__xss") == "undefined"
+    # H turns the marks off and on; the choice survives a reload
+    colour = "getComputedStyle(document.querySelector('#doc-text mark.q')).backgroundColor"
+    marked = page.evaluate(colour)
+    assert marked != "rgba(0, 0, 0, 0)"
+    page.keyboard.press("h")
+    assert page.evaluate(colour) == "rgba(0, 0, 0, 0)"
+    page.reload()
+    page.wait_for_load_state("load")
+    assert page.evaluate(colour) == "rgba(0, 0, 0, 0)"
+    page.keyboard.press("h")
+    assert page.evaluate(colour) == marked
+    assert dialogs == [] and page.evaluate("typeof window.__xss") == "undefined"
+
+    # one definition of each grade: the buttons, the guidelines dialog and the guidelines page
+    names = page.eval_on_selector_all("form.grade-bar .grade .name", "ns => ns.map(n => n.textContent)")
+    assert names == DEMO_NAMES
+    page.keyboard.press("g")
+    dialog = page.inner_text("dialog#guidelines")
+    assert all(dialog.count(name) == 1 for name in DEMO_NAMES) and "Highly relevant" not in dialog
+    page.keyboard.press("Escape")
+    page.goto(f"{server['base']}/projects/{server['ux']}/guidelines")
+    body = page.inner_text("main")
+    assert all(body.count(name) == 1 for name in DEMO_NAMES) and "Not relevant" not in body
+
+    # an unsure answer in the lead's queue shows the qid as it is (no upper-casing)
+    page.goto(f"{server['base']}/projects/{server['ux']}/judge")
+    page.wait_for_load_state("load")
+    page.keyboard.press("u")
+    page.keyboard.press("Escape")
+    page.keyboard.press("u")
+    page.keyboard.press("Enter")
+    page.keyboard.press("0")
+    expect(page.locator("#progress-counts")).to_contain_text("1 / 3")
+    with new_page(page.context.browser) as lead:
+        log_in(lead, server["base"], "lena", path=f"/lead/{server['ux']}/unsure")
+        expect(lead.locator("#adjudication .query .eyebrow")).to_have_text("Query Qa-mixedCase")
+        assert "Qa-mixedCase" in lead.locator("#adjudication .query .eyebrow").inner_text()  # innerText applies CSS
+
+
+def test_the_judge_pages_fit_a_phone(server, browser):
+    from playwright.sync_api import expect
+
+    with new_page(browser, viewport={"width": 375, "height": 667}, is_mobile=True, has_touch=True) as phone:
+        log_in(phone, server["base"], "fay", path="/")
+        phone.wait_for_selector("#pair")
+        phone.wait_for_load_state("load")
+        for step in range(3):
+            phone.wait_for_function("window.scrollY === 0")  # each new pair is shown from its top
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 375
+            assert _in_viewport(phone, "#progress-counts") and _in_viewport(phone, ".progress progress")
+            assert _in_viewport(phone, "form.grade-bar .grade")  # every grade button, without scrolling
+            phone.evaluate("window.scrollTo(0, document.body.scrollHeight / 2)")
+            assert _in_viewport(phone, "form.grade-bar .grade") and _in_viewport(phone, "#query-text")
+            phone.locator("form.grade-bar .grade").nth(step % 3).tap()
+            expect(phone.locator("#progress-counts")).to_contain_text(f"{step + 1} / 3")
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 375  # the all-done screen
+        for path in (f"/projects/{server['ux']}/guidelines", "/"):
+            phone.goto(server["base"] + path)
+            phone.wait_for_load_state("load")
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 375, path
