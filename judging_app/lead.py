@@ -327,3 +327,37 @@ def decide_unsure(project_id: int):
                               form=dict(form) if error else None)
     status = 422 if error else 200
     return render_template("lead/_unsure.html" if is_htmx() else "lead/unsure.html", **context), status
+
+
+# ---------------------------------------------------- information need per query (issue 14, judgeux)
+
+
+@bp.context_processor
+def _need_helpers() -> dict:
+    """``query_need(project, qid)`` for the need form on the adjudication screens (lead/_need.html)."""
+    from curation.store import needs
+
+    return {"query_need": lambda project, qid: needs.current_need(get_db(), project, qid)}
+
+
+@bp.post("/<int:project_id>/need")
+@lead_required
+def write_need(project_id: int):
+    """Write a query's information need (:func:`curation.store.needs.set_need`, a new version), then
+    go back to the screen the form was on."""
+    from curation.store import needs
+
+    project = project_or_404(project_id)
+    form = request.form
+    try:
+        need, is_new = needs.set_need(get_db(), project, form.get("qid", ""), lead=g.user,
+                                      description=form.get("description"), narrative=form.get("narrative"),
+                                      note=form.get("note"))
+    except ValueError as exc:
+        abort(400, description=str(exc).split(": ", 1)[-1])
+    if is_new:
+        flash(f"Information need of {need.qid}: version {need.version} is in force; new judgments record it.", "info")
+    else:
+        flash(f"The information need of {need.qid} is unchanged (version {need.version}).", "info")
+    back = "lead.unsure" if form.get("back") == "unsure" else "lead.queue"
+    return redirect(url_for(back, project_id=project.id, pair=form.get("pair", type=int)))

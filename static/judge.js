@@ -7,6 +7,7 @@
 //          (the judge's best guess, which a lead confirms or changes); Esc cancels
 //   g      show / hide the guidelines         Esc closes them
 //   h      mark the query's words in the document, or not (remembered in this browser)
+//   n      show / hide the query's information need (remembered per judge in this browser)
 (function () {
   "use strict";
 
@@ -25,6 +26,23 @@
   });
   document.addEventListener("htmx:afterRequest", function () { sending = false; });
   document.addEventListener("htmx:sendError", function () { sending = false; settling = false; });
+
+  // The information need under the query: open or closed as this judge last left it.
+  function needKey(details) { return "golden.need." + (details.getAttribute("data-judge") || ""); }
+  function applyNeed() {
+    var details = document.getElementById("need");
+    if (!details) { return; }
+    var stored = null;
+    try { stored = window.localStorage.getItem(needKey(details)); } catch (e) { /* private mode */ }
+    if (stored === "closed") { details.open = false; } else if (stored === "open") { details.open = true; }
+  }
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details || details.id !== "need") { return; }
+    try { window.localStorage.setItem(needKey(details), details.open ? "open" : "closed"); } catch (e) { /* private */ }
+  }, true);
+  document.addEventListener("DOMContentLoaded", applyNeed);
+  document.addEventListener("htmx:afterSwap", applyNeed);
 
   document.addEventListener("htmx:afterSwap", function (event) {
     // a new pair on screen clears an earlier error message
@@ -112,7 +130,7 @@
       if (event.key === "g" || event.key === "?") { event.preventDefault(); dialog.close(); }
       return; // Esc is handled by the dialog itself
     }
-    var ours = /^([0-9bsugh?]|ArrowLeft)$/.test(event.key) || (event.key === "Escape" && unsureOpen());
+    var ours = /^([0-9bsughn?]|ArrowLeft)$/.test(event.key) || (event.key === "Escape" && unsureOpen());
     if (sending || settling) {
       if (ours) {
         event.preventDefault();
@@ -143,6 +161,9 @@
     } else if (key === "h") {
       prevent();
       toggleMarks();
+    } else if (key === "n") {
+      var need = document.getElementById("need");
+      if (need) { prevent(); need.open = !need.open; }
     }
   }
 })();

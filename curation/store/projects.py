@@ -40,6 +40,7 @@ from curation.store.models import (
     Run,
     User,
 )
+from curation.store.needs import load_needs
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class LoadReport:
     missing_docids: list[str] = field(default_factory=list)  # pooled docids absent from the corpus
     guidelines_version: int | None = None
     repeats: list[str] = field(default_factory=list)  # lines on repeated records (curation.formats.conflicts)
+    needs: int = 0  # information needs (description / narrative) recorded as a new version
 
 
 @dataclass(frozen=True)
@@ -221,23 +223,20 @@ def stratum_key(stratum: dict) -> str:
     return "; ".join(f"{k}={stratum[k]}" for k in sorted(stratum))
 
 
-def _query_rows(path, dedup=None) -> list[dict]:
-    """The lines of a queries file (read by curation.formats.queries) as Query column values."""
-    return [
-        dict(
-            qid=q.qid,
-            text=q.text,
-            stratum_json=json.dumps(q.stratum, ensure_ascii=False, sort_keys=True),
-            stratum_key=stratum_key(q.stratum),
-            traffic=float(q.traffic or 0.0),
-            users=q.users or 0,
-            weight=float(q.weight or 0.0),
-            stratum_share=float(q.stratum_share or 0.0),
-            pii_json=json.dumps(q.pii) if q.pii else None,
-            split=q.split,
-        )
-        for q in iter_queries(path, dedup=dedup)
-    ]
+def _query_row(q) -> dict:
+    """A line of a queries file (read by curation.formats.queries) as Query column values."""
+    return dict(
+        qid=q.qid,
+        text=q.text,
+        stratum_json=json.dumps(q.stratum, ensure_ascii=False, sort_keys=True),
+        stratum_key=stratum_key(q.stratum),
+        traffic=float(q.traffic or 0.0),
+        users=q.users or 0,
+        weight=float(q.weight or 0.0),
+        stratum_share=float(q.stratum_share or 0.0),
+        pii_json=json.dumps(q.pii) if q.pii else None,
+        split=q.split,
+    )
 
 
 def _meta_runs(meta: dict) -> list[dict]:
@@ -352,7 +351,8 @@ def create_project(
         )
 
     query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
-    queries = _query_rows(queries_path, query_dedup)
+    query_records = list(iter_queries(queries_path, dedup=query_dedup))
+    queries = [_query_row(q) for q in query_records]
     pool_dedup = Dedup(pool_path, what="pair")
     pool = read_pool(pool_path, dedup=pool_dedup)
     known = {q["qid"] for q in queries}
@@ -381,6 +381,7 @@ def create_project(
         pid = project.id
         session.execute(insert(Query), [dict(q, project_id=pid) for q in queries])
         qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
+        nneeds = load_needs(session, pid, query_records, created_by=created_by)
         docs = _insert_documents(session, pid, found)
         npairs = _insert_pairs(session, pid, pool, qids, docs, batch=0)
         for r in _meta_runs(meta):
@@ -394,7 +395,7 @@ def create_project(
         raise
     return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
                       new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1,
-                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup, pool_dedup))
+                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup, pool_dedup), needs=nneeds)
 
 
 def extend_pool(
@@ -405,11 +406,16 @@ def extend_pool(
     corpus_paths: Iterable[str | os.PathLike],
     allow_missing: bool = False,
     on_conflict: str = "error",
+    queries_path: str | os.PathLike | None = None,
 ) -> LoadReport:
     """Add the pairs of an extended pool (``golden pool --extend``) that the project lacks, as a new
     batch, with the texts of their new documents; the provenance of pairs already in the project is
     merged with the new runs'. Existing pairs, assignments and judgments are untouched; run
-    ``golden assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`."""
+    ``golden assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`.
+    ``queries_path``: a queries.jsonl whose ``description`` / ``narrative`` of the project's queries
+    are recorded as their information need's next version where they differ (other queries in it
+    are ignored: a pool extension adds no query)."""
+    need_records = list(iter_queries(queries_path, on_conflict=on_conflict)) if queries_path is not None else []
     corpus_paths = [str(c) for c in corpus_paths]
     pid = project.id
     pool_dedup = Dedup(pool_path, what="pair")
@@ -452,6 +458,8 @@ def extend_pool(
         for r in _meta_runs(meta):
             if r["name"] not in known_runs:
                 session.add(Run(project_id=pid, **r))
+        nneeds = load_needs(session, pid, need_records, note="from " + os.path.basename(str(queries_path))
+                            ) if need_records else 0
         proj = session.get(Project, pid)
         proj.pool_sha256 = sha256_file(pool_path)
         if isinstance(meta.get("depth"), int):
@@ -463,7 +471,8 @@ def extend_pool(
     total = session.exec(select(func.count()).select_from(PoolPair).where(PoolPair.project_id == pid)).one()
     return LoadReport(project_id=pid, name=project.name, queries=len(qids), pairs=total, documents=len(docs),
                       new_pairs=added, new_documents=len(found), missing_docids=missing,
-                      guidelines_version=None, repeats=_repeat_lines(corpus_paths, fetched, on_conflict, pool_dedup))
+                      guidelines_version=None, repeats=_repeat_lines(corpus_paths, fetched, on_conflict, pool_dedup),
+                      needs=nneeds)
 
 
 def set_guidelines(

@@ -57,8 +57,24 @@ def server(tmp_path_factory):
         pairs = assigned_project(engine, folder / "pairs", name="pairs", n_queries=3, docs_per_query=3,
                                  judges=("dave",), overlap=0, lead="lena")
         ux = ux_project(engine, folder / "ux")
+        needs = needs_project(engine, folder / "needs")
         with golden_serve(url, folder, secret="judge-day-secret", threads=4) as base:
-            yield {"base": base, "engine": engine, "solo": solo, "pairs": pairs, "folder": folder, "ux": ux}
+            yield {"base": base, "engine": engine, "solo": solo, "pairs": pairs, "folder": folder, "ux": ux,
+                   "needs": needs}
+
+
+def needs_project(engine, folder):
+    """Query "reset" with a description and a narrative, three documents, judge gil."""
+    queries = [{"qid": "qReset", "text": "reset", "description": "How to reset a forgotten password",
+                "narrative": "Resetting a router or a <b>device</b> is not relevant."}]
+    corpus = [{"id": f"n{i}", "text": f"Passage {i} about passwords."} for i in range(3)]
+    pool = [{"qid": "qReset", "docid": d["id"], "order": i, "systems": {"r": i + 1}} for i, d in enumerate(corpus)]
+    create_from_files(engine, "needs", write_project_files(folder, queries, pool, corpus))
+    add_users(engine, gil="judge")
+    with new_session(engine) as db:
+        project = get_project(db, "needs")
+        assignment.assign(db, project, ["gil"], overlap=0, seed=1, hold=False)
+        return project.id
 
 
 def labels_of(engine, name: str) -> list[Judgment]:
@@ -227,3 +243,47 @@ def test_the_judge_pages_fit_a_phone(server, browser):
             phone.goto(server["base"] + path)
             phone.wait_for_load_state("load")
             assert phone.evaluate("document.documentElement.scrollWidth") <= 375, path
+
+
+def test_the_information_need_is_under_the_query_and_a_lead_rewrites_it(server, page, browser):
+    from playwright.sync_api import expect
+
+    log_in(page, server["base"], "gil", path="/")
+    page.wait_for_selector("#pair")
+    page.wait_for_load_state("load")
+    expect(page.locator("#need-description")).to_have_text("How to reset a forgotten password")
+    expect(page.locator("#need-narrative")).to_have_text("Resetting a router or a <b>device</b> is not relevant.")
+    page.keyboard.press("n")  # hide it; the judge's choice is remembered on the next pair and a reload
+    expect(page.locator("#need-description")).to_be_hidden()
+    page.keyboard.press("u")
+    page.keyboard.press("Enter")
+    page.keyboard.press("1")
+    expect(page.locator("#progress-counts")).to_contain_text("1 / 3")
+    expect(page.locator("#need-description")).to_be_hidden()
+    page.reload()
+    page.wait_for_load_state("load")
+    expect(page.locator("#need-description")).to_be_hidden()
+    page.keyboard.press("n")
+    expect(page.locator("#need-description")).to_be_visible()
+
+    # the lead writes version 2 from the queue screen; the judge's next pair shows it
+    with new_page(browser) as lead:
+        log_in(lead, server["base"], "lena", path=f"/lead/{server['needs']}/unsure")
+        expect(lead.locator("#need-form summary")).to_contain_text("version 1")
+        lead.fill("#need-description", "Reset the password of a Nimbus account")
+        lead.fill("#need-note", "judges read it as a router reset")
+        lead.click("#need-form button[type=submit]")
+        expect(lead.locator("#need-form summary")).to_contain_text("version 2 by lena")
+        expect(lead.locator("[data-testid=need]")).to_contain_text("Reset the password of a Nimbus account")
+    page.keyboard.press("2")  # the pair shown before the lead's edit records version 1
+    expect(page.locator("#progress-counts")).to_contain_text("2 / 3")
+    expect(page.locator("#need-description")).to_have_text("Reset the password of a Nimbus account")
+    page.keyboard.press("0")
+    expect(page.locator("#progress-counts")).to_contain_text("3 / 3")
+    from curation.store.models import QueryNeed
+
+    with new_session(server["engine"]) as db:
+        versions = db.exec(select(QueryNeed.version).join(Judgment, Judgment.need_version_id == QueryNeed.id)
+                           .join(User, User.id == Judgment.judge_id).where(User.name == "gil")
+                           .order_by(Judgment.id)).all()
+    assert list(versions) == [1, 1, 2]
