@@ -1,1 +1,2 @@
-"""The project store: tables, engine, migrations, users, projects, and the shared lookups."""
+"""The project store: tables, engine, migrations, users, projects, the queries' information needs
+(needs.py), and the shared lookups."""
