@@ -67,7 +67,12 @@
   function toggleGuidelines() {
     var dialog = guidelines();
     if (!dialog || typeof dialog.showModal !== "function") { return false; }
-    if (dialog.open) { dialog.close(); } else { dialog.showModal(); }
+    if (dialog.open) { dialog.close(); return true; }
+    dialog.showModal();
+    // Open at the top (title and grade table), not scrolled to the Close button showModal focuses.
+    var title = dialog.querySelector("h2, h1");
+    if (title) { title.setAttribute("tabindex", "-1"); title.focus({ preventScroll: true }); }
+    dialog.scrollTop = 0;
     return true;
   }
 

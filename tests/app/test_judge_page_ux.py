@@ -81,3 +81,32 @@ def test_query_words_are_marked_in_escaped_text(app, setup):
     assert html.unescape(re.sub(r"</?mark[^>]*>", "", doc)).replace("&#34;", '"') == HOSTILE
     title = re.search(r'id="doc-title">(.*?)</h2>', body, re.S).group(1)
     assert title == '<mark class="q">Reset</mark> a &lt;i&gt;<mark class="q">password</mark>&lt;/i&gt;'
+
+
+def test_the_lead_screens_added_here_are_for_leads_only_and_escape_what_a_lead_writes(app, setup):
+    judge = app.test_client()
+    login(judge, "alice")
+    body = judge.get(f"/projects/{setup}/judge").data.decode()
+    token = _field(body, "csrf_token")
+    assert judge.get(f"/lead/{setup}/unsure").status_code == 403
+    assert judge.post(f"/lead/{setup}/need", data={"csrf_token": token, "qid": "Qa-mixedCase",
+                                                   "description": "x"}).status_code == 403
+    lead = app.test_client()
+    login(lead, "lena")
+    page = lead.get(f"/lead/{setup}/unsure").data.decode()
+    assert "No unsure answer waits for a lead." in page
+    # alice answers unsure (with her best grade); the lead's queue shows it with the form for the need
+    judge.post(f"/projects/{setup}/judge", data={"csrf_token": token, "token": _field(body, "token"),
+                                                 "action": "unsure", "grade": "1", "note": "<i>which</i> reset?"})
+    page = lead.get(f"/lead/{setup}/unsure").data.decode()
+    assert "&lt;i&gt;which&lt;/i&gt; reset?" in page and "<i>which" not in page
+    assert 'value="1" required checked' in page  # the judge's grade, pre-selected
+    res = lead.post(f"/lead/{setup}/need", data={"csrf_token": _field(page, "csrf_token"), "qid": "Qa-mixedCase",
+                                                 "description": "<script>alert(1)</script> reset", "back": "unsure",
+                                                 "pair": _field(page, "pair_id")}, follow_redirects=True)
+    assert res.status_code == 200 and "version 1 is in force" in res.data.decode()
+    page = res.data.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; reset" in page and "<script>alert" not in page
+    # the judge's next page shows it under the query, escaped
+    nxt = judge.get(f"/projects/{setup}/judge").data.decode()
+    assert '<p id="need-description">&lt;script&gt;alert(1)&lt;/script&gt; reset</p>' in nxt

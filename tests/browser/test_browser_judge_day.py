@@ -200,6 +200,9 @@ def test_the_query_stays_in_view_its_words_are_marked_and_a_hostile_document_run
     names = page.eval_on_selector_all("form.grade-bar .grade .name", "ns => ns.map(n => n.textContent)")
     assert names == DEMO_NAMES
     page.keyboard.press("g")
+    # the dialog opens at its top: the title and the grade table in view, not scrolled to Close
+    assert page.evaluate("document.querySelector('dialog#guidelines').scrollTop") == 0
+    assert _in_viewport(page, "#guidelines-title")
     dialog = page.inner_text("dialog#guidelines")
     assert all(dialog.count(name) == 1 for name in DEMO_NAMES) and "Highly relevant" not in dialog
     page.keyboard.press("Escape")
