@@ -272,11 +272,12 @@ def test_the_information_need_is_under_the_query_and_a_lead_rewrites_it(server, 
     # the lead writes version 2 from the queue screen; the judge's next pair shows it
     with new_page(browser) as lead:
         log_in(lead, server["base"], "lena", path=f"/lead/{server['needs']}/unsure")
-        expect(lead.locator("#need-form summary")).to_contain_text("version 1")
+        expect(lead.locator("#need-form > summary")).to_contain_text("version 1")
+        lead.click("#need-form .need-edit summary")
         lead.fill("#need-description", "Reset the password of a Nimbus account")
         lead.fill("#need-note", "judges read it as a router reset")
         lead.click("#need-form button[type=submit]")
-        expect(lead.locator("#need-form summary")).to_contain_text("version 2 by lena")
+        expect(lead.locator("#need-form > summary")).to_contain_text("version 2 by lena")
         expect(lead.locator("[data-testid=need]")).to_contain_text("Reset the password of a Nimbus account")
     page.keyboard.press("2")  # the pair shown before the lead's edit records version 1
     expect(page.locator("#progress-counts")).to_contain_text("2 / 3")
