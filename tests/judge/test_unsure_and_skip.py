@@ -126,3 +126,29 @@ def test_skip_after_back_keeps_the_answer(project, engine):
         history = s.exec(select(Judgment.grade, Judgment.skipped).where(Judgment.judge_id == alice.id)
                          .order_by(Judgment.id)).all()
         assert history[:2] == [(2, False), (None, True)]
+
+
+def test_golden_adjudicate_unsure_lists_and_decides(project, engine):
+    from click.testing import CliRunner
+
+    from curation.cli import main
+
+    url = engine.url.render_as_string(hide_password=False)
+    with session(engine) as s:
+        proj = get_project(s, project.project_name)
+        alice = _user(s, "alice")
+        task = next_task(s, proj, alice)
+        submit(s, alice, task.token, grade=1, unsure=True, note="which reset?")
+    runner = CliRunner()
+    listed = runner.invoke(main, ["adjudicate", "--unsure", "--project", proj.name, "--db", url])
+    assert listed.exit_code == 0, listed.output
+    assert listed.output.strip() == f"{task.qid}/{task.docid}  distance 0  alice=1 (unsure)"
+    done = runner.invoke(main, ["adjudicate", "--unsure", "--project", proj.name, "--lead", "lena", "--pair",
+                                f"{task.qid}/{task.docid}", "--grade", "1", "--db", url])
+    assert done.exit_code == 0, done.output
+    again = runner.invoke(main, ["adjudicate", "--unsure", "--project", proj.name, "--db", url])
+    assert again.output.strip() == "no unsure answers wait for a lead"
+    with session(engine) as s:
+        label = {(f.qid, f.docid): f for f in final_labels(s, get_project(s, proj.name))}[(task.qid, task.docid)]
+    assert (label.grade, label.source) == (1, "adjudicated")
+    assert label.reason == "unsure answer (grade 1) confirmed by the lead"
