@@ -493,7 +493,8 @@ Judge the passage on its own: would it help the person who typed the query?
 - Guess the most likely intent of a short keyword query ("2fa" most likely means setting it up).
 - Judge the passage, not the article it comes from, and not where it ranked (you cannot see that).
 - A passage that is correct but out of date is still graded on what it says.
-- Unsure between two grades? Pick the lower one and tick "unsure"; leave a note for the lead.
+- Unsure between two grades? Press U, say what makes you unsure in the note, then press the digit
+  of the grade you find most likely; a lead confirms or changes it.
 """
 
 

@@ -18,7 +18,8 @@ from flask import Blueprint, abort, current_app, flash, g, redirect, render_temp
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
 from markupsafe import Markup
 
-from curation.judge import judging
+from curation.formats.guidelines import without_grades_section
+from curation.judge import highlight, judging
 from curation.store import projects, users
 
 from .auth import login_required
@@ -32,8 +33,10 @@ _markdown = MarkdownIt("js-default")
 
 def render_guidelines(text: str | None) -> Markup:
     """The guidelines as HTML from a safe Markdown subset: raw HTML in the text is escaped, and
-    links with javascript:/data: schemes are not made links (markdown-it-py's js-default preset)."""
-    return Markup(_markdown.render(text or ""))
+    links with javascript:/data: schemes are not made links (markdown-it-py's js-default preset).
+    Their "Grades" section is left out: the pages show the project's scale (the one definition,
+    taken from that section) as a table in its place."""
+    return Markup(_markdown.render(without_grades_section(text or "")))
 
 
 def format_duration(seconds: float | None) -> str | None:
@@ -72,9 +75,12 @@ def _render(project, task, *, note: str | None = None):
     """The judging page, or only its swappable part for an htmx request (one template serves both:
     the page includes the partial)."""
     db = get_db()
+    terms = highlight.query_terms(task.query_text) if task else frozenset()
     context = dict(
         project=project,
         task=task,
+        marks=dict(title=highlight.mark(task.doc_title, terms), text=highlight.mark(task.doc_text, terms))
+        if task else None,
         grades=projects.grades(project),
         progress=judging.progress(db, project, g.user),
         format_duration=format_duration,
@@ -130,7 +136,7 @@ def page(project_id: int):
 @login_required
 def answer(project_id: int):
     """Record the answer to the pair shown with ``token``: ``grade=N``, ``action=skip``, or
-    ``action=unsure`` with an optional ``note`` (and optional grade); then show the next pair."""
+    ``action=unsure`` with the judge's best ``grade`` and an optional ``note``; then show the next pair."""
     project = _own_project_or_404(project_id)
     db = get_db()
     form = request.form

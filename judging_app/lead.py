@@ -275,3 +275,89 @@ def new_guidelines(project_id: int):
     back = request.form.get("back", type=store_int)
     return redirect(url_for("lead.queue", project_id=project.id, pair=back) if back else
                     url_for("lead.queue", project_id=project.id))
+
+
+# ------------------------------------------------------------------ unsure answers (issue 14, judgeux)
+
+
+def _unsure_context(project: Project, *, pair_id: int | None = None, error: str | None = None, form=None):
+    db = get_db()
+    current = adjudication.unsure_answer(db, project, pair_id) if pair_id is not None else None
+    if current is None or current.resolved:
+        first = adjudication.unsure_answers(db, project, limit=1)
+        current = first[0] if first else None
+    counts = adjudication.unsure_counts(db, project)
+    return dict(project=project, item=current, counts=counts, grades=projects.grades(project), error=error,
+                form=form or {}, guidelines=projects.current_guidelines(db, project),
+                disagreements=adjudication.queue_counts(db, project))
+
+
+@bp.get("/<int:project_id>/unsure")
+@lead_required
+def unsure(project_id: int):
+    """The "Unsure answers" queue: pairs a judge answered with a grade but marked unsure."""
+    project = project_or_404(project_id)
+    context = _unsure_context(project, pair_id=request.args.get("pair", type=int))
+    return render_template("lead/_unsure.html" if is_htmx() else "lead/unsure.html", **context)
+
+
+@bp.post("/<int:project_id>/unsure")
+@lead_required
+def decide_unsure(project_id: int):
+    """Confirm or change an unsure answer's grade (:func:`curation.agree.adjudication.resolve_unsure`)."""
+    project = project_or_404(project_id)
+    form = request.form
+    pair_id = form.get("pair_id", type=int)
+    grade = form.get("grade", "").strip()
+    if pair_id is None:
+        abort(400, description="The form lacks the pair.")
+    error = None
+    if not grade:
+        error = "choose the final grade first (press its digit)"
+    else:
+        try:
+            adjudication.resolve_unsure(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade,
+                                        reason=form.get("reason", ""))
+        except ValueError as exc:
+            error = str(exc).split(": ", 1)[-1]
+    if error is None and not is_htmx():
+        flash("Final label recorded.", "info")
+        return redirect(url_for("lead.unsure", project_id=project.id))
+    context = _unsure_context(project, pair_id=pair_id if error else None, error=error,
+                              form=dict(form) if error else None)
+    status = 422 if error else 200
+    return render_template("lead/_unsure.html" if is_htmx() else "lead/unsure.html", **context), status
+
+
+# ---------------------------------------------------- information need per query (issue 14, judgeux)
+
+
+@bp.context_processor
+def _need_helpers() -> dict:
+    """``query_need(project, qid)`` for the need form on the adjudication screens (lead/_need.html)."""
+    from curation.store import needs
+
+    return {"query_need": lambda project, qid: needs.current_need(get_db(), project, qid)}
+
+
+@bp.post("/<int:project_id>/need")
+@lead_required
+def write_need(project_id: int):
+    """Write a query's information need (:func:`curation.store.needs.set_need`, a new version), then
+    go back to the screen the form was on."""
+    from curation.store import needs
+
+    project = project_or_404(project_id)
+    form = request.form
+    try:
+        need, is_new = needs.set_need(get_db(), project, form.get("qid", ""), lead=g.user,
+                                      description=form.get("description"), narrative=form.get("narrative"),
+                                      note=form.get("note"))
+    except ValueError as exc:
+        abort(400, description=str(exc).split(": ", 1)[-1])
+    if is_new:
+        flash(f"Information need of {need.qid}: version {need.version} is in force; new judgments record it.", "info")
+    else:
+        flash(f"The information need of {need.qid} is unchanged (version {need.version}).", "info")
+    back = "lead.unsure" if form.get("back") == "unsure" else "lead.queue"
+    return redirect(url_for(back, project_id=project.id, pair=form.get("pair", type=int)))

@@ -3,8 +3,11 @@
 //
 //   digit  label the pair with that grade and move on (htmx swaps in the next pair)
 //   b      back to the previous pair          s  skip this pair
-//   u      unsure: open the note, Enter sends it, Esc cancels
+//   u      unsure: open the note; Enter ends the note, then a digit sends "unsure" with that grade
+//          (the judge's best guess, which a lead confirms or changes); Esc cancels
 //   g      show / hide the guidelines         Esc closes them
+//   h      mark the query's words in the document, or not (remembered in this browser)
+//   n      show / hide the query's information need (remembered per judge in this browser)
 (function () {
   "use strict";
 
@@ -24,6 +27,23 @@
   document.addEventListener("htmx:afterRequest", function () { sending = false; });
   document.addEventListener("htmx:sendError", function () { sending = false; settling = false; });
 
+  // The information need under the query: open or closed as this judge last left it.
+  function needKey(details) { return "golden.need." + (details.getAttribute("data-judge") || ""); }
+  function applyNeed() {
+    var details = document.getElementById("need");
+    if (!details) { return; }
+    var stored = null;
+    try { stored = window.localStorage.getItem(needKey(details)); } catch (e) { /* private mode */ }
+    if (stored === "closed") { details.open = false; } else if (stored === "open") { details.open = true; }
+  }
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details || details.id !== "need") { return; }
+    try { window.localStorage.setItem(needKey(details), details.open ? "open" : "closed"); } catch (e) { /* private */ }
+  }, true);
+  document.addEventListener("DOMContentLoaded", applyNeed);
+  document.addEventListener("htmx:afterSwap", applyNeed);
+
   document.addEventListener("htmx:afterSwap", function (event) {
     // a new pair on screen clears an earlier error message
     var msg = document.getElementById("messages");
@@ -32,12 +52,27 @@
 
   function pair() { return document.getElementById("pair"); }
 
+  var MARKS = "golden.marks";
+  function storedMarks() {
+    try { return window.localStorage.getItem(MARKS); } catch (e) { return null; }
+  }
+  if (storedMarks() === "off") { document.documentElement.classList.add("no-marks"); }
+  function toggleMarks() {
+    var off = document.documentElement.classList.toggle("no-marks");
+    try { window.localStorage.setItem(MARKS, off ? "off" : "on"); } catch (e) { /* private mode */ }
+  }
+
   function guidelines() { return document.getElementById("guidelines"); }
 
   function toggleGuidelines() {
     var dialog = guidelines();
     if (!dialog || typeof dialog.showModal !== "function") { return false; }
-    if (dialog.open) { dialog.close(); } else { dialog.showModal(); }
+    if (dialog.open) { dialog.close(); return true; }
+    dialog.showModal();
+    // Open at the top (title and grade table), not scrolled to the Close button showModal focuses.
+    var title = dialog.querySelector("h2, h1");
+    if (title) { title.setAttribute("tabindex", "-1"); title.focus({ preventScroll: true }); }
+    dialog.scrollTop = 0;
     return true;
   }
 
@@ -53,6 +88,18 @@
     var details = document.getElementById("unsure");
     if (details) { details.open = false; }
     if (document.activeElement) { document.activeElement.blur(); }
+  }
+
+  function unsureOpen() {
+    var details = document.getElementById("unsure");
+    return !!(details && details.open);
+  }
+
+  function doneWithNote(textarea) {
+    // The note is written: leave the field, keep the box open, and point at the digits.
+    textarea.blur();
+    var details = document.getElementById("unsure");
+    if (details) { details.classList.add("pick-grade"); }
   }
 
   function press(key) {
@@ -78,7 +125,7 @@
         if (event.key === "Escape") { event.preventDefault(); closeUnsure(); }
         else if (event.key === "Enter" && !event.shiftKey) {
           event.preventDefault();
-          if (!sending && !settling) { press("unsure-send"); }
+          doneWithNote(target);
         }
       }
       return;
@@ -88,7 +135,7 @@
       if (event.key === "g" || event.key === "?") { event.preventDefault(); dialog.close(); }
       return; // Esc is handled by the dialog itself
     }
-    var ours = /^([0-9bsug?]|ArrowLeft)$/.test(event.key);
+    var ours = /^([0-9bsughn?]|ArrowLeft)$/.test(event.key) || (event.key === "Escape" && unsureOpen());
     if (sending || settling) {
       if (ours) {
         event.preventDefault();
@@ -103,7 +150,12 @@
     var prevent = function () { if (event) { event.preventDefault(); } };
     if (key === "ArrowLeft") { key = "b"; }
     if (key === "?") { key = "g"; }
-    if (/^[0-9]$/.test(key) || key === "b" || key === "s") {
+    if (unsureOpen() && (/^[0-9]$/.test(key) || key === "Escape")) {
+      prevent();
+      if (key === "Escape") { closeUnsure(); return; }
+      var el = document.querySelector('#unsure [data-unsure-key="' + key + '"]');
+      if (el && !el.disabled) { el.click(); }
+    } else if (/^[0-9]$/.test(key) || key === "b" || key === "s") {
       if (press(key)) { prevent(); }
     } else if (key === "u") {
       prevent();
@@ -111,6 +163,12 @@
     } else if (key === "g") {
       prevent();
       toggleGuidelines();
+    } else if (key === "h") {
+      prevent();
+      toggleMarks();
+    } else if (key === "n") {
+      var need = document.getElementById("need");
+      if (need) { prevent(); need.open = !need.open; }
     }
   }
 })();

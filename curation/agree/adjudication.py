@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import false
+from sqlalchemy import false, true
 from sqlmodel import Session, select
 
 from curation.agree.labels import LEAD_ROLES
@@ -33,7 +33,7 @@ class JudgeLabel:
     """One judge's latest label of a pair, as a lead sees it."""
 
     judge: str
-    grade: int
+    grade: int | None  # None only for an "unsure" answer recorded without a grade (stores before 0014)
     note: str | None
     unsure: bool
     guidelines_version: int | None
@@ -96,19 +96,26 @@ def _split_pairs(session: Session, pid: int) -> dict[int, int]:
     return {p: hi[p] - lo[p] for p in lo if hi[p] != lo[p]}
 
 
-def _latest_labels(session: Session, pid: int, pair_ids: list[int]) -> dict[int, dict[str, JudgeLabel]]:
+def _latest_labels(session: Session, pid: int, pair_ids: list[int], *, ungraded_unsure: bool = False
+                   ) -> dict[int, dict[str, JudgeLabel]]:
+    """Each judge's latest label of the pairs; ``ungraded_unsure``: an "unsure" answer without a
+    grade counts as a label too (the unsure queue shows it; stores from before grades were asked)."""
     out: dict[int, dict[str, JudgeLabel]] = defaultdict(dict)
+    graded = Judgment.grade.is_not(None)
+    if ungraded_unsure:
+        graded = graded | (Judgment.unsure == true())
     for start in range(0, len(pair_ids), 1000):
         for pair_id, judge, grade, note, unsure, version, source, at in session.exec(
             select(Judgment.pair_id, User.name, Judgment.grade, Judgment.note, Judgment.unsure,
                    GuidelinesVersion.version, Judgment.source, Judgment.answered_at)
             .join(User, User.id == Judgment.judge_id)
             .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Judgment.guidelines_version_id)
-            .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None),
+            .where(Judgment.project_id == pid, Judgment.skipped == false(), graded,
                    Judgment.pair_id.in_(pair_ids[start:start + 1000]))
             .order_by(Judgment.answered_at, Judgment.id)
         ).all():
-            out[pair_id][judge] = JudgeLabel(judge, int(grade), note, bool(unsure), version, source, at)  # latest wins
+            out[pair_id][judge] = JudgeLabel(judge, None if grade is None else int(grade), note, bool(unsure),
+                                             version, source, at)  # latest wins
     return out
 
 
@@ -161,8 +168,9 @@ def disagreements(
     return _entries(session, pid, ids, split)
 
 
-def _entries(session: Session, pid: int, ids: list[int], split: dict[int, int]) -> list[Disagreement]:
-    labels = _latest_labels(session, pid, ids)
+def _entries(session: Session, pid: int, ids: list[int], split: dict[int, int], *, ungraded_unsure: bool = False
+             ) -> list[Disagreement]:
+    labels = _latest_labels(session, pid, ids, ungraded_unsure=ungraded_unsure)
     views = _latest_adjudications(session, pid, ids)
     info = {}
     for start in range(0, len(ids), 1000):
@@ -200,6 +208,110 @@ def disagreement(session: Session, project: Project | int, pair_id: int) -> Disa
     if pair_id not in split:
         return None
     return _entries(session, pid, [pair_id], split)[0]
+
+
+# ------------------------------------------------------------------------------ unsure answers
+
+
+def _unsure_pairs(session: Session, pid: int) -> dict[int, int]:
+    """``{pair_id: grade distance}`` of the pairs where some judge's latest answer (skips ignored) is
+    marked unsure, from one light pass over the judgments (integers and flags only)."""
+    latest: dict[tuple[int, int], tuple[int | None, bool]] = {}
+    for pair_id, judge_id, grade, unsure in session.exec(
+        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure)
+        .where(Judgment.project_id == pid, Judgment.skipped == false(),
+               Judgment.grade.is_not(None) | (Judgment.unsure == true()))
+        .order_by(Judgment.answered_at, Judgment.id)
+    ).all():
+        latest[(pair_id, judge_id)] = (grade, bool(unsure))
+    flagged = {p for (p, _), (_, unsure) in latest.items() if unsure}
+    grades_of: dict[int, list[int]] = defaultdict(list)
+    for (p, _), (grade, _) in latest.items():
+        if p in flagged and grade is not None:
+            grades_of[p].append(grade)
+    return {p: (max(grades_of[p]) - min(grades_of[p])) if grades_of[p] else 0 for p in flagged}
+
+
+def unsure_answers(
+    session: Session,
+    project: Project | int,
+    *,
+    include_resolved: bool = False,
+    limit: int | None = None,
+) -> list[Disagreement]:
+    """The "Unsure answers" queue of ``project``: pairs where a judge's latest answer is marked
+    unsure (with the judge's best grade and note) and that no lead has adjudicated
+    (``include_resolved``: adjudicated ones too), by qid then docid so a lead reads a query's
+    pairs together. A lead confirms or changes the grade with :func:`resolve_unsure`. The entries
+    are :class:`Disagreement` records (``distance`` is 0 when the judges agree)."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit: must be >= 0, got {limit}")
+    pid = project_id(project)
+    flagged = _unsure_pairs(session, pid)
+    if not include_resolved:
+        adjs = _adjudicated(session, pid)
+        flagged = {p: d for p, d in flagged.items() if p not in adjs}
+    if not flagged:
+        return []
+    keys = {}
+    ids = sorted(flagged)
+    for start in range(0, len(ids), 1000):
+        for pair_id, qid, docid in session.exec(
+            join_pair_text(select(PoolPair.id, Query.qid, Document.docid))
+            .where(PoolPair.id.in_(ids[start:start + 1000]))
+        ).all():
+            keys[pair_id] = (qid, docid)
+    ids = sorted(ids, key=keys.__getitem__)
+    if limit is not None:
+        ids = ids[:limit]
+    return _entries(session, pid, ids, flagged, ungraded_unsure=True)
+
+
+def unsure_answer(session: Session, project: Project | int, pair_id: int) -> Disagreement | None:
+    """The unsure-queue entry of one pair (resolved or not), or None when no judge is unsure of it."""
+    pid = project_id(project)
+    flagged = _unsure_pairs(session, pid)
+    if pair_id not in flagged:
+        return None
+    return _entries(session, pid, [pair_id], flagged, ungraded_unsure=True)[0]
+
+
+def unsure_counts(session: Session, project: Project | int) -> QueueCounts:
+    """How many unsure answers wait for a lead, and how many a lead has confirmed or changed."""
+    pid = project_id(project)
+    flagged = _unsure_pairs(session, pid)
+    done = _adjudicated(session, pid)
+    resolved = sum(1 for p in flagged if p in done)
+    return QueueCounts(len(flagged) - resolved, resolved)
+
+
+def resolve_unsure(
+    session: Session,
+    project: Project | int,
+    *,
+    pair_id: int,
+    lead: User,
+    grade: int,
+    reason: str | None = None,
+) -> Adjudication:
+    """A lead's answer to an unsure pair: confirm the judge's grade or change it, recorded as an
+    adjudication (the lead's final word, :mod:`curation.agree.labels`). The reason is optional
+    here; without one it says what the lead did ("confirmed the unsure grade 1" or "changed the
+    unsure grade 1 to 2"). ValueError when no judge was unsure of the pair, or as :func:`adjudicate`."""
+    entry = unsure_answer(session, project, int(pair_id))
+    if entry is None:
+        raise ValueError(f"pair_id: no judge marked pair {pair_id} unsure")
+    reason = (reason or "").strip()
+    if not reason:
+        try:
+            grade_n = int(grade)
+        except (TypeError, ValueError):
+            grade_n = None
+        theirs = sorted({lab.grade for lab in entry.labels if lab.unsure and lab.grade is not None})
+        said = "/".join(str(g) for g in theirs) or "none"
+        verb = "confirmed" if theirs == [grade_n] else f"changed to {grade}"
+        reason = f"unsure answer (grade {said}) {verb} by the lead"
+    return adjudicate(session, project, pair_id=int(pair_id), lead=lead, grade=grade, reason=reason)
 
 
 def pair_id_of(session: Session, project: Project | int, qid: str, docid: str) -> int | None:

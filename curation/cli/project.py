@@ -65,6 +65,8 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
     if rep.missing_docids:
         shown = ", ".join(rep.missing_docids[:10]) + (" ..." if len(rep.missing_docids) > 10 else "")
         click.echo(f"left out {len(rep.missing_docids)} pooled documents missing from the corpus: {shown}")
+    if rep.needs:
+        click.echo(f"{rep.needs} queries carry an information need (description / narrative): judges see it")
     for line in rep.repeats:
         click.echo(line)
     click.echo(f"next: golden assign --project {rep.name} --judges NAME,NAME")
@@ -77,10 +79,13 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
 @click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Corpus file(s) holding the new pairs' documents.")
 @click.option("--allow-missing", is_flag=True, help="Leave out new pairs whose document is not in the corpus.")
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A queries.jsonl whose description / narrative of the project's queries become their "
+                   "information need's next version (where they changed).")
 @on_conflict_option
 @db_option
 @domain_errors
-def extend(name, pool_path, corpus_paths, allow_missing, on_conflict, db_url):
+def extend(name, pool_path, corpus_paths, allow_missing, queries_path, on_conflict, db_url):
     """Add the new pairs of an extended pool to project NAME (existing judgments are untouched).
 
     \b
@@ -92,12 +97,14 @@ def extend(name, pool_path, corpus_paths, allow_missing, on_conflict, db_url):
 
     with store_session(db_url) as s:
         rep = extend_pool(s, get_project(s, name), pool_path=pool_path, corpus_paths=corpus_paths,
-                          allow_missing=allow_missing, on_conflict=on_conflict)
+                          allow_missing=allow_missing, on_conflict=on_conflict, queries_path=queries_path)
     click.echo(f"project {rep.name}: {rep.new_pairs} new pairs, {rep.new_documents} new documents "
                f"({rep.pairs} pairs in all)")
     if rep.missing_docids:
         click.echo(f"left out {len(rep.missing_docids)} documents missing from the corpus: "
                    + ", ".join(rep.missing_docids[:10]))
+    if rep.needs:
+        click.echo(f"{rep.needs} information needs updated from {queries_path}")
     for line in rep.repeats:
         click.echo(line)
 

@@ -49,7 +49,8 @@ def format_strata_table(strata) -> str:
               help="Within a stratum, draw by traffic (head queries likelier) or every distinct query alike.")
 @click.option("--handwritten", type=click.Path(dir_okay=False), default=None,
               help="Hand-written queries (.txt one per line, .jsonl with \"text\", .csv/.tsv with a text column): "
-                   "their own stratum, weight 0.")
+                   "their own stratum, weight 0. A .jsonl line's \"description\" and \"narrative\" (the "
+                   "query's information need) are passed on to the output.")
 @click.option("--exclude", "exclude", multiple=True, type=click.Path(dir_okay=False),
               help="A query set to stay disjoint from (e.g. an earlier queries.jsonl); repeatable.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output JSONL, one query per line.")

@@ -31,10 +31,12 @@ from curation.store.models import (
     PoolPair,
     Project,
     Query,
+    QueryNeed,
     Run,
     SeedJudgment,
     User,
 )
+from curation.store.needs import needs_by_qid
 from curation.store.projects import guidelines_history
 
 # The sources of an exported label (curation.agree.labels): every one but the two that carry no grade.
@@ -103,17 +105,21 @@ def _latest_judgments(session: Session, project: Project) -> dict[int, dict[str,
     version number: the same judgments :func:`curation.agree.labels.final_labels` counts."""
     rows = session.exec(
         select(Judgment.pair_id, User.name, Judgment.grade, Judgment.unsure, Judgment.skipped,
-               GuidelinesVersion.version)
+               GuidelinesVersion.version, QueryNeed.version)
         .join(User, User.id == Judgment.judge_id)
         .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Judgment.guidelines_version_id)
+        .outerjoin(QueryNeed, QueryNeed.id == Judgment.need_version_id)
         .where(Judgment.project_id == project.id)
         .order_by(Judgment.answered_at, Judgment.id)
     ).all()
     out: dict[int, dict[str, dict]] = defaultdict(dict)
-    for pair_id, judge, grade, unsure, skipped, gv in rows:
+    for pair_id, judge, grade, unsure, skipped, gv, need in rows:
         if grade is None or skipped:
             continue
-        out[pair_id][judge] = {"judge": judge, "grade": int(grade), "unsure": bool(unsure), "guidelines_version": gv}
+        vote = {"judge": judge, "grade": int(grade), "unsure": bool(unsure), "guidelines_version": gv}
+        if need is not None:  # the query's information need it was made under (absent: none shown)
+            vote["need_version"] = need
+        out[pair_id][judge] = vote
     return out
 
 
@@ -235,6 +241,10 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "pooled": in_pool,
             "guidelines_version": max(gv_used) if gv_used else None,
         }
+        if any(v["unsure"] for v in votes):
+            # A judge marked their grade unsure. Only then is the key written, so a state exported
+            # before unsure answers carried a grade keeps its bytes (and its state hash).
+            records[key]["unsure"] = True
         sources[fl.source] += 1
 
     ordered = sorted(records)
@@ -262,6 +272,11 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "leak_status": q.leak_status,
             "status": q.status,
         }
+    # The information need in force, on the queries that have one (absent otherwise: the bytes of a
+    # state exported before needs existed stay the same).
+    for qid, need in needs_by_qid(session, project).items():
+        if qid in qrecs:
+            qrecs[qid].update(description=need.description, narrative=need.narrative, need_version=need.version)
     queries_jsonl = queries_text((qrecs[qid] for qid in sorted(qrecs)), spaced=True)
 
     # Judges: each one's latest labels in the project, and how many of them this export counts.
@@ -355,6 +370,12 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "labels_resting_on_seed_alone": sources.get("seed", 0),
         },
     }
+    unsure_labels = [r for r in records.values() if r.get("unsure")]
+    if unsure_labels:  # written when there are some, so earlier states keep their state hash
+        body["counts"]["unsure"] = {
+            "labels": len(unsure_labels),  # labels a judge marked unsure (with their best grade)
+            "decided_by_lead": sum(1 for r in unsure_labels if r["adjudication"]),  # confirmed or changed
+        }
     files = {
         "qrels.txt": qrels_txt.encode("utf-8"),
         "qrels.jsonl": qrels_jsonl.encode("utf-8"),

@@ -15,6 +15,10 @@ Fields and rules (one set, for every command that reads the file)::
     users          optional non-negative integer
     pii            optional; anything (the PII flags ``golden sample`` found)
     split          optional; null, ``"tune"`` or ``"holdout"`` (``golden split``'s values)
+    description    optional; null or a string: the query's information need in a sentence, as a
+                   TREC topic's description ("Find how to reset a forgotten password")
+    narrative      optional; null or a string: what makes a document relevant or not, as a TREC
+                   topic's narrative. Each at most GOLDEN_MAX_GUIDELINES_BYTES; blank means none.
 
 Blank lines are skipped, gzip is read transparently, a UTF-8 byte-order mark is allowed; any other
 field is kept in :attr:`QueryRecord.extra`. A file with no query at all is an error. Every error
@@ -60,6 +64,8 @@ class QueryRecord:
     users: int | None = None
     pii: object = None
     split: str | None = None
+    description: str | None = None  # the information need (TREC topic description), None when absent
+    narrative: str | None = None  # what is relevant and what is not (TREC topic narrative)
     extra: dict = field(default_factory=dict, compare=False)  # the whole object as read
 
     def get(self, key: str):
@@ -75,7 +81,8 @@ class QueryRecord:
         out = {"qid": self.qid, "text": self.text}
         out.update((k, v) for k, v in self.extra.items() if k not in ("qid", "text", "query") or k == "query"
                    and "text" in self.extra)
-        for key in ("stratum", "traffic", "weight", "stratum_share", "users", "pii", "split"):
+        for key in ("stratum", "traffic", "weight", "stratum_share", "users", "pii", "split", "description",
+                    "narrative"):
             value = getattr(self, key)
             if key in self.extra or value not in (None, {}):
                 out[key] = value
@@ -89,6 +96,17 @@ def _number(obj: dict, key: str, path: str, lineno: int) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise InputError(path, lineno, f"{key!r} must be a finite non-negative number, got {value!r}")
     return value
+
+
+def _need_text(obj: dict, key: str, path: str, lineno: int) -> str | None:
+    """``description`` / ``narrative``: null or a string (blank read as None), size-limited."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(path, lineno, f"{key!r} must be a string or null, got {value!r}"[:300])
+    check_size(value, "GOLDEN_MAX_GUIDELINES_BYTES", path, lineno, f"the query's {key}")
+    return value.strip() or None
 
 
 def parse_queries(
@@ -122,6 +140,7 @@ def parse_queries(
         split = obj.get("split")
         if split is not None and split not in SPLITS:
             raise InputError(path, lineno, f"'split' must be null, \"tune\" or \"holdout\", got {split!r}")
+        need = {key: _need_text(obj, key, path, lineno) for key in ("description", "narrative")}
         records[qid] = QueryRecord(
             qid=qid,
             text=text,
@@ -132,6 +151,7 @@ def parse_queries(
             users=None if users is None else int(users),
             pii=obj.get("pii"),
             split=split,
+            **need,
             extra=obj,
         )
         if dedup.policy != "last" and not dedup.repeats and not dedup.conflicts:

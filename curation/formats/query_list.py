@@ -5,7 +5,9 @@ byte-order mark allowed)::
 
     .txt (or no suffix)  the query text
     .jsonl               an object with ``text`` (or ``query``) holding a string; other fields
-                         (a ``qid``...) are ignored, so an earlier ``queries.jsonl`` is a list too
+                         (a ``qid``...) are ignored, so an earlier ``queries.jsonl`` is a list too;
+                         ``description`` and ``narrative`` (a query's information need, as in
+                         queries.jsonl) are read by :func:`read_query_needs`
     .csv / .tsv          a header row with a ``text`` (or ``query``) column
 
 Texts are normalised (:func:`curation.formats.normalize.normalize_text`); empty ones are skipped,
@@ -68,4 +70,23 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
     out = [(line, text) for line, text in out if text]
     if not out:
         raise no_records(path, "expected one query a line")
+    return out
+
+
+def read_query_needs(path: str | os.PathLike) -> dict[str, dict]:
+    """``{normalised text: {"description", "narrative"}}`` of the queries of a ``.jsonl`` list that
+    carry an information need (``golden sample --handwritten`` passes them on to queries.jsonl);
+    ``{}`` for the other list formats. The fields are checked as queries.jsonl's are."""
+    from curation.formats.queries import _need_text
+
+    path = str(path)
+    if base_suffix(path) not in (".jsonl", ".ndjson", ".json"):
+        return {}
+    out: dict[str, dict] = {}
+    with open_text(path, encoding="utf-8-sig") as fh:
+        for lineno, obj in iter_jsonl_lines(fh, path, expect='a JSON object with a "text" field'):
+            text = obj.get("text", obj.get("query"))
+            need = {key: _need_text(obj, key, path, lineno) for key in ("description", "narrative")}
+            if isinstance(text, str) and any(need.values()):
+                out.setdefault(normalize_text(text), {k: v for k, v in need.items() if v})
     return out

@@ -51,6 +51,7 @@ from curation.store.models import (
     PoolPair,
     Project,
     Query,
+    QueryNeed,
     User,
     utcnow,
 )
@@ -83,6 +84,9 @@ class Task:
     doc_text: str
     doc_url: str | None
     guidelines_version: int | None  # the version in force when shown (recorded with the answer)
+    need_version: int | None  # the query's information need in force when shown (recorded with the answer)
+    need_description: str | None  # untrusted text: render escaped
+    need_narrative: str | None
     query_pair_index: int  # 1-based place of this pair among the judge's pairs of this query
     query_pair_count: int
     current_grade: int | None  # this judge's own latest label of the pair, when relabelling
@@ -168,6 +172,7 @@ _Q = Query.__table__
 _D = Document.__table__
 _GV = GuidelinesVersion.__table__
 _P = Project.__table__
+_QN = QueryNeed.__table__
 
 # A pair whose query a lead dropped, or whose document was excluded (leak decisions), is retired:
 # no longer shown, and no longer counted as work to do.
@@ -201,12 +206,16 @@ _CLAIM = (
     .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
     .values(claimed_at=bindparam("now"))
 )
-# The token row records the guidelines version in force (the project's newest) in the same statement.
+# The token row records the guidelines version in force (the project's newest) and the query's
+# information need in force (its newest version) in the same statement.
 _ISSUE_TOKEN = insert(_PV).values(
     token=bindparam("token"), project_id=bindparam("pid"), assignment_id=bindparam("aid"),
     pair_id=bindparam("pair_id"), judge_id=bindparam("jid"), shown_at=bindparam("now"),
     guidelines_version_id=core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
     .order_by(_GV.c.version.desc()).limit(1).scalar_subquery(),
+    need_version_id=core_select(_QN.c.id).where(
+        _QN.c.query_id == core_select(_PP.c.query_id).where(_PP.c.id == bindparam("pair_id")).scalar_subquery()
+    ).order_by(_QN.c.version.desc()).limit(1).scalar_subquery(),
 )
 # Everything the page shows of a freshly issued token, in one statement: the query, the document,
 # the guidelines version, and where the pair stands among the judge's pairs of the same query.
@@ -222,6 +231,7 @@ _SAME_QUERY = and_(
 _SHOWN = (
     core_select(
         _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url, _GV.c.version,
+        _QN.c.version, _QN.c.description, _QN.c.narrative,
         core_select(func.count()).where(_SAME_QUERY).correlate_except(_MINE).scalar_subquery(),
         core_select(func.count()).where(_SAME_QUERY, _MINE.c.position <= bindparam("pos"))
         .correlate_except(_MINE).scalar_subquery(),
@@ -231,12 +241,13 @@ _SHOWN = (
         .join(_Q, _Q.c.id == _PP.c.query_id)
         .join(_D, _D.c.id == _PP.c.document_id)
         .outerjoin(_GV, _GV.c.id == _PV.c.guidelines_version_id)
+        .outerjoin(_QN, _QN.c.id == _PV.c.need_version_id)
     )
     .where(_PV.c.token == bindparam("token"))
 )
 _LATEST_OWN = (
     core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
-    .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"))
+    .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"), _J.c.skipped == false())
     .order_by(_J.c.id.desc())
     .limit(1)
 )
@@ -258,9 +269,8 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
             return None
         conn.execute(_ISSUE_TOKEN, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
                                     "now": now})
-        qid, qtext, docid, title, text, url, gv_version, count, place = conn.execute(
-            _SHOWN, {"token": token, "kind": a.kind, "pos": a.position}
-        ).one()
+        (qid, qtext, docid, title, text, url, gv_version, need_version, description, narrative, count,
+         place) = conn.execute(_SHOWN, {"token": token, "kind": a.kind, "pos": a.position}).one()
         # An open pair that was never skipped has no answer from this judge (answers set done_at or
         # skipped on the judge's own row), so only a revisited pair needs the look-up.
         fresh = a.done_at is None and not a.skipped
@@ -279,12 +289,15 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
         doc_text=text,
         doc_url=url,
         guidelines_version=gv_version,
+        need_version=need_version,
+        need_description=description,
+        need_narrative=narrative,
         query_pair_index=max(int(place), 1),
         query_pair_count=max(int(count), 1),
         current_grade=latest.grade if latest else None,
         current_unsure=bool(latest.unsure) if latest else False,
         current_note=latest.note if latest else None,
-        relabel=latest is not None and not latest.skipped,
+        relabel=latest is not None,
     )
 
 
@@ -383,8 +396,11 @@ def submit(
     now: datetime | None = None,
 ) -> SubmitResult:
     """Record the judge's answer to the pair shown with ``token``: a grade of the project's scale,
-    "unsure" (with or without a grade, with an optional note), or a skip; append-only, with the
+    "unsure" (with the judge's best grade, and an optional note), or a skip; append-only, with the
     guidelines version and time the pair was shown, and the time answered.
+
+    A skip of a pair the judge has already answered (they came back to it) moves on and keeps the
+    answer: the skip is recorded in the history, but the pair stays done.
 
     Idempotent on the token: a second submit with it records nothing and returns the first
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
@@ -421,19 +437,24 @@ def submit(
         raise ValueError("skip: a skipped pair has no grade")
     if not skip and not unsure and grade is None:
         raise ValueError("grade: give a grade, mark the pair unsure, or skip it")
+    if unsure and grade is None:
+        raise ValueError("grade: an unsure answer needs your best grade too (the lead confirms or changes it)")
+    keep_answer = skip and view.done_at is not None  # skipping an answered pair keeps the answer
 
     now = now or utcnow()
     try:
         conn = session.connection()
-        # Write first: this takes the assignment row's lock, which serialises with a stale move.
-        res = conn.execute(_ANSWER, {"aid": view.assignment_id, "jid": jid, "done_at": None if skip else now,
-                                     "skipped": skip})
-        if res.rowcount != 1:
+        # Write first: this takes the assignment row's lock, which serialises with a stale move. An
+        # answered pair is never moved, so skipping one needs no write to the assignment.
+        res = None if keep_answer else conn.execute(
+            _ANSWER, {"aid": view.assignment_id, "jid": jid, "done_at": None if skip else now, "skipped": skip})
+        if res is not None and res.rowcount != 1:
             session.rollback()
             raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
         row = conn.execute(insert(_J), {
             "project_id": view.project_id, "pair_id": view.pair_id, "judge_id": jid, "grade": grade,
             "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": view.guidelines_version_id,
+            "need_version_id": view.need_version_id,
             "source": "human", "shown_at": view.shown_at, "answered_at": now, "client_token": token,
         })
         judgment_id = row.inserted_primary_key[0]
@@ -454,7 +475,8 @@ def submit(
 _VIEW = (
     core_select(
         _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
-        _PV.c.shown_at, _A.c.position, _J.c.id.label("existing"), _P.c.grades_json, _P.c.scale,
+        _PV.c.need_version_id, _PV.c.shown_at, _A.c.position, _A.c.done_at, _J.c.id.label("existing"),
+        _P.c.grades_json, _P.c.scale,
     )
     .select_from(
         _PV.join(_A, _A.c.id == _PV.c.assignment_id)

@@ -329,7 +329,7 @@ def sample_queries(
     patterns. ``dask`` (a scheduler address, ``local`` or ``local:N``, or a ``distributed.Client``)
     reads and groups the log on a Dask cluster (:mod:`curation.sample.distributed`): the same rows.
     """
-    from curation.formats.query_list import read_query_list
+    from curation.formats.query_list import read_query_list, read_query_needs
     from curation.sample.logs import collapse_log
     from curation.sample.pii import pii_flags
 
@@ -377,6 +377,7 @@ def sample_queries(
                             "read once")
         excluded.update(texts)
     hand: list[str] = []
+    hand_needs = read_query_needs(handwritten) if handwritten is not None else {}
     if handwritten is not None:
         seen: set[str] = set()
         dupes = dropped = 0
@@ -504,6 +505,7 @@ def sample_queries(
                 "traffic": 0 if found is None else int(found["traffic"]),
                 "users": (None if not collapsed.has_users else 0 if found is None else int(found["users"])),
                 "stratum_share": 0.0, "inclusion": 1.0, "weight": 0.0, "pii": flags,
+                **hand_needs.get(text, {}),  # description / narrative from a .jsonl list, passed on
             })
     qids = [r["qid"] for r in rows]
     if len(set(qids)) != len(qids):  # 48-bit hashes: would need ~16 million queries to be likely

@@ -1,3 +1,4 @@
-"""The project store: tables, engine, migrations, users, projects, and the shared lookups; the
-judging app's login sessions (``sessions``), login throttling (``throttle``), the audit trail
-(``audit``) and the store's own settings such as its cookie-signing key (``settings``)."""
+"""The project store: tables, engine, migrations, users, projects, the queries' information needs
+(``needs``) and the shared lookups; the judging app's login sessions (``sessions``), login throttling
+(``throttle``), the audit trail (``audit``) and the store's own settings such as its cookie-signing
+key (``settings``)."""

@@ -124,6 +124,23 @@ class GuidelinesVersion(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class QueryNeed(SQLModel, table=True):
+    """A version of a query's information need (what the searcher is after, as TREC topics'
+    description and narrative): version 1 from queries.jsonl, later ones written by a lead. The
+    latest version of a query is in force; a judgment records the version it was made under."""
+
+    __table_args__ = (UniqueConstraint("query_id", "version"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    query_id: int = Field(foreign_key="query.id", index=True)
+    version: int
+    description: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    narrative: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    note: str | None = None
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class Assignment(SQLModel, table=True):
     """A pair in a judge's queue. Overlap pairs have one row per judge; a main pair has one row in
     all, which ``exclusive_pair_id`` (unique, set only for main rows) enforces in the database."""
@@ -161,6 +178,7 @@ class PairView(SQLModel, table=True):
     pair_id: int = Field(foreign_key="poolpair.id")
     judge_id: int = Field(foreign_key="user.id")
     guidelines_version_id: int | None = Field(default=None, foreign_key="guidelinesversion.id")
+    need_version_id: int | None = Field(default=None, foreign_key="queryneed.id")  # the query's need in force
     shown_at: datetime = Field(default_factory=utcnow)
 
 
@@ -181,6 +199,7 @@ class Judgment(SQLModel, table=True):
     skipped: bool = False
     note: str | None = None
     guidelines_version_id: int | None = Field(default=None, foreign_key="guidelinesversion.id")
+    need_version_id: int | None = Field(default=None, foreign_key="queryneed.id")  # information need shown
     source: str = "human"  # "human" or "import"
     shown_at: datetime | None = None
     answered_at: datetime = Field(default_factory=utcnow)

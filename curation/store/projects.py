@@ -28,7 +28,7 @@ from tqdm import tqdm
 from curation.formats.conflicts import Dedup
 from curation.formats.corpus import fetch_docs
 from curation.formats.fileio import InputError, sha256_file
-from curation.formats.guidelines import read_guidelines
+from curation.formats.guidelines import find_grades_section, read_guidelines
 from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
 from curation.formats.queries import iter_queries
 from curation.store.lookups import join_pair_text, project_id
@@ -41,6 +41,7 @@ from curation.store.models import (
     Run,
     User,
 )
+from curation.store.needs import load_needs
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class LoadReport:
     missing_docids: list[str] = field(default_factory=list)  # pooled docids absent from the corpus
     guidelines_version: int | None = None
     repeats: list[str] = field(default_factory=list)  # lines on repeated records (curation.formats.conflicts)
+    needs: int = 0  # information needs (description / narrative) recorded as a new version
 
 
 @dataclass(frozen=True)
@@ -190,29 +192,52 @@ def list_projects(session: Session) -> list[ProjectSummary]:
 
 # --- reading the input files -------------------------------------------------------------------
 
+def _grades_json(scale_def: Sequence[Grade]) -> str:
+    return json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def])
+
+
+def _one_scale(scale: str, grades: Sequence[dict | Grade] | None, text: str, path=None) -> tuple[Grade, ...]:
+    """The project's one definition of its grades: the guidelines' "Grades" section
+    (:func:`curation.formats.guidelines.find_grades_section`) when they have one, else ``grades``
+    (a grades file), else the scale's defaults. Guidelines and a grades file that both define the
+    grades must say the same thing; a section whose numbers are not the scale's is refused, naming
+    the guidelines file and the section's line."""
+    section = find_grades_section(text, path)
+    if section is None:
+        return scale_grades(scale, grades)
+    where = path or "guidelines"
+    try:
+        written = scale_grades(scale, section.grades)
+    except ValueError as exc:
+        raise InputError(where, section.start + 1, "the Grades section does not match the scale: "
+                         + str(exc).split(": ", 1)[-1]) from None
+    if grades is not None and scale_grades(scale, grades) != written:
+        given = "; ".join(f"{g.grade}: {g.name}" for g in scale_grades(scale, grades))
+        raise InputError(where, section.start + 1, "the Grades section defines the grades differently from the "
+                         f"grades file ({given}); define them once, in one of the two")
+    return written
+
+
 def stratum_key(stratum: dict) -> str:
     """A stable, readable form of a stratum for grouping: ``dim=value`` pairs sorted by dimension,
     joined by ``; `` (``""`` for no stratum)."""
     return "; ".join(f"{k}={stratum[k]}" for k in sorted(stratum))
 
 
-def _query_rows(path, dedup=None) -> list[dict]:
-    """The lines of a queries file (read by curation.formats.queries) as Query column values."""
-    return [
-        dict(
-            qid=q.qid,
-            text=q.text,
-            stratum_json=json.dumps(q.stratum, ensure_ascii=False, sort_keys=True),
-            stratum_key=stratum_key(q.stratum),
-            traffic=float(q.traffic or 0.0),
-            users=q.users or 0,
-            weight=float(q.weight or 0.0),
-            stratum_share=float(q.stratum_share or 0.0),
-            pii_json=json.dumps(q.pii) if q.pii else None,
-            split=q.split,
-        )
-        for q in iter_queries(path, dedup=dedup)
-    ]
+def _query_row(q) -> dict:
+    """A line of a queries file (read by curation.formats.queries) as Query column values."""
+    return dict(
+        qid=q.qid,
+        text=q.text,
+        stratum_json=json.dumps(q.stratum, ensure_ascii=False, sort_keys=True),
+        stratum_key=stratum_key(q.stratum),
+        traffic=float(q.traffic or 0.0),
+        users=q.users or 0,
+        weight=float(q.weight or 0.0),
+        stratum_share=float(q.stratum_share or 0.0),
+        pii_json=json.dumps(q.pii) if q.pii else None,
+        split=q.split,
+    )
 
 
 def _meta_runs(meta: dict) -> list[dict]:
@@ -328,20 +353,22 @@ def create_project(
     corpus_paths = [str(c) for c in corpus_paths]
     if not corpus_paths:
         raise ValueError("corpus_paths: give at least one corpus file")
-    scale_def = scale_grades(scale, grades)
+    scale_grades(scale, grades)  # the scale and a grades file's numbers, checked before any file is read
     if (guidelines_path is None) == (guidelines_text is None):
         raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
     if guidelines_path is not None:
         guidelines_text = read_guidelines(guidelines_path)
     if not guidelines_text.strip():
         raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
+    scale_def = _one_scale(scale, grades, guidelines_text, guidelines_path)
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
         raise ValueError(
             f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`"
         )
 
     query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
-    queries = _query_rows(queries_path, query_dedup)
+    query_records = list(iter_queries(queries_path, dedup=query_dedup))
+    queries = [_query_row(q) for q in query_records]
     pool_dedup = Dedup(pool_path, what="pair")
     pool = read_pool(pool_path, dedup=pool_dedup)
     known = {q["qid"] for q in queries}
@@ -360,9 +387,7 @@ def create_project(
     try:
         project = Project(
             name=name, scale=scale,
-            grades_json=json.dumps(
-                [{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def]
-            ),
+            grades_json=_grades_json(scale_def),
             corpus_fingerprint=fetched.fingerprint.sha256, queries_sha256=sha256_file(queries_path),
             pool_sha256=sha256_file(pool_path),
             pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,
@@ -372,6 +397,7 @@ def create_project(
         pid = project.id
         session.execute(insert(Query), [dict(q, project_id=pid) for q in queries])
         qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
+        nneeds = load_needs(session, pid, query_records, created_by=created_by)
         docs = _insert_documents(session, pid, found)
         npairs = _insert_pairs(session, pid, pool, qids, docs, batch=0)
         for r in _meta_runs(meta):
@@ -385,7 +411,7 @@ def create_project(
         raise
     return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
                       new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1,
-                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup, pool_dedup))
+                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup, pool_dedup), needs=nneeds)
 
 
 def extend_pool(
@@ -396,11 +422,16 @@ def extend_pool(
     corpus_paths: Iterable[str | os.PathLike],
     allow_missing: bool = False,
     on_conflict: str = "error",
+    queries_path: str | os.PathLike | None = None,
 ) -> LoadReport:
     """Add the pairs of an extended pool (``golden pool --extend``) that the project lacks, as a new
     batch, with the texts of their new documents; the provenance of pairs already in the project is
     merged with the new runs'. Existing pairs, assignments and judgments are untouched; run
-    ``golden assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`."""
+    ``golden assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`.
+    ``queries_path``: a queries.jsonl whose ``description`` / ``narrative`` of the project's queries
+    are recorded as their information need's next version where they differ (other queries in it
+    are ignored: a pool extension adds no query)."""
+    need_records = list(iter_queries(queries_path, on_conflict=on_conflict)) if queries_path is not None else []
     corpus_paths = [str(c) for c in corpus_paths]
     pid = project.id
     pool_dedup = Dedup(pool_path, what="pair")
@@ -443,6 +474,8 @@ def extend_pool(
         for r in _meta_runs(meta):
             if r["name"] not in known_runs:
                 session.add(Run(project_id=pid, **r))
+        nneeds = load_needs(session, pid, need_records, note="from " + os.path.basename(str(queries_path))
+                            ) if need_records else 0
         proj = session.get(Project, pid)
         proj.pool_sha256 = sha256_file(pool_path)
         if isinstance(meta.get("depth"), int):
@@ -454,7 +487,8 @@ def extend_pool(
     total = session.exec(select(func.count()).select_from(PoolPair).where(PoolPair.project_id == pid)).one()
     return LoadReport(project_id=pid, name=project.name, queries=len(qids), pairs=total, documents=len(docs),
                       new_pairs=added, new_documents=len(found), missing_docids=missing,
-                      guidelines_version=None, repeats=_repeat_lines(corpus_paths, fetched, on_conflict, pool_dedup))
+                      guidelines_version=None, repeats=_repeat_lines(corpus_paths, fetched, on_conflict, pool_dedup),
+                      needs=nneeds)
 
 
 def set_guidelines(
@@ -467,6 +501,8 @@ def set_guidelines(
 ) -> tuple[GuidelinesVersion, bool]:
     """Record ``text`` as the project's guidelines and commit. A text that differs from the
     current version makes a new version (number + 1); the same text keeps the current one.
+    When the text has a "Grades" section, the project's grade names and descriptions become the
+    section's (one definition; ValueError when its numbers are not the scale's).
     Returns the version in force and whether it is new."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("text: the guidelines are empty; write the definition of relevance")
@@ -474,6 +510,14 @@ def set_guidelines(
     current = current_guidelines(session, project)
     if current is not None and current.sha256 == digest:
         return current, False
+    proj = project if isinstance(project, Project) else session.get(Project, project_id(project))
+    if find_grades_section(text) is not None:
+        try:
+            scale_def = _one_scale(proj.scale, None, text)
+        except InputError as exc:
+            raise ValueError(f"text: line {exc.line}: {exc.message}") from None
+        proj.grades_json = _grades_json(scale_def)
+        session.add(proj)
     version = GuidelinesVersion(
         project_id=project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,
         note=note, created_by_id=created_by.id if created_by else None,

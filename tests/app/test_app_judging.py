@@ -39,7 +39,9 @@ def field(body: bytes | str, name: str) -> str:
 
 
 def doc_text(body: bytes) -> str:
-    return re.search(r'id="doc-text">([^<]*)<', body.decode()).group(1)
+    """The document's text as the page shows it (the query's words are wrapped in <mark>)."""
+    inner = re.search(r'id="doc-text">(.*?)</div>', body.decode(), re.S).group(1)
+    return re.sub(r'</?mark[^>]*>', "", inner)
 
 
 def judge_page(client, setup, **params):
@@ -132,7 +134,7 @@ def test_a_label_moves_on_and_a_double_submit_records_once(app, setup, engine):
     client = app.test_client()
     login(client, "alice")
     page = judge_page(client, setup)
-    first_doc = re.search(r'id="doc-text">([^<]*)<', page.data.decode()).group(1)
+    first_doc = doc_text(page.data)
     response = answer(client, setup, page.data, grade="1")
     assert response.status_code == 303  # without htmx: post/redirect/get
     again = answer(client, setup, page.data, grade="1")  # the browser resends the same form
@@ -142,7 +144,7 @@ def test_a_label_moves_on_and_a_double_submit_records_once(app, setup, engine):
     assert rows[0].shown_at is not None and rows[0].answered_at >= rows[0].shown_at
     assert rows[0].guidelines_version_id is not None
     nxt = judge_page(client, setup)
-    assert re.search(r'id="doc-text">([^<]*)<', nxt.data.decode()).group(1) != first_doc
+    assert doc_text(nxt.data) != first_doc
     assert b"1 / " in nxt.data and b"left at your pace" in nxt.data  # progress counts the label
 
     # htmx: the answer returns only the swappable part, with the next pair's token
@@ -163,12 +165,15 @@ def test_skip_unsure_and_back(app, setup, engine):
     login(client, "alice")
     page = judge_page(client, setup)
     position = int(re.search(r"before=(\d+)", page.data.decode()).group(1))
-    answer(client, setup, page.data, action="unsure", note="is a recipe blog a source?")
+    # an unsure answer without the judge's best grade is refused, and records nothing
+    assert answer(client, setup, page.data, action="unsure", note="is a recipe blog a source?").status_code == 400
+    assert judgments(engine, "alice") == []
+    answer(client, setup, page.data, action="unsure", note="is a recipe blog a source?", grade="1")
     page2 = judge_page(client, setup)
     answer(client, setup, page2.data, action="skip")
     rows = judgments(engine, "alice")
     assert [(j.grade, j.unsure, j.skipped, j.note) for j in rows] == [
-        (None, True, False, "is a recipe blog a source?"),
+        (1, True, False, "is a recipe blog a source?"),
         (None, False, True, None),
     ]
     # back from the third pair: the skipped one, then the unsure one with its note kept
@@ -184,7 +189,7 @@ def test_skip_unsure_and_back(app, setup, engine):
     assert f"before={position}".encode() in back2.data
     # relabelling appends a row; the history is kept
     answer(client, setup, back2.data, grade="2")
-    assert [j.grade for j in judgments(engine, "alice")] == [None, None, 2]
+    assert [j.grade for j in judgments(engine, "alice")] == [1, None, 2]
     assert b"out of range" not in judge_page(client, setup).data
 
 

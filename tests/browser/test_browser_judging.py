@@ -76,7 +76,9 @@ def test_ten_pairs_by_keyboard_alone_survive_a_reload(server, page):
     page.keyboard.press("u")
     expect(page.locator("#note")).to_be_focused()
     page.keyboard.type("two readings of the query")
-    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # ends the note; the digit of the best grade sends it
+    expect(page.locator("#note")).not_to_be_focused()
+    page.keyboard.press("1")
     expect(page.locator("#progress-counts")).to_contain_text("11 / ")
     assert page.evaluate("window.__sameDocument") is True
 
@@ -86,7 +88,7 @@ def test_ten_pairs_by_keyboard_alone_survive_a_reload(server, page):
     assert page.inner_text("#doc-text") not in shown  # the next unanswered pair, not an old one
 
     rows = judged(server["engine"], "alice")
-    assert [r.grade for r in rows] == [i % 3 for i in range(10)] + [2, None]
+    assert [r.grade for r in rows] == [i % 3 for i in range(10)] + [2, 1]
     assert rows[-1].unsure and rows[-1].note == "two readings of the query"
 
 

@@ -173,11 +173,13 @@ def test_skip_comes_back_last_and_unsure_counts_as_answered(setup):
         submit(s, alice, t1.token, skip=True)
         t2 = next_task(s, project, alice)
         assert t2.position != t1.position
-        submit(s, alice, t2.token, unsure=True, note="  is a forum post an answer?  ")
+        with pytest.raises(ValueError, match="unsure answer needs your best grade"):
+            submit(s, alice, t2.token, unsure=True, note="no grade")
+        submit(s, alice, t2.token, unsure=True, grade=1, note="  is a forum post an answer?  ")
         rows = _label_all(s, project, alice)
         assert rows[-1].position == t1.position  # the skipped pair, offered once the others are done
         j = s.exec(select(Judgment).where(Judgment.client_token == t2.token)).one()
-        assert (j.grade, j.unsure, j.note) == (None, True, "is a forum post an answer?")
+        assert (j.grade, j.unsure, j.note) == (1, True, "is a forum post an answer?")
         p = progress(s, project, alice)
         assert (p.done, p.assigned, p.skipped) == (4, 4, 0)
 
