@@ -146,7 +146,7 @@ def login():
             return _locked(next_url, username, wait)
         user = users.authenticate(db, username, request.form.get("password", ""))
         if user is not None:
-            throttle.record_success(db, username, commit=False)
+            throttle.record_success(db, username, policy=throttle_policy(), commit=False)
             record_audit(db, "login", actor=user)
             token = sessions.start_session(db, user, address=request.remote_addr,
                                            user_agent=request.user_agent.string)  # commits

@@ -290,7 +290,8 @@ def _print_comparison(c) -> None:
                    "counting together (traffic: the sample's user_weight; unweighted: needs --cluster-col).")
 @click.option("--mix", default=None, metavar="STRATUM=SHARE,...",
               help="A target mix of strata, e.g. market=us=0.7,market=de=0.3 (or us=0.7,de=0.3): each stratum "
-                   "weighs its stated share, its queries weighted within it as --weighting says.")
+                   "weighs its stated share, its queries weighted within it as --weighting says. A key may name "
+                   "a group of strata by one dimension (surface=web), shared in proportion to their own shares.")
 @json_option
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML report.")
 @domain_errors

@@ -499,20 +499,38 @@ def design(
             estimator = (f"Horvitz-Thompson: sum(weight x value) / the strata's known share of {who} "
                          f"({total:.4g})")
     if mix_shares is not None:
-        by_label = {lab: s for s, lab in enumerate(labels)}
-        by_values = {"/".join(str(v) for v in queries[q].stratum.values()): int(s) for q, s in zip(qids, strata)
-                     if isinstance(queries[q].stratum, dict)}
-        target: dict[int, float] = {}
-        for name, share in mix_shares.items():
-            s = by_label.get(name, by_values.get(name))
-            if s is None:
-                raise ValueError(f"mix: no stratum {name!r} among the compared queries; strata: {', '.join(labels)}")
-            target[s] = share
-        present = {int(s) for s in np.unique(strata[w > 0])}
-        left_out = sorted(labels[s] for s in present - set(target))
-        if left_out:
-            raise ValueError(f"mix: give a share for every stratum; missing {', '.join(left_out)}")
         base = shares if total is not None else {s: float(w[strata == s].sum()) for s in range(len(labels))}
+        stratum_of = {int(s): queries[q].stratum for q, s in zip(qids, strata)}
+        present = sorted({int(s) for s in np.unique(strata[w > 0])})
+
+        def matches(name: str, s: int) -> bool:
+            """A mix key names a stratum (its label, or its values joined by /) or a group of
+            strata by some of their dimensions (``surface=web`` covers every surface=web stratum)."""
+            st = stratum_of.get(s)
+            if name == labels[s] or (isinstance(st, dict) and name == "/".join(str(v) for v in st.values())):
+                return True
+            if not isinstance(st, dict):
+                return False
+            parts = [p.strip().partition("=") for p in name.split(",")]
+            return all(eq and str(st.get(k.strip())) == v.strip() for k, eq, v in parts)
+
+        members = {name: [s for s in present if matches(name, s)] for name in mix_shares}
+        for name, ms in members.items():
+            if not ms:
+                raise ValueError(f"mix: no stratum {name!r} among the compared queries; strata: "
+                                 f"{', '.join(labels[s] for s in present)}")
+        target: dict[int, float] = {}
+        for s in present:
+            keys = [name for name, ms in members.items() if s in ms]
+            if not keys:
+                raise ValueError(f"mix: give a share for every stratum; missing {labels[s]}")
+            if len(keys) > 1:
+                raise ValueError(f"mix: stratum {labels[s]} is named by {keys[0]!r} and {keys[1]!r}")
+        for name, ms in members.items():
+            # a group's share goes to its strata in proportion to their own shares
+            group = sum(base.get(s, 0.0) for s in ms)
+            for s in ms:
+                target[s] = mix_shares[name] * (base.get(s, 0.0) / group if group > 0 else 1 / len(ms))
         w = w.copy()
         for s in range(len(labels)):
             sel = strata == s
@@ -520,7 +538,7 @@ def design(
         shares = dict(target)
         total = 1.0 if total is not None else None
         estimator += "; strata re-weighted to the stated mix " + ", ".join(
-            f"{labels[s]} {v:g}" for s, v in sorted(target.items()))
+            f"{name} {v:g}" for name, v in mix_shares.items())
     resample = strata if (weighting in ("traffic", "stratum") or mix_shares is not None) else None
     return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
                   estimator=estimator, unit=unit, mix=mix_shares, notes=notes)

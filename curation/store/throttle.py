@@ -120,10 +120,13 @@ def record_failure(session: Session, keys: list[str], *, policy: ThrottlePolicy 
     return Failure(wait, tuple(locked), counts)
 
 
-def record_success(session: Session, name: str, *, commit: bool = True) -> None:
+def record_success(session: Session, name: str, *, policy: ThrottlePolicy = DEFAULT_POLICY,
+                   commit: bool = True) -> None:
     """A successful login clears its account's count and back-off (not its address's: one valid
-    account must not reset the count of guesses at others from the same address)."""
+    account must not reset the count of guesses at others from the same address), and drops the
+    counters nobody has failed on for a day (:func:`forget_old`)."""
     session.connection().execute(delete(_T).where(_T.c.key == account_key(name)))
+    forget_old(session, policy=policy)
     if commit:
         session.commit()
 

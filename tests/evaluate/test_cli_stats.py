@@ -202,3 +202,5 @@ def test_metrics_reads_results_trunc_and_warns_once_about_its_extra_fields(share
     out = json.loads(res.stdout)
     # trec_eval -c on the same files (out.test.aqc): P_10 all = 0.2000 (302 has no lines: 0)
     assert f"{out['runs']['STANDARD']['p@10']['mean']:.4f}" == "0.2000"
+    res = run("metrics", d / "results.trunc", "--qrels", d / "qrels.test", "-m", "p@10")
+    assert "note: only 3 queries: means over so few are rough estimates" in res.stdout

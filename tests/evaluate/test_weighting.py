@@ -257,3 +257,24 @@ def test_compare_cli_records_unit_and_mix_in_json(tmp_path):
     res = CliRunner().invoke(main, ["compare", str(run_a), str(run_b), "--qrels", str(qrels), "--queries",
                                     str(queries), "--metric", "mrr@10", "--mix", "us=0.25"])
     assert res.exit_code != 0 and "sum to 0.25" in res.output
+
+
+def test_mix_on_one_dimension_shares_a_group_among_its_strata():
+    # strata market x shape; --mix names markets only: each market's share goes to its two shapes in
+    # proportion to their own (here equal-per-query) shares
+    rows, vb = [], {}
+    for i in range(12):
+        market, shape = ("us" if i < 8 else "de"), ("question" if i % 2 else "keyword")
+        rows.append({"qid": f"q{i:02d}", "text": f"t{i}", "stratum": {"market": market, "shape": shape}})
+        vb[f"q{i:02d}"] = (0.2 if market == "us" else 0.6) + (0.1 if shape == "question" else 0.0)
+    recs = records(rows)
+    a = qs("A", {q: 0.0 for q in vb})
+    c = compare(pair_scores(a, qs("B", vb)), queries=recs, mix="market=us=0.3,market=de=0.7", resamples=300)
+    us = np.mean([v for q, v in vb.items() if int(q[1:]) < 8])
+    de = np.mean([v for q, v in vb.items() if int(q[1:]) >= 8])
+    assert c.delta == pytest.approx(0.3 * us + 0.7 * de)
+    weights = {s.label: s.weight for s in c.strata}
+    assert weights["market=us, shape=keyword"] == pytest.approx(0.15)
+    assert weights["market=de, shape=question"] == pytest.approx(0.35)
+    with pytest.raises(ValueError, match="is named by"):
+        design(sorted(recs), recs, "unweighted", mix="market=us=0.3,market=de=0.4,shape=keyword=0.3")

@@ -151,3 +151,16 @@ def test_golden_audit_prints_one_line_per_event(engine):
         audit.record_audit(s, "login_failed", target="two\nlines", address="10.0.0.1", commit=True)
     out = run(url_of(engine), "audit")
     assert out.count("\n") == 1 and "two\\nlines" in out and "from 10.0.0.1" in out
+
+
+def test_old_login_failures_are_forgotten_at_the_next_login(engine):
+    from curation.store import throttle
+
+    day_ago = utcnow() - timedelta(days=2)
+    with new_session(engine) as s:
+        throttle.record_failure(s, throttle.keys_for("ghost", "10.0.0.1"), now=day_ago)
+        throttle.record_failure(s, throttle.keys_for("alice", "10.0.0.2"))
+        throttle.record_success(s, "bob")
+    with engine.connect() as conn:
+        keys = set(conn.execute(text("SELECT key FROM loginthrottle")).scalars())
+    assert keys == {"account:alice", "address:10.0.0.2"}
