@@ -27,6 +27,7 @@ from curation.store.models import Project, User
 from .auth import lead_required, project_or_404
 from .db import get_db
 from .errors import is_htmx
+from .judge import render_guidelines
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
 
@@ -213,7 +214,7 @@ def _queue_context(project: Project, *, pair_id: int | None = None, error: str |
     counts = adjudication.queue_counts(db, project)
     gv = projects.current_guidelines(db, project)
     return dict(project=project, item=current, remaining=counts.open, counts=counts, grades=projects.grades(project),
-                guidelines=gv, error=error, form=form or {})
+                guidelines=gv, guidelines_html=render_guidelines(gv.text if gv else ""), error=error, form=form or {})
 
 
 @bp.get("/<int:project_id>/adjudicate")
@@ -229,7 +230,8 @@ def queue(project_id: int):
 @bp.post("/<int:project_id>/adjudicate")
 @lead_required
 def decide(project_id: int):
-    """Record the lead's final grade with a reason; show the next disagreement (htmx: the partial)."""
+    """Record the lead's final grade (with a reason when the lead gives one); show the next
+    disagreement (htmx: the partial)."""
     project = project_or_404(project_id)
     form = request.form
     pair_id = form.get("pair_id", type=int)

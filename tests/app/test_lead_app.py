@@ -135,11 +135,18 @@ def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup, tmp_
     with new_session(engine) as s:
         after = {f.pair_id: f for f in final_labels(s, setup.project_id)}
     assert (after[pair_id].grade, after[pair_id].source, after[pair_id].adjudicated_by) == (1, "adjudicated", "lena")
-    # A missing reason is refused with the form kept.
+    # A missing grade is refused with the form kept; a missing reason is not (issue 14: by keyboard alone).
     nxt = int(re.search(rb'name="pair_id" value="(\d+)"', r.data).group(1))
     r = lead.post(f"/lead/{setup.project_id}/adjudicate",
+                  data={"pair_id": nxt, "grade": "", "reason": "x", "csrf_token": csrf(page.data)}, headers=HTMX)
+    assert r.status_code == 422 and b"choose the final grade" in r.data
+    assert f'name="pair_id" value="{nxt}"'.encode() in r.data
+    r = lead.post(f"/lead/{setup.project_id}/adjudicate",
                   data={"pair_id": nxt, "grade": "2", "reason": " ", "csrf_token": csrf(page.data)}, headers=HTMX)
-    assert r.status_code == 422 and b"say why" in r.data and f'name="pair_id" value="{nxt}"'.encode() in r.data
+    assert r.status_code == 200 and f'name="pair_id" value="{nxt}"'.encode() not in r.data
+    with new_session(engine) as s:
+        after = {f.pair_id: f for f in final_labels(s, setup.project_id)}
+    assert (after[nxt].grade, after[nxt].source, after[nxt].reason) == (2, "adjudicated", "")
 
 
 def test_release_records_the_lead_and_the_agreement(app, engine, setup):
