@@ -19,6 +19,7 @@ from flask import Blueprint, abort, current_app, flash, g, redirect, render_temp
 from curation.agree import adjudication
 from curation.agree.agreement import build_agreement_report
 from curation.agree.measures import MEASURES, format_estimate
+from curation.agree.release import ReleaseRefused, review_and_release
 from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
 from curation.judge import assignment
 from curation.store import projects
@@ -189,15 +190,18 @@ def dashboard(project_id: int):
 @bp.post("/<int:project_id>/release")
 @lead_required
 def release(project_id: int):
-    """Release the held-back main pairs, recording the lead and the agreement the verdict read.
-    Against a verdict other than "usable" the form must carry ``confirm``."""
+    """Release the held-back main pairs, recording the lead and the agreement the verdict read
+    (:func:`curation.agree.release.review_and_release`, as ``golden release``). Against a verdict
+    other than "usable" the form must carry ``confirm`` and a ``reason``, which is recorded."""
     project = project_or_404(project_id)
     report = _report(project)
-    if report.verdict.band != "usable" and request.form.get("confirm") != "yes":
-        flash(f"Not released: the verdict is {report.verdict.band}. Tick the box to release anyway.", "error")
-        return redirect(url_for("lead.dashboard", project_id=project.id))
     try:
-        record = assignment.release(get_db(), project, g.user, agreement=report.verdict.value)
+        record = review_and_release(get_db(), project, g.user, report=report,
+                                    force=request.form.get("confirm") == "yes", reason=request.form.get("reason"))
+    except ReleaseRefused:
+        flash(f"Not released: the verdict is {report.verdict.band}. Tick the box and say why to release anyway.",
+              "error")
+        return redirect(url_for("lead.dashboard", project_id=project.id))
     except ValueError as exc:
         abort(400, description=str(exc))
     at = "" if record.agreement is None else f" at agreement {100 * record.agreement:.1f}%"

@@ -38,6 +38,7 @@ class Project(SQLModel, table=True):
     released_at: datetime | None = None
     released_by_id: int | None = Field(default=None, foreign_key="user.id")
     released_agreement: float | None = None
+    released_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why, when forced
     split_holdout: float | None = None  # `golden split`: share of each stratum held out (fixed once set)
     split_seed: int | None = None  # `golden split`: seed of the per-stratum systematic split
     created_at: datetime = Field(default_factory=utcnow)

@@ -160,14 +160,21 @@ def test_release_records_the_lead_and_the_agreement(app, engine, setup):
         assert s.get(Project, setup.project_id).released_at is None
         report = agreement_report(load_judgments(s, setup.project_id, overlap_only=True), scale=[0, 1, 2], cut=1)
     r = lead.post(f"/lead/{setup.project_id}/release", data={"csrf_token": token, "confirm": "yes"},
-                  follow_redirects=True)
+                  follow_redirects=True)  # forced without saying why: refused
+    assert "Not released" in text_of(r.data) and "say why" in text_of(r.data)
+    r = lead.post(f"/lead/{setup.project_id}/release",
+                  data={"csrf_token": token, "confirm": "yes", "reason": "pilot <b>week</b>"}, follow_redirects=True)
     assert "Released 18 main pairs" in text_of(r.data)
     with new_session(engine) as s:
         project = s.get(Project, setup.project_id)
         assert project.released_at is not None
         assert s.get(User, project.released_by_id).name == "lena"
         assert abs(project.released_agreement - report.verdict.value) < 1e-12
-    assert "Released by lena" in text_of(lead.get(f"/lead/{setup.project_id}").data)
+    page = lead.get(f"/lead/{setup.project_id}").data
+    assert "Released by lena" in text_of(page)
+    assert b"pilot &lt;b&gt;week&lt;/b&gt;" in page  # the recorded reason, escaped
+    with new_session(engine) as s:
+        assert s.get(Project, setup.project_id).released_reason == "pilot <b>week</b>"
 
 
 def test_new_guidelines_version_from_the_adjudication_screen(app, engine, setup):
