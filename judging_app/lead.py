@@ -13,6 +13,7 @@ attributes are used instead).
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
 
@@ -22,6 +23,7 @@ from curation.agree.measures import MEASURES, format_estimate
 from curation.agree.release import ReleaseRefused, review_and_release
 from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
 from curation.judge import assignment
+from curation.judge.progress import IDLE_AFTER, build_progress, format_duration
 from curation.store import projects
 from curation.store.models import Project, User
 
@@ -125,6 +127,38 @@ def distribution_bars(distributions: dict, scale: list[int], *, width: int = 360
     return out
 
 
+def progress_bars(judges, *, width: int = 360) -> dict:
+    """One bar per judge: done, open (could judge now) and held pairs, on one scale (the largest
+    queue is ``width`` wide), so a lagging or overloaded judge shows at once."""
+    top = max((j.assigned for j in judges), default=0) or 1
+    rows = []
+    for i, j in enumerate(judges):
+        parts, x = [], 0.0
+        for kind, n, fill in (("done", j.done, "#1d5c60"), ("open", j.remaining - j.held, "#9cc5c7"),
+                              ("held", j.held, "#d9d4c7")):
+            w = width * n / top
+            parts.append(dict(kind=kind, n=n, x=x, w=w, fill=fill))
+            x += w
+        rows.append(dict(judge=j.judge, y=i * 28 + 4, parts=parts, idle=j.idle, assigned=j.assigned))
+    return dict(rows=rows, width=width, height=len(judges) * 28 + 8)
+
+
+def hourly_columns(hourly: list[int], *, width: int = 560, height: int = 150) -> dict:
+    """Columns of the team's answers per hour over the last day (oldest left, this hour right)."""
+    left, bottom_pad, top_pad = 36, 22, 10
+    top = max(hourly, default=0) or 1
+    n = len(hourly) or 1
+    step = (width - left - 4) / n
+    plot = height - bottom_pad - top_pad
+    cols = []
+    for i, count in enumerate(hourly):
+        h = plot * count / top
+        ago = n - 1 - i
+        cols.append(dict(x=left + i * step + 1, y=top_pad + plot - h, w=max(step - 2, 1), h=h, n=count,
+                         label=f"{count} answers {'in the current hour' if ago == 0 else f'{ago} h ago'}"))
+    return dict(cols=cols, width=width, height=height, left=left, base=top_pad + plot, top=top, top_y=top_pad)
+
+
 def _float_arg(name: str, default: float) -> float:
     raw = request.args.get(name)
     if raw is None or raw == "":
@@ -185,6 +219,22 @@ def dashboard(project_id: int):
         released_by=released_by, main_pairs=main_pairs, grades=projects.grades(project),
         guidelines=projects.current_guidelines(db, project),
     )
+
+
+@bp.get("/<int:project_id>/progress")
+@lead_required
+def progress(project_id: int):
+    """Where the judging stands (:func:`curation.judge.progress.build_progress`, as ``golden
+    progress`` prints it); ``?idle=MINUTES`` sets when a judge is marked idle."""
+    project = project_or_404(project_id)
+    idle = request.args.get("idle", type=int)
+    if idle is not None and idle < 1:
+        abort(400, description="idle must be a whole number of minutes, at least 1.")
+    idle_after = timedelta(minutes=idle) if idle else IDLE_AFTER
+    report = build_progress(get_db(), project, idle_after=idle_after)
+    return render_template("lead/progress.html", project=project, report=report, bars=progress_bars(report.judges),
+                           hourly=hourly_columns(report.hourly), idle_minutes=int(idle_after.total_seconds() // 60),
+                           duration=format_duration)
 
 
 @bp.post("/<int:project_id>/release")
