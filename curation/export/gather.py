@@ -355,6 +355,12 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "labels_resting_on_seed_alone": sources.get("seed", 0),
         },
     }
+    undecided = [f for f in findings if f.decision is None]
+    if undecided:  # issue 14: an export says so (only then: the states of clean exports keep their hash)
+        body["leak_check"]["undecided"] = {
+            "findings": len(undecided), "chunks": len({(f.query_id, f.chunk_id) for f in undecided}),
+            "queries": len({f.query_id for f in undecided}),
+        }
     files = {
         "qrels.txt": qrels_txt.encode("utf-8"),
         "qrels.jsonl": qrels_jsonl.encode("utf-8"),

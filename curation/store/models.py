@@ -205,6 +205,8 @@ class LeakFinding(SQLModel, table=True):
     mode: str  # "exact", "jaccard", "containment"
     score: float
     span: str | None = None
+    context_before: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the chunk around
+    context_after: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the match (normalised)
     decision: str | None = None  # "exclude_chunk", "drop_query", "rejudge", "keep"
     decided_by_id: int | None = Field(default=None, foreign_key="user.id")
     decided_at: datetime | None = None

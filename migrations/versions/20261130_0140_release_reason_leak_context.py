@@ -1,4 +1,5 @@
-"""release reason: why a lead released the held-back pairs without a usable agreement
+"""release reason and leak context: why a lead released the held-back pairs without a usable
+agreement; the chunk's text around a leak finding's match
 
 Revision ID: 0140
 Revises: 0001
@@ -21,8 +22,14 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table('project') as batch:
         batch.add_column(sa.Column('released_reason', sa.Text(), nullable=True))
+    with op.batch_alter_table('leakfinding') as batch:
+        batch.add_column(sa.Column('context_before', sa.Text(), nullable=True))
+        batch.add_column(sa.Column('context_after', sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('leakfinding') as batch:
+        batch.drop_column('context_after')
+        batch.drop_column('context_before')
     with op.batch_alter_table('project') as batch:
         batch.drop_column('released_reason')
