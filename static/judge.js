@@ -37,7 +37,7 @@
   function toggleGuidelines() {
     var dialog = guidelines();
     if (!dialog || typeof dialog.showModal !== "function") { return false; }
-    if (dialog.open) { dialog.close(); } else { dialog.showModal(); dialog.scrollTop = 0; }  // at its top, not at Close
+    if (dialog.open) { dialog.close(); } else { dialog.showModal(); }
     return true;
   }
 

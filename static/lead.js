@@ -23,6 +23,14 @@
 
   function root() { return document.getElementById("adjudication"); }
 
+  // The guidelines dialog (G, opened by judge.js) opens at its top, not scrolled down to the Close
+  // button that showModal focuses: the observer runs once the dialog is open and focused.
+  var dialog = document.getElementById("guidelines");
+  if (dialog && window.MutationObserver) {
+    new MutationObserver(function () { if (dialog.open) { dialog.scrollTop = 0; } })
+      .observe(dialog, { attributes: true, attributeFilter: ["open"] });
+  }
+
   function isTyping(el) {
     if (!el || !el.tagName) { return false; }
     if (el.tagName === "TEXTAREA" || el.tagName === "SELECT") { return true; }

@@ -127,19 +127,6 @@ def test_a_lead_adjudicates_five_items_with_digits_and_enter_only(server, page):
     expect(dialog).to_be_hidden()
 
 
-def test_the_judge_page_guidelines_open_at_their_top(server, page):
-    from playwright.sync_api import expect
-
-    base, setup = server["base"], server["setup"]
-    log_in(page, base, "alice", path=f"/login?next=/projects/{setup.project_id}/judge")
-    page.wait_for_load_state("load")
-    page.keyboard.press("g")
-    dialog = page.locator("dialog#guidelines")
-    expect(dialog).to_be_visible()
-    assert page.evaluate("document.getElementById('guidelines').scrollTop") == 0
-    expect(dialog.locator("#guidelines-title")).to_be_in_viewport()
-
-
 def test_a_judge_who_opens_lead_gets_403(server, page):
     base, setup = server["base"], server["setup"]
     log_in(page, base, "alice", path=f"/login?next=/projects/{setup.project_id}/judge")
