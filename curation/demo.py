@@ -211,6 +211,31 @@ def prepare_folder(folder: str | os.PathLike) -> Path:
     return folder
 
 
+def refuse_to_overwrite_work(folder: str | os.PathLike) -> None:
+    """ValueError when ``folder`` already has a demo store (``golden.db``) with work in it (judgments,
+    adjudications, imports, leak decisions, guidelines versions, export versions): `golden demo`
+    would replace it. ``--force`` skips this check. A store that cannot be read is refused too."""
+    from curation.store.engine import make_engine, session
+    from curation.store.work import work_counts
+
+    store = Path(folder) / "golden.db"
+    if not store.is_file():
+        return
+    engine = make_engine(f"sqlite:///{store.resolve()}")
+    try:
+        with session(engine) as db:
+            counts = work_counts(db)
+    except Exception as exc:  # any failure to read: we cannot vouch that it holds no work
+        raise ValueError(f"folder: {store} exists and cannot be read as a golden store ({type(exc).__name__}); "
+                         "pass --force to replace it, or pick another folder with --dir") from None
+    finally:
+        engine.dispose()
+    if counts:
+        what = ", ".join(f"{n} {kind if n != 1 else kind[:-1]}" for kind, n in counts.items())
+        raise ValueError(f"folder: {store} holds work ({what}); re-running the demo would replace it. "
+                         "Pass --force to replace it anyway, or pick another folder with --dir")
+
+
 # --------------------------------------------------------------------------------------------
 # Queries, documents and the hidden ground truth
 

@@ -13,20 +13,24 @@ attributes are used instead).
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
 
 from curation.agree import adjudication
 from curation.agree.agreement import build_agreement_report
 from curation.agree.measures import MEASURES, format_estimate
+from curation.agree.release import ReleaseRefused, review_and_release
 from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
 from curation.judge import assignment
+from curation.judge.progress import IDLE_AFTER, build_progress, format_duration
 from curation.store import projects
 from curation.store.models import Project, User
 
 from .auth import lead_required, project_or_404
 from .db import get_db
 from .errors import is_htmx, store_int
+from .judge import render_guidelines
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
 
@@ -123,6 +127,38 @@ def distribution_bars(distributions: dict, scale: list[int], *, width: int = 360
     return out
 
 
+def progress_bars(judges, *, width: int = 360) -> dict:
+    """One bar per judge: done, open (could judge now) and held pairs, on one scale (the largest
+    queue is ``width`` wide), so a lagging or overloaded judge shows at once."""
+    top = max((j.assigned for j in judges), default=0) or 1
+    rows = []
+    for i, j in enumerate(judges):
+        parts, x = [], 0.0
+        for kind, n, fill in (("done", j.done, "#1d5c60"), ("open", j.remaining - j.held, "#9cc5c7"),
+                              ("held", j.held, "#d9d4c7")):
+            w = width * n / top
+            parts.append(dict(kind=kind, n=n, x=x, w=w, fill=fill))
+            x += w
+        rows.append(dict(judge=j.judge, y=i * 28 + 4, parts=parts, idle=j.idle, assigned=j.assigned))
+    return dict(rows=rows, width=width, height=len(judges) * 28 + 8)
+
+
+def hourly_columns(hourly: list[int], *, width: int = 560, height: int = 150) -> dict:
+    """Columns of the team's answers per hour over the last day (oldest left, this hour right)."""
+    left, bottom_pad, top_pad = 36, 22, 10
+    top = max(hourly, default=0) or 1
+    n = len(hourly) or 1
+    step = (width - left - 4) / n
+    plot = height - bottom_pad - top_pad
+    cols = []
+    for i, count in enumerate(hourly):
+        h = plot * count / top
+        ago = n - 1 - i
+        cols.append(dict(x=left + i * step + 1, y=top_pad + plot - h, w=max(step - 2, 1), h=h, n=count,
+                         label=f"{count} answers {'in the current hour' if ago == 0 else f'{ago} h ago'}"))
+    return dict(cols=cols, width=width, height=height, left=left, base=top_pad + plot, top=top, top_y=top_pad)
+
+
 def _float_arg(name: str, default: float) -> float:
     raw = request.args.get(name)
     if raw is None or raw == "":
@@ -185,18 +221,37 @@ def dashboard(project_id: int):
     )
 
 
+@bp.get("/<int:project_id>/progress")
+@lead_required
+def progress(project_id: int):
+    """Where the judging stands (:func:`curation.judge.progress.build_progress`, as ``golden
+    progress`` prints it); ``?idle=MINUTES`` sets when a judge is marked idle."""
+    project = project_or_404(project_id)
+    idle = request.args.get("idle", type=int)
+    if idle is not None and idle < 1:
+        abort(400, description="idle must be a whole number of minutes, at least 1.")
+    idle_after = timedelta(minutes=idle) if idle else IDLE_AFTER
+    report = build_progress(get_db(), project, idle_after=idle_after)
+    return render_template("lead/progress.html", project=project, report=report, bars=progress_bars(report.judges),
+                           hourly=hourly_columns(report.hourly), idle_minutes=int(idle_after.total_seconds() // 60),
+                           duration=format_duration)
+
+
 @bp.post("/<int:project_id>/release")
 @lead_required
 def release(project_id: int):
-    """Release the held-back main pairs, recording the lead and the agreement the verdict read.
-    Against a verdict other than "usable" the form must carry ``confirm``."""
+    """Release the held-back main pairs, recording the lead and the agreement the verdict read
+    (:func:`curation.agree.release.review_and_release`, as ``golden release``). Against a verdict
+    other than "usable" the form must carry ``confirm`` and a ``reason``, which is recorded."""
     project = project_or_404(project_id)
     report = _report(project)
-    if report.verdict.band != "usable" and request.form.get("confirm") != "yes":
-        flash(f"Not released: the verdict is {report.verdict.band}. Tick the box to release anyway.", "error")
-        return redirect(url_for("lead.dashboard", project_id=project.id))
     try:
-        record = assignment.release(get_db(), project, g.user, agreement=report.verdict.value)
+        record = review_and_release(get_db(), project, g.user, report=report,
+                                    force=request.form.get("confirm") == "yes", reason=request.form.get("reason"))
+    except ReleaseRefused:
+        flash(f"Not released: the verdict is {report.verdict.band}. Tick the box and say why to release anyway.",
+              "error")
+        return redirect(url_for("lead.dashboard", project_id=project.id))
     except ValueError as exc:
         abort(400, description=str(exc))
     at = "" if record.agreement is None else f" at agreement {100 * record.agreement:.1f}%"
@@ -213,7 +268,7 @@ def _queue_context(project: Project, *, pair_id: int | None = None, error: str |
     counts = adjudication.queue_counts(db, project)
     gv = projects.current_guidelines(db, project)
     return dict(project=project, item=current, remaining=counts.open, counts=counts, grades=projects.grades(project),
-                guidelines=gv, error=error, form=form or {})
+                guidelines=gv, guidelines_html=render_guidelines(gv.text if gv else ""), error=error, form=form or {})
 
 
 @bp.get("/<int:project_id>/adjudicate")
@@ -229,7 +284,8 @@ def queue(project_id: int):
 @bp.post("/<int:project_id>/adjudicate")
 @lead_required
 def decide(project_id: int):
-    """Record the lead's final grade with a reason; show the next disagreement (htmx: the partial)."""
+    """Record the lead's final grade (with a reason when the lead gives one); show the next
+    disagreement (htmx: the partial)."""
     project = project_or_404(project_id)
     form = request.form
     pair_id = form.get("pair_id", type=store_int)

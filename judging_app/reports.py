@@ -3,12 +3,13 @@ gets golden compare's self-contained HTML report (curation.evaluate.version_comp
 
 The form is a GET (it changes nothing, and the report's address can be shared); the report is the
 same document ``golden compare --html`` writes, served with its own Content-Security-Policy: no
-script at all, only its inline style.
+script at all, only its inline style. Above the verdict it shows how much of each run's top-10
+the version judges, with a warning below 90%, and it links back to the version's page.
 """
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort, render_template, request
+from flask import Blueprint, Response, abort, render_template, request, url_for
 
 from curation.evaluate import version_compare
 from curation.evaluate.html_report import render_comparison
@@ -77,6 +78,11 @@ def report(project: str, version: str):
     except ValueError as exc:
         return _form(project, version, runs, error=str(exc), status=400)
     title = f"{project} {version} · {result.metric}: {result.name_b} vs {result.name_a}"
-    response = Response(render_comparison(result, title=title), mimetype="text/html")
+    coverage = [c for c in version_compare.version_coverage(get_db(), project, version)
+                if c.name in (result.name_a, result.name_b)]
+    back = (url_for("versions.detail", project=project, version=version), f"Back to {project} · {version} in golden")
+    response = Response(render_comparison(result, title=title, coverage=coverage,
+                                          warn_below=version_compare.COVERAGE_WARN_BELOW, back=back),
+                        mimetype="text/html")
     response.headers["Content-Security-Policy"] = REPORT_CSP
     return response

@@ -1,6 +1,8 @@
 """The versions page: leads and admins see every exported version with its manifest and changes,
 and download any version as the deterministic zip frozen in the store (byte for byte the same on
-every download). Judges get a 403: manifests name judges and carry agreement figures.
+every download). Judges get a 403: manifests name judges and carry agreement figures. A version's
+page says what it lacks: the pooled pairs left unjudged, unresolved disagreements, undecided leak
+findings, and how much of each pooled run's top-10 it judges (a warning below 90%).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import unicodedata
 
 from flask import Blueprint, abort, g, render_template, send_file
 
+from curation.evaluate.version_compare import COVERAGE_WARN_BELOW, version_coverage
 from curation.export.manifest import ALL_FILES, MANIFEST
 from curation.export.versions_page import version_files, versions_overview
 from curation.store.audit import record_audit
@@ -40,6 +43,10 @@ def detail(project: str, version: str):
     return render_template(
         "versions/detail.html",
         info=info,
+        coverage=version_coverage(get_db(), project, version),
+        warn_below=COVERAGE_WARN_BELOW,
+        incomplete=info.manifest.get("incomplete") or {},
+        undecided_leaks=(info.manifest.get("leak_check") or {}).get("undecided") or {},
         manifest_text=files[MANIFEST].decode("utf-8"),
         changes_text=files.get("CHANGES.md", b"").decode("utf-8"),
         files=[(name, len(files[name]), info.manifest.get("files", {}).get(name, {}).get("sha256"))

@@ -5,5 +5,6 @@
 - :mod:`curation.agree.agreement`: the agreement report (verdict, strata, drift, timing), built once
   for ``golden agreement`` and the ``/lead`` dashboard;
 - :mod:`curation.agree.labels`: label records, each judge's latest label, the final labels;
-- :mod:`curation.agree.adjudication`: the disagreement queue and the lead's decisions.
+- :mod:`curation.agree.adjudication`: the disagreement queue and the lead's decisions;
+- :mod:`curation.agree.release`: releasing the held-back pool against a measured agreement.
 """

@@ -332,11 +332,11 @@ def adjudicate(
     reason: str,
     guidelines_issue: bool = False,
 ) -> Adjudication:
-    """Record ``lead``'s final ``grade`` for the pair, with a ``reason``, and commit. The row notes
+    """Record ``lead``'s final ``grade`` for the pair, with an optional ``reason``, and commit. The row notes
     the guidelines version in force and whether the disagreement came from the guidelines.
     Submitting the same decision twice in a row (a double click) records it once.
     ValueError naming the parameter when the lead is not a lead or admin, the grade is not on the
-    project's scale, the reason is empty or the pair is not the project's."""
+    project's scale or the pair is not the project's."""
     pid = project_id(project)
     proj = session.get(Project, pid)
     if proj is None:
@@ -351,9 +351,7 @@ def adjudicate(
         raise ValueError(f"grade: {grade!r} is not a number of the scale {scale}") from None
     if grade not in scale:
         raise ValueError(f"grade: {grade} is not on the project's scale {scale}")
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValueError("reason: say why this grade is the right one (it is kept with the final label)")
+    reason = (reason or "").strip()  # optional: a lead deciding by keyboard may give none (issue 14)
     pair = session.get(PoolPair, int(pair_id))
     if pair is None or pair.project_id != pid:
         raise ValueError(f"pair_id: {pair_id} is not a pair of project {proj.name}")

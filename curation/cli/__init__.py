@@ -24,6 +24,7 @@ from curation.cli import (  # noqa: F401 - imported for their effect: each attac
     import_judgments,
     leakcheck,
     pool,
+    progress,
     project,
     sample,
     seed_judgments,

@@ -40,34 +40,47 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
         f"project {proj.name}: overlap set of {rep.overlap_pairs} pairs over {rep.overlap_queries} queries "
         f"and {rep.overlap_strata} strata{again}; {rep.new_main_pairs} new main pairs"
     )
+    if rep.note:
+        click.echo(f"note: {rep.note}")
     click.echo("added to each judge's queue:")
     click.echo(f"{'judge':<16} {'overlap':>7} {'main':>6} {'queries':>7}")
     for name, c in rep.per_judge.items():
         click.echo(f"{name:<16} {c['overlap']:>7} {c['main']:>6} {c['queries']:>7}")
     if rep.held:
-        click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME --agreement A")
+        click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME")
 
 
 @main.command()
 @click.option("--lead", "lead_name", required=True, help="The lead releasing the work (role lead or admin).")
 @click.option("--agreement", type=float, default=None,
-              help="The agreement reviewed on the overlap set (e.g. Krippendorff's alpha), for the record.")
+              help="The agreement you reviewed (percent agreement as `golden agreement` reads it); it must "
+                   "match the one measured now on the overlap set, which is what is recorded.")
+@click.option("--force", is_flag=True, help="Release although the verdict is not usable (needs --reason).")
+@click.option("--reason", default=None, help="Why you release anyway (with --force); recorded with the release.")
 @project_option
 @db_option
 @domain_errors
-def release(lead_name, agreement, project_name, db_url):
+def release(lead_name, agreement, force, reason, project_name, db_url):
     """Release the held-back main pairs to their judges, recording who did it and at what agreement.
+
+    The agreement is measured on the overlap set (as `golden agreement` reports it). The release
+    goes ahead when the verdict is usable; otherwise (no labels yet, too few shared pairs, a
+    marginal or poor agreement) it is refused unless --force with a --reason, which is recorded.
 
     \b
     Example:
-      golden release --project news --lead lena --agreement 0.71
+      golden release --project news --lead lena
+      golden release --project news --lead lena --force --reason "pilot: judges trained together"
     """
-    from curation.judge.assignment import release as do_release
+    from curation.agree.release import review_and_release
     from curation.store.projects import get_project
     from curation.store.users import require_user
 
+    if force and not (reason or "").strip():
+        raise click.UsageError("--force needs --reason: say why you release without a usable agreement")
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
-        rec = do_release(s, proj, require_user(s, lead_name), agreement=agreement)
+        rec = review_and_release(s, proj, require_user(s, lead_name), force=force, reason=reason, claimed=agreement)
     at = "" if rec.agreement is None else f" at agreement {rec.agreement:.3f}"
-    click.echo(f"project {rec.project}: {rec.main_pairs} main pairs released by {rec.lead}{at}")
+    why = f" (forced: {rec.reason})" if rec.reason else ""
+    click.echo(f"project {rec.project}: {rec.main_pairs} main pairs released by {rec.lead}{at}{why}")

@@ -35,8 +35,10 @@ def demo_commands(result) -> dict[str, str]:
 @click.option("--no-serve", is_flag=True, help="Stop after loading the judging store; do not serve it.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="Port to serve the judging app on.")
+@click.option("--force", is_flag=True,
+              help="Replace the folder's store even when it holds work (judgments, adjudications, versions...).")
 @domain_errors
-def demo_command(folder, seed, no_serve, port):
+def demo_command(folder, seed, no_serve, port, force):
     """Generate a realistic demo data set in --dir, sample, pool, load and serve it for judging.
 
     The data imitate a help-centre search: a search log with a heavy head and a long tail
@@ -46,7 +48,8 @@ def demo_command(folder, seed, no_serve, port):
     and `golden pool` on them (it prints the equivalent commands), loads the project into
     DIR/golden.db with two judges and a lead (their logins are printed), assigns the pool
     with an overlap set, and serves the judging app with gunicorn on 127.0.0.1:PORT.
-    Same --seed, same files.
+    Same --seed, same files. A folder whose store already holds work (judgments,
+    adjudications, imports, leak decisions, export versions) is refused unless --force.
 
     \b
     Example:
@@ -54,8 +57,10 @@ def demo_command(folder, seed, no_serve, port):
     """
     from curation.cli.pool import pool_summary
     from curation.cli.sample import format_strata_table
-    from curation.demo import POOL_DEPTH, SYSTEMS, build_demo
+    from curation.demo import POOL_DEPTH, SYSTEMS, build_demo, refuse_to_overwrite_work
 
+    if not force:
+        refuse_to_overwrite_work(folder)
     result = build_demo(folder, seed=seed)
     data, paths = result.data, result.data.paths
     echo = click.echo

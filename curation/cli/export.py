@@ -77,5 +77,9 @@ def export_cmd(version, project_name, policy, allow_incomplete, frozen, out_dir,
     if inc["unjudged_pooled_pairs"] or inc["unresolved_disagreements"]:
         click.echo(f"  INCOMPLETE: {inc['unjudged_pooled_pairs']} pooled pairs unjudged, "
                    f"{inc['unresolved_disagreements']} disagreements unresolved (left out of qrels.txt)")
+    undecided = m.get("leak_check", {}).get("undecided") or {}
+    if undecided.get("findings"):
+        click.echo(f"  LEAK CHECK UNDECIDED: {undecided['findings']} findings on {undecided['chunks']} chunks of "
+                   f"{undecided['queries']} queries have no lead's decision (the Leak check page decides them)")
     for name, info in m["files"].items():
         click.echo(f"  {name:<14} {info['bytes']:>10} bytes  sha256 {info['sha256'][:16]}")

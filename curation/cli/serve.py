@@ -51,6 +51,12 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def describe_workers(workers: int, threads: int) -> str:
+    """How the server runs, for its start message: "1 worker process", "4 worker processes x 2 threads"."""
+    return (f"{workers} worker process{'' if workers == 1 else 'es'}"
+            + (f" x {threads} threads" if threads > 1 else ""))
+
+
 def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=click.echo) -> None:
     """Serve ``app`` with gunicorn until interrupted (Ctrl+C or SIGTERM), after printing where it
     listens (port 0 picks a free port)."""
@@ -98,7 +104,7 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=cli
             return app
 
     server = GoldenServer()
-    shape = f"{workers} worker processes" + (f" x {threads} threads" if threads > 1 else "")
+    shape = describe_workers(workers, threads)
     echo(f"golden: serving the judging app at http://{host}:{sock.getsockname()[1]}/ "
          f"with gunicorn ({shape}); Ctrl+C stops it")
     master = os.getpid()

@@ -28,6 +28,7 @@ th:first-child,td:first-child{text-align:left}th{font-weight:600;background:#f5f
 .verdict{display:inline-block;padding:.35rem .8rem;border-radius:.4rem;font-weight:600;background:#eef1f6}
 .verdict.b{background:#dff3e4;color:#145c2c}.verdict.a{background:#fde6e4;color:#8a1c12}
 .note{color:#6b4e00;background:#fff6db;padding:.3rem .6rem;border-radius:.3rem;margin:.3rem 0}
+.note.warn{color:#7a1212;background:#fde8e8;font-weight:600}
 svg{background:#fbfcfd;border:1px solid #e3e6ec;border-radius:.3rem}
 .axis{stroke:#8a93a3;stroke-width:1}.zero{stroke:#1d2330;stroke-width:1.2}
 .pos{fill:#2f8f4e}.neg{fill:#c0392b}.tie{fill:#9aa3b2}.bar{fill:#6d8fc7}
@@ -112,8 +113,32 @@ def bootstrap_svg(replicates, *, delta: float, low: float, high: float, tie: flo
     return "".join(parts)
 
 
-def render_comparison(c: Comparison, *, title: str | None = None) -> str:
-    """The whole report as one HTML document (a string)."""
+def _coverage_html(coverage, warn_below: float) -> list[str]:
+    """The judged share of each run's top-k, and a warning above the verdict for a run under
+    ``warn_below`` (its metric counts the unjudged documents as not relevant)."""
+    if not coverage:
+        return []
+    e = escape
+    out = []
+    for r in coverage:
+        judged = 1.0 - r.share
+        if r.retrieved and judged < warn_below:
+            out.append(f"<p class=\"note warn\" data-coverage-warning=\"{e(r.name)}\">Warning: only "
+                       f"{100 * judged:.1f}% of {e(r.name)}'s top-{r.depth} is judged (below {100 * warn_below:.0f}%). "
+                       "Its unjudged documents count as not relevant, so the verdict below is not reliable: judge "
+                       "more of the pool first.</p>")
+    cells = "".join(f"<tr><td>{e(r.name)}</td><td>{100 * (1.0 - r.share):.1f}%</td>"
+                    f"<td>{r.unjudged} of {r.retrieved}</td></tr>" for r in coverage)
+    out.append(f"<table class=\"coverage\"><tr><th>run</th><th>top-{coverage[0].depth} judged</th>"
+               f"<th>unjudged</th></tr>{cells}</table>")
+    return out
+
+
+def render_comparison(c: Comparison, *, title: str | None = None, coverage=None, warn_below: float = 0.9,
+                      back: tuple[str, str] | None = None) -> str:
+    """The whole report as one HTML document (a string). ``coverage``: optional
+    :class:`curation.evaluate.coverage.RunCoverage` of the two runs, shown with a warning when a
+    run's top-k is judged below ``warn_below``; ``back``: (URL, label) of a link back to the app."""
     e = escape
     head = title or f"{c.metric}: {c.name_b} vs {c.name_a}"
     vclass = "b" if c.verdict == "B better" else "a" if c.verdict == "A better" else ""
@@ -134,6 +159,7 @@ def render_comparison(c: Comparison, *, title: str | None = None) -> str:
         f"<p class=\"sub\">estimator: {e(c.estimator)}"
         + (" · target mix: " + e(", ".join(f"{k} {v:g}" for k, v in c.mix.items())) if c.mix else "")
         + "</p>",
+        *_coverage_html(coverage, warn_below),
         f"<p><span class=\"verdict {vclass}\">{e(c.verdict)}</span></p>",
         "<table><tr><th>arm</th><th>run</th><th>mean</th><th>judged</th></tr>",
     ]
@@ -173,6 +199,8 @@ def render_comparison(c: Comparison, *, title: str | None = None) -> str:
     if c.replicates is not None:
         out.append("<h2>Bootstrap distribution of the delta</h2>")
         out.append(bootstrap_svg(c.replicates, delta=c.delta, low=c.low, high=c.high, tie=c.tie))
+    if back is not None:
+        out.append(f"<p><a href=\"{e(back[0])}\">{e(back[1])}</a></p>")
     out.append("<p class=\"sub\">Made by golden compare. Delta = mean over queries of (B − A); "
                "the interval is described at the top; the bootstrap resamples queries with replacement."
                "</p></body></html>")

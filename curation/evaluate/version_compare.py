@@ -17,17 +17,21 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, select
 
+from curation.evaluate.coverage import RunCoverage, unjudged
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
 from curation.evaluate.stats import Comparison, compare, pair_scores
 from curation.export.versions import get_version
 from curation.export.versions_page import version_files
 from curation.formats.qrels import parse_qrels, qrels_dict
 from curation.formats.queries import parse_queries
+from curation.formats.runs import RankedRun
 from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
 
-__all__ = ["PooledRun", "pooled_runs", "version_runs", "compare_pooled"]
+__all__ = ["PooledRun", "pooled_runs", "version_runs", "compare_pooled", "version_coverage", "COVERAGE_WARN_BELOW"]
+
+COVERAGE_WARN_BELOW = 0.90  # a run whose top-10 is judged less than this is flagged where decisions are made
 
 
 @dataclass
@@ -105,3 +109,19 @@ def compare_pooled(
     paired = pair_scores(a, b, queries=queries, split=split)
     return compare(paired, queries=queries, weighting=weighting, resamples=resamples, seed=seed, tie=tie,
                    split=split)
+
+
+def version_coverage(session: Session, project: str, version: str, *, depth: int = 10) -> list[RunCoverage]:
+    """How much of each pooled run's top ``depth`` (at most the pool depth) the exported
+    ``version``'s qrels judge (:func:`curation.evaluate.coverage.unjudged`, as ``golden coverage``),
+    worst first; ``holes`` is set below :data:`COVERAGE_WARN_BELOW` judged. For the version page and
+    the comparison report (issue 14: a verdict on runs whose top-10 is 7% judged, with no warning)."""
+    _, files, _ = version_files(session, project, version)
+    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
+    judged = {q: set(docs) for q, docs in qrels.items()}
+    out = []
+    for run in pooled_runs(session, project).values():
+        ranked = RankedRun(run.name, "", "", rankings=run.rankings)
+        out.append(unjudged(ranked, judged, depth=min(depth, run.depth or depth),
+                            holes_at=round(1.0 - COVERAGE_WARN_BELOW, 10)))
+    return sorted(out, key=lambda r: (-r.share, r.name))

@@ -376,6 +376,12 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "labels": len(unsure_labels),  # labels a judge marked unsure (with their best grade)
             "decided_by_lead": sum(1 for r in unsure_labels if r["adjudication"]),  # confirmed or changed
         }
+    undecided = [f for f in findings if f.decision is None]
+    if undecided:  # issue 14: an export says so (only then: the states of clean exports keep their hash)
+        body["leak_check"]["undecided"] = {
+            "findings": len(undecided), "chunks": len({(f.query_id, f.chunk_id) for f in undecided}),
+            "queries": len({f.query_id for f in undecided}),
+        }
     files = {
         "qrels.txt": qrels_txt.encode("utf-8"),
         "qrels.jsonl": qrels_jsonl.encode("utf-8"),

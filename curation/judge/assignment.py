@@ -41,6 +41,7 @@ class AssignReport:
     per_judge: dict[str, dict[str, int]] = field(default_factory=dict)  # name -> {"overlap", "main", "queries"}
     held: bool = False  # main pairs wait for a lead's release
     unassigned_pairs: int = 0  # pairs of the pool still without a judge after this call
+    note: str | None = None  # e.g. why there is no overlap set (a single judge)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class ReleaseRecord:
     agreement: float | None
     released_at: object
     main_pairs: int
+    reason: str | None = None  # why it was released without a usable agreement
 
 
 @dataclass(frozen=True)
@@ -266,8 +268,16 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
     assigned = set(overlap_set) | main_owner.keys()
     new = [r for r in refs if r.pair_id not in assigned]
 
+    no_overlap_note = None
     if not overlap_set and overlap > 0 and new:
-        overlap_set = draw_overlap(new, overlap, seed=seed)
+        others = {j for _, j, _, _ in existing} - {u.id for u in users}
+        if len(users) == 1 and not others:
+            # Agreement needs two judges on the same pairs: an overlap set would only hold one judge's
+            # work back for a calibration nobody can measure (issue 14).
+            no_overlap_note = (f"no overlap set: {users[0].name} is the only judge, and agreement needs at least two "
+                               "judges labelling the same pairs; all pairs are main work, not held back")
+        else:
+            overlap_set = draw_overlap(new, overlap, seed=seed)
     overlap_lookup = set(overlap_set)
     new_main = [r for r in new if r.pair_id not in overlap_lookup]
 
@@ -296,7 +306,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
 
     now = utcnow()
     rows = []
-    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main))
+    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main), note=no_overlap_note)
     refs_by_id = {r.pair_id: r for r in refs}
     report.overlap_queries = len({refs_by_id[p].query_id for p in overlap_set if p in refs_by_id})
     report.overlap_strata = len({refs_by_id[p].stratum for p in overlap_set if p in refs_by_id})
@@ -342,11 +352,14 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
     return report
 
 
-def release(session: Session, project: Project, lead: User, *, agreement: float | None = None) -> ReleaseRecord:
-    """Release the held-back main pairs to their judges, recording who released them, when, and at
-    what agreement (e.g. Krippendorff's alpha on the overlap set), and commit. ValueError when
-    ``lead`` is not a lead or admin, or ``agreement`` is not a finite number at most 1 (chance-corrected
-    measures go below 0, and alpha can go below -1 on small samples)."""
+def release(session: Session, project: Project, lead: User, *, agreement: float | None = None,
+            reason: str | None = None) -> ReleaseRecord:
+    """Release the held-back main pairs to their judges, recording who released them, when, at
+    what agreement (e.g. Krippendorff's alpha on the overlap set) and, when a lead released without
+    a usable agreement, why (``reason``), and commit. The check that an agreement was measured is
+    :func:`curation.agree.release.review_and_release`'s. ValueError when ``lead`` is not a lead or
+    admin, or ``agreement`` is not a finite number at most 1 (chance-corrected measures go below 0,
+    and alpha can go below -1 on small samples)."""
     if lead.role not in ("lead", "admin"):
         raise ValueError(f"lead: {lead.name!r} is a {lead.role}; only a lead or admin can release work")
     if agreement is not None:
@@ -360,6 +373,7 @@ def release(session: Session, project: Project, lead: User, *, agreement: float 
     proj.released_at = utcnow()
     proj.released_by_id = lead.id
     proj.released_agreement = agreement
+    proj.released_reason = (reason or "").strip() or None
     session.add(proj)
     record_audit(session, "release", actor=lead, target=proj.name, project=proj, detail={"agreement": agreement})
     session.commit()
@@ -367,7 +381,7 @@ def release(session: Session, project: Project, lead: User, *, agreement: float 
         select(func.count()).select_from(Assignment).where(Assignment.project_id == proj.id, Assignment.kind == "main")
     ).one()
     return ReleaseRecord(project=proj.name, lead=lead.name, agreement=agreement, released_at=proj.released_at,
-                         main_pairs=n)
+                         main_pairs=n, reason=proj.released_reason)
 
 
 def hold(session: Session, project: Project) -> None:

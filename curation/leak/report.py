@@ -10,6 +10,23 @@ from dataclasses import dataclass, field
 from curation.formats.fileio import InputError, iter_jsonl
 
 MODES = ("exact", "jaccard", "containment")
+CONTEXT = 200  # characters of the chunk kept on either side of a match
+
+
+def context(norm: str, start: int, end: int, width: int = CONTEXT) -> tuple[str, str]:
+    """Up to ``width`` characters of ``norm`` before ``start`` and after ``end``, cut at a space
+    when there is one (no half words), with "…" where the chunk goes on."""
+    a = max(0, start - width)
+    before = norm[a:start]
+    if a > 0:
+        cut = before.find(" ")
+        before = "…" + (before[cut + 1:] if 0 <= cut < len(before) - 1 else before)
+    b = min(len(norm), end + width)
+    after = norm[end:b]
+    if b < len(norm):
+        cut = after.rfind(" ")
+        after = (after[:cut] if cut > 0 else after) + "…"
+    return before, after
 STATUSES = ("leak", "too_short", "clean")
 
 
@@ -18,7 +35,10 @@ class Match:
     """One chunk that matches one query under one mode, with the exact score.
 
     ``span`` is the matched stretch of the *normalised* chunk (``span_start:span_end``), from the
-    verbatim position for ``exact`` and from rapidfuzz's ``partial_ratio_alignment`` otherwise.
+    verbatim position for ``exact`` and from rapidfuzz's ``partial_ratio_alignment`` otherwise;
+    ``before`` and ``after`` are up to :data:`CONTEXT` characters of the normalised chunk on either
+    side (cut at a word), so a lead sees the match in context (a how-to that quotes the question
+    reads differently from a page that is the question).
     """
 
     qid: str
@@ -29,6 +49,8 @@ class Match:
     span_start: int
     span_end: int
     source: str
+    before: str = ""
+    after: str = ""
 
     def as_dict(self) -> dict:
         return {
@@ -39,6 +61,8 @@ class Match:
             "span_start": self.span_start,
             "span_end": self.span_end,
             "source": self.source,
+            "before": self.before,
+            "after": self.after,
         }
 
 

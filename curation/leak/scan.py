@@ -64,7 +64,7 @@ from curation.formats.normalize import normalize_text
 from curation.leak.index import HASH_MUL, QueryIndex
 from curation.leak.inputs import CorpusPiece, iter_task_batches
 from curation.leak.ngrams import ngram_set, verbatim_pattern
-from curation.leak.report import MODES, Match
+from curation.leak.report import MODES, Match, context
 
 # --------------------------------------------------------------------------------------------
 # the vectorised filter over one batch of chunks
@@ -350,7 +350,8 @@ def _verify(index: QueryIndex, candidates, ids, texts, norms, source, out: _Batc
                             span = (al.dest_start, al.dest_end)
                         found.append((mode, score, span[0], span[1]))
         for mode, score, a, b in found:
-            match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source)
+            before, after = context(norm, a, b)
+            match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
             out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
             heap = out.matches.setdefault(qi, [])
             item = _heap_item(match)

@@ -38,6 +38,7 @@ class Project(SQLModel, table=True):
     released_at: datetime | None = None
     released_by_id: int | None = Field(default=None, foreign_key="user.id")
     released_agreement: float | None = None
+    released_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why, when forced
     split_holdout: float | None = None  # `golden split`: share of each stratum held out (fixed once set)
     split_seed: int | None = None  # `golden split`: seed of the per-stratum systematic split
     created_at: datetime = Field(default_factory=utcnow)
@@ -226,6 +227,8 @@ class LeakFinding(SQLModel, table=True):
     mode: str  # "exact", "jaccard", "containment"
     score: float
     span: str | None = None
+    context_before: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the chunk around
+    context_after: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the match (normalised)
     decision: str | None = None  # "exclude_chunk", "drop_query", "rejudge", "keep"
     decided_by_id: int | None = Field(default=None, foreign_key="user.id")
     decided_at: datetime | None = None

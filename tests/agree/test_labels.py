@@ -71,8 +71,10 @@ def test_adjudication_queue_and_final_label_change(store):
             adjudicate(s, project, pair_id=queue[0].pair_id, lead=alice, grade=2, reason="x")
         with pytest.raises(ValueError, match="^grade"):
             adjudicate(s, project, pair_id=queue[0].pair_id, lead=lena, grade=7, reason="x")
-        with pytest.raises(ValueError, match="^reason"):
-            adjudicate(s, project, pair_id=queue[0].pair_id, lead=lena, grade=1, reason="  ")
+        # The reason is optional (a lead deciding by keyboard alone): kept as "" and replaced below.
+        bare = adjudicate(s, project, pair_id=queue[0].pair_id, lead=lena, grade=0, reason="  ")
+        assert (bare.grade, bare.reason) == (0, "")
+        assert _by_pair(final_labels(s, project))["d2"] == (0, "adjudicated")
         row = adjudicate(s, project, pair_id=queue[0].pair_id, lead=lena, grade=1, reason="partly answers",
                          guidelines_issue=True)
         twice = adjudicate(s, project, pair_id=queue[0].pair_id, lead=lena, grade=1, reason="partly answers",

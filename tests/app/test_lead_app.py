@@ -135,11 +135,18 @@ def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup, tmp_
     with new_session(engine) as s:
         after = {f.pair_id: f for f in final_labels(s, setup.project_id)}
     assert (after[pair_id].grade, after[pair_id].source, after[pair_id].adjudicated_by) == (1, "adjudicated", "lena")
-    # A missing reason is refused with the form kept.
+    # A missing grade is refused with the form kept; a missing reason is not (issue 14: by keyboard alone).
     nxt = int(re.search(rb'name="pair_id" value="(\d+)"', r.data).group(1))
     r = lead.post(f"/lead/{setup.project_id}/adjudicate",
+                  data={"pair_id": nxt, "grade": "", "reason": "x", "csrf_token": csrf(page.data)}, headers=HTMX)
+    assert r.status_code == 422 and b"choose the final grade" in r.data
+    assert f'name="pair_id" value="{nxt}"'.encode() in r.data
+    r = lead.post(f"/lead/{setup.project_id}/adjudicate",
                   data={"pair_id": nxt, "grade": "2", "reason": " ", "csrf_token": csrf(page.data)}, headers=HTMX)
-    assert r.status_code == 422 and b"say why" in r.data and f'name="pair_id" value="{nxt}"'.encode() in r.data
+    assert r.status_code == 200 and f'name="pair_id" value="{nxt}"'.encode() not in r.data
+    with new_session(engine) as s:
+        after = {f.pair_id: f for f in final_labels(s, setup.project_id)}
+    assert (after[nxt].grade, after[nxt].source, after[nxt].reason) == (2, "adjudicated", "")
 
 
 def test_release_records_the_lead_and_the_agreement(app, engine, setup):
@@ -153,14 +160,21 @@ def test_release_records_the_lead_and_the_agreement(app, engine, setup):
         assert s.get(Project, setup.project_id).released_at is None
         report = agreement_report(load_judgments(s, setup.project_id, overlap_only=True), scale=[0, 1, 2], cut=1)
     r = lead.post(f"/lead/{setup.project_id}/release", data={"csrf_token": token, "confirm": "yes"},
-                  follow_redirects=True)
+                  follow_redirects=True)  # forced without saying why: refused
+    assert "Not released" in text_of(r.data) and "say why" in text_of(r.data)
+    r = lead.post(f"/lead/{setup.project_id}/release",
+                  data={"csrf_token": token, "confirm": "yes", "reason": "pilot <b>week</b>"}, follow_redirects=True)
     assert "Released 18 main pairs" in text_of(r.data)
     with new_session(engine) as s:
         project = s.get(Project, setup.project_id)
         assert project.released_at is not None
         assert s.get(User, project.released_by_id).name == "lena"
         assert abs(project.released_agreement - report.verdict.value) < 1e-12
-    assert "Released by lena" in text_of(lead.get(f"/lead/{setup.project_id}").data)
+    page = lead.get(f"/lead/{setup.project_id}").data
+    assert "Released by lena" in text_of(page)
+    assert b"pilot &lt;b&gt;week&lt;/b&gt;" in page  # the recorded reason, escaped
+    with new_session(engine) as s:
+        assert s.get(Project, setup.project_id).released_reason == "pilot <b>week</b>"
 
 
 def test_new_guidelines_version_from_the_adjudication_screen(app, engine, setup):

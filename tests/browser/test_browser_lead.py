@@ -1,6 +1,8 @@
 """The lead's pages in a real Chromium (Playwright driving Debian's /usr/bin/chromium) against
 `golden serve` on a free port: the dashboard's numbers and heatmap, a disagreement adjudicated with
-the keyboard alone (the final label changes), and a judge refused with 403."""
+the keyboard alone (the final label changes), five in a row with digits and Enter only (focus comes
+back to the screen after each), the guidelines rendered and opened at their top, and a judge
+refused with 403."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ import pytest
 
 from curation.agree.agreement import agreement_report
 from curation.agree.labels import final_labels, load_judgments
+from curation.store import projects
 from curation.store.engine import session as new_session
 from tests.support.browser import golden_serve, log_in, require_chromium
 from tests.support.judgments import judge_queue
-from tests.support.projects import assigned_project, sqlite_store
+from tests.support.projects import GUIDELINES, assigned_project, sqlite_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # each module starts golden serve and Chromium
 
@@ -28,8 +31,13 @@ def server(tmp_path_factory):
     with sqlite_store(folder) as (url, engine):
         setup = assigned_project(engine, folder / "recipes", n_queries=6, docs_per_query=5, overlap=12, hold=True)
         judge_queue(engine, setup.project_id, "alice", lambda d: int(d[-1]) % 3, start=T0, seconds=6.0)
-        judge_queue(engine, setup.project_id, "bob", lambda d: 0 if d.endswith("1") else int(d[-1]) % 3, start=T0,
-                    seconds=4.0)
+        # bob disagrees with alice on documents *_01 to *_04 of the overlap set (enough for a run of five)
+        judge_queue(engine, setup.project_id, "bob", lambda d: (int(d[-1]) + 1) % 3 if d[-1] in "1234" else 0,
+                    start=T0, seconds=4.0)
+        with new_session(engine) as s:  # long guidelines: the dialog must still open at its top
+            project = projects.get_project(s, "recipes")
+            cases = "".join(f"\n\n## Case {i}\n\nText of case {i}." for i in range(40))
+            projects.set_guidelines(s, project, GUIDELINES + cases)
         with golden_serve(url, folder, secret="browser-lead-secret", threads=4) as base:
             yield {"base": base, "engine": engine, "setup": setup}
 
@@ -61,8 +69,9 @@ def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page)
     page.wait_for_load_state("load")  # htmx and the key handler are in place
     pair_id = int(page.get_attribute("#adjudication", "data-pair"))
     page.evaluate("window.__sameDocument = true")  # gone if the decision caused a full page load
-    page.keyboard.press("2")  # the digit sets the final grade and moves to the reason
+    page.keyboard.press("2")  # the digit sets the final grade; R moves to the (optional) reason
     expect(page.locator("#adjudication input[name=grade][value='2']")).to_be_checked()
+    page.keyboard.press("r")
     expect(page.locator("#reason")).to_be_focused()
     page.keyboard.type("the recipe answers the question")
     page.keyboard.press("Enter")
@@ -74,6 +83,48 @@ def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page)
 
     page.goto(f"{base}/lead/{setup.project_id}")
     assert int(page.inner_text("[data-testid=open-count]")) == open_before - 1
+
+
+def test_a_lead_adjudicates_five_items_with_digits_and_enter_only(server, page):
+    """Issue 14: after each decision focus returns to the screen, so the next digit chooses a grade
+    (before, it stayed in the next item's reason field and "1" was typed into it)."""
+    from playwright.sync_api import expect
+
+    base, engine, setup = server["base"], server["engine"], server["setup"]
+    log_in(page, base, "lena", path=f"/login?next=/lead/{setup.project_id}/adjudicate")
+    page.wait_for_selector("#adjudication [name=pair_id]", state="attached")
+    page.wait_for_load_state("load")
+    page.evaluate("window.__sameDocument = true")
+    decided = {}
+    for i in range(5):
+        pair_id = int(page.get_attribute("#adjudication", "data-pair"))
+        grade = i % 3
+        page.keyboard.press(str(grade))
+        page.keyboard.press("Enter")
+        expect(page.locator("#adjudication")).not_to_have_attribute("data-pair", str(pair_id))
+        expect(page.locator("#adjudication")).to_be_focused()
+        assert page.input_value("#reason") == ""
+        decided[pair_id] = grade
+    assert page.evaluate("window.__sameDocument") is True
+    with new_session(engine) as s:
+        labels = {f.pair_id: f for f in final_labels(s, setup.project_id)}
+    got = {p: (labels[p].grade, labels[p].source) for p in decided}
+    assert got == {p: (g, "adjudicated") for p, g in decided.items()}
+
+    # G shows the guidelines rendered as on the judge page (Markdown to HTML, raw HTML escaped), at their top.
+    page.keyboard.press("g")
+    dialog = page.locator("dialog#guidelines")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator(".guidelines h1")).to_have_text("How to judge")
+    expect(dialog.locator(".guidelines strong")).to_have_text("document")
+    assert "**document**" not in dialog.inner_text()
+    assert page.evaluate("window.__xss") is None
+    assert page.evaluate("document.getElementById('guidelines').scrollTop") == 0
+    assert page.evaluate("document.getElementById('guidelines').scrollHeight > "
+                         "document.getElementById('guidelines').clientHeight")  # long enough to scroll
+    expect(dialog.locator("#guidelines-title")).to_be_in_viewport()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
 
 
 def test_a_judge_who_opens_lead_gets_403(server, page):

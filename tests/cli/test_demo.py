@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from ir_measures import nDCG
+from sqlmodel import select
 
 from curation.cli import main
 from curation.cli.demo import demo_commands
@@ -107,3 +108,46 @@ def test_demo_command(tmp_path):
     res = CliRunner().invoke(main, ["demo", "--dir", str(busy)])
     assert res.exit_code == 1 and "not a golden demo folder" in res.output
     assert [p.name for p in busy.iterdir()] == ["thesis.tex"]
+
+
+@pytest.mark.slow  # four demo runs
+def test_demo_refuses_to_overwrite_a_store_with_work_unless_forced(tmp_path):
+    """Issue 14: re-running `golden demo` on a folder silently replaced its store, judgments and all."""
+    from curation.judge import judging
+    from curation.store import projects, users
+    from curation.store.engine import make_engine
+    from curation.store.engine import session as new_session
+    from curation.store.models import Judgment
+
+    folder = tmp_path / "d"
+    args = ["demo", "--dir", str(folder), "--seed", "2", "--no-serve"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    # No work yet: running it again is allowed (a fresh store, new passwords).
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+
+    store = folder / "golden.db"
+    engine = make_engine(f"sqlite:///{store}")
+    with new_session(engine) as s:  # alice judges one pair, through the API the judging page uses
+        alice = users.get_user(s, "alice")
+        task = judging.next_task(s, projects.get_project(s, "demo").id, alice)
+        judging.submit(s, alice, task.token, grade=1)
+    engine.dispose()
+    before = store.read_bytes()
+
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 1
+    assert f"{store} holds work (1 judgment)" in res.output and "--force" in res.output
+    assert store.read_bytes() == before  # untouched
+
+    res = CliRunner().invoke(main, [*args, "--force"])
+    assert res.exit_code == 0, res.output
+    engine = make_engine(f"sqlite:///{store}")
+    with new_session(engine) as s:
+        assert s.exec(select(Judgment)).all() == []  # replaced, as asked
+    engine.dispose()
+
+    # A golden.db that is not a store at all is refused too (nothing to vouch for).
+    (folder / "golden.db").write_bytes(b"not a database")
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 1 and "cannot be read as a golden store" in res.output

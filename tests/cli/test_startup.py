@@ -17,7 +17,7 @@ HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarr
 COMMANDS = {
     "adjudicate", "agreement", "assign", "attribute", "audit", "compare", "corpus-sample", "coverage", "db", "demo",
     "export", "guidelines", "import-judgments", "leakcheck", "metrics", "noise", "pool", "power", "project",
-    "release", "sample", "seed-judgments", "serve", "split", "sweep", "user", "verify",
+    "progress", "release", "sample", "seed-judgments", "serve", "split", "sweep", "user", "verify",
 }
 
 PROBE = """

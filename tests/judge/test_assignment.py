@@ -244,7 +244,9 @@ def test_cli_assign_and_release(engine, db_url, tmp_path):
     res = runner.invoke(main, ["release", "--lead", "alice", "--db", db_url])
     assert res.exit_code == 1 and "only a lead or admin" in res.output
     res = runner.invoke(main, ["release", "--lead", "lena", "--agreement", "0.7", "--db", db_url])
-    assert res.exit_code == 0 and "10 main pairs released by lena at agreement 0.700" in res.output
+    assert res.exit_code == 1 and "no agreement can be measured" in res.output  # nobody has judged yet
+    res = runner.invoke(main, ["release", "--lead", "lena", "--force", "--reason", "trial", "--db", db_url])
+    assert res.exit_code == 0 and "10 main pairs released by lena (forced: trial)" in res.output
 
 
 # ------------------------------------------------------------------------------- concurrent assigns

@@ -1,0 +1,71 @@
+"""``golden progress``: where the judging stands, per judge and for the project."""
+
+from __future__ import annotations
+
+import click
+
+from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, project_option, store_session
+
+
+def _share(x) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def format_progress(r) -> str:
+    """The report of :func:`curation.judge.progress.build_progress` as text."""
+    from curation.judge.progress import format_duration as _ago
+
+    lines = [
+        f"project {r.project}: {r.done_pairs} of {r.assigned_pairs} assigned pairs done, {r.remaining_pairs} to go"
+        + (f" ({r.unassigned_pairs} pairs of the pool not assigned)" if r.unassigned_pairs else ""),
+        f"pace: {r.pace:.1f} answers an hour over the last 24 hours; "
+        + (f"estimated finish {r.eta:%Y-%m-%d %H:%M} UTC ({r.eta_note})" if r.eta else r.eta_note),
+    ]
+    if r.overlap_pairs:
+        state = "released" if r.released else f"held ({r.held_rows} main pairs wait for a lead's release)"
+        lines.append(f"overlap set: {r.overlap_complete} of {r.overlap_pairs} pairs labelled by all "
+                     f"{r.overlap_judges} judges; main work {state}")
+    else:
+        lines.append("overlap set: none")
+    lines.append("")
+    lines.append(f"{'judge':<14}{'done':>6}{'assigned':>9}{'held':>6}{'/h 1h':>7}{'/h 24h':>8}{'median s':>9}"
+                 f"{'unsure':>8}{'skipped':>8}  last active")
+    for j in r.judges:
+        median = "–" if j.median_seconds is None else f"{j.median_seconds:.1f}"
+        last = "never" if j.last_active is None else f"{_ago(j.idle_for)} ago"
+        idle = f"  IDLE (over {_ago(r.idle_after)})" if j.idle else ""
+        lines.append(f"{j.judge:<14}{j.done:>6}{j.assigned:>9}{j.held:>6}{j.per_hour_hour:>7.0f}{j.per_hour_day:>8.1f}"
+                     f"{median:>9}{_share(j.unsure_share):>8}{_share(j.skipped_share):>8}  {last}{idle}")
+    if not r.judges:
+        lines.append("(no judge has pairs assigned: run golden assign)")
+    return "\n".join(lines)
+
+
+@main.command()
+@project_option
+@click.option("--idle-minutes", type=click.IntRange(min=1), default=30, show_default=True,
+              help="A judge with pairs to judge and no answer for this long is marked idle.")
+@json_option
+@db_option
+@domain_errors
+def progress(project_name, idle_minutes, as_json, db_url):
+    """Where the judging stands: per judge, pairs done / assigned / held, answers per hour over
+    the last hour and day, median seconds per pair, share unsure and skipped, last active (idle
+    judges marked); for the project, pairs done and to go, the pace, an estimated finish and the
+    overlap set's state. The lead's progress page shows the same figures.
+
+    \b
+    Example:
+      golden progress --project news --idle-minutes 20
+    """
+    from datetime import timedelta
+
+    from curation.judge.progress import build_progress
+    from curation.store.projects import get_project
+
+    with store_session(db_url) as s:
+        report = build_progress(s, get_project(s, project_name), idle_after=timedelta(minutes=idle_minutes))
+    if as_json:
+        echo_json(report.as_dict())
+        return
+    click.echo(format_progress(report))

@@ -1,0 +1,117 @@
+"""Lead pages in a real Chromium against `golden serve`, on a store with two pooled runs, an
+incomplete exported version and leak findings:
+
+- incompleteness shown where decisions are made: the version page shows each run's judged top-10
+  coverage with a warning below 90%, the comparison report warns above its verdict and links back;
+- at 375 px (a phone) no lead page scrolls sideways (``document.documentElement.scrollWidth <=
+  375``; wide tables scroll in their own box) and "Log out" sits inside the header.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from curation.cli import main as golden
+from curation.export import versions as export
+from curation.judge.assignment import assign
+from curation.store.engine import session as new_session
+from curation.store.projects import get_project
+from tests.support.browser import golden_serve, log_in, new_page, require_chromium
+from tests.support.judgments import judge
+from tests.support.projects import add_users, create_from_files, write_pair_files
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+QIDS = [f"q{i}" for i in range(6)]
+RUNS = ("bm25-baseline-with-a-long-name", "dense-candidate-with-a-long-name")
+PHONE = {"width": 375, "height": 740}
+# The elements that stick out past the viewport (deepest first), to name them when a page is too wide.
+WIDE = """Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > 376
+  && !Array.from(e.children).some(c => c.getBoundingClientRect().right > 376))
+  .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    require_chromium()
+    folder = tmp_path_factory.mktemp("lead-pages")
+    from tests.support.projects import sqlite_store
+
+    with sqlite_store(folder) as (url, engine):
+        # Each run ranks the 4 documents of a query (reverse orders); "d" documents stay unjudged.
+        pairs = [(q, f"{q}-doc-{d}") for q in QIDS for d in "abcd"]
+        texts = {q: f"how do I export the invoices of {q} to a spreadsheet every month" for q in QIDS}
+        paths = write_pair_files(folder / "in", pairs, texts=texts, runs=[{"name": r} for r in RUNS], depth=4)
+        pool = [{"qid": q, "docid": f"{q}-doc-{d}", "order": i, "systems": {RUNS[0]: i + 1, RUNS[1]: 4 - i}}
+                for q in QIDS for i, d in enumerate("abcd")]
+        paths["pool"].write_text("".join(json.dumps(p) + "\n" for p in pool))
+        create_from_files(engine, "p", paths)
+        add_users(engine, alice="judge", bob="judge", lena="lead")
+        labels = {(q, f"{q}-doc-{d}"): g for q in QIDS for d, g in zip("abc", (2, 1, 0))}
+        judge(engine, folder, "alice", labels)
+        # bob agrees with alice but on q0-doc-a: a disagreement (unresolved under the majority policy)
+        judge(engine, folder, "bob", {**dict(list(labels.items())[:6]), ("q0", "q0-doc-a"): 0})
+        with new_session(engine) as s:
+            project = get_project(s, "p")
+            assign(s, project, ["alice", "bob"], overlap=6, seed=1)
+            export.export_version(s, project, "v1", out_dir=folder / "out", allow_incomplete=True, policy="majority")
+        corpus = folder / "corpus.jsonl"
+        corpus.write_text(json.dumps({"id": "kb-" + "x" * 80, "text": "Support article. " * 30 + texts["q1"]
+                                      + ". Open Billing, choose Export. " * 20}) + "\n")
+        res = CliRunner().invoke(golden, ["leakcheck", "--queries", str(paths["queries"]), "--corpus", str(corpus),
+                                          "--out", str(folder / "leaks.jsonl"), "--project", "p", "--db", url,
+                                          "--workers", "1"])
+        assert res.exit_code == 0, res.output
+        with golden_serve(url, folder, secret="lead-pages-secret") as base:
+            with new_session(engine) as s:
+                pid = get_project(s, "p").id
+            yield {"base": base, "engine": engine, "project_id": pid}
+
+
+def test_version_page_and_report_flag_incomplete_coverage(server, page):
+    from playwright.sync_api import expect
+
+    base = server["base"]
+    log_in(page, base, "lena", path="/login?next=/versions/p/v1")
+    expect(page.get_by_test_id("incomplete")).to_contain_text("pooled pairs unjudged")
+    table = page.get_by_test_id("coverage")
+    # Each run's top 4 of 6 queries: the "d" documents and the unresolved q0-doc-a are not in the
+    # version's qrels, so 7 of 24 unjudged: 70.8% judged, under 90%.
+    for run in RUNS:
+        expect(table.locator(f'tr[data-run="{run}"]')).to_contain_text("70.8% of top-4")
+        expect(table.locator(f'tr[data-run="{run}"]')).to_contain_text("7 of 24")
+    expect(table.get_by_test_id("coverage-warning")).to_have_count(2)
+    page.click("text=Compare two pooled runs on this version")
+    page.select_option("select[name=a]", RUNS[0])
+    page.select_option("select[name=b]", RUNS[1])
+    page.fill("input[name=metric]", "ndcg@4")
+    page.click("text=Show the comparison")
+    expect(page.locator("[data-coverage-warning]")).to_have_count(2)
+    expect(page.locator("[data-coverage-warning]").first).to_contain_text("70.8%")
+    page.click("text=Back to p · v1 in golden")
+    expect(page.get_by_test_id("coverage")).to_be_visible()
+    assert page.url.endswith("/versions/p/v1")
+
+
+def test_every_lead_page_fits_a_phone(server, browser):
+    base, pid = server["base"], server["project_id"]
+    paths = [f"/lead/{pid}", f"/lead/{pid}/adjudicate", f"/lead/{pid}/progress", f"/lead/{pid}/leaks",
+             "/versions/", "/versions/p/v1", "/reports/p/v1"]
+    with new_page(browser, viewport=PHONE) as page:
+        log_in(page, base, "lena")
+        too_wide = {}
+        for path in paths:
+            response = page.goto(base + path)
+            assert response.status == 200, path
+            page.wait_for_load_state("load")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > PHONE["width"]:
+                too_wide[path] = (width, page.evaluate(WIDE))
+            header = page.locator("header.topbar").bounding_box()
+            logout = page.get_by_role("button", name="Log out").bounding_box()
+            assert logout["x"] >= 0 and logout["x"] + logout["width"] <= PHONE["width"], path
+            assert header["y"] <= logout["y"] and logout["y"] + logout["height"] <= header["y"] + header["height"], path
+        assert too_wide == {}
