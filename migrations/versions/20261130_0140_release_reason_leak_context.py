@@ -2,7 +2,7 @@
 agreement; the chunk's text around a leak finding's match
 
 Revision ID: 0140
-Revises: 0001
+Revises: 0014
 Create Date: 2026-11-30 06:30:00
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0140'
-down_revision: str | None = '0001'
+down_revision: str | None = '0014'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
