@@ -375,7 +375,9 @@ def release(session: Session, project: Project, lead: User, *, agreement: float 
     proj.released_agreement = agreement
     proj.released_reason = (reason or "").strip() or None
     session.add(proj)
-    record_audit(session, "release", actor=lead, target=proj.name, project=proj, detail={"agreement": agreement})
+    detail = {"agreement": agreement} if proj.released_reason is None else {
+        "agreement": agreement, "forced": proj.released_reason}
+    record_audit(session, "release", actor=lead, target=proj.name, project=proj, detail=detail)
     session.commit()
     n = session.exec(
         select(func.count()).select_from(Assignment).where(Assignment.project_id == proj.id, Assignment.kind == "main")

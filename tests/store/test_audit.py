@@ -50,14 +50,15 @@ def test_release_export_and_adjudication_commands_are_audited(engine, tmp_path):
     judge(engine, tmp_path, "alice", {("q1", "d1"): 2, ("q1", "d2"): 0})
     judge(engine, tmp_path, "bob", {("q1", "d1"): 0, ("q1", "d2"): 0})
     url = url_of(engine)
-    run(url, "release", "--lead", "lena", "--agreement", "0.5")
+    # two shared pairs are too few for a usable verdict: the release is forced, and says why
+    run(url, "release", "--lead", "lena", "--agreement", "0.5", "--force", "--reason", "pilot")
     run(url, "adjudicate", "--lead", "lena", "--pair", "q1/d1", "--grade", "1", "--reason", "partly")
     run(url, "export", "--version", "v1", "--out", str(tmp_path / "out"), "--by", "ana")
     run(url, "export", "--version", "v1", "--out", str(tmp_path / "out2"), "--by", "ana")  # same state: no event
     rows = {e.action: e for e in events(engine)}
     assert {"release", "adjudicate", "export"} <= set(rows)
     assert rows["release"].actor == "lena" and rows["release"].target == "p"
-    assert json.loads(rows["release"].detail) == {"agreement": 0.5}
+    assert json.loads(rows["release"].detail) == {"agreement": 0.5, "forced": "pilot"}
     assert rows["adjudicate"].actor == "lena" and json.loads(rows["adjudicate"].detail) == {"grade": 1}
     assert rows["export"].actor == "ana" and rows["export"].target == "p v1"
     assert len(events(engine, action="export")) == 1
