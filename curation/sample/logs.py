@@ -4,13 +4,15 @@ A log row is one search (or, with a count column, that many searches). Logs (CSV
 Parquet, the text forms maybe gzip-compressed) are read by :mod:`curation.formats.logs` in chunks
 with pyarrow's streaming readers, so memory grows with the number of *distinct* queries,
 users and (query, user) pairs, never with the number of rows: a 10-million-row log collapses in
-about 17 CPU-seconds and 1.3 GB peak (see ``bench/bench_sample.py``).
+about 15 CPU-seconds and under 1 GB peak (see ``bench/bench_sample.py``).
 
 How the collapsing works, per chunk: each distinct raw query string is normalised once
 (:func:`curation.formats.normalize.normalize_text`, cached across chunks) and mapped to an integer id of
-its normalised form; users and strata are mapped to integer ids the same way. Traffic is summed per
-(query, stratum) and distinct users are kept as packed (query, user) integer pairs, de-duplicated
-with pandas' hash-based ``unique``. Only the final step builds strings again.
+its normalised form; users and strata are mapped to integer ids the same way (:class:`_Vocab`: the
+strings in pyarrow arrays, found by their 64-bit hashes, no Python object per string). Traffic is
+summed per (query, stratum) and distinct users are kept as packed (query, user) integer pairs, in
+buckets by query, de-duplicated with pandas' hash-based ``unique``. Only the final step builds
+strings again.
 
 A query seen under more than one stratum (say "weather" in two markets) belongs to the stratum
 where it has the most traffic (ties: the stratum whose values sort first); its traffic and users
