@@ -390,10 +390,12 @@ def decide_unsure(project_id: int):
 
 @bp.context_processor
 def _need_helpers() -> dict:
-    """``query_need(project, qid)`` for the need form on the adjudication screens (lead/_need.html)."""
+    """``query_need(project, qid)`` for the need form on the adjudication screens (lead/_need.html), and
+    ``unsure_open(project)`` for the count beside the "Unsure answers" links."""
     from curation.store import needs
 
-    return {"query_need": lambda project, qid: needs.current_need(get_db(), project, qid)}
+    return {"query_need": lambda project, qid: needs.current_need(get_db(), project, qid),
+            "unsure_open": lambda project: adjudication.unsure_counts(get_db(), project).open}
 
 
 @bp.post("/<int:project_id>/need")

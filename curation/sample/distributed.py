@@ -104,8 +104,10 @@ def map_piece(path: str, *, query_col, count_col, user_col, strata, n_buckets: i
     return part.counts, list(zip(traffic, pairs, raw))
 
 
-def reduce_bucket(parts: list, *, strata: Sequence[str], has_users: bool):
-    """The reduce step: one bucket's rows from every piece -> its distinct queries, decided."""
+def reduce_bucket(parts: list, *, strata: Sequence[str], has_users: bool, n_buckets: int = 1):
+    """The reduce step: one bucket's rows from every piece -> its distinct queries, decided, and
+    (with users) the bucket's distinct (text, user) pairs cut into ``n_buckets`` by the user's
+    hash, for :func:`user_shares`."""
     from curation.sample.logs import resolve_queries
 
     traffic = pd.concat([p[0] for p in parts], ignore_index=True)
@@ -115,7 +117,34 @@ def reduce_bucket(parts: list, *, strata: Sequence[str], has_users: bool):
         pairs = pd.concat([p[1] for p in parts], ignore_index=True).drop_duplicates(ignore_index=True)
     raw = pd.concat([p[2] for p in parts], ignore_index=True)["raw"].nunique()
     queries, facts = resolve_queries(traffic, pairs, strata=strata)
-    return queries, {**facts, "distinct_raw": int(raw)}
+    by_user = _split(pairs, "user", n_buckets) if pairs is not None else None
+    return queries, {**facts, "distinct_raw": int(raw)}, by_user
+
+
+# A query's user mass (issue 13's user-weighted mean): every user counts once and their distinct
+# queries share that unit, so query i gets sum over its users u of 1 / |Q_u|, over the number of
+# users. |Q_u| needs all of a user's pairs: a second shuffle, by user, then back by text.
+
+
+def user_shares(parts: list, *, n_buckets: int):
+    """One user bucket's pairs from every text bucket -> (its number of users, [(text, share) per
+    text bucket]), share = 1 / the user's number of distinct queries."""
+    pairs = pd.concat(parts, ignore_index=True)
+    per_user = pairs["user"].map(pairs["user"].value_counts())
+    shares = pd.DataFrame({"text": pairs["text"], "share": 1.0 / per_user.to_numpy(dtype=np.float64)})
+    return int(pairs["user"].nunique()), _split(shares, "text", n_buckets)
+
+
+def text_masses(parts: list) -> pd.DataFrame:
+    """One text bucket's shares from every user bucket -> (text, summed share), each query's shares
+    added in ascending order one after the other, as one process adds them (np.bincount), so the
+    sums are the same to the bit."""
+    shares = pd.concat(parts, ignore_index=True)
+    codes, texts = pd.factorize(shares["text"])
+    share = shares["share"].to_numpy(dtype=np.float64)
+    order = np.lexsort((share, codes))
+    return pd.DataFrame({"text": np.asarray(texts, dtype=object),
+                         "mass": np.bincount(codes[order], weights=share[order], minlength=len(texts))})
 
 
 def collapse_log_dask(
@@ -150,22 +179,46 @@ def collapse_log_dask(
         reduced = []
         for b in range(n):
             parts = [client.submit(_bucket, pp, b) for pp in per_piece]
-            reduced.append(client.submit(reduce_bucket, parts, strata=strata, has_users=user_col is not None))
+            reduced.append(client.submit(reduce_bucket, parts, strata=strata, has_users=user_col is not None,
+                                         n_buckets=n))
+        decided = [client.submit(_first_two, r) for r in reduced]
+        masses = None
+        if user_col is not None:
+            by_user = [client.submit(operator.getitem, r, 2) for r in reduced]
+            shared = [client.submit(user_shares, [client.submit(_bucket, bu, u) for bu in by_user], n_buckets=n)
+                      for u in range(n)]
+            n_users = client.gather([client.submit(operator.getitem, s, 0) for s in shared])
+            back = [client.submit(operator.getitem, s, 1) for s in shared]
+            masses = client.gather([client.submit(text_masses, [client.submit(_bucket, bk, t) for bk in back])
+                                    for t in range(n)])
         counts = client.gather(counts)
-        results = client.gather(reduced)
+        results = client.gather(decided)
     frames = [q for q, _ in results]
     queries = pd.concat(frames, ignore_index=True) if frames else None
     queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
     facts = {k: sum(f[k] for _, f in results) for k in ("zero_traffic", "multi_stratum", "moved", "distinct_raw")}
+    extra = {}
+    # CollapsedLog.user_mass (each query's share of a user-weighted mean) comes with issue 13's
+    # user weights; where it exists, the masses are the ones one process computes.
+    if masses is not None and "user_mass" in CollapsedLog.__dataclass_fields__:
+        # As one process: each query's mass over the number of users, 0 for a query without users.
+        mass = pd.concat(masses, ignore_index=True).set_index("text")["mass"]
+        total = sum(n_users)
+        mass = mass.reindex(queries["text"].to_numpy(dtype=object)).fillna(0.0).to_numpy(dtype=np.float64)
+        extra["user_mass"] = mass / total if total else np.zeros(len(queries))
     stats = LogStats(rows=sum(c["rows"] for c in counts), searches=sum(c["searches"] for c in counts),
                      distinct_raw=facts["distinct_raw"], empty_rows=sum(c["empty_rows"] for c in counts),
                      zero_traffic=facts["zero_traffic"], multi_stratum=facts["multi_stratum"],
                      moved_searches=facts["moved"])
-    return CollapsedLog(queries=queries, has_users=user_col is not None, stats=stats)
+    return CollapsedLog(queries=queries, has_users=user_col is not None, stats=stats, **extra)
 
 
 def _bucket(per_piece, b):
     return per_piece[b]
+
+
+def _first_two(result):
+    return result[0], result[1]
 
 
 def dask_map(address, fn, arguments):

@@ -4,13 +4,15 @@ A log row is one search (or, with a count column, that many searches). Logs (CSV
 Parquet, the text forms maybe gzip-compressed) are read by :mod:`curation.formats.logs` in chunks
 with pyarrow's streaming readers, so memory grows with the number of *distinct* queries,
 users and (query, user) pairs, never with the number of rows: a 10-million-row log collapses in
-about 17 CPU-seconds and 1.3 GB peak (see ``bench/bench_sample.py``).
+about 15 CPU-seconds and under 1 GB peak (see ``bench/bench_sample.py``).
 
 How the collapsing works, per chunk: each distinct raw query string is normalised once
 (:func:`curation.formats.normalize.normalize_text`, cached across chunks) and mapped to an integer id of
-its normalised form; users and strata are mapped to integer ids the same way. Traffic is summed per
-(query, stratum) and distinct users are kept as packed (query, user) integer pairs, de-duplicated
-with pandas' hash-based ``unique``. Only the final step builds strings again.
+its normalised form; users and strata are mapped to integer ids the same way (:class:`_Vocab`: the
+strings in pyarrow arrays, found by their 64-bit hashes, no Python object per string). Traffic is
+summed per (query, stratum) and distinct users are kept as packed (query, user) integer pairs, in
+buckets by query, de-duplicated with pandas' hash-based ``unique``. Only the final step builds
+strings again.
 
 A query seen under more than one stratum (say "weather" in two markets) belongs to the stratum
 where it has the most traffic (ties: the stratum whose values sort first); its traffic and users
@@ -47,6 +49,7 @@ from curation.formats.normalize import normalize_text
 
 _STRATUM_BITS = 24  # at most 16,777,216 strata (a few are sensible)
 _MERGE_AT = 1 << 23  # merge partial aggregates once they hold this many entries
+_PAIR_BUCKETS = 8  # (query, user) pairs are merged in this many buckets (by query)
 
 
 @dataclass(frozen=True)
@@ -216,9 +219,11 @@ class _Collapser:
         self.traffic_parts: list[pd.Series] = []
         self.traffic_len = 0
         self.traffic_merge_at = _MERGE_AT
-        self.pair_parts: list[np.ndarray] = []
-        self.pairs_len = 0
-        self.pairs_merge_at = _MERGE_AT
+        # Distinct (query, user) pairs in buckets by query, each merged on its own: a merge's hash
+        # table (pd.unique) holds one bucket, not every pair (the peak memory of a big log).
+        self.pair_parts: list[list[np.ndarray]] = [[] for _ in range(_PAIR_BUCKETS)]
+        self.pairs_len = [0] * _PAIR_BUCKETS
+        self.pairs_merge_at = [_MERGE_AT // _PAIR_BUCKETS] * _PAIR_BUCKETS
         self.rows = 0
         self.searches = 0
         self.empty_rows = 0
@@ -308,10 +313,13 @@ class _Collapser:
             uid = self.users.lookup(values, self._new_users)[rows]
             known = uid >= 0
             pairs = pd.unique((nid[known] << 32) | uid[known])
-            self.pair_parts.append(pairs)
-            self.pairs_len += len(pairs)
-            if self.pairs_len > self.pairs_merge_at:
-                self.pairs_merge_at = max(_MERGE_AT, 2 * len(self._merge_pairs()))
+            bucket = (pairs >> 32) % _PAIR_BUCKETS
+            for b in range(_PAIR_BUCKETS):
+                part = pairs[bucket == b]
+                self.pair_parts[b].append(part)
+                self.pairs_len[b] += len(part)
+                if self.pairs_len[b] > self.pairs_merge_at[b]:  # doubled: merge (amortised linear)
+                    self.pairs_merge_at[b] = max(_MERGE_AT // _PAIR_BUCKETS, 2 * len(self._merge_bucket(b)))
 
     def _merge_traffic(self) -> pd.Series:
         if len(self.traffic_parts) != 1:
@@ -321,12 +329,17 @@ class _Collapser:
         self.traffic_len = len(self.traffic_parts[0])
         return self.traffic_parts[0]
 
+    def _merge_bucket(self, b: int) -> np.ndarray:
+        parts = self.pair_parts[b]
+        if len(parts) != 1:
+            merged = pd.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+            self.pair_parts[b] = [merged]
+        self.pairs_len[b] = len(self.pair_parts[b][0])
+        return self.pair_parts[b][0]
+
     def _merge_pairs(self) -> np.ndarray:
-        if len(self.pair_parts) != 1:
-            merged = pd.unique(np.concatenate(self.pair_parts)) if self.pair_parts else np.zeros(0, np.int64)
-            self.pair_parts = [merged]
-        self.pairs_len = len(self.pair_parts[0])
-        return self.pair_parts[0]
+        """Every distinct (query << 32 | user) pair, bucket after bucket."""
+        return np.concatenate([self._merge_bucket(b) for b in range(_PAIR_BUCKETS)])
 
     def finish(self) -> CollapsedLog:
         traffic = self._merge_traffic()
@@ -569,8 +582,8 @@ def _adopt(target: _Collapser, source: _Collapser) -> None:
     target.empty_nid, target.next_user = source.empty_nid, source.next_user
     target.stratum_ids, target.stratum_values = dict(source.stratum_ids), list(source.stratum_values)
     target.traffic_parts, target.traffic_len = list(source.traffic_parts), source.traffic_len
-    target.pair_parts, target.pairs_len = list(source.pair_parts), source.pairs_len
-    target.traffic_merge_at, target.pairs_merge_at = source.traffic_merge_at, source.pairs_merge_at
+    target.pair_parts, target.pairs_len = [list(p) for p in source.pair_parts], list(source.pairs_len)
+    target.traffic_merge_at, target.pairs_merge_at = source.traffic_merge_at, list(source.pairs_merge_at)
     target.rows, target.searches, target.empty_rows = source.rows, source.searches, source.empty_rows
 
 

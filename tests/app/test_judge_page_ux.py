@@ -110,3 +110,23 @@ def test_the_lead_screens_added_here_are_for_leads_only_and_escape_what_a_lead_w
     # the judge's next page shows it under the query, escaped
     nxt = judge.get(f"/projects/{setup}/judge").data.decode()
     assert '<p id="need-description">&lt;script&gt;alert(1)&lt;/script&gt; reset</p>' in nxt
+
+
+def test_the_lead_pages_count_the_unsure_answers_and_the_export_shows_the_guidelines_grades(app, setup, engine):
+    from curation.export.gather import gather_state
+
+    judge = app.test_client()
+    login(judge, "alice")
+    body = judge.get(f"/projects/{setup}/judge").data.decode()
+    lead = app.test_client()
+    login(lead, "lena")
+    count = re.compile(r'data-testid="unsure-count">(\d+)<')
+    assert count.search(lead.get(f"/lead/{setup}").data.decode()).group(1) == "0"
+    judge.post(f"/projects/{setup}/judge", data={"csrf_token": _field(body, "csrf_token"),
+                                                 "token": _field(body, "token"), "action": "unsure", "grade": "2"})
+    for path in (f"/lead/{setup}", f"/lead/{setup}/adjudicate"):
+        assert count.search(lead.get(path).data.decode()).group(1) == "1", path
+    with new_session(engine) as db:
+        state = gather_state(db, projects.get_project(db, "ux"), policy="adjudicated")
+    assert [g["name"] for g in state.body["label_scale"]["grades"]] == [
+        "Not useful", "Related, partly useful", "Answers it"]

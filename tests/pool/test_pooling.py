@@ -333,46 +333,55 @@ def test_written_files_get_the_usual_permissions_not_tempfiles(tmp_path):
     assert stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o644
 
 
-def _count_forks(monkeypatch) -> list[int]:
-    """Count the processes forked from this one (the count a child keeps is its own copy)."""
+# The forked reads run in a fresh interpreter: the test process may have other threads (servers,
+# pools of earlier tests), and read_runs then rightly falls back to threads.
+_FORKED = r"""
+import json, os, sys
+from curation.formats.fileio import InputError
+from curation.formats.runs import read_runs
+
+forks = []
+real_fork = os.fork
+def fork():
+    pid = real_fork()
+    if pid:
+        forks.append(pid)
+    return pid
+os.fork = fork
+paths, workers, depth = json.loads(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+ticked = []
+try:
+    runs = read_runs(paths, depth=depth, workers=workers, processes=True, progress=lambda r: ticked.append(r.name))
+    out = {"runs": [[r.name, r.path, r.sha256, r.depth, r.rankings, r.scores] for r in runs]}
+except InputError as exc:
+    out = {"error": str(exc)}
+out.update(forks=len(forks), ticked=sorted(ticked))
+print(json.dumps(out))
+"""
+
+
+def _read_forked(paths, workers, depth=None) -> dict:
     import os
+    import subprocess
+    import sys
 
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def fork():
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return forks
+    root = str(Path(__file__).resolve().parents[2])  # this checkout's curation package first
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", _FORKED, json.dumps([str(p) for p in paths]), str(workers),
+                           json.dumps(depth)], capture_output=True, text=True, check=True, env=env)
+    return json.loads(done.stdout)
 
 
-def test_runs_read_in_forked_processes_equal_one_process(robust_runs, monkeypatch):
-    from curation.formats.runs import _can_fork
-
-    if not _can_fork():
-        pytest.skip("no fork here, or other threads run")
-    forks = _count_forks(monkeypatch)
-    ticked = []
-    forked = read_runs(robust_runs, depth=20, workers=3, processes=True, progress=lambda run: ticked.append(run.name))
-    assert len(forks) == 2  # two children and this process
+def test_runs_read_in_forked_processes_equal_one_process(robust_runs):
+    got = _read_forked(robust_runs, workers=3, depth=20)
+    assert got["forks"] == 2  # two children and the process itself
     alone = [read_run(p, depth=20) for p in robust_runs]
-    assert [(r.name, r.path, r.sha256, r.depth, r.rankings, r.scores) for r in forked] == [
-        (r.name, r.path, r.sha256, r.depth, r.rankings, r.scores) for r in alone
-    ]
-    assert sorted(ticked) == sorted(r.name for r in alone)
+    assert got["runs"] == [[r.name, r.path, r.sha256, r.depth, r.rankings, r.scores] for r in alone]
+    assert got["ticked"] == sorted(r.name for r in alone)
 
 
-@pytest.mark.parametrize("bad_sizes", [(1, 50), (50, 1)])  # the first bad file read by a child or here
-def test_forked_read_raises_the_first_bad_file_in_order(tmp_path, monkeypatch, bad_sizes):
-    from curation.formats.runs import _can_fork
-
-    if not _can_fork():
-        pytest.skip("no fork here, or other threads run")
-    forks = _count_forks(monkeypatch)
+@pytest.mark.parametrize("bad_sizes", [(1, 50), (50, 1)])  # the first bad file read by a child or the parent
+def test_forked_read_raises_the_first_bad_file_in_order(tmp_path, bad_sizes):
     good = "".join(f"1 Q0 d{i} {i} {100 - i} A\n" for i in range(1, 40))
     paths = [write(tmp_path / "good1.trec", good)]
     for k, extra in enumerate(bad_sizes, 1):
@@ -381,7 +390,6 @@ def test_forked_read_raises_the_first_bad_file_in_order(tmp_path, monkeypatch, b
     paths.append(write(tmp_path / "good2.trec", good))
     with pytest.raises(InputError) as alone:
         read_run(paths[1])
-    with pytest.raises(InputError) as forked:
-        read_runs(paths, workers=2, processes=True)
-    assert len(forks) == 1
-    assert str(forked.value) == str(alone.value) and "bad1.trec" in str(alone.value)
+    got = _read_forked(paths, workers=2)
+    assert got["forks"] == 1
+    assert got["error"] == str(alone.value) and "bad1.trec" in str(alone.value)

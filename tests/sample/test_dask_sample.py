@@ -90,7 +90,9 @@ def test_dask_sample_is_byte_identical_to_one_process(log_parts, cluster, tmp_pa
     assert one.read_bytes() == many.read_bytes()
     assert res1.stdout.replace(str(one), "OUT") == res2.stdout.replace(str(many), "OUT")  # same table, same facts
     rows = [json.loads(line) for line in one.read_text(encoding="utf-8").splitlines()]
-    assert len(rows) == 40 and abs(sum(r["weight"] for r in rows) - 1) < 1e-9
+    assert len(rows) == 40
+    if weighting == "traffic":  # (uniform Horvitz-Thompson weights sum to 1 only on average)
+        assert abs(sum(r["weight"] for r in rows) - 1) < 1e-9
 
 
 def test_dask_collapse_equals_one_process_with_other_bucket_counts(log_parts, cluster):
