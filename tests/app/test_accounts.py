@@ -407,7 +407,8 @@ def test_proxy_headers_give_the_client_address_to_throttling_and_audit(engine):
 def test_a_release_in_the_app_is_audited_with_the_leads_address(app, project, engine):
     lead = login(client_from(app, {"REMOTE_ADDR": "192.0.2.44"}), "lena")
     page = lead.get(f"/lead/{project.project_id}")
-    res = lead.post(f"/lead/{project.project_id}/release", data={"csrf_token": csrf(page.data), "confirm": "yes"})
+    res = lead.post(f"/lead/{project.project_id}/release", data={"csrf_token": csrf(page.data), "confirm": "yes",
+                                                                 "reason": "pilot"})
     assert res.status_code == 302
     with engine.connect() as conn:
         row = conn.execute(text("SELECT actor, target, address, project_id FROM auditevent "
