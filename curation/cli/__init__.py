@@ -14,6 +14,7 @@ from curation.cli import (  # noqa: F401 - imported for their effect: each attac
     adjudicate,
     agreement,
     assign,
+    calibrate,
     corpus,
     coverage,
     db,
