@@ -217,3 +217,40 @@ def test_fewer_than_30_pairs_say_not_enough_pairs(sqlite_engine, tmp_path):
     assert all(g.agreement is None for c in rep.bias for g in c.groups)
     d = rep.as_dict()
     assert d["enough_pairs"] is False and d["headline"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["lenient", "long"])
+def test_ranking_correlation_equals_scipy_on_ir_measures_scores(robust, kind):
+    """The runs' nDCG@10 under human and machine labels computed by ir_measures from the pooled
+    rankings, ranked, and Kendall's tau by scipy: the report's tau and swapped pairs match."""
+    import ir_measures
+    from scipy.stats import kendalltau
+
+    truth, facts = robust["truth"], robust["facts"]
+    machine = majority_of(robust["rows"][kind])
+    runs = {}
+    for (q, d), (_, systems) in facts.items():
+        for run, rank in systems.items():
+            runs.setdefault(run, []).append(ir_measures.ScoredDoc(q, d, 1000.0 - rank))
+
+    def means(labels):  # over the queries with a relevant document (golden leaves the others out of nDCG)
+        qrels = [ir_measures.Qrel(q, d, g) for (q, d), g in labels.items()]
+        with_rel = {q for (q, _), g in labels.items() if g >= 1}
+        out = {}
+        for run, docs in runs.items():
+            per = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 10], qrels, docs)}
+            out[run] = float(np.mean([per.get(q, 0.0) for q in sorted(with_rel)]))
+        return out
+
+    human_means, machine_means = means(truth), means(machine)
+    ranking = robust["reports"][kind].ranking
+    assert ranking.human_means == pytest.approx(human_means, abs=1e-6)
+    comp = ranking.comparisons[0]
+    assert comp.labels == "machine" and comp.means == pytest.approx(machine_means, abs=1e-6)
+    names = sorted(runs)
+    tau = kendalltau([human_means[n] for n in names], [machine_means[n] for n in names]).statistic
+    assert comp.kendall_tau == pytest.approx(tau)
+    swapped = sum((human_means[a] - human_means[b]) * (machine_means[a] - machine_means[b]) < 0
+                  for i, a in enumerate(names) for b in names[i + 1:])
+    assert comp.swapped == swapped
