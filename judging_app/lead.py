@@ -275,3 +275,22 @@ def new_guidelines(project_id: int):
     back = request.form.get("back", type=int)
     return redirect(url_for("lead.queue", project_id=project.id, pair=back) if back else
                     url_for("lead.queue", project_id=project.id))
+
+
+@bp.get("/<int:project_id>/machines")
+@lead_required
+def machines(project_id: int):
+    """The "Machine judges" panel: one machine judge's calibration against the human labels
+    (:func:`curation.machine.calibrate.build_calibration_report`, the report of `golden calibrate`),
+    ``?machine=NAME`` choosing among the project's machine judges."""
+    from curation.machine.calibrate import build_calibration_report
+    from curation.machine.labels import list_machines
+
+    project = project_or_404(project_id)
+    db = get_db()
+    names = list_machines(db, project)
+    chosen = request.args.get("machine") or (names[0] if names else None)
+    if chosen is not None and chosen not in names:
+        abort(404)
+    report = build_calibration_report(db, project, chosen).as_dict() if chosen else None
+    return render_template("lead/machines.html", project=project, machines=names, chosen=chosen, r=report)
