@@ -17,7 +17,8 @@ JSONL; anything else is TREC qrels):
   (strings).
 
 A label repeated for the same (qid, docid, sample, prompt version) follows ``on_conflict``
-(:mod:`curation.formats.conflicts`). Errors name ``file:line``.
+(:mod:`curation.formats.conflicts`). Errors name ``file:line``. :func:`write_machine_labels` writes
+the JSONL layout (the demo's simulated machine judge).
 """
 
 from __future__ import annotations
@@ -28,7 +29,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from curation.formats.conflicts import Dedup
-from curation.formats.fileio import InputError, base_suffix, identifier, iter_jsonl_lines, no_records, open_text
+from curation.formats.fileio import (
+    InputError,
+    atomic_write,
+    base_suffix,
+    identifier,
+    iter_jsonl_lines,
+    json_line,
+    no_records,
+    open_text,
+)
 from curation.formats.qrels import parse_grade, parse_qrel_line
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -142,3 +152,19 @@ def _records(path: str) -> Iterator[MachineLabelLine]:
             q = parse_qrel_line(line, path, lineno)
             if q is not None:
                 yield MachineLabelLine(q.qid, q.docid, q.grade, lineno)
+
+
+def write_machine_labels(records, path: str | os.PathLike) -> None:
+    """Write :class:`MachineLabelLine` records as JSONL (the layout :func:`read_machine_labels` reads),
+    whole or not at all; fields without a value are left out."""
+    with atomic_write(path) as fh:
+        for r in records:
+            obj = {"qid": r.qid, "docid": r.docid, "grade": int(r.grade), "sample": r.sample}
+            if r.probabilities is not None:
+                obj["probability"] = {str(g): p for g, p in r.probabilities}
+            elif r.confidence is not None:
+                obj["confidence"] = r.confidence
+            for key in ("rationale", "model", "prompt_version"):
+                if getattr(r, key) is not None:
+                    obj[key] = getattr(r, key)
+            fh.write(json_line(obj) + "\n")
