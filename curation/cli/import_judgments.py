@@ -58,8 +58,12 @@ def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, a
     if model is not None or prompt_version is not None:
         raise click.UsageError("--model and --prompt-version describe a machine judge: add --machine")
     from curation.judge.importing import import_judgments
+    from curation.machine.labels import get_machine
 
     with store_session(db_url) as s:
+        if get_machine(s, judge) is not None:
+            raise click.ClickException(f"judge: {judge!r} is a machine judge; its labels are imported with --machine "
+                                       "(a person needs a name of their own)")
         report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
                                   create_judge=create_judge, allow_empty=allow_empty, on_conflict=on_conflict)
     click.echo(report.summary())

@@ -139,3 +139,16 @@ def test_cli_refuses_machine_options_without_machine(judged, tmp_path, db_url):
     res = CliRunner().invoke(main, ["import-judgments", str(machine_file(tmp_path)), "--judge", "llm",
                                     "--model", "m", "--db", db_url])
     assert res.exit_code == 2 and "add --machine" in res.output
+
+
+def test_a_machine_judges_name_is_refused_for_human_labels(judged, tmp_path, db_url):
+    runner = CliRunner()
+    res = runner.invoke(main, ["import-judgments", str(machine_file(tmp_path)), "--judge", "llm", "--machine",
+                               "--db", db_url])
+    assert res.exit_code == 0, res.output
+    qrels = tmp_path / "h.qrels"
+    qrels.write_text("q1 0 d1 2\n")
+    res = runner.invoke(main, ["import-judgments", str(qrels), "--judge", "llm", "--create-judge", "--db", db_url])
+    assert res.exit_code == 1 and "'llm' is a machine judge" in res.output
+    with new_session(judged) as s:
+        assert s.exec(select(User).where(User.name == "llm")).first() is None
