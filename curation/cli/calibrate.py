@@ -68,6 +68,14 @@ def _echo_text(d: dict) -> None:
             if human is None and len(pw) == 1:
                 human = pw[0]["measures"].get(key)
             echo(f"  {title:<30} {fmt(m):<28} {fmt(human) if human else '-'}")
+    if d["machine_vs_people"] or d["human_pairwise"]:
+        echo("on the overlap set, like for like (exact agreement, Cohen's kappa):")
+        for a in d["human_pairwise"]:
+            echo(f"  {' vs '.join(a['judges']):<30} {_pct(a['measures']['agreement']):<28} "
+                 f"{_num(a['measures']['kappa'])}  ({a['pairs']} pairs)")
+        for a in d["machine_vs_people"]:
+            echo(f"  {a['judges'][0] + ' vs the machine':<30} {_pct(a['measures']['agreement']):<28} "
+                 f"{_num(a['measures']['kappa'])}  ({a['pairs']} pairs)")
     v = d["verdict"]
     echo(f"verdict: {v['band']}: {v['message']}")
     echo(f"  rule: {v['rule']}")

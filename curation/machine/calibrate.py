@@ -189,6 +189,7 @@ class CalibrationReport:
     versions: list[VersionFigures]
     ranking: object | None = None  # curation.machine.ranking.RankingFigures
     notes: list[str] = field(default_factory=list)
+    machine_vs_people: list[Agreement] = field(default_factory=list)  # each person against the machine, overlap set
     kind: str = MACHINE_KIND
 
     @property
@@ -216,6 +217,7 @@ class CalibrationReport:
             "agreement": None if self.agreement is None else self.agreement.as_dict(),
             "human_human": None if self.human_human is None else self.human_human.as_dict(),
             "human_pairwise": [a.as_dict() for a in self.human_pairwise],
+            "machine_vs_people": [a.as_dict() for a in self.machine_vs_people],
             "verdict": self.verdict.as_dict(),
             "confusion": {"rows": "human grade", "columns": "machine grade", "matrix": self.confusion},
             "signed_differences": {str(k): v for k, v in sorted(self.signed.items())},
@@ -375,6 +377,21 @@ def human_human(records: Sequence[Label], *, scale: Sequence[int], cut: int, boo
     return overall, [p for p in pairwise if p.pairs]
 
 
+def machine_vs_people(records: Sequence[Label], machine: Mapping, *, scale: Sequence[int], cut: int,
+                      boot_args: dict) -> list[Agreement]:
+    """Each person who labelled the overlap set against the machine on the pairs both labelled: the
+    like-for-like figure beside the humans' pairwise agreement (person vs person)."""
+    if not records:
+        return []
+    labels = {u: dict(d) for u, d in latest_labels(records).items()}
+    judges = sorted({j for d in labels.values() for j in d})
+    for u, d in labels.items():
+        if u in machine:
+            d[MACHINE_KIND] = Label(u[0], u[1], MACHINE_KIND, machine[u])
+    out = [compare_pair(labels, j, MACHINE_KIND, scale=scale, cut=cut, **boot_args) for j in judges]
+    return [a for a in out if a.pairs]
+
+
 def calibration_report(
     *,
     project: str,
@@ -447,6 +464,7 @@ def calibration_report(
         project, machine, scale, cut, min_pairs, resamples, seed, confidence, current, models, len(machine_g),
         len(human), len(units), len({u[0] for u in units}), headline, agreement, hh, pairwise, verdict,
         confusion.tolist(), signed, lean, bias, repeats, probs, vfs, notes=notes,
+        machine_vs_people=machine_vs_people(overlap_records, machine_g, scale=scale, cut=cut, boot_args=boot_args),
     )
 
 

@@ -254,3 +254,26 @@ def test_ranking_correlation_equals_scipy_on_ir_measures_scores(robust, kind):
     swapped = sum((human_means[a] - human_means[b]) * (machine_means[a] - machine_means[b]) < 0
                   for i, a in enumerate(names) for b in names[i + 1:])
     assert comp.swapped == swapped
+
+
+@pytest.mark.slow
+def test_each_person_against_the_machine_on_the_overlap_set_equals_sklearn(robust):
+    """bob labelled 150 overlap pairs, alice all: each against the machine on the pairs both labelled."""
+    from curation.agree.labels import load_judgments
+    from curation.store.engine import session as new_session
+
+    rep = robust["reports"]["long"]
+    machine = majority_of(robust["rows"]["long"])
+    with new_session(robust["engine"]) as s:
+        records = load_judgments(s, get_project(s, "r3"), overlap_only=True)
+    latest = {}
+    for r in records:
+        latest[(r.judge, r.qid, r.docid)] = r.grade
+    by = {a.judges[0]: a for a in rep.machine_vs_people}
+    assert sorted(by) == ["alice", "bob"] and all(a.judges[1] == "machine" for a in by.values())
+    for judge, a in by.items():
+        units = sorted((q, d) for j, q, d in latest if j == judge)
+        h = [latest[(judge, q, d)] for q, d in units]
+        m = [machine[u] for u in units]
+        assert a.pairs == len(units) == 150
+        assert a.measures["kappa"].value == pytest.approx(cohen_kappa_score(h, m, labels=[0, 1, 2]))
