@@ -152,3 +152,18 @@ def test_a_machine_judges_name_is_refused_for_human_labels(judged, tmp_path, db_
     assert res.exit_code == 1 and "'llm' is a machine judge" in res.output
     with new_session(judged) as s:
         assert s.exec(select(User).where(User.name == "llm")).first() is None
+
+
+def test_qrels_lines_out_of_scale_and_unpooled_pairs_are_reported(judged, tmp_path):
+    path = tmp_path / "m.qrels"
+    path.write_text("q1 0 d1 2\nq1 0 d2 5\nq1 0 d3 -1\nq9 0 d9 1\n")
+    with new_session(judged) as s:
+        rep = import_machine_labels(s, path, machine="m1", project="p", model="mx", prompt_version="p7")
+        assert (rep.imported, rep.out_of_scale, rep.missing, rep.missing_examples) == (1, 2, 1, [("q9", "d9")])
+        clipped = import_machine_labels(s, path, machine="m2", project="p", clip=True)
+        assert (clipped.imported, clipped.clipped) == (3, 2)
+        rows = load_machine_rows(s, get_project(s, "p"), "m1")
+        assert [(r.qid, r.docid, r.grade, r.model, r.prompt_version) for r in rows] == [("q1", "d1", 2, "mx", "p7")]
+        assert {(r.docid, r.grade) for r in load_machine_rows(s, get_project(s, "p"), "m2")} == {
+            ("d1", 2), ("d2", 2), ("d3", 0)}
+    assert "1 pairs are not in the pool" in rep.summary() and "golden calibrate" in rep.summary()
