@@ -277,6 +277,14 @@ def new_guidelines(project_id: int):
                     url_for("lead.queue", project_id=project.id))
 
 
+@bp.app_template_global("machine_judges")
+def _machine_judges(project: Project) -> list[str]:
+    """The names of ``project``'s machine judges, for the dashboard's link to their panel."""
+    from curation.machine.labels import list_machines
+
+    return list_machines(get_db(), project)
+
+
 @bp.get("/<int:project_id>/machines")
 @lead_required
 def machines(project_id: int):

@@ -43,6 +43,7 @@ def test_lead_sees_machine_figures_next_to_the_humans_and_the_bias_checks(server
 
     base, pid, r = server["base"], server["pid"], server["report"]
     log_in(page, base, "lena", path=f"/login?next=/lead/{pid}")
+    expect(page.locator("[data-testid=machine-link]")).to_have_text("llm-<b>long</b>")  # named on the dashboard
     page.click("[data-testid=machine-link]")
     panel = page.locator("[data-testid=machine-panel]")
     expect(panel).to_be_visible()
