@@ -179,6 +179,7 @@ class DemoPaths:
     queries: Path | None = None
     pool: Path | None = None
     pool_meta: Path | None = None
+    machine: Path | None = None  # machine/llm.jsonl: the simulated machine judge
 
 
 @dataclass
@@ -554,7 +555,57 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
     pool.queries_file = file_info(paths.queries, queries=len(qids))
     paths.pool_meta = write_pool(pool, paths.pool)
     fetched = fetch_docs([paths.corpus], {p.docid for p in pool.pairs})
-    return DemoResult(data=data, sample=sample, pool=pool, fetched=fetched)
+    result = DemoResult(data=data, sample=sample, pool=pool, fetched=fetched)
+    paths.machine = write_machine_judge(result, seed=seed)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# A simulated machine judge: the hidden truth with controlled errors and a lean towards long documents
+
+DEMO_MACHINE, DEMO_MACHINE_MODEL, DEMO_MACHINE_PROMPT = "llm", "sim-large", "v1"
+MACHINE_ERROR = 0.08  # share of pairs given a grade one off the truth
+MACHINE_LONG_LEAN = 0.5  # share of the longest 30% of pooled documents raised one grade
+MACHINE_SAMPLE_FLIP = 0.02  # chance that one sample differs from the machine's usual answer
+MACHINE_SAMPLES = 3
+
+
+def write_machine_judge(result: DemoResult, *, seed: int = 0) -> Path:
+    """Write ``machine/llm.jsonl``: a simulated machine judge of every pooled pair, three samples each
+    with probabilities, derived from the hidden truth: ``MACHINE_ERROR`` of the pairs one grade off,
+    half the pairs of the longest 30% of documents raised one grade (the lean ``golden calibrate``
+    finds), and the odd sample that differs. Same seed, same bytes."""
+    from curation.formats.machine_labels import MachineLabelLine, write_machine_labels
+    from curation.formats.qrels import read_qrels
+
+    paths = result.data.paths
+    truth = read_qrels(paths.hidden_qrels)
+    rng = random.Random(f"machine:{seed}")
+    pairs = sorted({(p.qid, p.docid) for p in result.pool.pairs if p.docid in result.fetched.docs})
+    length = {d: len(result.fetched.docs[d].text) for _, d in pairs}
+    ordered = sorted(length.values())
+    long_edge = ordered[int(0.7 * len(ordered))] if ordered else 0
+    records = []
+    for qid, docid in pairs:
+        g = truth.get(qid, {}).get(docid, 0)
+        base = g
+        if rng.random() < MACHINE_ERROR:
+            base = 1 if g != 1 else rng.choice((0, 2))
+        if length[docid] >= long_edge and base < 2 and rng.random() < MACHINE_LONG_LEAN:
+            base += 1
+        conf = round(rng.uniform(0.85, 0.98) if base == g else rng.uniform(0.55, 0.8), 3)
+        for sample in range(MACHINE_SAMPLES):
+            grade = base
+            if rng.random() < MACHINE_SAMPLE_FLIP:
+                grade = 1 if base != 1 else rng.choice((0, 2))
+            rest = round((1.0 - conf) / 2, 4)
+            probs = tuple((x, round(conf if x == grade else rest, 4)) for x in (0, 1, 2))
+            records.append(MachineLabelLine(qid, docid, grade, 0, sample, probs, conf, None, DEMO_MACHINE_MODEL,
+                                            DEMO_MACHINE_PROMPT))
+    path = paths.folder / "machine" / "llm.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    write_machine_labels(records, path)
+    return path
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,6 +621,7 @@ class DemoStore:
     project: str
     logins: list[tuple[str, str, str]]  # (name, role, password)
     assigned: object  # curation.judge.assignment.AssignReport
+    machine: object = None  # curation.machine.labels.MachineImportReport: the simulated machine judge
 
 
 def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OVERLAP) -> DemoStore:
@@ -605,6 +657,11 @@ def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OV
                 logins.append((name, role, password))
             project = projects.get_project(db, DEMO_PROJECT)
             report = assignment.assign(db, project, list(DEMO_JUDGES), overlap=overlap, seed=seed)
+            machine = None
+            if paths.machine is not None:
+                from curation.machine.labels import import_machine_labels
+
+                machine = import_machine_labels(db, paths.machine, machine=DEMO_MACHINE, project=DEMO_PROJECT)
         with engine.connect() as conn:  # fold the WAL into the file before it is renamed
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     except BaseException:
@@ -617,4 +674,4 @@ def load_demo_store(result: DemoResult, *, seed: int = 0, overlap: int = DEMO_OV
         stale.unlink(missing_ok=True)
     os.replace(tmp, final)
     return DemoStore(path=final, url=f"sqlite:///{final.resolve()}", project=DEMO_PROJECT, logins=logins,
-                     assigned=report)
+                     assigned=report, machine=machine)

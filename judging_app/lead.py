@@ -419,3 +419,28 @@ def write_need(project_id: int):
         flash(f"The information need of {need.qid} is unchanged (version {need.version}).", "info")
     back = "lead.unsure" if form.get("back") == "unsure" else "lead.queue"
     return redirect(url_for(back, project_id=project.id, pair=form.get("pair", type=int)))
+@bp.app_template_global("machine_judges")
+def _machine_judges(project: Project) -> list[str]:
+    """The names of ``project``'s machine judges, for the dashboard's link to their panel."""
+    from curation.machine.labels import list_machines
+
+    return list_machines(get_db(), project)
+
+
+@bp.get("/<int:project_id>/machines")
+@lead_required
+def machines(project_id: int):
+    """The "Machine judges" panel: one machine judge's calibration against the human labels
+    (:func:`curation.machine.calibrate.build_calibration_report`, the report of `golden calibrate`),
+    ``?machine=NAME`` choosing among the project's machine judges."""
+    from curation.machine.calibrate import build_calibration_report
+    from curation.machine.labels import list_machines
+
+    project = project_or_404(project_id)
+    db = get_db()
+    names = list_machines(db, project)
+    chosen = request.args.get("machine") or (names[0] if names else None)
+    if chosen is not None and chosen not in names:
+        abort(404)
+    report = build_calibration_report(db, project, chosen).as_dict() if chosen else None
+    return render_template("lead/machines.html", project=project, machines=names, chosen=chosen, r=report)

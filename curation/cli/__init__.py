@@ -15,6 +15,7 @@ from curation.cli import (  # noqa: F401 - imported for their effect: each attac
     agreement,
     assign,
     audit,
+    calibrate,
     corpus,
     coverage,
     db,

@@ -15,10 +15,17 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @click.option("--hold/--no-hold", default=None,
               help="Hold the main pairs back until a lead runs `golden release` "
                    "(default: hold when there is an overlap set).")
+@click.option("--machine", "machine", metavar="NAME", default=None,
+              help="A machine judge whose confident labels are accepted: people get only the pairs below "
+                   "--accept-above (plus the overlap set and an audit share).")
+@click.option("--accept-above", type=click.FloatRange(0, 1), default=None, metavar="P",
+              help="With --machine: accept the machine's label where its confidence is at least P.")
+@click.option("--audit", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+              help="With --machine: share of the accepted pairs still given to people, drawn at random (seeded).")
 @seed_option
 @db_option
 @domain_errors
-def assign(judges, overlap, project_name, hold, seed, db_url):
+def assign(judges, overlap, project_name, hold, machine, accept_above, audit, seed, db_url):
     """Assign the project's unassigned pairs to judges: an overlap set every judge labels first,
     drawn across queries and strata, then the rest split evenly, a query's pairs with one judge.
     Run it again after `golden project extend` to hand out only the new pairs.
@@ -26,14 +33,23 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
     \b
     Example:
       golden assign --project news --judges alice,bob,carol --overlap 100 --seed 7
+      golden assign --project news --judges alice,bob --machine llm --accept-above 0.9 --audit 0.05
     """
     from curation.judge.assignment import assign as do_assign
     from curation.store.projects import get_project
 
+    if (machine is None) != (accept_above is None):
+        raise click.UsageError("--machine and --accept-above go together")
     names = [n.strip() for n in judges.split(",") if n.strip()]
+    esc = None
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
-        rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
+        if machine is not None:
+            from curation.machine.escalation import escalation
+
+            esc = escalation(s, proj, machine, accept_above=accept_above, audit=audit, seed=seed)
+        rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold,
+                        withhold=esc.accepted if esc else ())
     again = (" (assigned before; its pairs are not added again)"
              if rep.overlap_pairs and not rep.new_overlap_rows else "")
     click.echo(
@@ -46,6 +62,10 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
     click.echo(f"{'judge':<16} {'overlap':>7} {'main':>6} {'queries':>7}")
     for name, c in rep.per_judge.items():
         click.echo(f"{name:<16} {c['overlap']:>7} {c['main']:>6} {c['queries']:>7}")
+    if esc is not None:
+        click.echo(esc.summary())
+        click.echo(f"{rep.withheld_pairs} new pairs withheld from people; export them with "
+                   f"golden export --fill-unjudged machine:{machine}")
     if rep.held:
         click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME")
 

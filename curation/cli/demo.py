@@ -119,6 +119,14 @@ def demo_command(folder, seed, no_serve, port, force):
     echo(f"  overlap set: {a.overlap_pairs} pairs over {a.overlap_queries} queries, labelled by every judge first;"
          f" the other {a.new_main_pairs} pairs are split by query"
          + (", held until the lead releases them" if a.held else ""))
+    if store.machine is not None:
+        m = store.machine
+        echo("")
+        echo(f"Imported a simulated machine judge (the hidden truth with {m.imported // max(m.samples, 1):,} pairs x "
+             f"{m.samples} samples, a few errors and a lean towards long documents), as:")
+        echo(f"  golden import-judgments {q(str(paths.machine))} --judge {m.machine} --machine --db {db}")
+        echo(f"  then, once people have labelled pairs: golden calibrate --project {store.project} --machine "
+             f"{m.machine} --db {db}")
     echo("")
     echo("Log in as (the passwords are new each run):")
     for name, role, password in store.logins:

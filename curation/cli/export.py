@@ -34,6 +34,9 @@ def _whoami() -> str | None:
               help="How a pair's final label is decided when judges disagree (see curation/agree/labels.py).")
 @click.option("--allow-incomplete", is_flag=True,
               help="Export even with unjudged pooled pairs or unresolved disagreements (the manifest counts them).")
+@click.option("--fill-unjudged", "fill_unjudged", metavar="machine:NAME", default=None,
+              help="Fill pooled pairs no person labelled with that machine judge's labels: flagged per pair in "
+                   "qrels.jsonl (source machine) and counted in the manifest with its calibration figures.")
 @click.option("--frozen", is_flag=True,
               help="Write an already exported version as frozen, whatever the store holds now.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
@@ -41,7 +44,7 @@ def _whoami() -> str | None:
 @click.option("--by", "created_by", metavar="NAME", default=None, help="Who exports (default: your login name).")
 @db_option
 @domain_errors
-def export_cmd(version, project_name, policy, allow_incomplete, frozen, out_dir, created_by, db_url):
+def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, frozen, out_dir, created_by, db_url):
     """Export the golden set as an immutable version: OUT/VERSION/{qrels.txt, qrels.jsonl,
     queries.jsonl, manifest.json, CHANGES.md}.
 
@@ -62,7 +65,7 @@ def export_cmd(version, project_name, policy, allow_incomplete, frozen, out_dir,
         else:
             res = export_version(s, proj, version, policy=policy, out_dir=out_dir,
                                  allow_incomplete=allow_incomplete, created_by=created_by or _whoami(),
-                                 progress=sys.stderr.isatty())
+                                 progress=sys.stderr.isatty(), fill_unjudged=fill_unjudged)
     m = res.manifest
     c = m["counts"]
     how = "new version" if res.new else "frozen version written again"
@@ -73,6 +76,13 @@ def export_cmd(version, project_name, policy, allow_incomplete, frozen, out_dir,
     grades = ", ".join(f"{g}: {n}" for g, n in c["grades"].items())
     click.echo(f"  {c['queries']} queries{split_txt}; {c['pairs']} judged pairs (grades {grades})")
     click.echo("  sources: " + ", ".join(f"{k} {v}" for k, v in c["sources"].items() if v) + f"; policy {m['policy']}")
+    mf = m.get("machine_fill")
+    if mf:
+        cal = mf["calibration"]
+        exact = cal["exact_agreement"]
+        agree = "not enough pairs" if exact is None else f"{100 * exact['value']:.1f}% exact agreement with people"
+        click.echo(f"  MACHINE-FILLED: {mf['pairs_filled']} pairs labelled by machine judge {mf['judge']} ({agree}; "
+                   f"verdict {cal['verdict']}; failed checks: {', '.join(cal['failed_checks']) or 'none'})")
     inc = m["incomplete"]
     if inc["unjudged_pooled_pairs"] or inc["unresolved_disagreements"]:
         click.echo(f"  INCOMPLETE: {inc['unjudged_pooled_pairs']} pooled pairs unjudged, "

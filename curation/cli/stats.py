@@ -33,11 +33,39 @@ _METRIC_HELP = "Metric, e.g. ndcg@10, recall@100, ap or mrr@10 (an unknown name 
 # shared options and loading
 
 
-def _qrels_option(func):
+def _qrels_option(func=None, *, from_store: bool = False):
+    """``--qrels``; with ``from_store``, also ``--qrels-from`` (and its ``--project``/``--db``), the
+    labels of the project store instead of a file (:func:`curation.machine.ranking.qrels_from`)."""
+    if func is None:
+        return lambda f: _qrels_option(f, from_store=from_store)
     func = on_conflict_option(func, expose=False)  # read by _load_qrels
+    if from_store:
+        func = _qrels_from_options(func)
     return click.option(
-        "--qrels", "qrels_path", required=True, type=click.Path(exists=True),
-        help="TREC qrels file, or an exported version folder (its qrels.txt, and queries.jsonl when present).",
+        "--qrels", "qrels_path", required=not from_store, type=click.Path(exists=True),
+        help="TREC qrels file, or an exported version folder (its qrels.txt, and queries.jsonl when present)."
+        + (" Or --qrels-from." if from_store else ""),
+    )(func)
+
+
+def _qrels_from_options(func):
+    """``--qrels-from human|machine:NAME|filled:NAME`` with ``--project`` and ``--db``, kept in
+    ``ctx.meta`` for :func:`_load_qrels`."""
+    def remember(key):
+        def callback(ctx, param, value):
+            ctx.meta[key] = value
+            return value
+        return callback
+
+    func = click.option("--db", "qrels_db", metavar="URL", envvar="DATABASE_URL", default=None, expose_value=False,
+                        callback=remember("qrels_db"), help="With --qrels-from: the project store.")(func)
+    func = click.option("--project", "qrels_project", metavar="NAME", default=None, expose_value=False,
+                        callback=remember("qrels_project"),
+                        help="With --qrels-from: the project (default: the only one).")(func)
+    return click.option(
+        "--qrels-from", "qrels_from", metavar="SPEC", default=None, expose_value=False, callback=remember("qrels_from"),
+        help="Labels from the project store instead of --qrels: human (final human labels), machine:NAME (a "
+             "machine judge's) or filled:NAME (human where there is one, else the machine's).",
     )(func)
 
 
@@ -67,10 +95,26 @@ def _metric_callback(ctx, param, value):
 
 def _load_qrels(path: str) -> tuple[dict, str | None]:
     """The qrels, and the export's queries.jsonl when ``path`` is an exported version folder. Repeated
-    pairs follow ``--on-conflict``; what was dropped is said on stderr."""
+    pairs follow ``--on-conflict``; what was dropped is said on stderr. With ``--qrels-from``, the
+    qrels come from the project store."""
     from curation.formats.conflicts import Dedup
     from curation.formats.qrels import read_qrels
 
+    meta = click.get_current_context().meta
+    if meta.get("qrels_from"):
+        if path:
+            raise click.UsageError("give --qrels FILE or --qrels-from SPEC, not both")
+        from curation.cli.base import store_session
+        from curation.machine.ranking import qrels_from
+        from curation.store.projects import get_project
+
+        with store_session(meta.get("qrels_db")) as s:
+            qrels = qrels_from(s, get_project(s, meta.get("qrels_project")), meta["qrels_from"])
+        click.echo(f"qrels from the project store: {meta['qrels_from']} "
+                   f"({sum(len(v) for v in qrels.values())} pairs, {len(qrels)} queries)", err=True)
+        return qrels, None
+    if not path:
+        raise click.UsageError("Missing option '--qrels' (or --qrels-from SPEC)")
     p = Path(path)
     queries = None
     if p.is_dir():
@@ -146,7 +190,7 @@ def _no_results_line(scores_by_run) -> str | None:
 
 @main.command("metrics")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
-@_qrels_option
+@_qrels_option(from_store=True)
 @click.option("-m", "--metric", "metrics", multiple=True, default=("ndcg@10", "recall@100", "ap", "mrr@10"),
               show_default=True, callback=_metric_callback, help=_METRIC_HELP + " Repeat for several.")
 @_rel_level_option
@@ -267,7 +311,7 @@ def _print_comparison(c) -> None:
 @main.command("compare")
 @click.argument("run_a", type=click.Path(exists=True))
 @click.argument("run_b", type=click.Path(exists=True))
-@_qrels_option
+@_qrels_option(from_store=True)
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
               help="queries.jsonl (golden sample / export): strata, weights, split, cluster columns.")

@@ -163,9 +163,13 @@ def _agreement_summary(session: Session, project: Project, scale: list[int]) -> 
     })
 
 
-def gather_state(session: Session, project: Project, *, policy: str, bar=None) -> VersionState:
+def gather_state(session: Session, project: Project, *, policy: str, bar=None, fill: str | None = None
+                 ) -> VersionState:
     """The state of ``project``'s golden set under ``policy``: its three data files, the manifest's
-    facts, and what is unjudged or unresolved; ``bar`` (a tqdm bar or None) is advanced per step."""
+    facts, and what is unjudged or unresolved; ``bar`` (a tqdm bar or None) is advanced per step.
+    ``fill`` (``machine:NAME``): pooled pairs no person labelled take that machine judge's label,
+    flagged per pair and counted in the manifest (:mod:`curation.machine.fill`); without it nothing
+    a machine said is read."""
     pid = project.id
     grades_list = json.loads(project.grades_json or "[]")
     scale = sorted(int(g["grade"]) for g in grades_list) or [0, 1]
@@ -196,6 +200,11 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
     adj_versions = _adjudication_versions(session, project)
     progress_step(bar, "final labels")
     finals = final_labels(session, project, policy=policy, include_unjudged=True)
+    filler = None
+    if fill is not None:
+        from curation.machine.fill import FILL_SOURCE, machine_fill
+
+        filler = machine_fill(session, project, fill)
 
     records: dict[tuple[str, str], dict] = {}
     unjudged: list[tuple[str, str]] = []
@@ -211,6 +220,10 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             left_out["excluded_document"] += 1
             continue
         in_pool = key in pooled
+        machine = None
+        if filler is not None and fl.source == "unjudged" and in_pool and key in filler.labels:
+            machine = filler.labels[key]
+            fl = fl._replace(grade=machine["grade"], source=FILL_SOURCE)
         if in_pool and fl.source in ("unjudged", "seed"):
             unjudged.append(key)
         if fl.source == "unresolved":
@@ -245,6 +258,8 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             # A judge marked their grade unsure. Only then is the key written, so a state exported
             # before unsure answers carried a grade keeps its bytes (and its state hash).
             records[key]["unsure"] = True
+        if filler is not None:
+            records[key]["machine"] = machine
         sources[fl.source] += 1
 
     ordered = sorted(records)
@@ -320,7 +335,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "queries_with_labels": len({q for q, _ in records}),
             "pairs": len(records),
             "grades": {str(g): grade_counts.get(g, 0) for g in scale},
-            "sources": {s: sources.get(s, 0) for s in EXPORTED_SOURCES},
+            "sources": {s: sources.get(s, 0) for s in EXPORTED_SOURCES + ((FILL_SOURCE,) if filler else ())},
             "seed_only": sources.get("seed", 0),
             "left_out": {k: left_out.get(k, 0) for k in ("dropped_query", "excluded_document", "query_not_in_set")},
         },
@@ -382,6 +397,14 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None) -
             "findings": len(undecided), "chunks": len({(f.query_id, f.chunk_id) for f in undecided}),
             "queries": len({f.query_id for f in undecided}),
         }
+    if filler is not None:
+        body["machine_fill"] = _plain({
+            "judge": filler.name,
+            "kind": "machine",
+            "pairs_filled": sources.get(FILL_SOURCE, 0),
+            "pairs_labelled_by_machine": len(filler.labels),
+            "calibration": filler.calibration,
+        })
     files = {
         "qrels.txt": qrels_txt.encode("utf-8"),
         "qrels.jsonl": qrels_jsonl.encode("utf-8"),

@@ -145,6 +145,7 @@ def export_version(
     allow_incomplete: bool = False,
     created_by: str | None = None,
     progress: bool = False,
+    fill_unjudged: str | None = None,
 ) -> ExportResult:
     """Export ``project``'s golden set as ``version`` into ``out_dir/version`` and freeze it.
 
@@ -154,7 +155,9 @@ def export_version(
     byte); from another state :class:`VersionFrozen` is raised and nothing is written.
     :class:`ExportBlocked` when pooled pairs are unjudged or disagreements unresolved and
     ``allow_incomplete`` is off. Queries that arrived since ``golden split`` are assigned first.
-    ``progress``: show the steps as a tqdm bar on stderr.
+    ``progress``: show the steps as a tqdm bar on stderr. ``fill_unjudged`` (``machine:NAME``): pooled
+    pairs no person labelled take that machine judge's labels, flagged per pair and counted in the
+    manifest with its calibration figures (:mod:`curation.machine.fill`).
     """
     _check_version(version)
     if policy not in POLICIES:
@@ -166,7 +169,7 @@ def export_version(
     ) as bar:
         progress_step(bar, "split")
         assign_pending(session, project)
-        state = gather_state(session, project, policy=policy, bar=bar)
+        state = gather_state(session, project, policy=policy, bar=bar, fill=fill_unjudged)
         state_sha = state.sha256
         progress_step(bar, "write")
         return _store_and_write(session, project, version, state, state_sha, out_dir=out_dir,

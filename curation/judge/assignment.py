@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import case, func, insert
@@ -42,6 +42,7 @@ class AssignReport:
     held: bool = False  # main pairs wait for a lead's release
     unassigned_pairs: int = 0  # pairs of the pool still without a judge after this call
     note: str | None = None  # e.g. why there is no overlap set (a single judge)
+    withheld_pairs: int = 0  # new pairs kept from people (a machine's accepted labels: curation.machine.escalation)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,7 @@ def assign(
     overlap: int = 100,
     seed: int = 0,
     hold: bool | None = None,
+    withhold: Collection[int] = (),
 ) -> AssignReport:
     """Assign the project's pairs that no judge has yet, and commit.
 
@@ -214,12 +216,14 @@ def assign(
     listed, and give a listed judge who lacks the existing overlap set their calibration rows.
     ``hold`` (default: hold when there is an overlap set and the project was not released) keeps
     main pairs hidden from judges until :func:`release`. Deterministic for a given ``seed`` and
-    store contents. Pairs of dropped queries are not assigned.
+    store contents. Pairs of dropped queries are not assigned. ``withhold``: pair ids left out of the
+    main work (still eligible for the overlap set), e.g. those whose machine label is accepted
+    (:func:`curation.machine.escalation.escalation`); a later call without them assigns them.
     ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
     try:
-        return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold)
+        return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, withhold=set(withhold))
     except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
         raise ValueError(
@@ -237,7 +241,7 @@ def assign(
 
 
 def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
-            hold: bool | None) -> AssignReport:
+            hold: bool | None, withhold: set[int] = frozenset()) -> AssignReport:
     """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
     commit, then reads what it added (so pairs are never handed out twice)."""
     lock_project(session, project)
@@ -279,7 +283,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         else:
             overlap_set = draw_overlap(new, overlap, seed=seed)
     overlap_lookup = set(overlap_set)
-    new_main = [r for r in new if r.pair_id not in overlap_lookup]
+    new_main = [r for r in new if r.pair_id not in overlap_lookup and r.pair_id not in withhold]
 
     judge_ids = [u.id for u in users]
     listed = set(judge_ids)
@@ -306,7 +310,9 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
 
     now = utcnow()
     rows = []
-    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main), note=no_overlap_note)
+    withheld = sum(1 for r in new if r.pair_id not in overlap_lookup and r.pair_id in withhold)
+    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main), withheld_pairs=withheld,
+                          note=no_overlap_note)
     refs_by_id = {r.pair_id: r for r in refs}
     report.overlap_queries = len({refs_by_id[p].query_id for p in overlap_set if p in refs_by_id})
     report.overlap_strata = len({refs_by_id[p].stratum for p in overlap_set if p in refs_by_id})

@@ -306,3 +306,36 @@ class StoreSetting(SQLModel, table=True):
 
     key: str = Field(primary_key=True)
     value: str = Field(sa_column=Column(Text, nullable=False))
+class MachineJudge(SQLModel, table=True):
+    """A machine judge (a model prompted with the guidelines): a judge of its own kind, never a
+    :class:`User`. Its labels live in :class:`MachineLabel`, never in :class:`Judgment`, so they
+    cannot count in human agreement, final labels or exports unless a command asks for them
+    (``golden export --fill-unjudged machine:NAME``, ``--qrels-from machine:NAME``)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    kind: str = "machine"  # the judge kind, named on every page and export that shows its labels
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class MachineLabel(SQLModel, table=True):
+    """One label of a machine judge for a pool pair: one row per (sample, prompt version) as imported
+    by ``golden import-judgments --machine``; ``token`` (file hash + line) makes a re-import add nothing."""
+
+    __table_args__ = (
+        UniqueConstraint("machine_id", "token"),
+        Index("ix_machinelabel_machine_project", "machine_id", "project_id"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    pair_id: int = Field(foreign_key="poolpair.id", index=True)
+    machine_id: int = Field(foreign_key="machinejudge.id")
+    grade: int
+    sample: int = 0  # repeated samples of the same prompt: 0, 1, 2, ...
+    probabilities_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # {"grade": p}
+    confidence: float | None = None  # the probability of the label given (from probabilities when given)
+    rationale: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    model: str | None = None
+    prompt_version: str | None = None
+    token: str
+    imported_at: datetime = Field(default_factory=utcnow)

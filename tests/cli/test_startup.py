@@ -15,7 +15,8 @@ HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarr
 
 # Every top-level command, as the README and the commands' docstrings name them.
 COMMANDS = {
-    "adjudicate", "agreement", "assign", "attribute", "audit", "compare", "corpus-sample", "coverage", "db", "demo",
+    "adjudicate", "agreement", "assign", "attribute", "audit", "calibrate", "compare", "corpus-sample", "coverage",
+    "db", "demo",
     "export", "guidelines", "import-judgments", "leakcheck", "metrics", "noise", "pool", "power", "project",
     "progress", "release", "sample", "seed-judgments", "serve", "split", "sweep", "user", "verify",
 }

@@ -1,0 +1,231 @@
+"""Bias checks of a machine judge against the human labels, each with query-bootstrap intervals.
+
+Each check groups the compared pairs (human label and machine label both present) and shows, per
+group, the pairs, the exact agreement and the signed difference (machine - human grade). A machine
+that makes more errors on relevant documents than on others will look stricter wherever relevant
+documents are common, whatever its lean; so the checks test the **excess** signed difference: a
+pair's signed difference minus the machine's mean signed difference at that pair's human grade
+(the lean the human grade does not explain). The rule each check states:
+
+- ``length``: document length deciles (characters of the text). Flagged when the excess of the
+  longer half (deciles 6-10) minus the shorter half (1-5) has a 95 % interval that excludes 0 and
+  is at least :data:`MATERIAL` grades in size.
+- ``stratum``, ``shape`` (the query shape dimension of the strata, when there is one) and ``run``
+  (the pairs a run retrieved, whatever the others did): each group against the rest; flagged when
+  one group's contrast has a Bonferroni interval (1 - 0.05/m for m groups) that excludes 0 and is
+  at least :data:`MATERIAL` grades in size.
+- ``rank`` (the best rank at which any run retrieved the pair), ``prompt_version`` and ``model``:
+  shown, not tested (a rank band or a prompt version changes which documents are in the group).
+
+Groups of fewer than ``min_pairs`` pairs show "not enough pairs" and are not tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from curation.agree.measures import Estimate
+from curation.machine.figures import Bootstrap, excludes_zero
+
+MATERIAL = 0.10  # grades: a smaller lean is not flagged, however certain
+FAMILY_ALPHA = 0.05
+RANK_BANDS = ((1, 1), (2, 3), (4, 10), (11, 20), (21, None))
+
+
+class PairFacts(NamedTuple):
+    """What the checks group a compared pair by."""
+
+    qid: str
+    docid: str
+    length: int  # characters of the document's text
+    stratum: str
+    shape: str | None
+    systems: dict  # run -> rank
+    model: str | None = None
+    prompt_version: str | None = None
+
+
+@dataclass
+class GroupFigures:
+    name: str
+    pairs: int
+    queries: int
+    agreement: Estimate | None  # None: not enough pairs
+    signed: Estimate | None
+    excess: Estimate | None
+    contrast: Estimate | None = None  # the tested contrast (group - rest, or long - short half)
+    flagged: bool = False
+    stale: bool = False  # prompt versions older than the newest
+
+    def as_dict(self) -> dict:
+        d = {"name": self.name, "pairs": self.pairs, "queries": self.queries,
+             "enough_pairs": self.agreement is not None}
+        for k in ("agreement", "signed", "excess", "contrast"):
+            v = getattr(self, k)
+            d[k] = None if v is None else v.as_dict()
+        d["flagged"] = self.flagged
+        if self.stale:
+            d["stale"] = True
+        return d
+
+
+@dataclass
+class BiasCheck:
+    key: str
+    title: str
+    rule: str
+    tested: bool
+    groups: list[GroupFigures] = field(default_factory=list)
+    flagged: bool = False
+    finding: str = ""
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "title": self.title, "rule": self.rule, "tested": self.tested,
+                "flagged": self.flagged, "finding": self.finding, "groups": [g.as_dict() for g in self.groups]}
+
+
+def excess_difference(h: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Each pair's signed difference minus the mean signed difference at its human grade."""
+    d = (m - h).astype(np.float64)
+    out = d.copy()
+    for g in np.unique(h):
+        sel = h == g
+        out[sel] = d[sel] - d[sel].mean()
+    return out
+
+
+class _Data:
+    def __init__(self, facts: Sequence[PairFacts], h, m, boot: Bootstrap, min_pairs: int):
+        self.facts = list(facts)
+        self.h = np.asarray(h, dtype=np.int64)
+        self.m = np.asarray(m, dtype=np.int64)
+        self.same = (self.h == self.m).astype(np.float64)
+        self.signed = (self.m - self.h).astype(np.float64)
+        self.excess = excess_difference(self.h, self.m)
+        self.boot = boot
+        self.min_pairs = min_pairs
+        self.qids = np.array([f.qid for f in self.facts], dtype=object)
+
+    def group(self, name: str, mask: np.ndarray, *, contrast: Estimate | None = None) -> GroupFigures:
+        n = int(mask.sum())
+        queries = len(set(self.qids[mask].tolist())) if n else 0
+        if n < self.min_pairs:
+            return GroupFigures(name, n, queries, None, None, None, None)
+        return GroupFigures(name, n, queries, self.boot.mean(self.same, mask), self.boot.mean(self.signed, mask),
+                            self.boot.mean(self.excess, mask), contrast)
+
+
+def _fmt(e: Estimate) -> str:
+    return f"{e.value:+.2f} ({e.low:+.2f} to {e.high:+.2f})" if e.low is not None else f"{e.value:+.2f}"
+
+
+def _material(e: Estimate | None) -> bool:
+    return e is not None and e.value is not None and excludes_zero(e) and abs(e.value) >= MATERIAL
+
+
+def length_check(data: _Data) -> BiasCheck:
+    lengths = np.array([f.length for f in data.facts], dtype=np.float64)
+    n = len(lengths)
+    check = BiasCheck("length", "Document length (deciles of the text's length)",
+                      f"excess signed difference of the longer half (deciles 6-10) minus the shorter half (1-5): "
+                      f"flagged when its 95% interval excludes 0 and it is at least {MATERIAL:.2f} grades",
+                      True)
+    if n == 0:
+        check.finding = "no pairs"
+        return check
+    order = np.argsort(lengths, kind="stable")
+    decile = np.empty(n, dtype=np.int64)
+    decile[order] = np.arange(n) * 10 // n  # 0..9, equal-sized by rank
+    for d in range(10):
+        mask = decile == d
+        if mask.any():
+            lo, hi = int(lengths[mask].min()), int(lengths[mask].max())
+            check.groups.append(data.group(f"decile {d + 1} ({lo:,}-{hi:,} chars)", mask))
+    long_half = decile >= 5
+    if long_half.sum() >= data.min_pairs and (~long_half).sum() >= data.min_pairs:
+        c = data.boot.contrast(data.excess, long_half)
+        check.flagged = _material(c)
+        summary = GroupFigures("longer half - shorter half", int(n), len(set(data.qids.tolist())), None, None, None,
+                               c, check.flagged)
+        check.groups.append(summary)
+        way = "more lenient" if c.value > 0 else "stricter"
+        check.finding = (f"the machine is {way} on longer documents: excess {_fmt(c)} grades (longer - shorter half)"
+                         if check.flagged else f"no lean by length: excess {_fmt(c)} grades (longer - shorter half)")
+    else:
+        check.finding = f"not enough pairs (each half needs {data.min_pairs})"
+    return check
+
+
+def _group_vs_rest(data: _Data, key: str, title: str, groups: dict[str, np.ndarray], what: str) -> BiasCheck:
+    m = sum(1 for mask in groups.values() if mask.sum() >= data.min_pairs and (~mask).sum() >= data.min_pairs)
+    conf = 1.0 - FAMILY_ALPHA / max(m, 1)
+    check = BiasCheck(key, title, f"each {what} against the rest (excess signed difference): flagged when one "
+                      f"contrast's Bonferroni interval ({100 * conf:.1f}% for {m} groups) excludes 0 and it is at "
+                      f"least {MATERIAL:.2f} grades", True)
+    worst = None
+    for name, mask in sorted(groups.items()):
+        contrast = None
+        if mask.sum() >= data.min_pairs and (~mask).sum() >= data.min_pairs:
+            contrast = data.boot.contrast(data.excess, mask, confidence=conf)
+        g = data.group(name, mask, contrast=contrast)
+        g.flagged = _material(contrast)
+        check.groups.append(g)
+        if g.flagged and (worst is None or abs(contrast.value) > abs(worst.contrast.value)):
+            worst = g
+    check.flagged = worst is not None
+    if worst is not None:
+        way = "more lenient" if worst.contrast.value > 0 else "stricter"
+        check.finding = (f"the machine is {way} on {what} {worst.name}: excess {_fmt(worst.contrast)} grades "
+                         "against the rest")
+    elif m == 0:
+        check.finding = f"not enough pairs to test a {what} (each side needs {data.min_pairs})"
+    else:
+        check.finding = f"no {what} stands out"
+    return check
+
+
+def _described(data: _Data, key: str, title: str, groups: dict[str, np.ndarray], *,
+               stale: Callable[[str], bool] | None = None) -> BiasCheck:
+    check = BiasCheck(key, title, "shown, not tested", False)
+    for name, mask in groups.items():
+        g = data.group(name, mask)
+        g.stale = bool(stale and stale(name))
+        check.groups.append(g)
+    return check
+
+
+def bias_checks(facts: Sequence[PairFacts], human: Sequence[int], machine: Sequence[int], *, boot: Bootstrap,
+                min_pairs: int, current_version: str | None = None) -> list[BiasCheck]:
+    """Every bias check on the compared pairs (``facts[i]``, human grade ``human[i]``, machine grade
+    ``machine[i]``), in a fixed order: length, stratum, shape, run, rank, model."""
+    data = _Data(facts, human, machine, boot, min_pairs)
+    n = len(data.facts)
+    out = [length_check(data)]
+    strata = sorted({f.stratum for f in data.facts})
+    out.append(_group_vs_rest(data, "stratum", "Stratum", {
+        s: np.array([f.stratum == s for f in data.facts], dtype=bool) for s in strata}, "stratum"))
+    shapes = sorted({f.shape for f in data.facts if f.shape is not None})
+    if shapes:
+        out.append(_group_vs_rest(data, "shape", "Query shape", {
+            s: np.array([f.shape == s for f in data.facts], dtype=bool) for s in shapes}, "query shape"))
+    runs = sorted({r for f in data.facts for r in f.systems})
+    out.append(_group_vs_rest(data, "run", "Run that retrieved the document", {
+        r: np.array([r in f.systems for f in data.facts], dtype=bool) for r in runs}, "run"))
+    best = np.array([min(f.systems.values()) if f.systems else 0 for f in data.facts])
+    bands = {}
+    for lo, hi in RANK_BANDS:
+        name = f"rank {lo}" if lo == hi else (f"rank {lo}-{hi}" if hi else f"rank {lo}+")
+        mask = (best >= lo) & (best <= (hi if hi else 10**9))
+        if mask.any():
+            bands[name] = mask
+    if n and (best == 0).any():
+        bands["not retrieved (seed)"] = best == 0
+    out.append(_described(data, "rank", "Best rank at which a run retrieved the document", bands))
+    models = sorted({f.model or "(none)" for f in data.facts})
+    out.append(_described(data, "model", "Model", {
+        md: np.array([(f.model or "(none)") == md for f in data.facts], dtype=bool) for md in models}))
+    return out
