@@ -313,6 +313,10 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
         w = G * np.abs(c) / np.maximum(Ij, 1.0)[:, :, None]
         moving = u & (c != 0)
         so_far = np.where(Ij > 0, J / np.where(Ij > 0, Ij, 1.0), 0.0)
+        # an unjudged pair of an open query can also raise the ideal DCG: at most by G at the
+        # discount after the judged top-grade pairs, shrinking the difference in proportion
+        step_up = G * disc[np.clip(cntc[:, :, G - 1] + 1, 0, k)] * (cntc[:, :, G - 1] < k)
+        idcg_w = np.abs(so_far) * step_up / (np.maximum(Ij, 1.0) + step_up)
     else:  # ap
         rel = np.where(u | ~valid, 0.0, (np.nan_to_num(gv, nan=0.0) >= rel_level).astype(np.float64))
         hiv = np.where(u, 1.0, rel)
@@ -345,9 +349,14 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
         w = np.abs(c) / np.maximum(Rj, 1.0)[:, :, None]
         moving = u & ~inboth & valid
         so_far = np.where(Rj > 0, (sB_lo - sA_lo) / np.maximum(Rj, 1.0), 0.0)
+        idcg_w = np.abs(so_far) / (np.maximum(Rj, 1.0) + 1.0)  # one more relevant pair dilutes the difference
     open_q = hi - lo > EPS
     wq = np.where(u & open_q[:, :, None], w, 0.0)
     np.maximum.at(weight, (np.broadcast_to(crow, cand.shape)[valid], cand[valid]), wq[valid])
+    # every unjudged pair of an open query weighs at least its effect through the ideal DCG (or R)
+    unj_rows = unj if rows == C else np.broadcast_to(unj, (C, P))
+    qw = np.where(open_q, idcg_w, 0.0)[:, pq]
+    np.maximum(weight, np.where(unj_rows, qw, 0.0), out=weight)
     movers = (moving & open_q[:, :, None]).sum(axis=(1, 2))
     return Bounds(lo=lo, hi=hi, so_far=so_far, weight=weight, movers=movers)
 
@@ -366,10 +375,23 @@ def resample_counts(n: int, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
     return np.bincount(idx.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
 
 
-def percentile_ends(counts: np.ndarray, d: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """Low and high ends of the percentile interval of the mean of each row of ``d`` (C x n)."""
+def percentile_ends(counts: np.ndarray, d: np.ndarray, level: float = DEFAULT_LEVEL,
+                    ends: str = "both") -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Low and high ends of the percentile interval of the mean of each row of ``d`` (C x n), as
+    ``numpy.percentile`` computes them (linear interpolation between order statistics), through a
+    partial sort; ``ends`` "low" or "high" computes one end only."""
     reps = counts @ (np.atleast_2d(d).T / counts.shape[1])  # (R, C)
-    lo, hi = np.percentile(reps, [50 * (1 - level), 50 * (1 + level)], axis=0)
+    R = reps.shape[0]
+
+    def end(q):
+        pos = (R - 1) * q / 100.0
+        i = int(np.floor(pos))
+        j = min(i + 1, R - 1)
+        part = np.partition(reps, [i, j], axis=0)
+        return part[i] + (pos - i) * (part[j] - part[i])
+
+    lo = end(50 * (1 - level)) if ends in ("both", "low") else None
+    hi = end(50 * (1 + level)) if ends in ("both", "high") else None
     return lo, hi
 
 
@@ -401,8 +423,8 @@ def verdict_of(lo_end: float, hi_end: float, tie: float = 0.0) -> str:
 
 def settle(bounds: Bounds, counts: np.ndarray, *, level: float = DEFAULT_LEVEL, tie: float = 0.0) -> Settlement:
     """Apply the guarantee to every comparison of ``bounds`` (see the module docstring)."""
-    lo_end, _ = percentile_ends(counts, bounds.lo, level)
-    _, hi_end = percentile_ends(counts, bounds.hi, level)
+    lo_end, _ = percentile_ends(counts, bounds.lo, level, ends="low")
+    _, hi_end = percentile_ends(counts, bounds.hi, level, ends="high")
     cur_lo, cur_hi = percentile_ends(counts, bounds.so_far, level)
     status, current = [], []
     gap = np.zeros(len(lo_end))
