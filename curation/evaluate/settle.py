@@ -57,7 +57,6 @@ probability that the fully judged verdict differs from the verdict the estimate 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations_with_replacement
@@ -69,6 +68,8 @@ from curation.evaluate.metrics import MetricSpec, parse_metric
 EPS = 1e-12  # strict inequalities of the guarantee hold by more than rounding
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_LEVEL = 0.95
+SHIFT = 0.25  # the common shift, as a share of one query's spread (see estimate)
+MIN_KNOWN = 5  # the estimate makes no call before this many queries are (nearly) fully judged
 
 HIGHER, LOWER, TIE, OPEN, NOT_SIGNIFICANT = "B higher", "B lower", "tie", "open", "no significant difference"
 
@@ -236,11 +237,34 @@ def _ratio_max(J, cpos, cnt, dc, k, G):
     for s in range(0, len(combos), chunk):
         e = E[s:s + chunk]
         N = J[:, :, None] + cs[:, :, e].sum(axis=3)  # (C, n, K)
-        I = _idcg_counts(cnt[:, :, None, :] + add[s:s + chunk][None, None, :, :], dc, k)  # (C|1, n, K)
+        ideal = _idcg_counts(cnt[:, :, None, :] + add[s:s + chunk][None, None, :, :], dc, k)  # (C|1, n, K)
         with np.errstate(divide="ignore", invalid="ignore"):
-            d = np.where(I > 0, N / np.where(I > 0, I, 1.0), 0.0)
+            d = np.where(ideal > 0, N / np.where(ideal > 0, ideal, 1.0), 0.0)
         np.maximum(best, d.max(axis=2), out=best)
     return best
+
+
+def _candidates(pm: PoolMatrix, comps: np.ndarray, k: int):
+    """(C, n, 2k) pair indices of B's top k then A's top k (-1 padding), the valid mask and
+    the indices made safe for gathering."""
+    TA = np.stack([pm.top(a, k) for a in comps[:, 0]])
+    TB = np.stack([pm.top(b, k) for b in comps[:, 1]])
+    cand = np.concatenate([TB, TA], axis=2)
+    valid = cand >= 0
+    return cand, valid, np.where(valid, cand, 0)
+
+
+def _ndcg_weights(pm: PoolMatrix, comps: np.ndarray, safe: np.ndarray, valid: np.ndarray, k: int) -> np.ndarray:
+    """``c = disc_B - disc_A`` of each candidate; a pair in both top k counts once (B's column)."""
+    disc = _disc(k)
+    rA = pm.ranks[comps[:, 0][:, None, None], safe]
+    rB = pm.ranks[comps[:, 1][:, None, None], safe]
+    dA = np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0)
+    dB = np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
+    c = dB - dA
+    inB = (rB >= 1) & (rB <= k)
+    c[:, :, k:] = np.where(inB[:, :, k:], 0.0, c[:, :, k:])
+    return np.where(valid, c, 0.0)
 
 
 def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int, int]],
@@ -266,11 +290,7 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
         cnt[:, :, gg - 1] = np.stack([np.bincount(pq, weights=(gi[r] == gg), minlength=n) for r in range(rows)])
     n_unj = np.stack([np.bincount(pq, weights=unj[r], minlength=n) for r in range(rows)]).astype(np.int64)
 
-    TA = np.stack([pm.top(a, k) for a in comps[:, 0]])  # (C, n, k)
-    TB = np.stack([pm.top(b, k) for b in comps[:, 1]])
-    cand = np.concatenate([TB, TA], axis=2)  # (C, n, 2k)
-    valid = cand >= 0
-    safe = np.where(valid, cand, 0)
+    cand, valid, safe = _candidates(pm, comps, k)  # (C, n, 2k)
     crow = np.arange(C)[:, None, None]
     grow = crow if rows == C else np.zeros_like(crow)
     gv = g[grow, safe]
@@ -280,14 +300,7 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
     if name == "ndcg":
         disc = _disc(k)
         dc = np.concatenate([[0.0], np.cumsum(disc[1:])])
-        rA = pm.ranks[comps[:, 0][:, None, None], safe]
-        rB = pm.ranks[comps[:, 1][:, None, None], safe]
-        dA = np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0)
-        dB = np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
-        c = dB - dA
-        inB = (rB >= 1) & (rB <= k)
-        c[:, :, k:] = np.where(inB[:, :, k:], 0.0, c[:, :, k:])  # a pair in both tops counts once (B's column)
-        c = np.where(valid, c, 0.0)
+        c = _ndcg_weights(pm, comps, safe, valid, k)
         gain = np.where(u | ~valid, 0.0, np.clip(np.nan_to_num(gv), 0, None))
         J = (gain * c).sum(axis=2)
         cp = np.where(u & (c > 0), c, 0.0)
@@ -445,3 +458,173 @@ def settle(bounds: Bounds, counts: np.ndarray, *, level: float = DEFAULT_LEVEL, 
     return Settlement(status=status, current=current, mean_low=np.asarray(bounds.lo.mean(axis=1)),
                       mean_high=np.asarray(bounds.hi.mean(axis=1)), guarantee_low=lo_end, guarantee_high=hi_end,
                       gap=np.maximum(gap, 0.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimate (labelled as such wherever it is shown)
+
+
+def _features(pm: PoolMatrix, runs: Sequence[int]) -> np.ndarray:
+    """Per pair: 1/rank in each of ``runs`` (0 when absent), 1/best rank, the share of ``runs``
+    that retrieved it, and its query's stratum (one-hot)."""
+    r = pm.ranks[list(runs)].astype(np.float64)
+    inv = np.where(r > 0, 1.0 / np.maximum(r, 1.0), 0.0)
+    cols = [inv.T, inv.max(axis=0)[:, None], (r > 0).mean(axis=0)[:, None]]
+    strata = sorted(set(pm.strata))
+    if len(strata) > 1:
+        code = np.array([strata.index(s) for s in pm.strata])[pm.pair_query]
+        cols.append(np.eye(len(strata))[code][:, 1:])
+    return np.hstack(cols)
+
+
+def relevance_probability(features: np.ndarray, judged: np.ndarray, relevant: np.ndarray, *, seed: int = 0):
+    """P(relevant) of every pair: a logistic regression on the judged pairs (scikit-learn),
+    calibrated by ``CalibratedClassifierCV`` (Platt scaling, 3 folds). With fewer than 5 judged
+    pairs of either class, the smoothed base rate ((relevant + 1) / (judged + 2)) for every pair."""
+    y = relevant[judged].astype(int)
+    pos, neg = int(y.sum()), int(len(y) - y.sum())
+    if pos < 5 or neg < 5:
+        return np.full(len(features), (pos + 1) / (len(y) + 2))
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.linear_model import LogisticRegression
+
+    model = CalibratedClassifierCV(LogisticRegression(max_iter=500), method="sigmoid", cv=3)
+    model.fit(features[judged], y)
+    return model.predict_proba(features)[:, 1]
+
+
+def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int, int]], metric: str | MetricSpec,
+             counts: np.ndarray, *, max_grade: int, rel_level: int = 1, level: float = DEFAULT_LEVEL,
+             tie: float = 0.0, only: Sequence[int] | None = None, members: np.ndarray | None = None,
+             samples: int = 16, seed: int = 0, cache: dict | None = None) -> dict[int, dict]:
+    """An ESTIMATE of where each comparison is heading: per comparison index (``only``, default
+    all) the verdict the fully judged pool most likely gives, its probability ``1 - p_flip``, and
+    the expected mean difference. P(relevant) per unjudged pair by :func:`relevance_probability`
+    (fitted per row of ``grades``: the comparison's own pool when ``grades`` has one row per
+    comparison), the grade of a relevant pair drawn from the judged grades; per query the expected
+    difference and its variance (labels independent, the ideal DCG averaged over ``samples``
+    draws, plus the spread of the judged queries' differences in the share of the query's weight
+    still unjudged), and for the mean a normal law around the interval of the expected differences.
+    It is not a guarantee: only :func:`settle` says "settled". ``cache`` (a dict kept between
+    calls) reuses a row's fitted probabilities until its judged pairs grow by a quarter."""
+    from scipy.stats import norm
+
+    name, k = metric_form(metric, pm.depth)
+    comps = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
+    C, n, P = len(comps), len(pm.qids), pm.n_pairs
+    g = _as_grades(grades, C)
+    rows = g.shape[0]
+    G = int(max_grade)
+    members = np.ones((rows, P), dtype=bool) if members is None else np.atleast_2d(members)
+    want = list(range(C)) if only is None else [int(i) for i in only]
+    rng = np.random.default_rng(seed)
+    cand, valid, safe = _candidates(pm, comps[want], k)
+    out: dict[int, dict] = {}
+    prob = {}
+    for j, i in enumerate(want):
+        r = i if rows == C else 0
+        if r not in prob:
+            runs = list(comps[i]) if rows == C else list(range(len(pm.runs)))
+            feats = _features(pm, runs)
+            judged = ~np.isnan(g[r]) & members[r]
+            rel = np.nan_to_num(g[r], nan=0.0) >= rel_level
+            n_j = int(judged.sum())
+            hit = None if cache is None else cache.get(r)
+            if hit is not None and n_j <= hit[0] * 1.25 + 20:
+                p = hit[1]
+            else:
+                p = relevance_probability(feats, judged, rel, seed=seed)
+                if cache is not None:
+                    cache[r] = (n_j, p)
+            pos_grades = g[r][judged & rel & (np.nan_to_num(g[r]) > 0)]
+            dist = np.bincount(np.clip(pos_grades.astype(int), 1, G), minlength=G + 1)[1:] + 1.0
+            dist = dist / dist.sum()
+            prob[r] = (np.where(np.isnan(g[r]) & members[r], p, 0.0), dist, None)
+        p, dist, ideal = prob[r]
+        unj = np.isnan(g[r]) & members[r]
+        grades_r = np.where(np.isnan(g[r]), 0.0, np.clip(g[r], 0, None))
+        vals = np.arange(1, G + 1, dtype=np.float64)
+        mu_g, m2_g = float(dist @ vals), float(dist @ vals ** 2)
+        vs, cmask = valid[j], safe[j]
+        pu = np.where(vs, p[cmask], 0.0)
+        if name == "ndcg":
+            c = _ndcg_weights(pm, comps[[i]], safe[j][None], valid[j][None], k)[0]
+            mean_gain = np.where(unj[cmask], pu * mu_g, grades_r[cmask])
+            var_gain = np.where(unj[cmask], pu * m2_g - (pu * mu_g) ** 2, 0.0)
+            num = (mean_gain * c).sum(axis=1)
+            var = (var_gain * c * c).sum(axis=1)
+            if ideal is None:  # the same for every comparison of the row
+                ideal = _sampled_idcg(pm, grades_r, unj, p, dist, k, samples, rng)
+                prob[r] = (p, dist, ideal)
+            m = np.where(ideal > 0, num / np.where(ideal > 0, ideal, 1.0), 0.0)
+            v = np.where(ideal > 0, var / np.where(ideal > 0, ideal, 1.0) ** 2, 0.0)
+        else:
+            relp = np.where(unj[cmask], pu, (grades_r[cmask] >= rel_level).astype(float))
+            relp = np.where(vs, relp, 0.0)
+            ranks_k = np.arange(1, k + 1, dtype=np.float64)
+
+            def exp_s(x, ranks_k=ranks_k):
+                before = np.cumsum(x, axis=1) - x
+                return (x * (1.0 + before) / ranks_k).sum(axis=1)
+
+            rB = pm.ranks[comps[i, 1], cmask]
+            dup = np.zeros_like(vs)
+            dup[:, k:] = (rB[:, k:] >= 1) & (rB[:, k:] <= k)
+            s_diff = exp_s(relp[:, :k]) - exp_s(relp[:, k:])
+            R = np.bincount(pm.pair_query, weights=np.where(unj, p, (grades_r >= rel_level) & members[r]),
+                            minlength=n)
+            m = np.where(R > 0, s_diff / np.maximum(R, 1e-9), 0.0)
+            w = np.where(np.arange(2 * k) < k, 1.0 / np.tile(ranks_k, 2), -1.0 / np.tile(ranks_k, 2))
+            w = np.where(dup | ~vs, 0.0, w)
+            var = (np.where(unj[cmask] & vs, pu * (1 - pu), 0.0) * w * w).sum(axis=1)
+            v = np.where(R > 0, var / np.maximum(R, 1e-9) ** 2, 0.0)
+        # Labels within a query are not independent (an easy query has many relevant pairs): a
+        # query counts, in the share of its weight still unjudged, the spread of the differences
+        # between the (nearly) fully judged queries (at least 0.2, a typical nDCG spread, until 5 exist).
+        wabs = np.where(vs, np.abs(_ndcg_weights(pm, comps[[i]], safe[j][None], valid[j][None], k)[0]), 0.0)
+        unj_share = np.where(wabs.sum(axis=1) > 0,
+                             (wabs * unj[cmask]).sum(axis=1) / np.maximum(wabs.sum(axis=1), 1e-12), 0.0)
+        known = (unj_share < 0.1) & (wabs.sum(axis=1) > 0)
+        spread = max(float(np.var(m[known])), 0.01) if known.sum() >= MIN_KNOWN else 0.04
+        v = v + unj_share * spread
+        lo_m, hi_m = percentile_ends(counts, m[None], level)
+        # and the model may be wrong for all the unjudged pairs at once (e.g. against a run that
+        # retrieves what the others do not): a common shift of SHIFT times one query's spread, over
+        # the share unjudged
+        sd = float(np.sqrt(v.sum() / n ** 2 + (SHIFT * unj_share.mean()) ** 2 * spread))
+        lo_m, hi_m = float(lo_m[0]), float(hi_m[0])
+        if sd > 0:
+            p_hi, p_lo = float(norm.cdf(lo_m / sd)), float(norm.cdf(-hi_m / sd))
+            p_tie = max(0.0, float(norm.cdf((tie - hi_m) / sd) - norm.cdf((-tie - lo_m) / sd))) if tie > 0 else 0.0
+        else:
+            p_hi, p_lo = float(lo_m > EPS), float(hi_m < -EPS)
+            p_tie = float(tie > 0 and lo_m > -tie and hi_m < tie)
+        p_ns = max(0.0, 1.0 - p_hi - p_lo - p_tie)
+        probs = {HIGHER: p_hi, LOWER: p_lo, TIE: p_tie, NOT_SIGNIFICANT: p_ns}
+        verdict = max(probs, key=probs.get)
+        p_flip = 1.0 - probs[verdict] if known.sum() >= MIN_KNOWN else max(1.0 - probs[verdict], 0.5)
+        out[i] = {"verdict": verdict, "p_flip": p_flip, "probabilities": probs, "known_queries": int(known.sum()),
+                  "mean": float(m.mean()), "interval": [lo_m, hi_m]}
+    return out
+
+
+def _sampled_idcg(pm, grades_r, unj, p, dist, k, samples, rng) -> np.ndarray:
+    """Mean ideal DCG@k of each query over ``samples`` draws of the unjudged pairs' grades."""
+    n = len(pm.qids)
+    order = np.argsort(pm.pair_query, kind="stable")
+    q_sorted = pm.pair_query[order]
+    starts = np.searchsorted(q_sorted, np.arange(n))
+    width = int(np.bincount(pm.pair_query, minlength=n).max())
+    pos = np.arange(len(order)) - starts[q_sorted]
+    disc = _disc(k)[1:]
+    total = np.zeros(n)
+    G = len(dist)
+    for _ in range(samples):
+        draw = rng.random(len(p)) < p
+        grade = rng.choice(np.arange(1, G + 1), size=len(p), p=dist)
+        gains = np.where(unj, np.where(draw, grade, 0.0), grades_r)
+        mat = np.zeros((n, width))
+        mat[q_sorted, pos] = gains[order]
+        top = -np.sort(-mat, axis=1)[:, :k]
+        total += top @ disc[: top.shape[1]]
+    return total / samples

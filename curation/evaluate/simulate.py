@@ -142,11 +142,14 @@ def simulate(
     seed: int = 0,
     estimate: bool = False,
     estimate_level: float = 0.95,
+    estimate_until: float = 0.5,
     progress: Callable[[float], None] | None = None,
 ) -> SimulationResult:
     """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
     comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
-    when it settled. See the module docstring."""
+    when it settled. See the module docstring. With ``estimate``, also the share at which the
+    estimate first put P(flip) at most ``1 - estimate_level`` on a significant verdict (checked up to
+    ``estimate_until`` of the pool, then given up: counted as the whole pool)."""
     from curation.judge.decisive import pair_priorities
 
     if order not in ORDERS:
@@ -206,6 +209,7 @@ def simulate(
     open_c = np.ones(C, dtype=bool)
     est_open = np.ones(C, dtype=bool) if estimate else np.zeros(C, dtype=bool)
     share = 0.0
+    model_cache: dict = {}
     t_checks, checks = 0.0, 0
     bounds = None
     while True:
@@ -226,15 +230,22 @@ def simulate(
         if estimate and est_open.any():
             from curation.evaluate.settle import estimate as run_estimate
 
-            est = run_estimate(pm, grades, comps, metric, counts, max_grade=G, rel_level=rel_level, level=level,
-                               tie=tie, only=np.flatnonzero(est_open), members=member)
-            for i, e in est.items():
-                if e["p_flip"] <= 1 - estimate_level and e["verdict"] in (HIGHER, LOWER) or st.status[i] != OPEN:
-                    res = result.comparisons[i]
-                    res.estimate_share = float(shares[0 if rows == 1 else i])
-                    res.estimate_verdict = st.status[i] if st.status[i] != OPEN else e["verdict"]
-                    res.estimate_wrong = res.estimate_verdict != res.full_verdict
-                    est_open[i] = False
+            for i in np.flatnonzero(est_open & (np.array(st.status) != OPEN)):  # the guarantee came first
+                res = result.comparisons[i]
+                res.estimate_share, res.estimate_verdict = float(shares[0 if rows == 1 else i]), st.status[i]
+                res.estimate_wrong = res.estimate_verdict != res.full_verdict
+                est_open[i] = False
+            ask = np.flatnonzero(est_open & (shares <= estimate_until if rows > 1 else shares[0] <= estimate_until))
+            if len(ask):
+                est = run_estimate(pm, grades, comps, metric, counts, max_grade=G, rel_level=rel_level, level=level,
+                                   tie=tie, only=ask, members=member, cache=model_cache, samples=8, seed=seed)
+                for i, e in est.items():
+                    if e["p_flip"] <= 1 - estimate_level and e["verdict"] in (HIGHER, LOWER):
+                        res = result.comparisons[i]
+                        res.estimate_share = float(shares[0 if rows == 1 else i])
+                        res.estimate_verdict = e["verdict"]
+                        res.estimate_wrong = res.estimate_verdict != res.full_verdict
+                        est_open[i] = False
         if progress is not None:
             progress(float(shares.min()))
         active = open_c | est_open
