@@ -15,25 +15,43 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @click.option("--hold/--no-hold", default=None,
               help="Hold the main pairs back until a lead runs `golden release` "
                    "(default: hold when there is an overlap set).")
+@click.option("--order", type=click.Choice(["default", "decisive"]), default="default", show_default=True,
+              help="decisive: judge first the pairs that can change the compared differences (needs --compare); "
+                   "run again after a batch of judgments to re-prioritise the open pairs.")
+@click.option("--compare", "compare", multiple=True, metavar="A,B",
+              help="With --order decisive: is run B higher than run A? Repeatable.")
+@click.option("--metric", default="ndcg@10", show_default=True, help="With --order decisive: ndcg@k or ap[@k].")
+@click.option("--tie", type=float, default=0.0, show_default=True,
+              help="With --order decisive: also settle as 'no difference larger than TIE' (0: off).")
 @seed_option
 @db_option
 @domain_errors
-def assign(judges, overlap, project_name, hold, seed, db_url):
+def assign(judges, overlap, project_name, hold, order, compare, metric, tie, seed, db_url):
     """Assign the project's unassigned pairs to judges: an overlap set every judge labels first,
     drawn across queries and strata, then the rest split evenly, a query's pairs with one judge.
     Run it again after `golden project extend` to hand out only the new pairs.
 
+    With --order decisive, each judge's main pairs come in blocks of a query's most decisive
+    pairs (the most unsettled weight first; shuffled within a block, nothing reveals a rank or a
+    system); `golden settle` says when each comparison is settled.
+
     \b
     Example:
       golden assign --project news --judges alice,bob,carol --overlap 100 --seed 7
+      golden assign --project news --judges alice,bob --order decisive --compare bm25,dense --metric ndcg@10
     """
     from curation.judge.assignment import assign as do_assign
     from curation.store.projects import get_project
 
     names = [n.strip() for n in judges.split(",") if n.strip()]
+    if order == "decisive" and not compare:
+        raise click.UsageError("--order decisive needs at least one --compare A,B")
+    if order != "decisive" and compare:
+        raise click.UsageError("--compare goes with --order decisive")
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
-        rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold)
+        rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold, order=order, compare=compare,
+                        metric=metric, tie=tie)
     again = (" (assigned before; its pairs are not added again)"
              if rep.overlap_pairs and not rep.new_overlap_rows else "")
     click.echo(
@@ -44,6 +62,9 @@ def assign(judges, overlap, project_name, hold, seed, db_url):
     click.echo(f"{'judge':<16} {'overlap':>7} {'main':>6} {'queries':>7}")
     for name, c in rep.per_judge.items():
         click.echo(f"{name:<16} {c['overlap']:>7} {c['main']:>6} {c['queries']:>7}")
+    if order == "decisive":
+        click.echo(f"main pairs queued in the decisive order for {', '.join(compare)} ({metric}); "
+                   "see `golden settle --project NAME`")
     if rep.held:
         click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME --agreement A")
 

@@ -201,6 +201,10 @@ def assign(
     overlap: int = 100,
     seed: int = 0,
     hold: bool | None = None,
+    order: str = "default",
+    compare=(),
+    metric: str = "ndcg@10",
+    tie: float = 0.0,
 ) -> AssignReport:
     """Assign the project's pairs that no judge has yet, and commit.
 
@@ -212,11 +216,19 @@ def assign(
     ``hold`` (default: hold when there is an overlap set and the project was not released) keeps
     main pairs hidden from judges until :func:`release`. Deterministic for a given ``seed`` and
     store contents. Pairs of dropped queries are not assigned.
+    ``order="decisive"`` records the comparisons ``compare`` (["A,B", ...]: is B higher than A on
+    ``metric``?) and queues each judge's main pairs in blocks of a query's most decisive pairs, most
+    unsettled weight first, shuffled within a block (:mod:`curation.judge.decisive`); the judges'
+    open main pairs are re-queued that way too, so running it again after a batch of judgments
+    re-prioritises. The overlap set is drawn as for the default order.
     ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
+    if order not in ("default", "decisive"):
+        raise ValueError(f"order must be 'default' or 'decisive', not {order!r}")
     try:
-        return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold)
+        return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, order=order,
+                       compare=compare, metric=metric, tie=tie)
     except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
         raise ValueError(
@@ -234,7 +246,8 @@ def assign(
 
 
 def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
-            hold: bool | None) -> AssignReport:
+            hold: bool | None, order: str = "default", compare=(), metric: str = "ndcg@10",
+            tie: float = 0.0) -> AssignReport:
     """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
     commit, then reads what it added (so pairs are never handed out twice)."""
     lock_project(session, project)
@@ -293,6 +306,14 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         loads[j] += len(groups[q])
     owner.update(split_main(free, judge_ids, loads=dict(loads), seed=seed))
 
+    priority = None
+    if order == "decisive":
+        from curation.judge import decisive
+
+        decisive.record_comparisons(session, project, compare, metric=metric, tie=tie)
+        session.flush()
+        priority = decisive.pair_priority_map(session, project)
+
     now = utcnow()
     rows = []
     report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main))
@@ -311,7 +332,9 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
             raise ValueError(f"overlap: at most {MAIN_BASE - 1} overlap pairs per judge")
         mine = [p for q, j in owner.items() if j == u.id for p in groups[q]]
         pos = max(next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
-        for p in _queue_order(mine, query_of, rng):
+        queued = _queue_order(mine, query_of, rng) if priority is None else \
+            decisive.decisive_queue_order(mine, query_of, priority, rng)
+        for p in queued:
             rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="main", exclusive_pair_id=p,
                              position=pos, created_at=now, skipped=False))
             pos += 1
@@ -325,6 +348,8 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
     try:
         if rows:
             session.execute(insert(Assignment), rows)
+        if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
+            decisive.requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
         if hold is not None:
             proj.hold_main = bool(hold)
             if hold:

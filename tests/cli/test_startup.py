@@ -17,7 +17,8 @@ HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarr
 COMMANDS = {
     "adjudicate", "agreement", "assign", "attribute", "compare", "corpus-sample", "coverage", "db", "demo",
     "export", "guidelines", "import-judgments", "leakcheck", "metrics", "noise", "pool", "power", "project",
-    "release", "sample", "seed-judgments", "serve", "split", "sweep", "user", "verify",
+    "release", "sample", "seed-judgments", "serve", "settle", "simulate-judging", "split", "sweep", "user",
+    "verify",
 }
 
 PROBE = """
