@@ -155,13 +155,14 @@ class PoolMatrix:
 
 def metric_form(metric: str | MetricSpec, depth: int) -> tuple[str, int]:
     """(``"ndcg"`` or ``"ap"``, cutoff) for a metric the settlement supports; AP without a cutoff
-    is AP at the pool depth (nothing deeper is in the pool)."""
+    is AP at the pool depth (nothing deeper is in the pool). A deeper cutoff than the pool is
+    allowed: the ranks past the pool depth count as not relevant, as in the export's evaluation."""
     spec = parse_metric(metric)
     if spec.metric.name not in ("ndcg", "ap"):
         raise ValueError(f"metric {spec}: settlement supports ndcg@k and ap[@k]")
+    # a cutoff deeper than the pool: ranks past the pool depth hold nothing judged, as in the
+    # evaluation of the exported qrels (they count as not relevant)
     k = spec.k if spec.k is not None else depth
-    if k > depth:
-        raise ValueError(f"metric {spec}: the cutoff {k} is deeper than the pool ({depth})")
     return spec.metric.name, int(k)
 
 
