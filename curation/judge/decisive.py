@@ -390,3 +390,24 @@ def requeue_open(session, project, judge_ids, query_of: dict[int, int], priority
             session.execute(update(Assignment).where(Assignment.id == open_rows[pid]).values(position=start + i))
             moved += 1
     return moved
+
+
+def manifest_record(session, project) -> dict | None:
+    """For the export's manifest: how the pool was ordered and which comparisons were settled at
+    what share (None when the project has no decisive comparison: the default order)."""
+    from curation.export.manifest import iso_utc
+
+    rows = stored_comparisons(session, project)
+    if not rows:
+        return None
+    return {
+        "order": "decisive",
+        "block": BLOCK,
+        "comparisons": [
+            {"a": r.run_a, "b": r.run_b, "metric": r.metric, "tie": r.tie,
+             "settled": r.settled_verdict is not None, "verdict": r.settled_verdict,
+             "settled_at": iso_utc(r.settled_at), "settled_share": r.settled_share,
+             "released_at": iso_utc(r.released_at), "released_pairs": r.released_pairs}
+            for r in rows
+        ],
+    }

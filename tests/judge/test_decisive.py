@@ -152,6 +152,13 @@ def test_settle_cli_json_and_settling_when_judged(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
         row = s.exec(select(DecisiveComparison)).one()
         assert row.settled_verdict == "B higher" and row.settled_share == 1.0
+        # the export's manifest records the order and the settlement, outside the state hash
+        from curation.export.gather import gather_state
+
+        state = gather_state(s, s.get(type(proj), proj.id), policy="adjudicated")
+        rec = state.body["judging_order"]
+        assert rec["order"] == "decisive" and rec["comparisons"][0]["settled_share"] == 1.0
+        assert rec["comparisons"][0]["verdict"] == "B higher" and rec["comparisons"][0]["settled_at"]
     out = CliRunner().invoke(main, ["settle", "--project", "demo", "--db", db, "--release", "bm25,dense",
                                     "--lead", "lena"])
     assert out.exit_code == 0, out.output
