@@ -1,6 +1,7 @@
 """Benchmark: decisive judging on the 17 TREC 2003 Robust runs, with the qrels as the judges.
 
     /work/venv/bin/python bench/bench_decisive.py [--metric ndcg@10] [--mode each|all|both] [--step 0.02]
+        [--plans decisive,decisive-pair,shuffled,depth] [--no-estimate] [--json FILE]
 
 For every pair of runs (136 comparisons, "is B higher than A?", 95% paired percentile bootstrap,
 10,000 resamples), judging is replayed in the decisive order (whole blocks of a query's 10 most
@@ -54,13 +55,16 @@ def fmt(x):
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def run_mode(pm, truth, comps, metric, mode, step, out):
+PLANS = {"decisive": ("decisive", "block", True), "decisive-pair": ("decisive", "pair", False),
+         "shuffled": ("shuffled", "block", False), "depth": ("depth", "block", False)}
+
+
+def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), estimate=True):
     print(f"\n== {metric}, mode {mode}: {len(comps)} comparisons, "
           f"{'each on its own pool (two runs, depth 20)' if mode == 'each' else f'one pool of {pm.n_pairs:,} pairs'}")
-    plans = [("decisive", "block", True), ("decisive", "pair", False), ("shuffled", "block", False),
-             ("depth", "block", False)]
     rows = {}
-    for order, gran, est in plans:
+    for order, gran, est in (PLANS[p] for p in plans):
+        est = est and estimate
         t, c = time.perf_counter(), time.process_time()
         res = simulate(pm, truth, comps, metric, order=order, mode=mode, granularity=gran, step=step,
                        estimate=est, seed=0)
@@ -78,7 +82,7 @@ def run_mode(pm, truth, comps, metric, mode, step, out):
                   f"stopped {summ['estimate_stopped']}, wrong calls {summ['estimate_wrong_calls']} "
                   f"({100 * summ['estimate_wrong_calls'] / n:.1f}% of {n})")
         out.setdefault(metric, {}).setdefault(mode, {})[label] = res.as_dict()
-    base = rows["shuffled"][1]["median_share_significant"]
+    base = rows["shuffled"][1]["median_share_significant"] if "shuffled" in rows else None
     for label, (_, summ) in rows.items():
         m = summ["median_share_significant"]
         if m and base:
@@ -112,6 +116,8 @@ def main():
     ap.add_argument("--step", type=float, default=0.02, help="share of the pool judged between checks")
     ap.add_argument("--comparisons", type=int, default=None, help="only the first N pairs of runs (quick look)")
     ap.add_argument("--json", dest="json_out", default=None, help="write every comparison's figures here")
+    ap.add_argument("--plans", default=",".join(PLANS), help=f"orders to replay, of {', '.join(PLANS)}")
+    ap.add_argument("--no-estimate", action="store_true", help="skip the estimate (the slow part)")
     args = ap.parse_args()
     t = time.perf_counter()
     pm, truth = load()
@@ -122,7 +128,8 @@ def main():
     for metric in args.metric or ["ndcg@10"]:
         time_recompute(pm, truth, comps, metric)
         for mode in (["each", "all"] if args.mode == "both" else [args.mode]):
-            run_mode(pm, truth, comps, metric, mode, args.step, out)
+            run_mode(pm, truth, comps, metric, mode, args.step, out, plans=args.plans.split(","),
+                     estimate=not args.no_estimate)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(out, indent=1))
     print(f"load average at the end {os.getloadavg()}")
