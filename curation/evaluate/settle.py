@@ -43,10 +43,11 @@ unjudged pair of the query takes the top grade (valid, not always tight). The mi
 with ``-c``.
 
 **AP@k bound.** ``AP = S / R``, ``S = sum over relevant ranks r <= k of precision@r``, ``R`` the
-relevant pairs of the query's pool. ``S`` only grows when an unjudged pair becomes relevant, so
-``S_B - S_A <= S_B(unjudged relevant) - S_A(unjudged not relevant)``; ``R`` lies between the judged
-relevant count (at least 1 when a difference is non-zero) and that count plus the unjudged pairs.
-Valid, looser than the nDCG bound (the benchmark shows the cost).
+relevant pairs of the query's pool. ``S`` only grows when an unjudged pair becomes relevant or a
+relevant pair moves up, so with ``m`` of B's unjudged pairs relevant ``S_B`` is at most its value
+with B's ``m`` highest unjudged pairs relevant, ``S_A`` at least its judged value, and ``R`` at least
+the judged relevant count plus ``m``: the maximum over ``m`` bounds the difference (a negative one is
+divided by the largest ``R``). Valid, looser than the nDCG bound (shared pairs count for B only).
 
 **The estimate** (:func:`estimate`), labelled as such wherever it is shown: a logistic regression
 (scikit-learn, calibrated with ``CalibratedClassifierCV``) of P(relevant) from the ranks of a pair
@@ -333,24 +334,38 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
         idcg_w = np.abs(so_far) * step_up / (np.maximum(Ij, 1.0) + step_up)
     else:  # ap
         rel = np.where(u | ~valid, 0.0, (np.nan_to_num(gv, nan=0.0) >= rel_level).astype(np.float64))
-        hiv = np.where(u, 1.0, rel)
         ranks_k = np.arange(1, k + 1, dtype=np.float64)
+        um = (u & valid).astype(np.float64)
 
-        def s_of(x):  # x: (C, n, k) relevance along a run's top k
-            return (x * np.cumsum(x, axis=2) / ranks_k).sum(axis=2)
+        def s_of(x):  # x: (..., k) relevance along a run's top k -> sum of precision at relevant ranks
+            return (x * np.cumsum(x, axis=-1) / ranks_k).sum(axis=-1)
 
-        sB_hi, sB_lo = s_of(hiv[:, :, :k]), s_of(rel[:, :, :k])
-        sA_hi, sA_lo = s_of(hiv[:, :, k:]), s_of(rel[:, :, k:])
+        def s_best(relj, unj_m):
+            """S with m' = 0..k of the run's unjudged pairs relevant, the highest-ranked ones (the
+            most S can be with m' of them: a relevant pair moved up never lowers S)."""
+            cum = np.cumsum(unj_m, axis=2)
+            ms = np.arange(k + 1, dtype=np.float64)[None, None, :, None]
+            x = relj[:, :, None, :] + unj_m[:, :, None, :] * (cum[:, :, None, :] <= ms)
+            return s_of(x)  # (C, n, k + 1)
+
+        sB_lo, sA_lo = s_of(rel[:, :, :k]), s_of(rel[:, :, k:])
         relq = np.stack([np.bincount(pq, weights=(np.nan_to_num(g[r], nan=-1.0) >= rel_level), minlength=n)
                          for r in range(rows)])
         Rj = relq if rows == C else np.broadcast_to(relq, (C, n))
         nu = n_unj if rows == C else np.broadcast_to(n_unj, (C, n))
-        Rmax = Rj + nu
-        top_diff, bot_diff = sB_hi - sA_lo, sB_lo - sA_hi
-        hi = np.where(top_diff >= 0, np.minimum(1.0, top_diff / np.maximum(Rj, 1.0)),
-                      top_diff / np.maximum(Rmax, 1.0))
-        lo = np.where(bot_diff <= 0, np.maximum(-1.0, bot_diff / np.maximum(Rj, 1.0)),
-                      bot_diff / np.maximum(Rmax, 1.0))
+        Rmax = np.maximum(Rj + nu, 1.0)[:, :, None]
+        den = Rj[:, :, None] + np.arange(k + 1)[None, None, :]
+
+        def best_ratio(s_hi, s_other_lo):
+            # m' of the run's unjudged pairs relevant: R >= Rj + m'; a negative difference is divided
+            # by the largest R instead
+            num = s_hi - s_other_lo[:, :, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.where(num >= 0, np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0), num / Rmax)
+            return np.minimum(1.0, r.max(axis=2))
+
+        hi = best_ratio(s_best(rel[:, :, :k], um[:, :, :k]), sA_lo)
+        lo = -best_ratio(s_best(rel[:, :, k:], um[:, :, k:]), sB_lo)
         rk = np.concatenate([np.tile(ranks_k, 2)])[None, None, :]
         inboth = np.zeros_like(valid)
         rB = pm.ranks[comps[:, 1][:, None, None], safe]
