@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from curation.cli.base import FiniteFloat, domain_errors, echo_json, json_option, main, seed_option
+from curation.cli.base import FiniteFloat, domain_errors, echo_json, json_option, main, on_conflict_option, seed_option
 
 
 def parse_compare(values, run_names):
@@ -52,8 +52,10 @@ def _pct(x) -> str:
               help="Also record when the estimate (not a guarantee) is 95%% sure.")
 @seed_option
 @json_option
+@on_conflict_option
 @domain_errors
-def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step, tie, estimate, seed, as_json):
+def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step, tie, estimate, seed, as_json,
+                     on_conflict):
     """Replay judging the pool of RUNS in an order, the qrels answering as judges, and report for
     each comparison the share of the pool judged when it was settled with the guarantee (no
     labelling of the pairs left can change the verdict), and whether the fully judged pool agrees
@@ -73,13 +75,21 @@ def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step
     if tie < 0:
         raise click.BadParameter("the tie margin cannot be negative", param_hint="--tie")
     loaded = read_runs(list(runs), depth=depth)
+    for run in loaded:
+        if run.summary():
+            click.echo(run.summary(), err=True)
     names = [r.name for r in loaded]
     if len(set(names)) != len(names):
         raise click.ClickException("two runs have the same name; rename one (its tag, or the file name)")
     if len(loaded) < 2:
         raise click.UsageError("give at least two runs to compare")
     comps = parse_compare(compare, names)
-    qrels = read_qrels(qrels_path)
+    from curation.formats.conflicts import Dedup
+
+    dedup = Dedup(qrels_path, policy=on_conflict, what="pair")
+    qrels = read_qrels(qrels_path, on_conflict=on_conflict, dedup=dedup)
+    if dedup.summary():
+        click.echo(dedup.summary(), err=True)
     pm, truth = pool_from_runs({r.name: r.rankings for r in loaded}, qrels, depth)
     bar = None
     if sys.stderr.isatty() and not as_json:
