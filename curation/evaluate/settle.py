@@ -70,6 +70,7 @@ EPS = 1e-12  # strict inequalities of the guarantee hold by more than rounding
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_LEVEL = 0.95
 SHIFT = 0.25  # the common shift, as a share of one query's spread (see estimate)
+IDEAL_BY_RANK = True  # weigh a pair's ideal-DCG effect by 1/log2(1 + its best rank in any run)
 MIN_KNOWN = 5  # the estimate makes no call before this many queries are (nearly) fully judged
 
 HIGHER, LOWER, TIE, OPEN, NOT_SIGNIFICANT = "B higher", "B lower", "tie", "open", "no significant difference"
@@ -385,6 +386,10 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
     # every unjudged pair of an open query weighs at least its effect through the ideal DCG (or R)
     unj_rows = unj if rows == C else np.broadcast_to(unj, (C, P))
     qw = np.where(open_q, idcg_w, 0.0)[:, pq]
+    if IDEAL_BY_RANK:  # likely relevant first: a relevant pair judged tightens the ideal DCG bound most
+        # (an unjudged pair is bounded at the top grade; judged relevant ones fill the ideal ranking)
+        best = np.where(pm.ranks > 0, pm.ranks, np.iinfo(np.int32).max).min(axis=0)
+        qw = qw * (1.0 / np.log2(1.0 + np.minimum(best, 10 ** 6)))[None, :]
     np.maximum(weight, np.where(unj_rows, qw, 0.0), out=weight)
     movers = (moving & open_q[:, :, None]).sum(axis=(1, 2))
     return Bounds(lo=lo, hi=hi, so_far=so_far, weight=weight, movers=movers)

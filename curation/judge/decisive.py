@@ -3,7 +3,9 @@
 Each unjudged pair gets a priority from how much its label can move the per-query differences of
 the open comparisons (:class:`curation.evaluate.settle.Bounds` ``weight``: for nDCG@k,
 ``max_grade * |disc_B(u) - disc_A(u)| / max(IDCG_judged, 1)``, the largest change of the query's
-difference its label can make; for AP@k, ``|1/rank_B - 1/rank_A| / max(judged relevant, 1)``), summed
+difference its label can make; for AP@k, ``|1/rank_B - 1/rank_A| / max(judged relevant, 1)``; at
+least, for any unjudged pair of an open query, its effect through the ideal DCG (or the relevant
+count) times ``1/log2(1 + best rank in any run)``, likely relevant pairs first), summed
 over the comparisons, each comparison weighted by how close it is to settling
 (``1 / max(gap, 0.001)``, ``gap`` the distance of its worst-case interval from deciding) and 0 once
 settled (Carterette, Allan & Sitaraman, "Minimal test collections for retrieval evaluation",
