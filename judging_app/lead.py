@@ -259,6 +259,35 @@ def release(project_id: int):
     return redirect(url_for("lead.dashboard", project_id=project.id))
 
 
+@bp.get("/<int:project_id>/comparisons")
+@lead_required
+def comparisons(project_id: int):
+    """The Comparisons panel (an htmx fragment of the dashboard): the report of `golden settle`."""
+    from curation.judge import decisive
+
+    project = project_or_404(project_id)
+    try:
+        rep = decisive.settlement_report(get_db(), project)
+    except ValueError:  # no comparison recorded for this project
+        rep = None
+    return render_template("lead/_comparisons.html", project=project, rep=rep)
+
+
+@bp.post("/<int:project_id>/comparisons/release")
+@lead_required
+def release_comparison(project_id: int):
+    """Release the judges from the pairs no open comparison needs, once one is settled (recorded)."""
+    from curation.judge import decisive
+
+    project = project_or_404(project_id)
+    try:
+        n = decisive.release_settled(get_db(), project, g.user, request.form.get("compare", ""))
+    except ValueError as exc:
+        abort(400, description=str(exc))
+    flash(f"Judges released from {n} queued pairs that no open comparison needs (by {g.user.name}).", "info")
+    return redirect(url_for("lead.dashboard", project_id=project.id))
+
+
 def _queue_context(project: Project, *, pair_id: int | None = None, error: str | None = None, form=None):
     db = get_db()
     current = adjudication.disagreement(db, project, pair_id) if pair_id is not None else None

@@ -30,6 +30,8 @@ from curation.cli import (  # noqa: F401 - imported for their effect: each attac
     sample,
     seed_judgments,
     serve,
+    settle,
+    simulate_judging,
     split,
     stats,
     user,

@@ -22,18 +22,32 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
               help="With --machine: accept the machine's label where its confidence is at least P.")
 @click.option("--audit", type=click.FloatRange(0, 1), default=0.05, show_default=True,
               help="With --machine: share of the accepted pairs still given to people, drawn at random (seeded).")
+@click.option("--order", type=click.Choice(["default", "decisive"]), default="default", show_default=True,
+              help="decisive: judge first the pairs that can change the compared differences (needs --compare); "
+                   "run again after a batch of judgments to re-prioritise the open pairs.")
+@click.option("--compare", "compare", multiple=True, metavar="A,B",
+              help="With --order decisive: is run B higher than run A? Repeatable.")
+@click.option("--metric", default="ndcg@10", show_default=True, help="With --order decisive: ndcg@k or ap[@k].")
+@click.option("--tie", type=float, default=0.0, show_default=True,
+              help="With --order decisive: also settle as 'no difference larger than TIE' (0: off).")
 @seed_option
 @db_option
 @domain_errors
-def assign(judges, overlap, project_name, hold, machine, accept_above, audit, seed, db_url):
+def assign(judges, overlap, project_name, hold, machine, accept_above, audit, order, compare, metric, tie, seed,
+           db_url):
     """Assign the project's unassigned pairs to judges: an overlap set every judge labels first,
     drawn across queries and strata, then the rest split evenly, a query's pairs with one judge.
     Run it again after `golden project extend` to hand out only the new pairs.
+
+    With --order decisive, each judge's main pairs come in blocks of a query's most decisive
+    pairs (the most unsettled weight first; shuffled within a block, nothing reveals a rank or a
+    system); `golden settle` says when each comparison is settled.
 
     \b
     Example:
       golden assign --project news --judges alice,bob,carol --overlap 100 --seed 7
       golden assign --project news --judges alice,bob --machine llm --accept-above 0.9 --audit 0.05
+      golden assign --project news --judges alice,bob --order decisive --compare bm25,dense --metric ndcg@10
     """
     from curation.judge.assignment import assign as do_assign
     from curation.store.projects import get_project
@@ -41,6 +55,10 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, se
     if (machine is None) != (accept_above is None):
         raise click.UsageError("--machine and --accept-above go together")
     names = [n.strip() for n in judges.split(",") if n.strip()]
+    if order == "decisive" and not compare:
+        raise click.UsageError("--order decisive needs at least one --compare A,B")
+    if order != "decisive" and compare:
+        raise click.UsageError("--compare goes with --order decisive")
     esc = None
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
@@ -49,7 +67,7 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, se
 
             esc = escalation(s, proj, machine, accept_above=accept_above, audit=audit, seed=seed)
         rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold,
-                        withhold=esc.accepted if esc else ())
+                        withhold=esc.accepted if esc else (), order=order, compare=compare, metric=metric, tie=tie)
     again = (" (assigned before; its pairs are not added again)"
              if rep.overlap_pairs and not rep.new_overlap_rows else "")
     click.echo(
@@ -66,6 +84,9 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, se
         click.echo(esc.summary())
         click.echo(f"{rep.withheld_pairs} new pairs withheld from people; export them with "
                    f"golden export --fill-unjudged machine:{machine}")
+    if order == "decisive":
+        click.echo(f"main pairs queued in the decisive order for {', '.join(compare)} ({metric}); "
+                   "see `golden settle --project NAME`")
     if rep.held:
         click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME")
 

@@ -163,6 +163,15 @@ def _agreement_summary(session: Session, project: Project, scale: list[int]) -> 
     })
 
 
+def _judging_order(session, project) -> dict:
+    """``{"judging_order": ...}`` when the pool was ordered for comparisons (golden assign --order
+    decisive), else nothing (curation.judge.decisive.manifest_record)."""
+    from curation.judge.decisive import manifest_record
+
+    record = manifest_record(session, project)
+    return {} if record is None else {"judging_order": record}
+
+
 def gather_state(session: Session, project: Project, *, policy: str, bar=None, fill: str | None = None
                  ) -> VersionState:
     """The state of ``project``'s golden set under ``policy``: its three data files, the manifest's
@@ -378,6 +387,7 @@ def gather_state(session: Session, project: Project, *, policy: str, bar=None, f
             "decisions": dict(sorted(Counter(f.decision or "undecided" for f in findings).items())),
         },
         "split": split_summary(session, project),
+        **_judging_order(session, project),
         "seeds": {
             "by_source": {s: seeds_by_source.get(s, 0) for s in SEED_SOURCES},
             "confirmed_by_judges": seed_confirm.get("confirmed", 0),

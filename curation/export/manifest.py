@@ -27,6 +27,7 @@ def iso_utc(t: datetime | None) -> str | None:
 
 
 _META_KEYS = ("version", "parent", "created_at", "created_by", "generator", "state_sha256", "files", "manifest_sha256")
+_UNHASHED = ("agreement", "judging_order")  # manifest facts outside the state hash
 _SEAL = "0" * 64
 _SEAL_RE = re.compile(rb'"manifest_sha256": "([0-9a-f]{64})"')
 
@@ -34,8 +35,9 @@ _SEAL_RE = re.compile(rb'"manifest_sha256": "([0-9a-f]{64})"')
 def state_hash(file_hashes: dict[str, str], body: dict) -> str:
     """Hash of what a version says: the sha256 of its three data files and the manifest's facts,
     excluding the agreement figures (derived from the judgments already hashed) so that a newer
-    numpy cannot make a frozen state look different."""
-    stable = {k: v for k, v in body.items() if k != "agreement" and k not in _META_KEYS}
+    numpy cannot make a frozen state look different, and the judging order's record (a
+    settlement recorded later says how the labels were gathered, not what they are)."""
+    stable = {k: v for k, v in body.items() if k not in _UNHASHED and k not in _META_KEYS}
     payload = json.dumps(
         {"files": {n: file_hashes[n] for n in ("qrels.txt", "qrels.jsonl", "queries.jsonl")}, "manifest": stable},
         sort_keys=True, ensure_ascii=False, separators=(",", ":"),

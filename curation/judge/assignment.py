@@ -206,6 +206,10 @@ def assign(
     seed: int = 0,
     hold: bool | None = None,
     withhold: Collection[int] = (),
+    order: str = "default",
+    compare=(),
+    metric: str = "ndcg@10",
+    tie: float = 0.0,
 ) -> AssignReport:
     """Assign the project's pairs that no judge has yet, and commit.
 
@@ -219,11 +223,19 @@ def assign(
     store contents. Pairs of dropped queries are not assigned. ``withhold``: pair ids left out of the
     main work (still eligible for the overlap set), e.g. those whose machine label is accepted
     (:func:`curation.machine.escalation.escalation`); a later call without them assigns them.
+    ``order="decisive"`` records the comparisons ``compare`` (["A,B", ...]: is B higher than A on
+    ``metric``?) and queues each judge's main pairs in blocks of a query's most decisive pairs, most
+    unsettled weight first, shuffled within a block (:mod:`curation.judge.decisive`); the judges'
+    open main pairs are re-queued that way too, so running it again after a batch of judgments
+    re-prioritises. The overlap set is drawn as for the default order.
     ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
+    if order not in ("default", "decisive"):
+        raise ValueError(f"order must be 'default' or 'decisive', not {order!r}")
     try:
-        return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, withhold=set(withhold))
+        return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, withhold=set(withhold),
+                       order=order, compare=compare, metric=metric, tie=tie)
     except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
         raise ValueError(
@@ -241,7 +253,8 @@ def assign(
 
 
 def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
-            hold: bool | None, withhold: set[int] = frozenset()) -> AssignReport:
+            hold: bool | None, withhold: set[int] = frozenset(), order: str = "default", compare=(),
+            metric: str = "ndcg@10", tie: float = 0.0) -> AssignReport:
     """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
     commit, then reads what it added (so pairs are never handed out twice)."""
     lock_project(session, project)
@@ -308,6 +321,14 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         loads[j] += len(groups[q])
     owner.update(split_main(free, judge_ids, loads=dict(loads), seed=seed))
 
+    priority = None
+    if order == "decisive":
+        from curation.judge import decisive
+
+        decisive.record_comparisons(session, project, compare, metric=metric, tie=tie)
+        session.flush()
+        priority = decisive.pair_priority_map(session, project)
+
     now = utcnow()
     rows = []
     withheld = sum(1 for r in new if r.pair_id not in overlap_lookup and r.pair_id in withhold)
@@ -328,7 +349,9 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
             raise ValueError(f"overlap: at most {MAIN_BASE - 1} overlap pairs per judge")
         mine = [p for q, j in owner.items() if j == u.id for p in groups[q]]
         pos = max(next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
-        for p in _queue_order(mine, query_of, rng):
+        queued = _queue_order(mine, query_of, rng) if priority is None else \
+            decisive.decisive_queue_order(mine, query_of, priority, rng)
+        for p in queued:
             rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="main", exclusive_pair_id=p,
                              position=pos, created_at=now, skipped=False))
             pos += 1
@@ -342,6 +365,8 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
     try:
         if rows:
             session.execute(insert(Assignment), rows)
+        if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
+            decisive.requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
         if hold is not None:
             proj.hold_main = bool(hold)
             if hold:

@@ -339,3 +339,24 @@ class MachineLabel(SQLModel, table=True):
     prompt_version: str | None = None
     token: str
     imported_at: datetime = Field(default_factory=utcnow)
+class DecisiveComparison(SQLModel, table=True):
+    """A comparison the decisive judging order serves (``golden assign --order decisive --compare
+    A,B``): is run B higher than run A on ``metric``? ``settled_*`` record when a settlement report
+    first found it settled with the guarantee (and at what share of the pool judged);
+    ``released_*`` the lead's decision to release the judges from the pairs that no open
+    comparison still needs."""
+
+    __table_args__ = (UniqueConstraint("project_id", "run_a", "run_b", "metric"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    run_a: str
+    run_b: str
+    metric: str = "ndcg@10"
+    tie: float = 0.0  # settle as "no difference larger than tie" too (0: off)
+    created_at: datetime = Field(default_factory=utcnow)
+    settled_at: datetime | None = None
+    settled_verdict: str | None = None
+    settled_share: float | None = None
+    released_at: datetime | None = None
+    released_by_id: int | None = Field(default=None, foreign_key="user.id")
+    released_pairs: int | None = None

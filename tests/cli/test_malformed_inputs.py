@@ -74,6 +74,7 @@ CORPUS_SAMPLE = "corpus-sample {d}/corpus.tsv --size 4 --keep {d}/pool.jsonl --s
 COMPARE = ("compare {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/queries.jsonl --resamples 200 "
            "--html {d}/out.html")
 ATTRIBUTE = "attribute {d}/run_a.trec {d}/run_b.trec {d}/run_c.trec {d}/run_d.trec " + STATS + " --resamples 200"
+SIMULATE = "simulate-judging {d}/run_a.trec {d}/run_b.trec --qrels {d}/qrels.txt --depth 5 --step 0.5"
 MANIFEST_FILE = "v1/manifest.json"
 
 INPUTS = (
@@ -123,6 +124,8 @@ INPUTS = (
           "sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
     Input("sweep-queries", "split.jsonl",
           "sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
+    Input("simulate-judging-run", "run_a.trec", SIMULATE),
+    Input("simulate-judging-qrels", "qrels.txt", SIMULATE),
     Input("attribute-base", "run_a.trec", ATTRIBUTE),
     Input("attribute-a-only", "run_b.trec", ATTRIBUTE),
     Input("attribute-b-only", "run_c.trec", ATTRIBUTE),

@@ -18,7 +18,8 @@ COMMANDS = {
     "adjudicate", "agreement", "assign", "attribute", "audit", "calibrate", "compare", "corpus-sample", "coverage",
     "db", "demo",
     "export", "guidelines", "import-judgments", "leakcheck", "metrics", "noise", "pool", "power", "project",
-    "progress", "release", "sample", "seed-judgments", "serve", "split", "sweep", "user", "verify",
+    "progress", "release", "sample", "seed-judgments", "serve", "settle", "simulate-judging", "split", "sweep",
+    "user", "verify",
 }
 
 PROBE = """

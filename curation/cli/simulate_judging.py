@@ -1,0 +1,131 @@
+"""``golden simulate-judging``: replay judging with a qrels file as the judges, to see what an order saves."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from curation.cli.base import FiniteFloat, domain_errors, echo_json, json_option, main, on_conflict_option, seed_option
+
+
+def parse_compare(values, run_names):
+    """``--compare A,B`` (repeatable) or ``--compare all`` -> list of (a, b) run indices."""
+    if not values or any(v.strip().lower() == "all" for v in values):
+        return [(a, b) for a in range(len(run_names)) for b in range(a + 1, len(run_names))]
+    out = []
+    for v in values:
+        parts = [p.strip() for p in v.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise click.BadParameter(f"{v!r}: write two run names, e.g. --compare bm25,dense", param_hint="--compare")
+        if parts[0] == parts[1]:
+            raise click.BadParameter(f"{v!r}: a run compared with itself", param_hint="--compare")
+        for p in parts:
+            if p not in run_names:
+                raise click.BadParameter(f"{v!r}: no run named {p!r} (runs: {', '.join(run_names)})",
+                                         param_hint="--compare")
+        out.append((run_names.index(parts[0]), run_names.index(parts[1])))
+    return out
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+@main.command("simulate-judging")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--qrels", "qrels_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="TREC qrels: the judges' labels (a pair it lacks is not relevant).")
+@click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True, help="Pool depth of every run.")
+@click.option("--order", type=click.Choice(["decisive", "shuffled", "depth"]), default="decisive", show_default=True,
+              help="Judging order to replay.")
+@click.option("--compare", "compare", multiple=True, metavar="A,B",
+              help="Is B higher than A? Repeat for several; 'all' (the default) compares every pair of runs.")
+@click.option("--metric", default="ndcg@10", show_default=True, help="ndcg@k or ap[@k].")
+@click.option("--pool", "mode", type=click.Choice(["each", "all"]), default="each", show_default=True,
+              help="each: every comparison judges its own two runs' pool; all: one pool of every run, one order.")
+@click.option("--step", type=FiniteFloat(), default=0.02, show_default=True,
+              help="Share of the pool judged between two checks of the settlement.")
+@click.option("--tie", type=FiniteFloat(), default=0.0, show_default=True,
+              help="Also settle as 'no difference larger than TIE' (0: off).")
+@click.option("--estimate/--no-estimate", default=False,
+              help="Also record when the estimate (not a guarantee) is 95%% sure.")
+@seed_option
+@json_option
+@on_conflict_option
+@domain_errors
+def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step, tie, estimate, seed, as_json,
+                     on_conflict):
+    """Replay judging the pool of RUNS in an order, the qrels answering as judges, and report for
+    each comparison the share of the pool judged when it was settled with the guarantee (no
+    labelling of the pairs left can change the verdict), and whether the fully judged pool agrees
+    (it always must). A team can see the savings of the decisive order on its own past data.
+
+    \b
+    Example:
+      golden simulate-judging runs/*.trec --qrels qrels.txt --depth 20 --order decisive --compare bm25,dense
+      golden simulate-judging runs/*.trec --qrels qrels.txt --order shuffled --compare all --json
+    """
+    from curation.evaluate.simulate import pool_from_runs, simulate
+    from curation.formats.qrels import read_qrels
+    from curation.formats.runs import read_runs
+
+    if not 0 < step <= 1:
+        raise click.BadParameter("a share of the pool in (0, 1]", param_hint="--step")
+    if tie < 0:
+        raise click.BadParameter("the tie margin cannot be negative", param_hint="--tie")
+    loaded = read_runs(list(runs), depth=depth)
+    for run in loaded:
+        if run.summary():
+            click.echo(run.summary(), err=True)
+    names = [r.name for r in loaded]
+    if len(set(names)) != len(names):
+        raise click.ClickException("two runs have the same name; rename one (its tag, or the file name)")
+    if len(loaded) < 2:
+        raise click.UsageError("give at least two runs to compare")
+    comps = parse_compare(compare, names)
+    from curation.formats.conflicts import Dedup
+
+    dedup = Dedup(qrels_path, policy=on_conflict, what="pair")
+    qrels = read_qrels(qrels_path, on_conflict=on_conflict, dedup=dedup)
+    if dedup.summary():
+        click.echo(dedup.summary(), err=True)
+    pm, truth = pool_from_runs({r.name: r.rankings for r in loaded}, qrels, depth)
+    bar = None
+    if sys.stderr.isatty() and not as_json:
+        from tqdm import tqdm
+
+        bar = tqdm(total=100, desc=f"replaying ({order})", unit="%", file=sys.stderr)
+    last = [0]
+
+    def progress(share):
+        if bar is not None:
+            now = int(100 * share)
+            bar.update(max(0, now - last[0]))
+            last[0] = max(last[0], now)
+
+    try:
+        res = simulate(pm, truth, comps, metric, order=order, mode=mode, step=step, tie=tie, seed=seed,
+                       estimate=estimate, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    if as_json:
+        echo_json(res.as_dict())
+        return
+    s = res.summary()
+    click.echo(f"{res.metric}, {res.queries} queries, pool depth {depth}, order {order}, "
+               f"{'each comparison on its own pool' if mode == 'each' else f'one pool of {res.pool_pairs} pairs'}")
+    head = f"{'A':<16} {'B':<16} {'pool':>6} {'full verdict':<26} {'settled at':>10}  verdict"
+    if estimate:
+        head += "  (estimate 95%)"
+    click.echo(head)
+    for c in res.comparisons:
+        line = (f"{c.a[:16]:<16} {c.b[:16]:<16} {c.pool_pairs:>6} {c.full_verdict:<26} {_pct(c.settled_share):>10}  "
+                f"{c.settled_verdict or 'open at the end'}{'  WRONG' if c.wrong else ''}")
+        if estimate:
+            line += f"  ({_pct(c.estimate_share)} {c.estimate_verdict or '-'}{', wrong' if c.estimate_wrong else ''})"
+        click.echo(line)
+    click.echo(f"significant when fully judged: {s['significant']} of {s['comparisons']}; settled: "
+               f"{s['settled_of_significant']}; median share judged at settlement: "
+               f"{_pct(s['median_share_significant'])}; wrong calls: {s['wrong_calls']}")

@@ -1,0 +1,306 @@
+"""Replaying judging with a qrels file as the judges (``golden simulate-judging``, bench/bench_decisive.py).
+
+The pool is every listed run's top ``depth`` over the qrels' queries; the "judges" give each pair its
+grade in the qrels (a pair the qrels lack is not relevant). Pairs are judged in batches of
+``step`` (a share of the pool) in one of three orders:
+
+* ``shuffled``: a seeded random order of the pairs;
+* ``depth``: the pairs by their best rank in the compared runs (all of rank 1 first), ties shuffled;
+* ``decisive``: after each batch, the priorities of :mod:`curation.judge.decisive` are recomputed
+  and whole queries are taken, the most unsettled weight first (as ``golden assign --order
+  decisive`` hands them to judges; ``granularity="pair"`` takes single pairs instead, the bound of
+  what an order could save).
+
+After each batch every open comparison is checked with the guarantee of
+:mod:`curation.evaluate.settle`, and (optionally) with the estimate. ``mode="each"`` simulates each
+comparison on its own pool (the two runs' top ``depth``), as a team comparing two systems would
+pool them; ``mode="all"`` judges the pool of every run once, one order serving every comparison.
+
+A settled verdict that the fully judged pool contradicts is a *wrong call*; for the guarantee there
+can be none (same resamples, monotone replicates), and the replay checks it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from curation.evaluate.settle import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    HIGHER,
+    LOWER,
+    OPEN,
+    PoolMatrix,
+    metric_form,
+    percentile_ends,
+    query_bounds,
+    resample_counts,
+    settle,
+    verdict_of,
+)
+
+ORDERS = ("decisive", "shuffled", "depth")
+GRANULARITIES = ("block", "query", "pair")
+BLOCK = 10  # pairs of one query served together (shuffled) by the decisive order
+
+
+@dataclass
+class ComparisonResult:
+    """One comparison's replay: its pool, the fully judged verdict, and when it settled."""
+
+    a: str
+    b: str
+    pool_pairs: int
+    full_verdict: str
+    full_mean: float
+    full_low: float
+    full_high: float
+    settled_share: float | None = None  # share of the pool judged when the guarantee settled it
+    settled_verdict: str | None = None
+    wrong: bool = False
+    estimate_share: float | None = None  # share judged when the estimate said 95% sure
+    estimate_verdict: str | None = None
+    estimate_wrong: bool = False
+
+
+@dataclass
+class SimulationResult:
+    metric: str
+    order: str
+    mode: str
+    granularity: str
+    depth: int
+    queries: int
+    pool_pairs: int
+    step: float
+    comparisons: list[ComparisonResult] = field(default_factory=list)
+    seconds_per_check: float = 0.0
+    checks: int = 0
+
+    def summary(self) -> dict:
+        sig = [c for c in self.comparisons if c.full_verdict in (HIGHER, LOWER)]
+        shares = [c.settled_share if c.settled_share is not None else 1.0 for c in sig]
+        est = [c.estimate_share if c.estimate_share is not None else 1.0 for c in sig]
+        settled = [c for c in self.comparisons if c.settled_share is not None]
+        est_stopped = [c for c in self.comparisons if c.estimate_share is not None]
+        return {
+            "comparisons": len(self.comparisons),
+            "significant": len(sig),
+            "settled": len(settled),
+            "settled_of_significant": sum(1 for c in sig if c.settled_share is not None),
+            "median_share_significant": float(np.median(shares)) if shares else None,
+            "wrong_calls": sum(c.wrong for c in self.comparisons),
+            "estimate_stopped": len(est_stopped),
+            "median_estimate_share_significant": float(np.median(est)) if est else None,
+            "estimate_wrong_calls": sum(c.estimate_wrong for c in self.comparisons),
+        }
+
+    def as_dict(self) -> dict:
+        out = {k: v for k, v in asdict(self).items() if k != "comparisons"}
+        out["summary"] = self.summary()
+        out["comparisons"] = [asdict(c) for c in self.comparisons]
+        return out
+
+
+def pool_from_runs(rankings: Mapping[str, Mapping[str, Sequence[str]]], qrels: Mapping[str, Mapping[str, int]],
+                   depth: int) -> tuple[PoolMatrix, np.ndarray]:
+    """The pool of ``rankings`` at ``depth`` over the qrels' queries that some run answers, and the
+    judges' grade of each pair (0 when the qrels lack it)."""
+    answered = {q for r in rankings.values() for q in r}
+    qids = sorted(q for q in qrels if q in answered)
+    if len(qids) < 2:
+        raise ValueError("the runs and the qrels share fewer than 2 queries; nothing to compare")
+    pm = PoolMatrix.from_rankings(rankings, depth, qids=qids)
+    truth = np.array([qrels[pm.qids[q]].get(d, 0) for q, d in zip(pm.pair_query.tolist(), pm.docids)],
+                     dtype=np.float64)
+    return pm, np.clip(truth, 0, None)
+
+
+def all_pairs(n_runs: int) -> list[tuple[int, int]]:
+    return [(a, b) for a in range(n_runs) for b in range(a + 1, n_runs)]
+
+
+def simulate(
+    pm: PoolMatrix,
+    truth: np.ndarray,
+    comparisons: Sequence[tuple[int, int]],
+    metric: str,
+    *,
+    order: str = "decisive",
+    mode: str = "each",
+    granularity: str = "block",
+    step: float = 0.01,
+    max_grade: int | None = None,
+    rel_level: int = 1,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    tie: float = 0.0,
+    seed: int = 0,
+    estimate: bool = False,
+    estimate_level: float = 0.95,
+    estimate_until: float = 0.5,
+    progress: Callable[[float], None] | None = None,
+) -> SimulationResult:
+    """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
+    comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
+    when it settled. See the module docstring. With ``estimate``, also the share at which the
+    estimate first put P(flip) at most ``1 - estimate_level`` on a significant verdict (checked up to
+    ``estimate_until`` of the pool, then given up: counted as the whole pool)."""
+    from curation.judge.decisive import pair_priorities
+
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if mode not in ("each", "all"):
+        raise ValueError(f"mode must be 'each' or 'all', not {mode!r}")
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}, not {granularity!r}")
+    if not 0 < step <= 1:
+        raise ValueError(f"step must be a share of the pool in (0, 1], not {step!r}")
+    name, _k = metric_form(metric, pm.depth)
+    comps = [tuple(c) for c in comparisons]
+    if not comps:
+        raise ValueError("compare: no comparison to simulate")
+    G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
+    C, P, n = len(comps), pm.n_pairs, len(pm.qids)
+    counts = resample_counts(n, resamples=resamples, seed=seed)
+    rng = np.random.default_rng(seed)
+
+    if mode == "each":
+        member = np.stack([pm.members(c) for c in comps])  # (C, P): the comparison's own pool
+    else:
+        member = np.ones((1, P), dtype=bool)
+    rows = member.shape[0]
+    pool_size = member.sum(axis=1)
+
+    # the fully judged verdicts, with the same resamples
+    full_grades = np.where(member, truth[None, :], 0.0)
+    fb = query_bounds(pm, full_grades, comps, metric, max_grade=G, rel_level=rel_level)
+    flo, fhi = percentile_ends(counts, fb.lo, level)
+    full = [verdict_of(a, b, tie) for a, b in zip(flo, fhi)]
+    result = SimulationResult(metric=str(metric), order=order, mode=mode, granularity=granularity, depth=pm.depth,
+                              queries=n, pool_pairs=int(member.any(axis=0).sum()), step=step)
+    for i, (a, b) in enumerate(comps):
+        result.comparisons.append(ComparisonResult(
+            a=pm.runs[a], b=pm.runs[b], pool_pairs=int(pool_size[0 if rows == 1 else i]), full_verdict=full[i],
+            full_mean=float(fb.lo[i].mean()), full_low=float(flo[i]), full_high=float(fhi[i])))
+
+    # fixed orders: a rank of every pair per row
+    fixed = None
+    if order in ("shuffled", "depth"):
+        fixed = []
+        for r in range(rows):
+            idx = np.flatnonzero(member[r])
+            noise = rng.random(len(idx))
+            if order == "shuffled":
+                key = np.argsort(noise, kind="stable")
+            else:
+                runs = list(comps[r]) if mode == "each" else list(range(len(pm.runs)))
+                rk = pm.ranks[runs][:, idx].astype(np.float64)
+                best = np.where(rk > 0, rk, np.inf).min(axis=0)
+                key = np.lexsort((noise, best))
+            fixed.append(idx[key])
+
+    judged = ~member.copy()  # pairs outside a comparison's pool are known (not relevant) from the start
+    done = np.zeros(rows, dtype=np.int64)
+    open_c = np.ones(C, dtype=bool)
+    est_open = np.ones(C, dtype=bool) if estimate else np.zeros(C, dtype=bool)
+    share = 0.0
+    model_cache: dict = {}
+    t_checks, checks = 0.0, 0
+    bounds = None
+    while True:
+        grades = np.where(judged, np.where(member, truth[None, :], 0.0), np.nan)
+        t0 = time.process_time()
+        bounds = query_bounds(pm, grades, comps, metric, max_grade=G, rel_level=rel_level)
+        st = settle(bounds, counts, level=level, tie=tie)
+        t_checks += time.process_time() - t0
+        checks += 1
+        shares = done / np.maximum(pool_size, 1)
+        for i in np.flatnonzero(open_c):
+            if st.status[i] != OPEN:
+                res = result.comparisons[i]
+                res.settled_share = float(shares[0 if rows == 1 else i])
+                res.settled_verdict = st.status[i]
+                res.wrong = st.status[i] != res.full_verdict
+                open_c[i] = False
+        if estimate and est_open.any():
+            from curation.evaluate.settle import estimate as run_estimate
+
+            for i in np.flatnonzero(est_open & (np.array(st.status) != OPEN)):  # the guarantee came first
+                res = result.comparisons[i]
+                res.estimate_share, res.estimate_verdict = float(shares[0 if rows == 1 else i]), st.status[i]
+                res.estimate_wrong = res.estimate_verdict != res.full_verdict
+                est_open[i] = False
+            ask = np.flatnonzero(est_open & (shares <= estimate_until if rows > 1 else shares[0] <= estimate_until))
+            if len(ask):
+                est = run_estimate(pm, grades, comps, metric, counts, max_grade=G, rel_level=rel_level, level=level,
+                                   tie=tie, only=ask, members=member, cache=model_cache, samples=8, seed=seed)
+                for i, e in est.items():
+                    if e["p_flip"] <= 1 - estimate_level and e["verdict"] in (HIGHER, LOWER):
+                        res = result.comparisons[i]
+                        res.estimate_share = float(shares[0 if rows == 1 else i])
+                        res.estimate_verdict = e["verdict"]
+                        res.estimate_wrong = res.estimate_verdict != res.full_verdict
+                        est_open[i] = False
+        if progress is not None:
+            progress(float(shares.min()))
+        active = open_c | est_open
+        left = (member & ~judged).any(axis=1)
+        if not active.any() or not (left if rows > 1 else left & True)[active if rows > 1 else [0]].any():
+            break
+        # the next batch, per row of the judged state
+        share = min(1.0, share + step)
+        for r in range(rows):
+            rows_comps = [r] if rows > 1 else list(np.flatnonzero(active))
+            if rows > 1 and not active[r]:
+                continue
+            target = int(np.ceil(share * pool_size[r]))
+            need = target - int(done[r])
+            if need <= 0:
+                continue
+            if fixed is not None:
+                take = fixed[r][done[r]:done[r] + need]
+            else:
+                prio = pair_priorities(bounds, st, rows_comps, P)
+                todo = member[r] & ~judged[r]
+                take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
+            judged[r, take] = True
+            done[r] += len(take)
+    result.seconds_per_check = t_checks / max(checks, 1)
+    result.checks = checks
+    return result
+
+
+def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: int, granularity: str,
+                    rng: np.random.Generator, block: int = 10) -> np.ndarray:
+    """At least ``need`` unjudged pairs, the highest priority first: single pairs
+    (``granularity="pair"``), whole queries (``"query"``) or blocks of each query's ``block`` most
+    decisive pairs (``"block"``, as ``golden assign --order decisive`` queues them); ties in a
+    seeded order."""
+    idx = np.flatnonzero(todo)
+    if len(idx) == 0:
+        return idx
+    noise = rng.random(len(idx))
+    if granularity == "pair":
+        key = np.lexsort((noise, -prio[idx]))
+        return idx[key[:need]]
+    q = pm.pair_query[idx]
+    if granularity == "block":  # each query offers its `block` most decisive pairs as one block
+        key = np.lexsort((noise, -prio[idx], q))  # by query, then priority
+        q_sorted, idx_sorted = q[key], idx[key]
+        first = np.searchsorted(q_sorted, q_sorted, side="left")
+        in_block = (np.arange(len(q_sorted)) - first) < block
+        q_sorted, idx_sorted = q_sorted[in_block], idx_sorted[in_block]
+        q, idx = q_sorted, idx_sorted
+    qprio = np.bincount(q, weights=prio[idx], minlength=len(pm.qids))
+    qnoise = rng.random(len(pm.qids))
+    present = np.unique(q)
+    qorder = present[np.lexsort((qnoise[present], -qprio[present]))]
+    sizes = np.bincount(q, minlength=len(pm.qids))[qorder]
+    upto = int(np.searchsorted(np.cumsum(sizes), need)) + 1
+    chosen = np.isin(q, qorder[:upto])
+    return idx[chosen]
