@@ -221,10 +221,13 @@ def load_judgments(
     *,
     overlap_only: bool = False,
     include_skips: bool = False,
+    seconds: bool = False,
 ) -> list[Label]:
     """Every judgment row of the project as :class:`Label` records (judge =
     user name), oldest first; ``overlap_only``: only pairs in the overlap set or labelled by two or
-    more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``."""
+    more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``.
+    ``seconds``: the times as float seconds since the epoch (:func:`as_seconds`), as the agreement
+    report uses them, read without building a datetime per row (the export's path)."""
     pid = project_id(project)
     stmt = (
         join_pair_text(
@@ -240,8 +243,20 @@ def load_judgments(
         stmt = stmt.where(Judgment.pair_id.in_(_overlap_pairs(pid)))
     if not include_skips:
         stmt = stmt.where(Judgment.grade.is_not(None), Judgment.skipped == false())
-    return [Label(qid, docid, judge, None if skipped else grade, answered, shown)
-            for qid, docid, judge, grade, answered, shown, _pair_id, skipped in session.exec(stmt).all()]
+    if not seconds:
+        return [Label(qid, docid, judge, None if skipped else grade, answered, shown)
+                for qid, docid, judge, grade, answered, shown, _pair_id, skipped in session.exec(stmt).all()]
+    # The driver's rows as they come (SQLite gives the times as text), each distinct time converted once.
+    result = session.connection().execute(stmt)
+    try:
+        rows = result.cursor.fetchall()
+    finally:
+        result.close()
+    distinct = {r[4] for r in rows} | {r[5] for r in rows}
+    secs = {t: None if t is None else as_seconds(datetime.fromisoformat(t) if isinstance(t, str) else t)
+            for t in distinct}
+    return [Label(qid, docid, judge, None if skipped else grade, secs[answered], secs[shown])
+            for qid, docid, judge, grade, answered, shown, _pair_id, skipped in rows]
 
 
 def _overlap_pairs(pid: int):

@@ -180,9 +180,9 @@ def _resample_counts(n_queries: int, resamples: int, seed: int) -> np.ndarray:
     replacement; numpy's PCG64 seeded with ``seed`` (the same seed gives the same intervals)."""
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n_queries, size=(resamples, n_queries))
-    counts = np.zeros((resamples, n_queries), dtype=np.float64)
-    np.add.at(counts, (np.repeat(np.arange(resamples), n_queries), draws.ravel()), 1.0)
-    return counts
+    # One bincount over (resample, query) cells: the counts np.add.at gave, without its slow path.
+    cells = (draws + np.arange(resamples)[:, None] * n_queries).ravel()
+    return np.bincount(cells, minlength=resamples * n_queries).reshape(resamples, n_queries).astype(np.float64)
 
 
 def _kappa_weights(k: int, weights: str | None) -> np.ndarray:

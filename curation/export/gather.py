@@ -103,7 +103,7 @@ def _agreement_summary(session: Session, project: Project, scale: list[int]) -> 
     from curation.agree.agreement import agreement_report
     from curation.agree.settings import RESAMPLES, SEED
 
-    records = load_judgments(session, project, overlap_only=True)
+    records = load_judgments(session, project, overlap_only=True, seconds=True)
     if not records:
         return None
     report = agreement_report(records, scale=scale)  # the report's defaults: curation.agree.settings
@@ -326,8 +326,9 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
             select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure,
                    func.coalesce(Judgment.guidelines_version_id, 0))
             .join(PoolPair, PoolPair.id == Judgment.pair_id)
-            .where(PoolPair.query_id.in_(ids), Judgment.project_id == pid,
-                   Judgment.skipped == false(), Judgment.grade.is_not(None))
+            # No filter on Judgment.project_id: the pairs are the project's, and SQLite would read
+            # every judgment of the project through that index for each chunk.
+            .where(PoolPair.query_id.in_(ids), Judgment.skipped == false(), Judgment.grade.is_not(None))
             .order_by(Judgment.answered_at, Judgment.id)
         )
         latest, lrank, lorder, starts = _latest_votes(rows, rank_of, n_judges)

@@ -86,3 +86,28 @@ def rich_project(engine, folder: Path, *, n_queries: int = 12, docs: int = 9, se
             doc.excluded = True
             s.add(doc)
         s.commit()
+
+
+def judged_project(engine, folder: Path, *, n_queries: int, docs: int, seed: int = 0) -> None:
+    """Project ``p`` with ``n_queries`` x ``docs`` pairs, every one labelled by alice, the first two
+    documents of each query by bob as well (a fixed overlap set): the judgments grow with ``docs``,
+    the agreement's pairs do not."""
+    rng = random.Random(seed)
+    pairs_project(engine, folder, [(f"q{q:04d}", f"q{q:04d}-d{d:04d}") for q in range(n_queries) for d in range(docs)],
+                  staff=STAFF)
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    with new_session(engine) as s:
+        users = {u.name: u.id for u in s.exec(select(User))}
+        pid = s.exec(select(Query.project_id)).first()
+        pool = s.exec(select(PoolPair.id, Document.docid).join(Document, Document.id == PoolPair.document_id)).all()
+        rows = []
+        for n, (pair_id, docid) in enumerate(pool):
+            g = rng.choice((0, 0, 1, 2))
+            rows.append({"project_id": pid, "pair_id": pair_id, "judge_id": users["alice"], "grade": g,
+                         "answered_at": t0 + timedelta(seconds=n)})
+            if int(docid.rsplit("d", 1)[1]) < 2:
+                rows.append({"project_id": pid, "pair_id": pair_id, "judge_id": users["bob"],
+                             "grade": g if rng.random() < 0.8 else (g + 1) % 3,
+                             "answered_at": t0 + timedelta(seconds=n)})
+        s.execute(Judgment.__table__.insert(), rows)
+        s.commit()
