@@ -12,22 +12,10 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from curation.store.engine import make_engine, scratch_database
+from curation.store.engine import make_engine
 from curation.store.migrate import UPGRADE_LOCK_KEY, current_revision, head_revision
-from tests.conftest import PG_SERVER
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def fresh_pg(pg_reason):
-    if pg_reason:
-        pytest.skip(pg_reason)
-    url, drop = scratch_database(PG_SERVER, "golden_test_")
-    try:
-        yield url
-    finally:
-        drop()
 
 
 def _connect(url: str):
@@ -42,13 +30,13 @@ def _upgrade(url: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def test_concurrent_upgrades_wait_for_the_lock_and_migrate_once(fresh_pg):
-    holder = _connect(fresh_pg)
+def test_concurrent_upgrades_wait_for_the_lock_and_migrate_once(pg_url):
+    holder = _connect(pg_url)
     try:
         # Hold the migration lock as a first server would while it migrates.
         holder.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK_KEY,))
-        procs = [_upgrade(fresh_pg) for _ in range(3)]
-        waiting = _connect(fresh_pg)
+        procs = [_upgrade(pg_url) for _ in range(3)]
+        waiting = _connect(pg_url)
         waiting.autocommit = True
         try:
             deadline = time.monotonic() + 60
@@ -72,15 +60,15 @@ def test_concurrent_upgrades_wait_for_the_lock_and_migrate_once(fresh_pg):
     said = sorted("upgraded from empty" in out for out, _ in outs)
     assert said == [False, False, True], outs  # one migrated; the two others found the schema at head
     assert all("already at schema revision" in out for out, _ in outs if "upgraded from empty" not in out)
-    eng = make_engine(fresh_pg)
+    eng = make_engine(pg_url)
     try:
         assert current_revision(eng) == head_revision()
     finally:
         eng.dispose()
 
 
-def test_upgrades_started_together_all_succeed(fresh_pg):
-    procs = [_upgrade(fresh_pg) for _ in range(4)]
+def test_upgrades_started_together_all_succeed(pg_url):
+    procs = [_upgrade(pg_url) for _ in range(4)]
     outs = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, outs
     assert sum("upgraded from empty" in out for out, _ in outs) == 1, outs
