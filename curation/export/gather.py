@@ -29,7 +29,7 @@ from sqlmodel import Session, func, select
 from curation.agree.labels import LABEL_SOURCES, LEAD_ROLES, Vote, load_judgments, resolve
 from curation.export.manifest import FORMAT, iso_utc, state_hash
 from curation.export.split import split_summary
-from curation.formats.qrels import QrelLine, format_qrel, label_record_line, label_vote_json
+from curation.formats.qrels import label_record_line, label_vote_json, qrel_text
 from curation.formats.queries import queries_text
 from curation.pool.seeds import SEED_SOURCES
 from curation.store.models import (
@@ -362,6 +362,11 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
                 if key not in pooled_keys:
                     units.append((key[0], key[1], None, key[1] in excluded_docids))
         units.sort()
+        # Checked once per chunk: white space in a docid (refused, below) and seeds of these queries.
+        docids = [u[1] for u in units]
+        odd_docids = not all(docids) or _SPACE.search("\0".join(docids)) is not None
+        del docids
+        chunk_seeds = any(q in seeds_by_qid for q in qid_of.values())
         txt_lines: list[str] = []
         json_lines: list[str] = []
         for qid, docid, pair_id, excluded in units:
@@ -373,7 +378,7 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
                 continue
             g = group_of.get(pair_id, -1) if pair_id is not None else -1
             adj = adjudications.get(pair_id) if pair_id is not None else None
-            key = (qid, docid)
+            key = (qid, docid) if chunk_seeds or adj is not None or g < 0 or not g_easy[g] else None
             if adj is None and g >= 0 and g_easy[g]:
                 grade = g_min[g]
                 source = "single" if g_end[g] - g_start[g] == 1 else "unanimous"
@@ -385,14 +390,14 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
             if pair_id is not None and source in ("unjudged", "seed"):
                 n_unjudged += 1
                 if len(unjudged) < EXAMPLES:
-                    unjudged.append(key)
+                    unjudged.append((qid, docid))
             if source == "unresolved":
                 n_unresolved += 1
                 if len(unresolved) < EXAMPLES:
-                    unresolved.append(key)
+                    unresolved.append((qid, docid))
             if grade is None:
                 continue
-            if not docid or _SPACE.search(docid) or qid not in with_labels:
+            if odd_docids or qid not in with_labels:
                 _check_ids(qid, docid)
             parts = []
             gv_used = -1
@@ -411,8 +416,8 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
                 adjudication = {"lead": adj[2], "grade": int(grade), "reason": adj[1], "guidelines_version": adj[3]}
                 if adj[3] is not None:
                     gv_used = max(gv_used, adj[3])
-            seeds = seed_rows.get(key)
-            txt_lines.append(format_qrel(QrelLine(qid, "0", docid, grade)))
+            seeds = seed_rows.get(key) if chunk_seeds else None
+            txt_lines.append(qrel_text(qid, docid, grade))
             json_lines.append(label_record_line(qid, docid, grade, source, parts, adjudication, seeds or [],
                                           pair_id is not None, gv_used if gv_used >= 0 else None))
             sources[source] += 1

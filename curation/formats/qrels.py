@@ -142,7 +142,12 @@ def iter_numbered_qrels(path: str | os.PathLike, *, allow_empty: bool = False) -
 
 def format_qrel(line: QrelLine) -> str:
     """One qrels line, with its newline: ``qid iter docid grade``."""
-    return f"{line.qid} {line.iteration} {line.docid} {int(line.grade)}\n"
+    return qrel_text(line.qid, line.docid, line.grade, line.iteration)
+
+
+def qrel_text(qid: str, docid: str, grade: int, iteration: str = "0") -> str:
+    """:func:`format_qrel` from the fields, without building a :class:`QrelLine` (the export's loop)."""
+    return f"{qid} {iteration} {docid} {int(grade)}\n"
 
 
 def write_qrels(lines: Iterable[QrelLine], path: str | os.PathLike) -> None:
