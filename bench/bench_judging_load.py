@@ -19,6 +19,12 @@ Target: p99 < 50 ms on SQLite with 100,000 judgments already in the store.
 
     python bench/bench_judging_load.py                 # SQLite
     python bench/bench_judging_load.py --postgres      # PostgreSQL at 127.0.0.1:5432
+    python bench/bench_judging_load.py --postgres --servers 2   # two golden serve processes, one database
+
+With ``--servers N`` the judges are spread over N `golden serve` processes on N ports against the
+one database (judge i talks to server i mod N), and the checks add that no main pair has two
+assignment rows or was shown to two judges. On PostgreSQL the CPU time of the database's backend
+processes per request is printed too: PostgreSQL's own share of the work.
 """
 
 from __future__ import annotations
