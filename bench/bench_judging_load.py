@@ -19,6 +19,12 @@ Target: p99 < 50 ms on SQLite with 100,000 judgments already in the store.
 
     python bench/bench_judging_load.py                 # SQLite
     python bench/bench_judging_load.py --postgres      # PostgreSQL at 127.0.0.1:5432
+    python bench/bench_judging_load.py --postgres --servers 2   # two golden serve processes, one database
+
+With ``--servers N`` the judges are spread over N `golden serve` processes on N ports against the
+one database (judge i talks to server i mod N), and the checks add that no main pair has two
+assignment rows or was shown to two judges. On PostgreSQL the CPU time of the database's backend
+processes per request is printed too: PostgreSQL's own share of the work.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from curation.store import projects, users
 from curation.store.engine import make_engine, scratch_database
 from curation.store.engine import session as new_session
 from curation.store.migrate import upgrade
-from curation.store.models import Assignment, Judgment, User, utcnow
+from curation.store.models import Assignment, Judgment, PairView, User, utcnow
 
 PASSWORD = "bench-password-1"
 PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -316,17 +322,41 @@ class Judge:
                     self.errors.append(f"double submit answered {status}")
 
 
-async def run_judges(judges: list[Judge], seconds: float, server_pid: int) -> tuple[float, float | None, float]:
+def database_cpu_seconds(url: str) -> float | None:
+    """CPU time of the PostgreSQL backend processes serving ``url``'s database (their process title
+    names it), to say how much of a request is PostgreSQL's own work; None for SQLite (in-process)."""
+    if not url.startswith("postgres"):
+        return None
+    name = url.rsplit("/", 1)[1].split("?")[0].encode()
+    total = 0.0
+    for cmd in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            title = cmd.read_bytes()
+            if title.startswith(b"postgres:") and b" " + name + b" " in title:
+                total += cpu_seconds(int(cmd.parent.name)) or 0.0
+        except OSError:  # the process ended meanwhile
+            continue
+    return total
+
+
+async def run_judges(judges: list[Judge], seconds: float, server_pids: list[int], url: str):
     """Log every judge in, then let them all answer for ``seconds``; returns the elapsed time, the
-    server's CPU seconds meanwhile, and this (client) process's CPU seconds meanwhile."""
+    servers' CPU seconds meanwhile, this (client) process's CPU seconds meanwhile, and PostgreSQL's
+    (None on SQLite)."""
     await asyncio.gather(*(j.log_in() for j in judges))
-    cpu0, own0 = server_cpu_seconds(server_pid), time.process_time()
+
+    def servers_cpu():
+        got = [server_cpu_seconds(pid) for pid in server_pids]
+        return None if None in got else sum(got)
+
+    cpu0, own0, db0 = servers_cpu(), time.process_time(), database_cpu_seconds(url)
     t0 = time.perf_counter()
     await asyncio.gather(*(j.run(t0 + seconds) for j in judges))
     elapsed = time.perf_counter() - t0
-    cpu1, own1 = server_cpu_seconds(server_pid), time.process_time()
+    cpu1, own1, db1 = servers_cpu(), time.process_time(), database_cpu_seconds(url)
     server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
-    return elapsed, server_cpu, own1 - own0
+    db_cpu = None if db0 is None or db1 is None else db1 - db0
+    return elapsed, server_cpu, own1 - own0, db_cpu
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,6 +401,19 @@ def verify(url: str, project_id: int, judges: list[Judge], preloaded: int) -> li
         shared_main = [p for p, _ in judged_by if p not in overlap]
         if shared_main:
             problems.append(f"{len(shared_main)} non-overlap pairs judged by more than one judge")
+        # No main pair held by two judges: one assignment row per main pair, and every showing of a
+        # main pair (its one-time tokens) went to one judge.
+        held_twice = db.exec(
+            select(Assignment.pair_id).where(Assignment.project_id == project_id, Assignment.kind == "main")
+            .group_by(Assignment.pair_id).having(func.count() > 1)
+        ).all()
+        shown_to_two = [p for p, n in db.exec(
+            select(PairView.pair_id, func.count(func.distinct(PairView.judge_id)))
+            .where(PairView.project_id == project_id).group_by(PairView.pair_id)
+            .having(func.count(func.distinct(PairView.judge_id)) > 1)
+        ).all() if p not in overlap]
+        if held_twice or shown_to_two:
+            problems.append(f"{len(held_twice)} main pairs assigned to two judges, {len(shown_to_two)} shown to two")
         print(f"verify: {len(rows):,} judgments in the store = {preloaded:,} preloaded + {len(live):,} from the run; "
               f"{sum(len(j.answered) for j in judges):,} answered, {sum(j.double_submits for j in judges):,} double "
               f"submits recorded nothing; {len(judged_by):,} pairs judged by several judges, all in the overlap set")
@@ -392,6 +435,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=default_workers(),
                         help="golden serve --workers (gunicorn worker processes; default as golden serve's)")
     parser.add_argument("--threads", type=int, default=1, help="golden serve --threads (threads per worker)")
+    parser.add_argument("--servers", type=int, default=1,
+                        help="golden serve processes on as many ports, one store; judge i talks to server i %% N")
     parser.add_argument("--think", type=float, default=0.0,
                         help="seconds each judge pauses between answers (default 0: as fast as it can)")
     parser.add_argument("--seed", type=int, default=0)
@@ -407,21 +452,28 @@ def main(argv=None) -> int:
     backend = "PostgreSQL" if url.startswith("postgres") else "SQLite"
     try:
         project_id, names = build_store(url, folder, args)
-        port = free_port()
-        server = start_server(url, port, args.workers, args.threads, folder / "serve.log")
+        ports = [free_port() for _ in range(args.servers)]
+        servers = []
         try:
-            judges = [Judge(name, port, project_id, seed=args.seed + i, think=args.think)
+            for k, port in enumerate(ports):  # one store, N `golden serve` processes, as behind a proxy
+                servers.append(start_server(url, port, args.workers, args.threads, folder / f"serve{k}.log"))
+            judges = [Judge(name, ports[i % len(ports)], project_id, seed=args.seed + i, think=args.think)
                       for i, name in enumerate(names)]
-            elapsed, server_cpu, client_cpu = asyncio.run(run_judges(judges, args.seconds, server.pid))
+            elapsed, server_cpu, client_cpu, db_cpu = asyncio.run(
+                run_judges(judges, args.seconds, [s.pid for s in servers], url))
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            for server in servers:
+                server.terminate()
+            for server in servers:
+                server.wait(timeout=30)
         lat = np.array([x for j in judges for x in j.latencies]) * 1000
         answered = sum(len(j.answered) for j in judges)
         errors = [e for j in judges for e in j.errors]
         pace = f", pausing ~{args.think:g} s between answers" if args.think else ", as fast as they can"
-        print(f"\n{backend}: {len(judges)} judges{pace}, for {elapsed:.1f} s against golden serve "
-              f"(gunicorn, {args.workers} worker{'s' if args.workers > 1 else ''}"
+        print(f"\n{backend}: {len(judges)} judges{pace}, for {elapsed:.1f} s against "
+              + (f"{args.servers} golden serve processes on {args.servers} ports, each " if args.servers > 1
+                 else "golden serve ")
+              + f"(gunicorn, {args.workers} worker{'s' if args.workers > 1 else ''}"
               + (f" x {args.threads} threads)" if args.threads > 1 else ")"))
         print(f"  judgments/second        {answered / elapsed:8.1f}   ({answered:,} judgments)")
         if len(lat):
@@ -431,6 +483,9 @@ def main(argv=None) -> int:
         if server_cpu is not None and requests:
             print(f"  server CPU per request  {server_cpu / requests * 1000:8.1f} ms   "
                   f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        if db_cpu is not None and requests:
+            print(f"  PostgreSQL CPU per req. {db_cpu / requests * 1000:8.1f} ms   (its backend processes for this "
+                  "database: PostgreSQL's own work)")
         if requests:
             print(f"  client CPU per request  {client_cpu / requests * 1000:8.1f} ms   (this process: the 20 judges)")
         print(f"  errors                  {len(errors):8d}" + (f"   first: {errors[0]}" if errors else ""))

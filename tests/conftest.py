@@ -72,6 +72,21 @@ def db_url(request, tmp_path, pg_reason):
 
 
 @pytest.fixture
+def pg_url(pg_reason):
+    """A fresh, empty PostgreSQL database (skipped when PostgreSQL is not reachable): for tests that
+    need several processes on one server store."""
+    if pg_reason:
+        pytest.skip(pg_reason)
+    from curation.store.engine import scratch_database
+
+    url, drop = scratch_database(PG_SERVER, "golden_test_")
+    try:
+        yield url
+    finally:
+        drop()
+
+
+@pytest.fixture
 def engine(db_url):
     """An engine on a fresh database migrated to head by the code behind `golden db upgrade`."""
     from curation.store.engine import make_engine

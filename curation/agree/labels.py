@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from sqlalchemy import false
-from sqlmodel import Session, select
+from sqlalchemy import false, union
+from sqlmodel import Session, func, select
 
 from curation.store.lookups import join_pair_text, pair_ids, project_id
 from curation.store.models import (
@@ -221,10 +221,13 @@ def load_judgments(
     *,
     overlap_only: bool = False,
     include_skips: bool = False,
+    seconds: bool = False,
 ) -> list[Label]:
     """Every judgment row of the project as :class:`Label` records (judge =
     user name), oldest first; ``overlap_only``: only pairs in the overlap set or labelled by two or
-    more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``."""
+    more judges (the pairs agreement is measured on). Skips (grade None) only with ``include_skips``.
+    ``seconds``: the times as float seconds since the epoch (:func:`as_seconds`), as the agreement
+    report uses them, read without building a datetime per row (the export's path)."""
     pid = project_id(project)
     stmt = (
         join_pair_text(
@@ -236,27 +239,37 @@ def load_judgments(
         .where(Judgment.project_id == pid)
         .order_by(Judgment.answered_at, Judgment.id)
     )
-    rows = session.exec(stmt).all()
-    keep_pairs = _overlap_pairs(session, pid, rows) if overlap_only else None
-    out = []
-    for qid, docid, judge, grade, answered, shown, pair_id, skipped in rows:
-        if keep_pairs is not None and pair_id not in keep_pairs:
-            continue
-        if (grade is None or skipped) and not include_skips:
-            continue
-        out.append(Label(qid, docid, judge, None if skipped else grade, answered, shown))
-    return out
+    if overlap_only:  # the filter runs in the database: a project's other judgments are never read
+        stmt = stmt.where(Judgment.pair_id.in_(_overlap_pairs(pid)))
+    if not include_skips:
+        stmt = stmt.where(Judgment.grade.is_not(None), Judgment.skipped == false())
+    if not seconds:
+        return [Label(qid, docid, judge, None if skipped else grade, answered, shown)
+                for qid, docid, judge, grade, answered, shown, _pair_id, skipped in session.exec(stmt).all()]
+    # The driver's rows as they come (SQLite gives the times as text), each distinct time converted once.
+    result = session.connection().execute(stmt)
+    try:
+        rows = result.cursor.fetchall()
+    finally:
+        result.close()
+    distinct = {r[4] for r in rows} | {r[5] for r in rows}
+    secs = {t: None if t is None else as_seconds(datetime.fromisoformat(t) if isinstance(t, str) else t)
+            for t in distinct}
+    return [Label(qid, docid, judge, None if skipped else grade, secs[answered], secs[shown])
+            for qid, docid, judge, grade, answered, shown, _pair_id, skipped in rows]
 
 
-def _overlap_pairs(session: Session, pid: int, rows) -> set[int]:
-    judges_of: dict[int, set[str]] = defaultdict(set)
-    for r in rows:
-        if r[3] is not None and not r[7]:
-            judges_of[r[6]].add(r[2])
-    keep = {p for p, js in judges_of.items() if len(js) >= 2}
-    keep |= set(session.exec(
-        select(Assignment.pair_id).where(Assignment.project_id == pid, Assignment.kind == "overlap")).all())
-    return keep
+def _overlap_pairs(pid: int):
+    """The ids of the pairs agreement is measured on, as a subquery: the overlap set's pairs and the
+    pairs labelled (not skipped) by two or more judges."""
+    multi = (
+        select(Judgment.pair_id)
+        .where(Judgment.project_id == pid, Judgment.grade.is_not(None), Judgment.skipped == false())
+        .group_by(Judgment.pair_id)
+        .having(func.count(func.distinct(Judgment.judge_id)) >= 2)
+    )
+    overlap = select(Assignment.pair_id).where(Assignment.project_id == pid, Assignment.kind == "overlap")
+    return union(multi, overlap)
 
 
 def overlap_only(session: Session, project: Project | int, judgments: Iterable[Label]) -> list[Label]:

@@ -184,9 +184,12 @@ def _resample_counts(n_queries: int, resamples: int, seed: int) -> np.ndarray:
     replacement; numpy's PCG64 seeded with ``seed`` (the same seed gives the same intervals)."""
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n_queries, size=(resamples, n_queries))
-    counts = np.zeros((resamples, n_queries), dtype=np.float64)
-    np.add.at(counts, (np.repeat(np.arange(resamples), n_queries), draws.ravel()), 1.0)
-    return counts
+    # One bincount over (resample, query) cells, numbered in place: the counts np.add.at gave,
+    # without its slow path and with two arrays of this size alive at a time, not four.
+    draws += np.arange(resamples, dtype=draws.dtype)[:, None] * n_queries
+    counts = np.bincount(draws.ravel(), minlength=resamples * n_queries)
+    del draws
+    return counts.reshape(resamples, n_queries).astype(np.float64)
 
 
 def _kappa_weights(k: int, weights: str | None) -> np.ndarray:

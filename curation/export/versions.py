@@ -40,7 +40,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,8 +53,8 @@ from tqdm import tqdm
 
 from curation import __version__
 from curation.agree.labels import POLICIES
-from curation.export.archive import build_archive, read_archive
-from curation.export.changes import changes_md, diff_versions, version_records
+from curation.export.archive import archive_openers, build_archive
+from curation.export.changes import changes_md, diff_label_files, version_queries
 from curation.export.gather import VersionState, gather_state, progress_step
 from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, sealed_manifest, sha256_bytes
 from curation.export.split import assign_pending
@@ -116,12 +118,14 @@ def _next_name(session: Session, project: Project, version: str) -> str:
 
 
 def _frozen_message(session: Session, project: Project, row: ExportVersion, state: VersionState) -> str:
-    files = read_archive(row.archive) if row.archive else {}
+    files = archive_openers(row.archive) if row.archive else {}
     detail = ""
     if "qrels.jsonl" in files:
-        old_labels, old_queries = version_records(files)
-        d = diff_versions(old_labels, state.labels, old_queries, state.queries)
-        parts = [_count(len(v), k.replace("_", " ").replace("pairs", "pair").replace("queries", "query"),
+        old_queries = version_queries(files["queries.jsonl"]().read())
+        pairs = diff_label_files(files["qrels.jsonl"], lambda: state.files["qrels.jsonl"].path.open("rb"))
+        d = {**pairs.counts, "queries_added": len(set(state.queries) - set(old_queries)),
+             "queries_dropped": len(set(old_queries) - set(state.queries))}
+        parts = [_count(v, k.replace("_", " ").replace("pairs", "pair").replace("queries", "query"),
                         k.replace("_", " ")) for k, v in d.items() if v]
         old_policy = json.loads(row.manifest_json).get("policy")
         if old_policy != state.body["policy"]:
@@ -164,16 +168,22 @@ def export_version(
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
     out_dir = Path(out_dir)
 
-    with tqdm(
-        total=5, desc=f"export {version}", unit="step", disable=not progress, file=sys.stderr, leave=False
-    ) as bar:
-        progress_step(bar, "split")
-        assign_pending(session, project)
-        state = gather_state(session, project, policy=policy, bar=bar, fill=fill_unjudged)
-        state_sha = state.sha256
-        progress_step(bar, "write")
-        return _store_and_write(session, project, version, state, state_sha, out_dir=out_dir,
-                                allow_incomplete=allow_incomplete, created_by=created_by)
+    # The data files are written as they are computed into a spool folder beside the target when
+    # it exists (then linked into place), else in the system's temporary folder.
+    spool = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".spool", dir=out_dir if out_dir.is_dir() else None))
+    try:
+        with tqdm(
+            total=5, desc=f"export {version}", unit="step", disable=not progress, file=sys.stderr, leave=False
+        ) as bar:
+            progress_step(bar, "split")
+            assign_pending(session, project)
+            state = gather_state(session, project, policy=policy, spool=spool, bar=bar, fill=fill_unjudged)
+            state_sha = state.sha256
+            progress_step(bar, "write")
+            return _store_and_write(session, project, version, state, state_sha, out_dir=out_dir,
+                                    allow_incomplete=allow_incomplete, created_by=created_by)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
 
 
 def _store_and_write(session: Session, project: Project, version: str, state: VersionState, state_sha: str, *,
@@ -188,24 +198,26 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     if row is not None:
         if row.state_sha256 != state_sha:
             raise VersionFrozen(_frozen_message(session, project, row, state))
-        files = read_archive(row.archive)
-        path = write_folder(out_dir, version, files)
+        manifest = json.loads(row.manifest_json)
+        path = write_folder(out_dir, version, archive_openers(row.archive))
         session.commit()  # ends the transaction, and with it the lock
-        return ExportResult(version, path, False, json.loads(files[MANIFEST]), state_sha,
-                            {n: sha256_bytes(files[n]) for n in DATA_FILES})
+        return ExportResult(version, path, False, manifest, state_sha,
+                            {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
 
-    if (state.unjudged or state.unresolved) and not allow_incomplete:
-        raise ExportBlocked(_blocked_message(state), unjudged=len(state.unjudged), unresolved=len(state.unresolved))
+    if (state.n_unjudged or state.n_unresolved) and not allow_incomplete:
+        raise ExportBlocked(_blocked_message(state), unjudged=state.n_unjudged, unresolved=state.n_unresolved)
 
     parent_row = session.exec(
         select(ExportVersion).where(ExportVersion.project_id == project.id).order_by(ExportVersion.id.desc())
     ).first()
     parent = parent_row.name if parent_row is not None else None
-    parent_files = read_archive(parent_row.archive) if parent_row is not None and parent_row.archive else None
+    parent_files = archive_openers(parent_row.archive) if parent_row is not None and parent_row.archive else None
     created_at = datetime.now(UTC).replace(microsecond=0)
 
-    files = dict(state.files)
+    files: dict = {n: f.path for n, f in state.files.items()}
+    hashes = {n: (f.sha256, f.size) for n, f in state.files.items()}
     files["CHANGES.md"] = changes_md(version, parent, parent_files, state).encode("utf-8")
+    hashes["CHANGES.md"] = (sha256_bytes(files["CHANGES.md"]), len(files["CHANGES.md"]))
     manifest = {
         "version": version,
         "parent": parent,
@@ -214,7 +226,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         "generator": f"golden {__version__}",
         **state.body,
         "state_sha256": state_sha,
-        "files": {n: {"sha256": sha256_bytes(files[n]), "bytes": len(files[n])} for n in DATA_FILES},
+        "files": {n: {"sha256": hashes[n][0], "bytes": hashes[n][1]} for n in DATA_FILES},
     }
     files[MANIFEST] = sealed_manifest(manifest)
     manifest = json.loads(files[MANIFEST])
@@ -241,18 +253,18 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         session.rollback()
         raise
     session.commit()
-    return ExportResult(version, path, True, manifest, state_sha, {n: sha256_bytes(files[n]) for n in DATA_FILES})
+    return ExportResult(version, path, True, manifest, state_sha, {n: hashes[n][0] for n in DATA_FILES})
 
 
 def _blocked_message(state: VersionState) -> str:
     parts = []
-    if state.unjudged:
+    if state.n_unjudged:
         eg = ", ".join(f"{q}/{d}" for q, d in state.unjudged[:3])
-        n = len(state.unjudged)
+        n = state.n_unjudged
         parts.append(f"{_count(n, 'pooled pair has', 'pooled pairs have')} no human label yet (e.g. {eg})")
-    if state.unresolved:
+    if state.n_unresolved:
         eg = ", ".join(f"{q}/{d}" for q, d in state.unresolved[:3])
-        n = len(state.unresolved)
+        n = state.n_unresolved
         parts.append(f"{_count(n, 'disagreement is', 'disagreements are')} unresolved (e.g. {eg})")
     return (
         "export blocked: " + "; ".join(parts) + ". Finish judging and adjudicate the disagreements (or choose "
@@ -264,10 +276,10 @@ def write_frozen(session: Session, project: Project, version: str, *, out_dir: s
     """Write the files of an already exported ``version`` as frozen in the store, whatever the
     store holds now (ValueError when the project has no such version)."""
     row = get_version(session, project, version)
-    files = read_archive(row.archive)
-    path = write_folder(Path(out_dir), version, files)
-    return ExportResult(version, path, False, json.loads(files[MANIFEST]), row.state_sha256,
-                        {n: sha256_bytes(files[n]) for n in DATA_FILES})
+    manifest = json.loads(row.manifest_json)
+    path = write_folder(Path(out_dir), version, archive_openers(row.archive))
+    return ExportResult(version, path, False, manifest, row.state_sha256,
+                        {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
 
 
 def list_versions(session: Session, project: Project) -> list[ExportVersion]:

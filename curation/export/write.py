@@ -12,8 +12,11 @@ from curation.export.manifest import ALL_FILES, MANIFEST
 from curation.formats.fileio import default_mode, write_error
 
 
-def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
-    """Write ``files`` into ``out_dir/version`` whole or not at all (temp folder, then rename). An OS
+def write_folder(out_dir: Path, version: str, files: dict) -> Path:
+    """Write ``files`` into ``out_dir/version`` whole or not at all (temp folder, then rename). A
+    file is given as its bytes, as the path of a file already written (linked into place when it is
+    on the same file system, else copied), or as a function opening it for reading (copied in
+    blocks: a big export is never held in memory). An OS
     error (no space left, no permission, ...) is raised as a ``WriteError`` naming the file of the
     version folder being written, and nothing of the new folder is left."""
     target = out_dir / version
@@ -31,7 +34,7 @@ def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
         if ours and MANIFEST in names:
             try:
                 old = json.loads((target / MANIFEST).read_bytes())
-                new = json.loads(files[MANIFEST])
+                new = json.loads(_read(files[MANIFEST]))
                 ours = not isinstance(old, dict) or \
                     (old.get("version"), old.get("project")) == (new.get("version"), new.get("project"))
             except (ValueError, UnicodeDecodeError):
@@ -50,10 +53,7 @@ def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
         os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it 0700
         for name in ALL_FILES:
             writing = target / name
-            with open(tmp / name, "wb") as fh:
-                fh.write(files[name])
-                fh.flush()
-                os.fsync(fh.fileno())
+            _put(files[name], tmp / name)
         writing = target
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".old", dir=out_dir))
@@ -69,3 +69,32 @@ def write_folder(out_dir: Path, version: str, files: dict[str, bytes]) -> Path:
             raise write_error(exc, writing) from exc
         raise
     return target
+
+
+def _read(src) -> bytes:
+    if isinstance(src, bytes):
+        return src
+    if isinstance(src, (str, os.PathLike)):
+        return Path(src).read_bytes()
+    with src() as fh:
+        return fh.read()
+
+
+def _put(src, dest: Path) -> None:
+    if isinstance(src, (str, os.PathLike)):
+        try:
+            os.link(src, dest)  # a spooled file on the same file system: no copy
+        except OSError:
+            shutil.copyfile(src, dest)
+        with open(dest, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(dest, default_mode())
+        return
+    with open(dest, "wb") as fh:
+        if isinstance(src, bytes):
+            fh.write(src)
+        else:
+            with src() as reader:
+                shutil.copyfileobj(reader, fh, 1 << 20)
+        fh.flush()
+        os.fsync(fh.fileno())

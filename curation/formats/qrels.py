@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _json_str  # json.dumps's string encoder (ensure_ascii off)
 
 from curation.formats.conflicts import Dedup
 from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, no_records, open_text
@@ -141,7 +142,12 @@ def iter_numbered_qrels(path: str | os.PathLike, *, allow_empty: bool = False) -
 
 def format_qrel(line: QrelLine) -> str:
     """One qrels line, with its newline: ``qid iter docid grade``."""
-    return f"{line.qid} {line.iteration} {line.docid} {int(line.grade)}\n"
+    return qrel_text(line.qid, line.docid, line.grade, line.iteration)
+
+
+def qrel_text(qid: str, docid: str, grade: int, iteration: str = "0") -> str:
+    """:func:`format_qrel` from the fields, without building a :class:`QrelLine` (the export's loop)."""
+    return f"{qid} {iteration} {docid} {int(grade)}\n"
 
 
 def write_qrels(lines: Iterable[QrelLine], path: str | os.PathLike) -> None:
@@ -154,6 +160,35 @@ def format_label_record(record: Mapping) -> str:
     """One line of an export's ``qrels.jsonl``, with its newline: the record's keys in the order given,
     in the export's JSON layout (:func:`curation.formats.fileio.json_line` with ``spaced``)."""
     return json_line(record, spaced=True) + "\n"
+
+
+def label_vote_json(judge: str, grade: int, unsure: bool, guidelines_version: int | None, *,
+                    need_version: int | None = None) -> str:
+    """One entry of a ``qrels.jsonl`` record's ``judgments`` list, as :func:`format_label_record` writes it;
+    ``need_version`` (the query's information need the label was made under) only when there was one."""
+    vote = {"judge": judge, "grade": grade, "unsure": unsure, "guidelines_version": guidelines_version}
+    if need_version is not None:
+        vote["need_version"] = need_version
+    return json_line(vote, spaced=True)
+
+
+def label_record_line(qid: str, docid: str, grade: int, source: str, judgments: list[str], adjudication: Mapping | None,
+                      seeds: list, pooled: bool, guidelines_version: int | None, extra: Mapping | None = None) -> str:
+    """:func:`format_label_record` of the export's record (keys qid, docid, grade, source, seed_only,
+    judgments, adjudication, seeds, pooled, guidelines_version), byte for byte, built from its parts:
+    ``judgments`` holds each vote already written by :func:`label_vote_json`, so an export writes a
+    million lines without a ``json.dumps`` call per record (tests/formats/test_label_lines.py). ``extra``:
+    keys written after those (``unsure``, ``machine``), in its order."""
+    return (
+        f'{{"qid": {_json_str(qid)}, "docid": {_json_str(docid)}, "grade": {int(grade)}, '
+        f'"source": {_json_str(source)}, '
+        f'"seed_only": {"true" if source == "seed" else "false"}, "judgments": [{", ".join(judgments)}], '
+        f'"adjudication": {"null" if adjudication is None else json_line(adjudication, spaced=True)}, '
+        f'"seeds": {json_line(seeds, spaced=True) if seeds else "[]"}, "pooled": {"true" if pooled else "false"}, '
+        f'"guidelines_version": {"null" if guidelines_version is None else int(guidelines_version)}'
+        + "".join(f", {_json_str(k)}: {json_line(v, spaced=True)}" for k, v in (extra or {}).items())
+        + "}\n"
+    )
 
 
 def parse_label_records(lines: Iterable[str], path: str | os.PathLike = "qrels.jsonl") -> Iterator[dict]:

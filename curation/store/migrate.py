@@ -7,12 +7,14 @@ SQLModel tables in :mod:`curation.store.models` (``alembic revision --autogenera
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
 from curation.store.engine import DEFAULT_SQLITE, default_url, make_engine, normalize_url
@@ -50,11 +52,28 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+# The key of the PostgreSQL advisory lock `golden db upgrade` holds while it migrates: a 64-bit number
+# no other application on the server is likely to use (the first 8 bytes of sha256("golden db upgrade")).
+UPGRADE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"golden db upgrade").digest()[:8], "big", signed=True)
+
+
+def lock_for_upgrade(conn) -> None:
+    """On PostgreSQL, wait for and then hold, until the transaction ends, the store's migration lock
+    (a transaction-level advisory lock, ``pg_advisory_xact_lock``): two servers starting together
+    migrate one after the other, and the second finds the schema at head. A SQLite store lives on one
+    machine, where `golden db upgrade` is run once before the servers start."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY})
+
+
 def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str]:
-    """Migrate the store to ``revision`` (default: head); returns (revision before, revision after)."""
-    before = current_revision(engine)
+    """Migrate the store to ``revision`` (default: head); returns (revision before, revision after).
+    Safe to run from several processes at once (:func:`lock_for_upgrade`): one migrates, the others
+    wait and then find nothing left to do."""
     cfg = alembic_config()
     with engine.begin() as conn:
+        lock_for_upgrade(conn)
+        before = MigrationContext.configure(conn).get_current_revision()
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
     return before, current_revision(engine)
