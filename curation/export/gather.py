@@ -248,8 +248,8 @@ def _fetch(conn, stmt) -> list[tuple]:
 def _latest_votes(rows, rank_of, n_judges: int):
     """Each judge's latest label of each pair, from judgment rows (pair id, judge id, grade, unsure,
     guidelines version id or 0, information need version id or 0) oldest first: arrays sorted by
-    (pair, judge name), with the group starts of each pair. numpy: the last row of each (pair, judge) key, found with ``np.unique`` on
-    the reversed keys."""
+    (pair, judge name), with the group starts of each pair. numpy: the last row of each (pair, judge)
+    key, found with ``np.unique`` on the reversed keys."""
     import numpy as np
 
     a = np.array(rows, dtype=np.int64).reshape(-1, 6)
