@@ -497,6 +497,11 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
             "leak_status": q.leak_status,
             "status": q.status,
         }
+        if q.stratum_share:
+            # The stratum's known share of the traffic, as golden sample recorded it: what the statistics'
+            # Horvitz-Thompson mean divides by (curation.evaluate.stats.design), so `golden compare` on an
+            # export weights as it does on the sample. Written only when known (older states keep their bytes).
+            qrecs[qid]["stratum_share"] = _number(q.stratum_share)
     # The information need in force, on the queries that have one (absent otherwise: the bytes of a
     # state exported before needs existed stay the same).
     for qid, need in needs_by_qid(session, project).items():

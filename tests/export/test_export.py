@@ -65,8 +65,8 @@ def test_the_data_files_keep_the_layout_of_versions_already_exported(complete, t
     assert (folder / "qrels.txt").read_text() == EXPECTED_QRELS
     assert (folder / "queries.jsonl").read_text().splitlines()[1] == (
         '{"qid": "10", "text": "query 10", "stratum": {"freq": "tail"}, "stratum_key": "freq=tail", "traffic": 11, '
-        '"users": 2, "weight": 1.5, "split": null, "leak_status": null, "status": "active"}'
-    )
+        '"users": 2, "weight": 1.5, "split": null, "leak_status": null, "status": "active", "stratum_share": 0.5}'
+    )  # stratum_share (issue 13): written only when the store knows it, after the keys older versions had
     assert (folder / "qrels.jsonl").read_text().splitlines()[0] == (
         '{"qid": "007", "docid": "d1", "grade": 2, "source": "unanimous", "seed_only": false, "judgments": '
         '[{"judge": "alice", "grade": 2, "unsure": false, "guidelines_version": null}, {"judge": "bob", "grade": 2, '
@@ -121,7 +121,7 @@ def test_qrels_jsonl_carries_provenance_in_the_same_order(complete, tmp_path):
     assert [q["qid"] for q in queries] == ["007", "10", "9"]
     assert queries[0] == {"qid": "007", "text": "query 007", "stratum": {"freq": "head"},
                           "stratum_key": queries[0]["stratum_key"], "traffic": 10, "users": 1, "weight": 1.5,
-                          "split": None, "leak_status": None, "status": "active"}
+                          "split": None, "leak_status": None, "status": "active", "stratum_share": 0.5}
 
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["version"] == "v1" and manifest["parent"] is None and manifest["created_by"] == "tester"
