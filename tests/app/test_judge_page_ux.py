@@ -112,7 +112,8 @@ def test_the_lead_screens_added_here_are_for_leads_only_and_escape_what_a_lead_w
     assert '<p id="need-description">&lt;script&gt;alert(1)&lt;/script&gt; reset</p>' in nxt
 
 
-def test_the_lead_pages_count_the_unsure_answers_and_the_export_shows_the_guidelines_grades(app, setup, engine):
+def test_the_lead_pages_count_the_unsure_answers_and_the_export_shows_the_guidelines_grades(app, setup, engine,
+                                                                                            tmp_path):
     from curation.export.gather import gather_state
 
     judge = app.test_client()
@@ -127,6 +128,6 @@ def test_the_lead_pages_count_the_unsure_answers_and_the_export_shows_the_guidel
     for path in (f"/lead/{setup}", f"/lead/{setup}/adjudicate"):
         assert count.search(lead.get(path).data.decode()).group(1) == "1", path
     with new_session(engine) as db:
-        state = gather_state(db, projects.get_project(db, "ux"), policy="adjudicated")
+        state = gather_state(db, projects.get_project(db, "ux"), policy="adjudicated", spool=tmp_path / "spool")
     assert [g["name"] for g in state.body["label_scale"]["grades"]] == [
         "Not useful", "Related, partly useful", "Answers it"]

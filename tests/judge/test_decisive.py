@@ -155,7 +155,7 @@ def test_settle_cli_json_and_settling_when_judged(sqlite_engine, tmp_path):
         # the export's manifest records the order and the settlement, outside the state hash
         from curation.export.gather import gather_state
 
-        state = gather_state(s, s.get(type(proj), proj.id), policy="adjudicated")
+        state = gather_state(s, s.get(type(proj), proj.id), policy="adjudicated", spool=tmp_path / "spool")
         rec = state.body["judging_order"]
         assert rec["order"] == "decisive" and rec["comparisons"][0]["settled_share"] == 1.0
         assert rec["comparisons"][0]["verdict"] == "B higher" and rec["comparisons"][0]["settled_at"]
