@@ -65,20 +65,29 @@ class ImportReport:
                f"in project {self.project} ({self.queries} queries)"]
         if self.grades:
             out.append("grades: " + ", ".join(f"{k}: {v}" for k, v in sorted(self.grades.items())))
-        if self.already:
-            out.append(f"{self.already} lines were imported before for {self.judge}: left as they are")
-        if self.missing:
-            ex = ", ".join(f"{q}/{d}" for q, d in self.missing_examples[:3])
-            out.append(f"{self.missing} pairs are not in the pool and were skipped (e.g. {ex})")
-        if self.out_of_scale:
-            out.append(f"{self.out_of_scale} grades outside the scale were skipped (--clip maps them to its ends)")
-        if self.clipped:
-            out.append(f"{self.clipped} grades outside the scale were clipped to its ends")
-        if self.repeats:
-            out.append(f"{self.repeats} identical duplicate pair line(s) dropped (imported once)")
-        if self.conflicts:
-            out.append(f"{self.conflicts} pair(s) given another grade resolved by --on-conflict {self.on_conflict}")
+        out += skipped_lines(self, self.judge, unit="pair")
         return "\n".join(out)
+
+
+def skipped_lines(report, judge: str, *, unit: str) -> list[str]:
+    """What an import left out or changed, a line each (for human and machine label imports alike):
+    ``report`` has the counters ``already``, ``missing`` (+ ``missing_examples``), ``out_of_scale``,
+    ``clipped``, ``repeats`` and ``conflicts`` (+ ``on_conflict``); ``unit`` names what a line holds."""
+    out = []
+    if report.already:
+        out.append(f"{report.already} lines were imported before for {judge}: left as they are")
+    if report.missing:
+        ex = ", ".join(f"{q}/{d}" for q, d in report.missing_examples[:3])
+        out.append(f"{report.missing} pairs are not in the pool and were skipped (e.g. {ex})")
+    if report.out_of_scale:
+        out.append(f"{report.out_of_scale} grades outside the scale were skipped (--clip maps them to its ends)")
+    if report.clipped:
+        out.append(f"{report.clipped} grades outside the scale were clipped to its ends")
+    if report.repeats:
+        out.append(f"{report.repeats} identical duplicate {unit} line(s) dropped (imported once)")
+    if report.conflicts:
+        out.append(f"{report.conflicts} {unit}(s) given another grade resolved by --on-conflict {report.on_conflict}")
+    return out
 
 
 def import_judgments(

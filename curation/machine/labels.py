@@ -24,6 +24,7 @@ from sqlalchemy import func, insert
 from sqlmodel import Session, select
 
 from curation.formats.conflicts import Dedup
+from curation.judge.importing import skipped_lines
 from curation.formats.fileio import sha256_file
 from curation.formats.machine_labels import read_machine_labels
 from curation.store import lookups
@@ -80,19 +81,7 @@ class MachineImportReport:
         md = ", ".join(self.models) or "none given"
         out.append(f"prompt versions: {pv}; models: {md}; samples per pair: {self.samples or 1}; "
                    f"{self.with_probabilities} labels with a probability or confidence")
-        if self.already:
-            out.append(f"{self.already} lines were imported before for {self.machine}: left as they are")
-        if self.missing:
-            ex = ", ".join(f"{q}/{d}" for q, d in self.missing_examples[:3])
-            out.append(f"{self.missing} pairs are not in the pool and were skipped (e.g. {ex})")
-        if self.out_of_scale:
-            out.append(f"{self.out_of_scale} grades outside the scale were skipped (--clip maps them to its ends)")
-        if self.clipped:
-            out.append(f"{self.clipped} grades outside the scale were clipped to its ends")
-        if self.repeats:
-            out.append(f"{self.repeats} identical duplicate label line(s) dropped (imported once)")
-        if self.conflicts:
-            out.append(f"{self.conflicts} label(s) given another grade resolved by --on-conflict {self.on_conflict}")
+        out += skipped_lines(self, self.machine, unit="label")
         out.append(f"next: golden calibrate --project {self.project} --machine {self.machine}")
         return "\n".join(out)
 
