@@ -54,6 +54,9 @@ divided by the largest ``R``). Valid, looser than the nDCG bound (shared pairs c
 in each run, the number of runs that retrieved it and its query's stratum, fitted on the judged
 pairs; the expected difference and its variance per query under independent labels give the
 probability that the fully judged verdict differs from the verdict the estimate expects (P(flip)).
+
+One module (about 650 lines): the bounds, the settlement rule that reads them and the estimate that
+stands beside them share the per-query arrays and must stay consistent with each other.
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ This module owns the queries file as the statistics read it, the pairing of two 
 the verdict and ``compare``. The resampling is in ``curation.evaluate.bootstrap``, the exact tests in
 ``curation.evaluate.exact_tests``, ``power`` in ``curation.evaluate.power``, ``noise`` and ``sweep`` in
 ``curation.evaluate.noise``, ``attribute`` in ``curation.evaluate.attribution``.
+
+One module (about 700 lines) because the weighting design (:func:`design`), the interval choice and
+the comparison they feed are one method: splitting them would scatter the estimator's rules.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ current prompt version (the one imported last; the machine's label is the majori
 - the prompt versions compared on the pairs both labelled, older ones marked stale;
 - the effect on the decision: the ranking of the project's runs under human and machine labels
   (:mod:`curation.machine.ranking`).
+
+One module (about 530 lines) because it is the one report: every figure of the panel and of
+``golden calibrate`` is computed here, with one set of defaults.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from sqlalchemy import func, insert
 from sqlmodel import Session, select
 
 from curation.formats.conflicts import Dedup
-from curation.judge.importing import skipped_lines
 from curation.formats.fileio import sha256_file
 from curation.formats.machine_labels import read_machine_labels
+from curation.judge.importing import skipped_lines
 from curation.store import lookups
 from curation.store.models import Document, MachineJudge, MachineLabel, PoolPair, Project, Query, utcnow
 from curation.store.projects import get_project, grades

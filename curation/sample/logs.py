@@ -21,6 +21,9 @@ count all its searches. Each distinct query is thus one sampling unit with one q
 Bad input stops with the file and line (``path:line: message``): when the fast reader or a check
 on a chunk fails, the file's chunks collapsed so far are dropped and it is read again by the exact
 reader (:func:`curation.formats.logs.exact_batches`), which reports which line is wrong.
+
+One module (about 600 lines): the collapse's vocabularies, buckets and user masses are one
+streaming pass; the Dask path (curation.sample.distributed) calls the same pieces.
 """
 
 from __future__ import annotations
