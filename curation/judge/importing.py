@@ -69,6 +69,26 @@ class ImportReport:
         return "\n".join(out)
 
 
+def place_label(report, pool: dict[tuple[str, str], int], qid: str, docid: str, grade: int, lo: int, hi: int, *,
+                clip: bool) -> tuple[int, int] | None:
+    """The pool pair and grade an imported label goes to (human and machine labels alike), or None when
+    it is skipped: a pair not in the pool, or a grade outside ``lo..hi`` without ``clip`` (clipped to
+    the scale's ends with it). Counts each case in ``report`` (see :func:`skipped_lines`)."""
+    pair_id = pool.get((qid, docid))
+    if pair_id is None:
+        report.missing += 1
+        if len(report.missing_examples) < MAX_EXAMPLES:
+            report.missing_examples.append((qid, docid))
+        return None
+    if not lo <= grade <= hi:
+        if not clip:
+            report.out_of_scale += 1
+            return None
+        grade = min(max(grade, lo), hi)
+        report.clipped += 1
+    return pair_id, grade
+
+
 def skipped_lines(report, judge: str, *, unit: str) -> list[str]:
     """What an import left out or changed, a line each (for human and machine label imports alike):
     ``report`` has the counters ``already``, ``missing`` (+ ``missing_examples``), ``out_of_scale``,
@@ -156,19 +176,10 @@ def import_judgments(
     qids = set()
     for i in sorted(kept.values()):  # the index in the file keeps each line's token stable
         line = lines[i]
-        pair_id = pool.get((line.qid, line.docid))
-        if pair_id is None:
-            report.missing += 1
-            if len(report.missing_examples) < MAX_EXAMPLES:
-                report.missing_examples.append((line.qid, line.docid))
+        placed = place_label(report, pool, line.qid, line.docid, line.grade, lo, hi, clip=clip)
+        if placed is None:
             continue
-        grade = line.grade
-        if not lo <= grade <= hi:
-            if not clip:
-                report.out_of_scale += 1
-                continue
-            grade = min(max(grade, lo), hi)
-            report.clipped += 1
+        pair_id, grade = placed
         token = f"{prefix}{i}"
         if token in done:
             report.already += 1

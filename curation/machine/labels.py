@@ -26,13 +26,12 @@ from sqlmodel import Session, select
 from curation.formats.conflicts import Dedup
 from curation.formats.fileio import sha256_file
 from curation.formats.machine_labels import read_machine_labels
-from curation.judge.importing import skipped_lines
+from curation.judge.importing import place_label, skipped_lines
 from curation.store import lookups
 from curation.store.models import Document, MachineJudge, MachineLabel, PoolPair, Project, Query, utcnow
 from curation.store.projects import get_project, grades
 from curation.store.users import get_user
 
-MAX_EXAMPLES = 10
 MACHINE_KIND = "machine"
 
 
@@ -154,19 +153,10 @@ def import_machine_labels(
     rows = []
     samples, versions, models = set(), [], []
     for rec in lines:
-        pair_id = pool.get((rec.qid, rec.docid))
-        if pair_id is None:
-            report.missing += 1
-            if len(report.missing_examples) < MAX_EXAMPLES:
-                report.missing_examples.append((rec.qid, rec.docid))
+        placed = place_label(report, pool, rec.qid, rec.docid, rec.grade, lo, hi, clip=clip)
+        if placed is None:
             continue
-        grade = rec.grade
-        if not lo <= grade <= hi:
-            if not clip:
-                report.out_of_scale += 1
-                continue
-            grade = min(max(grade, lo), hi)
-            report.clipped += 1
+        pair_id, grade = placed
         pv = rec.prompt_version if rec.prompt_version is not None else prompt_version
         md = rec.model if rec.model is not None else model
         token = f"{prefix}{rec.line}:{rec.sample}:{pv or ''}:{md or ''}"
