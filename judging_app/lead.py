@@ -33,6 +33,7 @@ from .errors import is_htmx, store_int
 from .judge import render_guidelines
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
+MAX_IDLE_MINUTES = 60 * 24 * 365  # ?idle= on the progress page: up to a year (a larger one overflows a timedelta)
 
 
 @bp.context_processor
@@ -228,8 +229,8 @@ def progress(project_id: int):
     progress`` prints it); ``?idle=MINUTES`` sets when a judge is marked idle."""
     project = project_or_404(project_id)
     idle = request.args.get("idle", type=int)
-    if idle is not None and idle < 1:
-        abort(400, description="idle must be a whole number of minutes, at least 1.")
+    if idle is not None and not 1 <= idle <= MAX_IDLE_MINUTES:
+        abort(400, description=f"idle must be a whole number of minutes, from 1 to {MAX_IDLE_MINUTES}.")
     idle_after = timedelta(minutes=idle) if idle else IDLE_AFTER
     report = build_progress(get_db(), project, idle_after=idle_after)
     return render_template("lead/progress.html", project=project, report=report, bars=progress_bars(report.judges),
@@ -317,9 +318,21 @@ def decide(project_id: int):
     disagreement (htmx: the partial)."""
     project = project_or_404(project_id)
     form = request.form
+
+    def record(pair_id: int, grade: str) -> None:
+        adjudication.adjudicate(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade,
+                                reason=form.get("reason", ""), guidelines_issue=form.get("guidelines_issue") == "yes")
+
+    return _decision(project, record, _queue_context, "lead.queue", "lead/_adjudication.html", "lead/adjudicate.html")
+
+
+def _decision(project: Project, record, context_of, endpoint: str, partial: str, page: str):
+    """A lead's decision from one of the two queues (disagreements, unsure answers): ``record(pair_id,
+    grade)`` stores it (ValueError: refused, shown in place with the form as sent); then the next item
+    (htmx: the partial), or without htmx a redirect back to ``endpoint``."""
+    form = request.form
     pair_id = form.get("pair_id", type=store_int)
     grade = form.get("grade", "").strip()
-    reason = form.get("reason", "")
     if pair_id is None:
         abort(400, description="The form lacks the pair.")
     error = None
@@ -327,19 +340,14 @@ def decide(project_id: int):
         error = "choose the final grade first (press its digit)"
     else:
         try:
-            adjudication.adjudicate(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade, reason=reason,
-                                    guidelines_issue=form.get("guidelines_issue") == "yes")
+            record(pair_id, grade)
         except ValueError as exc:
             error = str(exc).split(": ", 1)[-1]
     if error is None and not is_htmx():
         flash("Final label recorded.", "info")
-        return redirect(url_for("lead.queue", project_id=project.id))
-    context = _queue_context(project, pair_id=pair_id if error else None, error=error,
-                             form=dict(form) if error else None)
-    status = 422 if error else 200
-    if is_htmx():
-        return render_template("lead/_adjudication.html", **context), status
-    return render_template("lead/adjudicate.html", **context), status
+        return redirect(url_for(endpoint, project_id=project.id))
+    context = context_of(project, pair_id=pair_id if error else None, error=error, form=dict(form) if error else None)
+    return render_template(partial if is_htmx() else page, **context), (422 if error else 200)
 
 
 @bp.post("/<int:project_id>/guidelines")
@@ -382,7 +390,7 @@ def _unsure_context(project: Project, *, pair_id: int | None = None, error: str 
 def unsure(project_id: int):
     """The "Unsure answers" queue: pairs a judge answered with a grade but marked unsure."""
     project = project_or_404(project_id)
-    context = _unsure_context(project, pair_id=request.args.get("pair", type=int))
+    context = _unsure_context(project, pair_id=request.args.get("pair", type=store_int))
     return render_template("lead/_unsure.html" if is_htmx() else "lead/unsure.html", **context)
 
 
@@ -391,27 +399,12 @@ def unsure(project_id: int):
 def decide_unsure(project_id: int):
     """Confirm or change an unsure answer's grade (:func:`curation.agree.adjudication.resolve_unsure`)."""
     project = project_or_404(project_id)
-    form = request.form
-    pair_id = form.get("pair_id", type=int)
-    grade = form.get("grade", "").strip()
-    if pair_id is None:
-        abort(400, description="The form lacks the pair.")
-    error = None
-    if not grade:
-        error = "choose the final grade first (press its digit)"
-    else:
-        try:
-            adjudication.resolve_unsure(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade,
-                                        reason=form.get("reason", ""))
-        except ValueError as exc:
-            error = str(exc).split(": ", 1)[-1]
-    if error is None and not is_htmx():
-        flash("Final label recorded.", "info")
-        return redirect(url_for("lead.unsure", project_id=project.id))
-    context = _unsure_context(project, pair_id=pair_id if error else None, error=error,
-                              form=dict(form) if error else None)
-    status = 422 if error else 200
-    return render_template("lead/_unsure.html" if is_htmx() else "lead/unsure.html", **context), status
+
+    def record(pair_id: int, grade: str) -> None:
+        adjudication.resolve_unsure(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade,
+                                    reason=request.form.get("reason", ""))
+
+    return _decision(project, record, _unsure_context, "lead.unsure", "lead/_unsure.html", "lead/unsure.html")
 
 
 # ---------------------------------------------------- information need per query (issue 14, judgeux)
@@ -447,7 +440,7 @@ def write_need(project_id: int):
     else:
         flash(f"The information need of {need.qid} is unchanged (version {need.version}).", "info")
     back = "lead.unsure" if form.get("back") == "unsure" else "lead.queue"
-    return redirect(url_for(back, project_id=project.id, pair=form.get("pair", type=int)))
+    return redirect(url_for(back, project_id=project.id, pair=form.get("pair", type=store_int)))
 @bp.app_template_global("machine_judges")
 def _machine_judges(project: Project) -> list[str]:
     """The names of ``project``'s machine judges, for the dashboard's link to their panel."""

@@ -119,6 +119,23 @@ def test_ids_and_positions_in_query_strings_and_forms_past_64_bits(app, exported
     assert res.headers["Location"].endswith(f"/lead/{pid}/adjudicate")
 
 
+@pytest.mark.parametrize("big", HUGE)
+def test_the_unsure_queue_need_form_and_progress_page_refuse_numbers_past_their_range(app, exported, big):
+    """The lead screens added with issue 14 take ids and minutes like the others: no 500."""
+    client = app.test_client()
+    with new_session(exported) as s:
+        pid = get_project(s, "p").id
+    login(client, "lena")
+    assert client.get(f"/lead/{pid}/unsure?pair={big}").status_code == 200  # as an unknown pair: the queue's head
+    token = csrf(client.get(f"/lead/{pid}/unsure").data)
+    res = client.post(f"/lead/{pid}/unsure", data={"pair_id": big, "grade": "1", "csrf_token": token})
+    assert res.status_code == 400
+    res = client.post(f"/lead/{pid}/need", data={"qid": "q1", "description": "what", "pair": big, "csrf_token": token})
+    assert res.status_code in (302, 400)
+    assert client.get(f"/lead/{pid}/progress?idle={big}").status_code == 400
+    assert client.get(f"/lead/{pid}/progress?idle=60").status_code == 200
+
+
 @pytest.mark.parametrize("query", ["usable=inf", "usable=nan", "marginal=-inf", "usable=1e308", "usable=1e400",
                                    "cut=" + str(2**70)])
 def test_agreement_settings_out_of_range_are_400(app, exported, query):
