@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 
 from curation.agree.labels import LEAD_ROLES
 from curation.store.audit import record_audit
-from curation.store.lookups import join_pair_text, project_id
+from curation.store.lookups import join_pair_text, pair_keys, project_id
 from curation.store.models import Adjudication, Document, GuidelinesVersion, Judgment, PoolPair, Project, Query, User
 from curation.store.projects import current_guidelines, grades, set_guidelines
 
@@ -154,15 +154,8 @@ def disagreements(
     if not split:
         return []
     # Details only for the pairs shown: the largest distances first, then by query and document.
-    keys = {}
-    ids = sorted(split)
-    for start in range(0, len(ids), 1000):
-        for pair_id, qid, docid in session.exec(
-            join_pair_text(select(PoolPair.id, Query.qid, Document.docid))
-            .where(PoolPair.id.in_(ids[start:start + 1000]))
-        ).all():
-            keys[pair_id] = (-split[pair_id], qid, docid)
-    ids = sorted(ids, key=keys.__getitem__)
+    keys = pair_keys(session, sorted(split))
+    ids = sorted(split, key=lambda p: (-split[p], *keys[p]))
     if limit is not None:
         ids = ids[:limit]
     return _entries(session, pid, ids, split)
@@ -253,15 +246,8 @@ def unsure_answers(
         flagged = {p: d for p, d in flagged.items() if p not in adjs}
     if not flagged:
         return []
-    keys = {}
-    ids = sorted(flagged)
-    for start in range(0, len(ids), 1000):
-        for pair_id, qid, docid in session.exec(
-            join_pair_text(select(PoolPair.id, Query.qid, Document.docid))
-            .where(PoolPair.id.in_(ids[start:start + 1000]))
-        ).all():
-            keys[pair_id] = (qid, docid)
-    ids = sorted(ids, key=keys.__getitem__)
+    keys = pair_keys(session, sorted(flagged))
+    ids = sorted(flagged, key=keys.__getitem__)
     if limit is not None:
         ids = ids[:limit]
     return _entries(session, pid, ids, flagged, ungraded_unsure=True)

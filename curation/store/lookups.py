@@ -33,6 +33,19 @@ def pair_ids(session: Session, project: Project | int) -> dict[tuple[str, str], 
     return {(qid, docid): pid for pid, qid, docid in rows}
 
 
+def pair_keys(session: Session, ids: list[int], *, batch: int = 1000) -> dict[int, tuple[str, str]]:
+    """``{pair id: (qid, docid)}`` for the pool pairs ``ids`` (fetched ``batch`` ids a statement, so
+    a long list stays under the stores' limits on bound parameters)."""
+    keys: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(ids), batch):
+        for pid, qid, docid in session.exec(
+            join_pair_text(select(PoolPair.id, Query.qid, Document.docid))
+            .where(PoolPair.id.in_(ids[start:start + batch]))
+        ).all():
+            keys[pid] = (qid, docid)
+    return keys
+
+
 def lock_project(session: Session, project: Project | int) -> None:
     """Take the write lock on ``project`` for the rest of the session's transaction, so that commands
     changing the project as a whole (``assign``, a new export version) run one after the other.

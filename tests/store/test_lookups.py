@@ -7,7 +7,7 @@ import json
 from sqlmodel import select
 
 from curation.store.engine import session
-from curation.store.lookups import join_pair_text, pair_ids
+from curation.store.lookups import join_pair_text, pair_ids, pair_keys
 from curation.store.models import Document, PoolPair, Query
 from tests.support.projects import counts_project
 
@@ -33,3 +33,13 @@ def test_join_pair_text_filters_on_query_and_document(engine, tmp_path):
         rows = s.exec(join_pair_text(select(Document.docid).select_from(PoolPair)).where(
             PoolPair.project_id == project.id, Query.qid == "q2")).all()
         assert sorted(rows) == ["q2-d0", "q2-d1"]
+
+
+def test_pair_keys_is_the_inverse_of_pair_ids_across_batches(engine, tmp_path):
+    with session(engine) as s:
+        project, _ = counts_project(s, tmp_path, queries={"q1": 3, "q2": 2, "q3": 4})
+        ids = pair_ids(s, project)
+        wanted = sorted(ids.values())[1:]  # all but one, fetched two ids a statement
+        keys = pair_keys(s, wanted, batch=2)
+        assert keys == {pid: key for key, pid in ids.items() if pid in wanted}
+        assert pair_keys(s, []) == {}
