@@ -262,6 +262,14 @@ def _alpha_from_coincidence(o: np.ndarray, level: str, values: Sequence[float] |
 # ------------------------------------------------------------------------ point estimates (libraries)
 
 
+def _grade_index(y: np.ndarray, scale: Sequence[int]) -> np.ndarray:
+    """Each grade's place in ``scale``, -1 for a grade not on it."""
+    grades = np.asarray(scale, dtype=np.int64)
+    order = np.argsort(grades, kind="stable")
+    at = np.minimum(np.searchsorted(grades[order], y), len(grades) - 1)
+    return np.where(grades[order][at] == y, order[at], -1)
+
+
 def _cohen_kappa_value(y1: np.ndarray, y2: np.ndarray, scale: Sequence[int], weights: str | None) -> float:
     """Cohen's kappa of two grade vectors on ``scale`` (pairs with a grade off the scale left out),
     NaN where undefined: 1 - sum(w * observed) / sum(w * expected), expected = the outer product of
@@ -269,9 +277,7 @@ def _cohen_kappa_value(y1: np.ndarray, y2: np.ndarray, scale: Sequence[int], wei
     (linear) or its square (quadratic). Each step is the one sklearn's ``cohen_kappa_score`` takes
     (float64 confusion matrix, ``np.outer``, ``np.sum``), so the result is bitwise the same."""
     k = len(scale)
-    index = {int(g): i for i, g in enumerate(scale)}
-    i1 = np.array([index.get(int(g), -1) for g in y1], dtype=np.int64)
-    i2 = np.array([index.get(int(g), -1) for g in y2], dtype=np.int64)
+    i1, i2 = _grade_index(y1, scale), _grade_index(y2, scale)
     keep = (i1 >= 0) & (i2 >= 0)
     if not (i1 >= 0).any():
         raise ValueError("y1: none of its grades is on the scale")
