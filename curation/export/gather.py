@@ -168,22 +168,34 @@ def _vote_lists(latest, lrank, starts, ends, names, gv_of, need_of, cache: dict)
 
     if not len(latest):
         return np.array([], dtype=object)
-    # One integer per distinct (judge, grade, unsure, guidelines, need) vote: each column numbered by
-    # its distinct values (np.unique), the numbers combined in mixed radix and renumbered each time.
+    # One integer per distinct (judge, grade, unsure, guidelines, need) vote: the columns' offsets from
+    # their minimum combined in mixed radix (renumbered by np.unique should the product grow too large),
+    # then numbered densely by one np.unique.
     key = np.zeros(len(latest), dtype=np.int64)
+    span = 1
     columns = [lrank, latest[:, 2], latest[:, 3], latest[:, 4], latest[:, 5]]
     for col in columns:
-        values, codes = np.unique(col, return_inverse=True)
-        _, key = np.unique(key * len(values) + codes.ravel(), return_inverse=True)
-        key = key.ravel()
+        lo, width = int(col.min()), int(col.max()) - int(col.min()) + 1
+        if span * width >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            key, span = key.ravel(), int(key.max()) + 1
+        key = key * width + (col - lo)
+        span *= width
+    _, key = np.unique(key, return_inverse=True)
+    key = key.ravel()
     first = np.zeros(key.max() + 1, dtype=np.int64)
     first[key] = np.arange(len(key))  # a row of each distinct vote
     texts = np.array([_vote_text(cache, names, gv_of, need_of, *row)
                       for row in np.column_stack(columns)[first].tolist()] + [None], dtype=object)[:-1]
     row_text = texts[key]
     out = row_text[starts]
-    for g in np.flatnonzero(ends - starts > 1).tolist():
-        out[g] = ", ".join(row_text[starts[g]:ends[g]].tolist())
+    sizes = ends - starts
+    for size in np.unique(sizes[sizes > 1]).tolist():  # pairs with `size` votes: joined a column at a time
+        at = np.flatnonzero(sizes == size)
+        text = row_text[starts[at]]
+        for j in range(1, size):
+            text = text + ", " + row_text[starts[at] + j]  # str + str for each element (object arrays)
+        out[at] = text
     return out
 
 
