@@ -367,7 +367,8 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
     grades_list = json.loads(project.grades_json or "[]")
     scale = sorted(int(g["grade"]) for g in grades_list) or [0, 1]
 
-    queries = list(session.exec(select(Query).where(Query.project_id == pid)))
+    # The queries' columns as rows (attribute access by column name), without an ORM object each.
+    queries = session.exec(select(*Query.__table__.columns).where(Query.project_id == pid)).all()
     active = {q.qid: q for q in queries if q.status != "dropped"}
     dropped = sorted(q.qid for q in queries if q.status == "dropped")
     excluded_docids = set(
