@@ -5,11 +5,15 @@ The judgments are read in one pass, a chunk of queries at a time (:data:`CHUNK_P
 per chunk, in qid order, which is the files' order): one statement per chunk for the pool pairs and
 one for the judgments, each judge's latest label and the per-pair vote counts, grade range and lead
 flag found with a few numpy passes (``np.unique`` on the (pair, judge) key, ``ufunc.reduceat`` over
-the pairs), and only pairs that need a decision (disagreements, adjudications, the ``lead`` policy,
-seeds) go through :func:`curation.agree.labels.resolve`. The lines of ``qrels.txt`` and
+the pairs). The common pairs (one judge, or judges who agree; no adjudication, no seed judgment)
+are picked out with numpy masks and their lines written by
+:func:`curation.formats.qrels.plain_label_lines`; only pairs that need a decision (disagreements,
+adjudications, the ``lead`` policy, seeds, unjudged pairs) go through
+:func:`curation.agree.labels.resolve` one at a time. The lines of ``qrels.txt`` and
 ``qrels.jsonl`` are written to files as each chunk is done, their sha256 computed as they are
 written, so memory holds one chunk, the queries, the adjudications and the seed judgments, never
-the judgments table. ``gather_state`` is one long function because each manifest figure is counted
+the judgments table. The same pass keeps each judge's latest vote of the pairs agreement is measured
+on, from which the manifest's agreement summary is computed (no second read). ``gather_state`` is one long function because each manifest figure is counted
 from the same rows as the files; its steps are the ones the export's progress bar names."""
 
 from __future__ import annotations
