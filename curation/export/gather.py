@@ -13,8 +13,9 @@ adjudications, the ``lead`` policy, seeds, unjudged pairs) go through
 ``qrels.jsonl`` are written to files as each chunk is done, their sha256 computed as they are
 written, so memory holds one chunk, the queries, the adjudications and the seed judgments, never
 the judgments table. The same pass keeps each judge's latest vote of the pairs agreement is measured
-on, from which the manifest's agreement summary is computed (no second read). ``gather_state`` is one long function because each manifest figure is counted
-from the same rows as the files; its steps are the ones the export's progress bar names."""
+on, from which the manifest's agreement summary is computed (no second read). ``gather_state`` is
+one long function because each manifest figure is counted from the same rows as the files; its
+steps are the ones the export's progress bar names."""
 
 from __future__ import annotations
 
