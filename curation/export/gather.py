@@ -479,9 +479,9 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
         seed_pairs += len(u_seeded) - u_seeded.count(None) - u_seeded.count("")  # the pairs a seed pooled
         batches.update(u_batch)
         del u_seeded, u_batch
-        pos_of = np.zeros(max(ids) + 1, dtype=np.int64)  # query id -> its place in the chunk
-        pos_of[ids] = np.arange(len(ids))
-        u_qpos = pos_of[np.array(u_query, dtype=np.int64)].tolist()
+        id_arr = np.array(ids, dtype=np.int64)  # query id -> its place in the chunk, by a sorted lookup
+        by_id = np.argsort(id_arr)
+        u_qpos = by_id[np.searchsorted(id_arr[by_id], np.array(u_query, dtype=np.int64))].tolist()
         del u_query
         chunk_seeds = any(q in seeds_by_qid for q in chunk_qids)
         seed_keys: set[tuple[str, str]] = set()
