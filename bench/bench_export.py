@@ -3,6 +3,7 @@
     python bench/bench_export.py --queries 18200 --docs 50              # 1,001,000 judgments, SQLite
     python bench/bench_export.py --queries 18200 --docs 50 --postgres   # the same on PostgreSQL
     python bench/bench_export.py --queries 100000 --docs 91 --overlap-pairs 2000 --no-peers   # 10M
+    python bench/bench_export.py --queries 18200 --docs 50 --keep /tmp/export-1m.db   # build once, reuse after
 
 Builds a project of QUERIES x DOCS pooled pairs (a SQLite file in a temporary folder, a fresh
 PostgreSQL database with ``--postgres``, or ``--db`` pointing at an empty database): judge alice
@@ -22,6 +23,11 @@ before, slow beyond 100,000 pairs). Then it runs, each as its own process (``gol
 * for scale, reading the exported qrels.txt with ir_measures and ranx (skipped by ``--no-peers``).
 
 It checks that the re-export is byte-identical and that the peers read exactly the exported pairs.
+
+``--keep`` builds the store once and exports from a copy of it on later runs (a SQLite file's path;
+with ``--postgres`` a database name, copied with ``CREATE DATABASE ... TEMPLATE``), so that the
+export can be measured again and again without building a million rows each time;
+``--export-only`` measures the floor and the first export only.
 """
 
 from __future__ import annotations
@@ -272,7 +278,13 @@ def main() -> None:
     where.add_argument("--postgres", action="store_true", help="a fresh database on 127.0.0.1:5432")
     ap.add_argument("--via-import", action="store_true", help="load labels with golden import-judgments' code")
     ap.add_argument("--no-peers", action="store_true", help="skip reading the qrels with ir_measures and ranx")
+    ap.add_argument("--keep", default=None, metavar="PATH_OR_NAME",
+                    help="build the store once and keep it there (a SQLite file; a database name with --postgres); "
+                         "later runs export from a copy of it")
+    ap.add_argument("--export-only", action="store_true", help="measure the floor and the first export only")
     args = ap.parse_args()
+    if args.keep and args.db:
+        ap.error("--keep builds its own store: give it without --db")
 
     from curation.store.engine import make_engine, scratch_database
     from curation.store.migrate import upgrade
@@ -280,29 +292,81 @@ def main() -> None:
     drop = None
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        if args.postgres:
-            url, drop = scratch_database("postgresql+psycopg://postgres@127.0.0.1:5432/postgres", "golden_bench_")
+        kept = _kept(args, tmp)
+        if kept is not None:
+            url, drop = kept
+        elif args.postgres:
+            url, drop = scratch_database(PG_SERVER, "golden_bench_")
         else:
             url = args.db or f"sqlite:///{tmp / 'bench.db'}"
         try:
-            engine = make_engine(url)
-            upgrade(engine)
             t0 = time.perf_counter()
-            if args.via_import:
-                judgments = build(tmp, engine, args.queries, args.docs, args.overlap)
-                judgments += int(judgments * args.overlap)  # about: bob's share
+            engine = make_engine(url)
+            if kept is None:
+                upgrade(engine)
+                if args.via_import:
+                    judgments = build(tmp, engine, args.queries, args.docs, args.overlap)
+                    judgments += int(judgments * args.overlap)  # about: bob's share
+                else:
+                    judgments = bulk_build(tmp, engine, args.queries, args.docs, args.overlap, args.overlap_pairs)
+                how = "built"
             else:
-                judgments = bulk_build(tmp, engine, args.queries, args.docs, args.overlap, args.overlap_pairs)
+                with engine.connect() as conn:
+                    judgments = conn.exec_driver_sql("SELECT count(*) FROM judgment").scalar()
+                how = f"copied from {args.keep}"
             backend = engine.url.get_backend_name()
             engine.dispose()
+            if kept is None and args.keep:
+                _keep(args, url, tmp)
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, "
                   f"load average {os.getloadavg()[0]:.1f}")
             print(f"store: {backend}, {args.queries:,} queries x {args.docs} = {args.queries * args.docs:,} pooled "
-                  f"pairs, {judgments:,} judgments (built in {time.perf_counter() - t0:.1f} s)")
+                  f"pairs, {judgments:,} judgments ({how} in {time.perf_counter() - t0:.1f} s)")
             run_report(tmp, url, judgments, args)
         finally:
             if drop:
                 drop()
+
+
+PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def _pg(sql: str) -> list:
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres", autocommit=True) as conn:
+        cur = conn.execute(sql)
+        return cur.fetchall() if cur.description else []
+
+
+def _kept(args, tmp: Path):
+    """(url, drop) of a copy of the kept store, or None when there is none yet."""
+    import shutil
+    import uuid
+
+    if not args.keep:
+        return None
+    if args.postgres:
+        if not _pg(f"SELECT 1 FROM pg_database WHERE datname = '{args.keep}'"):
+            return None
+        name = f"golden_bench_{uuid.uuid4().hex[:12]}"
+        _pg(f'CREATE DATABASE "{name}" TEMPLATE "{args.keep}"')
+        return (PG_SERVER.rsplit("/", 1)[0] + f"/{name}",
+                lambda: _pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    if not Path(args.keep).exists():
+        return None
+    shutil.copyfile(args.keep, tmp / "bench.db")
+    return f"sqlite:///{tmp / 'bench.db'}", None
+
+
+def _keep(args, url: str, tmp: Path) -> None:
+    """Keep the store just built (before anything is exported from it)."""
+    import shutil
+
+    if args.postgres:
+        _pg(f'CREATE DATABASE "{args.keep}" TEMPLATE "{url.rsplit("/", 1)[1]}"')
+    else:
+        shutil.copyfile(tmp / "bench.db", args.keep)
 
 
 def run_report(tmp: Path, url: str, judgments: int, args) -> None:
@@ -321,6 +385,9 @@ def run_report(tmp: Path, url: str, judgments: int, args) -> None:
                                         f"{size / 1e6:.0f} MB written")
     # Compared by sha256, read in blocks: this process stays small, since a child's peak RSS as
     # the kernel reports it starts from what it was forked from.
+    if args.export_only:
+        print(f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
+        return
     before = digests(folder)
     again = run_child(golden("export", "--db", url, "--project", "bench", "--version", "v1", "--out",
                              str(tmp / "again"), "--allow-incomplete", "--by", "bench"))

@@ -50,6 +50,7 @@ __all__ = [
     "drift",
     "judge_timing",
     "agreement_report",
+    "agreement_core",
     "build_agreement_report",
 ]
 
@@ -373,6 +374,56 @@ def agreement_report(
     memo: dict = {}
     judgments = _in_seconds(judgments, memo)
     labels = latest_labels(judgments)
+    core = agreement_core(labels, scale=scale, cut=cut, thresholds=thresholds, verdict_on=verdict_on,
+                          resamples=resamples, seed=seed, confidence=confidence)
+    scale, cut, judges = core.scale, core.cut, core.judges
+    return Report(
+        scale=scale,
+        cut=cut,
+        judges=judges,
+        pairwise=core.pairwise,
+        overall=core.overall,
+        verdict=core.verdict,
+        distributions=label_distributions(labels, judges, scale),
+        strata=per_stratum(labels, judges, strata=strata or {}, scale=scale, cut=cut) if strata is not None else [],
+        drift=drift(labels, judges, window=window),
+        timing=judge_timing(judgments if timing_judgments is None else _in_seconds(timing_judgments, memo)),
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        notes=core.notes,
+    )
+
+
+@dataclass
+class Core:
+    """The figures of the report that the export's manifest carries too (:func:`agreement_core`)."""
+
+    scale: list[int]
+    cut: int
+    judges: list[str]
+    pairwise: list[Agreement]
+    overall: Agreement
+    verdict: Verdict
+    notes: list[str]
+
+
+def agreement_core(
+    labels: Mapping[tuple[str, str], Mapping[str, Label]],
+    *,
+    scale: Sequence[int] | None = None,
+    cut: int | None = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    verdict_on: str = "binary",
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Core:
+    """The scale and cut, the judges, each pair of judges' agreement, all judges' agreement, the
+    verdict and the notes of :func:`agreement_report`, from latest labels (``labels`` as
+    :func:`curation.agree.labels.latest_labels` gives them): what the export's manifest summarises,
+    without the drift, timing and distributions it does not carry. With two judges the all-judges
+    figures are that pair's (as :func:`compare_all` gives them), computed once."""
     scale = _check_scale(scale, (r.grade for d in labels.values() for r in d.values()), 1 if cut is None else cut)
     cut = check_cut(default_cut(scale) if cut is None else cut, scale)
     check_bootstrap(confidence, resamples)
@@ -386,27 +437,17 @@ def agreement_report(
         compare_pair(labels, a, b, scale=scale, cut=cut, resamples=resamples, seed=seed, confidence=confidence)
         for a, b in combinations(judges, 2)
     ]
-    overall = compare_all(labels, judges, scale=scale, cut=cut, resamples=resamples, seed=seed,
-                          confidence=confidence)
+    if len(pairwise) == 1:  # what compare_all returns for two judges, without computing it again
+        pc = pairwise[0]
+        overall = Agreement(pc.judges, pc.pairs, pc.queries, pc.measures, pc.binary)
+    else:
+        overall = compare_all(labels, judges, scale=scale, cut=cut, resamples=resamples, seed=seed,
+                              confidence=confidence)
     if judges and len(judges) >= 2 and overall.pairs == 0:
         notes.append("no pair was labelled by two judges: assign an overlap set (golden assign --overlap)")
     on = verdict_on if len(scale) > 2 else "graded"
-    return Report(
-        scale=scale,
-        cut=cut,
-        judges=judges,
-        pairwise=pairwise,
-        overall=overall,
-        verdict=read_verdict(overall, thresholds=thresholds, on=on, cut=cut),
-        distributions=label_distributions(labels, judges, scale),
-        strata=per_stratum(labels, judges, strata=strata or {}, scale=scale, cut=cut) if strata is not None else [],
-        drift=drift(labels, judges, window=window),
-        timing=judge_timing(judgments if timing_judgments is None else _in_seconds(timing_judgments, memo)),
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-        notes=notes,
-    )
+    return Core(scale, cut, judges, pairwise, overall,
+                read_verdict(overall, thresholds=thresholds, on=on, cut=cut), notes)
 
 
 def build_agreement_report(

@@ -15,9 +15,11 @@ What is computed, for two judges (:func:`compare_pair`) and for all judges toget
 - ``agreement``: percent agreement, the share of those pairs on which the judges gave the same grade
   (for all judges together: on which every judge who labelled the pair gave the same grade);
 - ``kappa``, ``kappa_linear``, ``kappa_quadratic``: Cohen's kappa, unweighted and with linear and
-  quadratic weights (graded scales only), computed by scikit-learn's
-  :func:`sklearn.metrics.cohen_kappa_score` with ``labels`` = the scale's grades, so the weights are
-  grade distances (Cohen 1960; Cohen 1968 for the weighted form). Pairwise only;
+  quadratic weights (graded scales only), with the weights the grade distances (Cohen 1960; Cohen
+  1968 for the weighted form): the value scikit-learn's :func:`sklearn.metrics.cohen_kappa_score`
+  gives with ``labels`` = the scale's grades, computed here in the same floating-point steps so that
+  it is the same float (tests/agree/test_agreement.py compares them for equality), without loading
+  scikit-learn (about 2 s of imports for ``golden export``). Pairwise only;
 - ``alpha_nominal``, ``alpha_ordinal``, ``alpha_interval``: Krippendorff's alpha, any number of
   judges, missing labels allowed, computed by the ``krippendorff`` package (Krippendorff 2011,
   "Computing Krippendorff's alpha-reliability"); ordinal and interval on graded scales only (on
@@ -51,7 +53,6 @@ from typing import TYPE_CHECKING
 
 import krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from curation.agree.settings import CONFIDENCE, RESAMPLES, SEED
 
@@ -261,11 +262,52 @@ def _alpha_from_coincidence(o: np.ndarray, level: str, values: Sequence[float] |
 # ------------------------------------------------------------------------ point estimates (libraries)
 
 
+def _grade_index(y: np.ndarray, scale: Sequence[int]) -> np.ndarray:
+    """Each grade's place in ``scale``, -1 for a grade not on it."""
+    grades = np.asarray(scale, dtype=np.int64)
+    order = np.argsort(grades, kind="stable")
+    at = np.minimum(np.searchsorted(grades[order], y), len(grades) - 1)
+    return np.where(grades[order][at] == y, order[at], -1)
+
+
+def _cohen_kappa_value(y1: np.ndarray, y2: np.ndarray, scale: Sequence[int], weights: str | None) -> float:
+    """Cohen's kappa of two grade vectors on ``scale`` (pairs with a grade off the scale left out),
+    NaN where undefined: 1 - sum(w * observed) / sum(w * expected), expected = the outer product of
+    the column and row totals over their sum, w = 1 off the diagonal or the grade-index distance
+    (linear) or its square (quadratic). Each step is the one sklearn's ``cohen_kappa_score`` takes
+    (float64 confusion matrix, ``np.outer``, ``np.sum``), so the result is bitwise the same."""
+    k = len(scale)
+    i1, i2 = _grade_index(y1, scale), _grade_index(y2, scale)
+    keep = (i1 >= 0) & (i2 >= 0)
+    if not (i1 >= 0).any():
+        raise ValueError("y1: none of its grades is on the scale")
+    confusion = np.bincount(i1[keep] * k + i2[keep], minlength=k * k).reshape(k, k).astype(np.float64)
+    sum0 = np.sum(confusion, axis=0)
+    sum1 = np.sum(confusion, axis=1)
+    total = np.sum(sum0)
+    if total == 0:
+        return float("nan")
+    expected = np.outer(sum0, sum1) / total
+    if weights is None:
+        w_mat = np.ones((k, k), dtype=np.float64)
+        np.fill_diagonal(w_mat, 0)
+    else:
+        w_mat = np.zeros((k, k), dtype=np.float64)
+        w_mat += np.arange(k)
+        w_mat = np.abs(w_mat - w_mat.T) if weights == "linear" else (w_mat - w_mat.T) ** 2
+    numerator = np.sum(w_mat * confusion)
+    denominator = np.sum(w_mat * expected)
+    if denominator == 0:
+        return float("nan")
+    return float(1 - numerator / denominator)
+
+
 def cohen_kappa(y1: Sequence[int], y2: Sequence[int], *, scale: Sequence[int], weights: str | None = None,
                 judges: tuple[str, str] = ("judge 1", "judge 2"),
                 grade_names: Mapping[int, str] | None = None) -> Estimate:
-    """Cohen's kappa of two judges' grades on the same pairs, by scikit-learn's
-    ``cohen_kappa_score(y1, y2, labels=scale, weights=weights)``; an undefined :class:`Estimate`
+    """Cohen's kappa of two judges' grades on the same pairs, as scikit-learn's
+    ``cohen_kappa_score(y1, y2, labels=scale, weights=weights)`` gives it (:func:`_cohen_kappa_value`);
+    an undefined :class:`Estimate`
     (never NaN) when the pairs are none or both judges gave one and the same grade everywhere.
 
     >>> cohen_kappa([0, 1, 1, 0], [0, 1, 0, 0], scale=[0, 1]).value  # po=.75, pe=.5 -> .5
@@ -282,9 +324,7 @@ def cohen_kappa(y1: Sequence[int], y2: Sequence[int], *, scale: Sequence[int], w
     if g1.size == 1 and g2.size == 1 and g1[0] == g2[0]:
         return Estimate(None, undefined=(
             f"both judges gave grade {int(g1[0])} to every shared pair: chance agreement is 1, kappa is undefined"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        value = cohen_kappa_score(y1, y2, labels=list(scale), weights=weights, replace_undefined_by=np.nan)
+    value = _cohen_kappa_value(y1, y2, list(scale), weights)
     if value is None or not np.isfinite(value):
         return Estimate(None, undefined="chance agreement is 1: kappa is undefined")
     note = None

@@ -5,12 +5,17 @@ The judgments are read in one pass, a chunk of queries at a time (:data:`CHUNK_P
 per chunk, in qid order, which is the files' order): one statement per chunk for the pool pairs and
 one for the judgments, each judge's latest label and the per-pair vote counts, grade range and lead
 flag found with a few numpy passes (``np.unique`` on the (pair, judge) key, ``ufunc.reduceat`` over
-the pairs), and only pairs that need a decision (disagreements, adjudications, the ``lead`` policy,
-seeds) go through :func:`curation.agree.labels.resolve`. The lines of ``qrels.txt`` and
+the pairs). The common pairs (one judge, or judges who agree; no adjudication, no seed judgment)
+are picked out with numpy masks and their lines written by
+:func:`curation.formats.qrels.plain_label_lines`; only pairs that need a decision (disagreements,
+adjudications, the ``lead`` policy, seeds, unjudged pairs) go through
+:func:`curation.agree.labels.resolve` one at a time. The lines of ``qrels.txt`` and
 ``qrels.jsonl`` are written to files as each chunk is done, their sha256 computed as they are
 written, so memory holds one chunk, the queries, the adjudications and the seed judgments, never
-the judgments table. ``gather_state`` is one long function because each manifest figure is counted
-from the same rows as the files; its steps are the ones the export's progress bar names."""
+the judgments table. The same pass keeps each judge's latest vote of the pairs agreement is measured
+on, from which the manifest's agreement summary is computed (no second read). ``gather_state`` is
+one long function because each manifest figure is counted from the same rows as the files; its
+steps are the ones the export's progress bar names."""
 
 from __future__ import annotations
 
@@ -26,10 +31,10 @@ from pathlib import Path
 from sqlalchemy import false, true
 from sqlmodel import Session, func, select
 
-from curation.agree.labels import LABEL_SOURCES, LEAD_ROLES, Vote, load_judgments, resolve
+from curation.agree.labels import LABEL_SOURCES, LEAD_ROLES, Label, Vote, resolve
 from curation.export.manifest import FORMAT, iso_utc, state_hash
 from curation.export.split import split_summary
-from curation.formats.qrels import label_record_line, label_vote_json, qrel_text
+from curation.formats.qrels import label_record_line, label_vote_json, plain_label_lines, qrel_text
 from curation.formats.queries import queries_text
 from curation.pool.seeds import SEED_SOURCES
 from curation.store.models import (
@@ -100,32 +105,103 @@ def _check_ids(qid: str, docid: str) -> None:
             )
 
 
-def _agreement_summary(session: Session, project: Project, scale: list[int]) -> dict | None:
-    """Agreement on the overlap pairs (:func:`curation.agree.agreement.agreement_report`), summarised."""
-    from curation.agree.agreement import agreement_report
+def _agreement_summary(units: list[tuple[str, str]], votes: list, names: list[str], scale: list[int]) -> dict | None:
+    """Agreement on the overlap pairs (:func:`curation.agree.agreement.agreement_core`, as
+    ``golden agreement`` reports it), summarised. ``units``: the (qid, docid) of each pair two or more
+    judges labelled or the overlap set holds, and ``votes``: arrays of (unit number, judge rank, grade),
+    each judge's latest label of those pairs, as the labels' pass found them (the labels
+    :func:`curation.agree.labels.load_judgments` with ``overlap_only`` and
+    :func:`~curation.agree.labels.latest_labels` give: tests/export/test_fast_lines.py)."""
+    import numpy as np
+
+    from curation.agree.agreement import agreement_core
     from curation.agree.settings import RESAMPLES, SEED
 
-    records = load_judgments(session, project, overlap_only=True, seconds=True)
-    if not records:
+    if not units:
         return None
-    report = agreement_report(records, scale=scale)  # the report's defaults: curation.agree.settings
-    d = report.as_dict()
-    overall = d["overall"]
+    labels: dict[tuple[str, str], dict[str, Label]] = {}
+    for unit_no, rank, grade in np.concatenate(votes).tolist():
+        qid, docid = units[unit_no]
+        judge = names[rank]
+        labels.setdefault(units[unit_no], {})[judge] = Label(qid, docid, judge, grade)
+    core = agreement_core(labels, scale=scale)  # the report's defaults: curation.agree.settings
+    overall = core.overall.as_dict()
     return _plain({
         "computed_by": "curation.agree.agreement.agreement_report "
                        f"(overlap pairs; query bootstrap, {RESAMPLES} resamples, seed {SEED})",
-        "judges": d["judges"],
+        "judges": core.judges,
         "pairs": overall.get("pairs"),
         "queries": overall.get("queries"),
-        "verdict": d["verdict"],
+        "verdict": core.verdict.as_dict(),
         "overall": {"measures": overall.get("measures"), "binary": overall.get("binary")},
         "pairwise": [
-            {"judges": c.get("judges"), "pairs": c.get("pairs"), "measures": c.get("measures")}
-            for c in d["pairwise"]
+            {"judges": list(c.judges), "pairs": c.pairs, "measures": {k: v.as_dict() for k, v in c.measures.items()}}
+            for c in core.pairwise
         ],
-        "cut": d["cut"],
-        "notes": d["notes"],
+        "cut": core.cut,
+        "notes": core.notes,
     })
+
+
+def _overlap_assigned(session: Session, pid: int):
+    """The ids of the overlap set's pairs (assignments of kind ``overlap``), sorted."""
+    import numpy as np
+
+    from curation.store.models import Assignment
+
+    ids = session.exec(select(Assignment.pair_id).where(Assignment.project_id == pid, Assignment.kind == "overlap")
+                       .distinct()).all()
+    return np.array(sorted(ids), dtype=np.int64)
+
+
+def _vote_text(cache: dict, names, gv_of, need_of, rank: int, grade: int, unsure: int, gv_id: int,
+               need_id: int) -> str:
+    """A vote as qrels.jsonl lists it (:func:`label_vote_json`), each distinct one written once."""
+    key = (int(rank), int(grade), int(unsure), int(gv_id), int(need_id))
+    text = cache.get(key)
+    if text is None:
+        text = cache[key] = label_vote_json(names[key[0]], key[1], bool(key[2]), gv_of.get(key[3]),
+                                            need_version=need_of.get(key[4]))
+    return text
+
+
+def _vote_lists(latest, lrank, starts, ends, names, gv_of, need_of, cache: dict):
+    """Each pair's votes (the groups of ``latest``) as its qrels.jsonl ``judgments`` list holds them,
+    without the brackets: a numpy object array of strings, one per group. Each distinct vote is
+    written once (:func:`_vote_text`); a pair with one vote takes its text, the others' are joined."""
+    import numpy as np
+
+    if not len(latest):
+        return np.array([], dtype=object)
+    # One integer per distinct (judge, grade, unsure, guidelines, need) vote: the columns' offsets from
+    # their minimum combined in mixed radix (renumbered by np.unique should the product grow too large),
+    # then numbered densely by one np.unique.
+    key = np.zeros(len(latest), dtype=np.int64)
+    span = 1
+    columns = [lrank, latest[:, 2], latest[:, 3], latest[:, 4], latest[:, 5]]
+    for col in columns:
+        lo, width = int(col.min()), int(col.max()) - int(col.min()) + 1
+        if span * width >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            key, span = key.ravel(), int(key.max()) + 1
+        key = key * width + (col - lo)
+        span *= width
+    _, key = np.unique(key, return_inverse=True)
+    key = key.ravel()
+    first = np.zeros(key.max() + 1, dtype=np.int64)
+    first[key] = np.arange(len(key))  # a row of each distinct vote
+    texts = np.array([_vote_text(cache, names, gv_of, need_of, *row)
+                      for row in np.column_stack(columns)[first].tolist()] + [None], dtype=object)[:-1]
+    row_text = texts[key]
+    out = row_text[starts]
+    sizes = ends - starts
+    for size in np.unique(sizes[sizes > 1]).tolist():  # pairs with `size` votes: joined a column at a time
+        at = np.flatnonzero(sizes == size)
+        text = row_text[starts[at]]
+        for j in range(1, size):
+            text = text + ", " + row_text[starts[at] + j]  # str + str for each element (object arrays)
+        out[at] = text
+    return out
 
 
 def _judging_order(session, project) -> dict:
@@ -158,8 +234,8 @@ class _HashedFile:
         self._hash = hashlib.sha256()
         self._size = 0
 
-    def write(self, text: str) -> None:
-        data = text.encode("utf-8")
+    def write(self, text: str | bytes) -> None:
+        data = text.encode("utf-8") if isinstance(text, str) else text
         self._fh.write(data)
         self._hash.update(data)
         self._size += len(data)
@@ -265,6 +341,24 @@ def _latest_votes(rows, rank_of, n_judges: int):
 
 def gather_state(session: Session, project: Project, *, policy: str, spool: Path, bar=None,
                  chunk_pairs: int | None = None, fill: str | None = None) -> VersionState:
+    """:func:`_gather_state` with Python's cyclic garbage collector paused: the pass makes millions of
+    short-lived tuples and strings (the driver's rows), none of them in a reference cycle, and the
+    collector's scans of them took about a fifth of the export's CPU time (2-2.5 s of 12 for a million
+    judgments). Reference counting still frees every row as soon as it is dropped."""
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _gather_state(session, project, policy=policy, spool=spool, bar=bar, chunk_pairs=chunk_pairs,
+                             fill=fill)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _gather_state(session: Session, project: Project, *, policy: str, spool: Path, bar=None,
+                  chunk_pairs: int | None = None, fill: str | None = None) -> VersionState:
     """The state of ``project``'s golden set under ``policy``: its three data files (written into the
     folder ``spool``), the manifest's facts, and what is unjudged or unresolved; ``bar`` (a tqdm bar
     or None) is advanced per step. The labels are the ones :func:`curation.agree.labels.final_labels`
@@ -278,7 +372,8 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
     grades_list = json.loads(project.grades_json or "[]")
     scale = sorted(int(g["grade"]) for g in grades_list) or [0, 1]
 
-    queries = list(session.exec(select(Query).where(Query.project_id == pid)))
+    # The queries' columns as rows (attribute access by column name), without an ORM object each.
+    queries = session.exec(select(*Query.__table__.columns).where(Query.project_id == pid)).all()
     active = {q.qid: q for q in queries if q.status != "dropped"}
     dropped = sorted(q.qid for q in queries if q.status == "dropped")
     excluded_docids = set(
@@ -318,6 +413,7 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
     spool.mkdir(parents=True, exist_ok=True)
     txt, jsonl = _HashedFile(spool / "qrels.txt"), _HashedFile(spool / "qrels.jsonl")
     vote_json: dict[tuple, str] = {}
+    adjudicated_ids = np.array(sorted(adjudications), dtype=np.int64)
     unjudged: list[tuple[str, str]] = []
     unresolved: list[tuple[str, str]] = []
     n_unjudged = n_unresolved = 0
@@ -333,9 +429,13 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
     pool_pairs = seed_pairs = 0
     batches: set[int] = set()
     conn = session.connection()
+    overlap_ids = _overlap_assigned(session, pid)
+    agree_units: list[tuple[str, str]] = []  # the overlap pairs' (qid, docid), and their latest votes:
+    agree_votes: list[np.ndarray] = []  # (unit number, judge rank, grade) rows, for the agreement summary
     for chunk in _chunks(session, pid, queries, chunk_pairs or CHUNK_PAIRS):
         qid_of = {q.id: q.qid for q in chunk}
         ids = list(qid_of)
+        chunk_qids = [q.qid for q in chunk]  # in qid order (_chunks)
         pool = _fetch(conn,
             select(PoolPair.id, PoolPair.query_id, Document.docid, Document.excluded, PoolPair.seed_source,
                    PoolPair.batch)
@@ -354,58 +454,120 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
         latest, lrank, lorder, starts = _latest_votes(rows, rank_of, n_judges)
         del rows
         ends = np.r_[starts[1:], len(latest)] if len(starts) else starts
+        n_groups = len(starts)
         if len(latest):
             in_project += np.bincount(lrank, minlength=n_judges)
             gmin = np.minimum.reduceat(latest[:, 2], starts)
             gmax = np.maximum.reduceat(latest[:, 2], starts)
             glead = np.maximum.reduceat(is_lead[lrank].astype(np.int64), starts)
             ggv = np.maximum.reduceat(gv_version[latest[:, 4]], starts)
-        group_of = dict(zip(latest[starts, 0].tolist(), range(len(starts)), strict=True))
-        easy = ((gmin == gmax) if len(latest) else np.zeros(0, dtype=bool))
-        if policy == "lead" and len(latest):
+            gunsure = np.maximum.reduceat(latest[:, 3], starts) > 0
+        else:
+            gmin = gmax = glead = ggv = np.zeros(0, dtype=np.int64)
+            gunsure = np.zeros(0, dtype=bool)
+        gpair = latest[starts, 0]  # each group's pair id, ascending
+        easy = gmin == gmax
+        if policy == "lead":
             easy &= glead == 0
-        l_grade, l_unsure, l_gv = latest[:, 2].tolist(), latest[:, 3].tolist(), latest[:, 4].tolist()
-        l_need = latest[:, 5].tolist()
-        l_rank, l_order = lrank.tolist(), lorder.tolist()
-        g_start, g_end, g_min, g_gv = starts.tolist(), ends.tolist(), (gmin.tolist() if len(latest) else []), \
-            (ggv.tolist() if len(latest) else [])
-        g_easy = easy.tolist()
-        exported_groups = np.zeros(len(starts), dtype=bool)
+        exported_groups = np.zeros(n_groups, dtype=bool)
 
-        units = [(qid_of[qpk], docid, pair_id, bool(excl)) for pair_id, qpk, docid, excl, seed_src, batch in pool]
+        # The chunk's units (pooled pairs, and seed judgments of pairs not pooled) in the files' order.
         pool_pairs += len(pool)
-        seed_pairs += sum(1 for r in pool if r[4])
-        batches.update(r[5] for r in pool)
+        u_pair, u_query, u_docid, u_excl, u_seeded, u_batch = (list(c) for c in zip(*pool, strict=True)) if pool \
+            else ([], [], [], [], [], [])
         del pool
-        pooled_keys = {(q, d) for q, d, _, _ in units} if any(q in seeds_by_qid for q in qid_of.values()) else set()
-        for qid in qid_of.values():
-            for key in seeds_by_qid.get(qid, ()):
-                if key not in pooled_keys:
-                    units.append((key[0], key[1], None, key[1] in excluded_docids))
-        units.sort()
-        # Checked once per chunk: white space in a docid (refused, below) and seeds of these queries.
-        docids = [u[1] for u in units]
-        odd_docids = not all(docids) or _SPACE.search("\0".join(docids)) is not None
-        del docids
-        chunk_seeds = any(q in seeds_by_qid for q in qid_of.values())
-        txt_lines: list[str] = []
-        json_lines: list[str] = []
-        for qid, docid, pair_id, excluded in units:
-            if qid not in active:
-                left_out["dropped_query"] += 1
-                continue
-            if excluded or docid in excluded_docids:
-                left_out["excluded_document"] += 1
-                continue
-            g = group_of.get(pair_id, -1) if pair_id is not None else -1
+        seed_pairs += len(u_seeded) - u_seeded.count(None) - u_seeded.count("")  # the pairs a seed pooled
+        batches.update(u_batch)
+        del u_seeded, u_batch
+        id_arr = np.array(ids, dtype=np.int64)  # query id -> its place in the chunk, by a sorted lookup
+        by_id = np.argsort(id_arr)
+        u_qpos = by_id[np.searchsorted(id_arr[by_id], np.array(u_query, dtype=np.int64))].tolist()
+        del u_query
+        chunk_seeds = any(q in seeds_by_qid for q in chunk_qids)
+        seed_keys: set[tuple[str, str]] = set()
+        if chunk_seeds:
+            pooled_keys = {(chunk_qids[q], d) for q, d in zip(u_qpos, u_docid, strict=True)}
+            for qpos, qid in enumerate(chunk_qids):
+                for key in seeds_by_qid.get(qid, ()):
+                    seed_keys.add(key)
+                    if key not in pooled_keys:
+                        u_pair.append(-1)
+                        u_qpos.append(qpos)
+                        u_docid.append(key[1])
+                        u_excl.append(key[1] in excluded_docids)
+            del pooled_keys
+        # Checked once per chunk: white space in an identifier (refused, below, by the per-pair path).
+        odd = not all(u_docid) or _SPACE.search("\0".join(u_docid)) is not None or \
+            any(not q or _SPACE.search(q) for q in chunk_qids)
+        # Sorted by (qid, docid) as Python compares strings: by docid (sorted, on the docids themselves),
+        # then by the query's place in the chunk (numpy's stable sort keeps the docid order within a query).
+        order = np.array(sorted(range(len(u_docid)), key=u_docid.__getitem__), dtype=np.int64)
+        u_qpos = np.array(u_qpos, dtype=np.int64)[order]
+        by_query = np.argsort(u_qpos, kind="stable")
+        order, u_qpos = order[by_query], u_qpos[by_query]
+        docs = np.array(u_docid, dtype=object)[order]  # the docids in the files' order
+        u_pair = np.array(u_pair, dtype=np.int64)[order]
+        u_excl = np.array(u_excl, dtype=bool)[order]  # Document.excluded (the driver's 0/1 or booleans)
+        del u_docid
+        if excluded_docids:
+            u_excl |= np.fromiter((d in excluded_docids for d in docs.tolist()), dtype=bool, count=len(docs))
+        u_active = np.array([q in active for q in chunk_qids], dtype=bool)[u_qpos]
+        g = np.searchsorted(gpair, u_pair) if n_groups else np.zeros(len(u_pair), dtype=np.int64)
+        found = g < n_groups
+        found[found] = gpair[g[found]] == u_pair[found]
+        g = np.where(found, g, -1)
+        u_seed = np.zeros(len(u_pair), dtype=bool)
+        if seed_keys:
+            u_seed = np.array([(chunk_qids[q], d) in seed_keys for q, d in zip(u_qpos.tolist(), docs.tolist(),
+                                                                                strict=True)], dtype=bool)
+        kept = u_active & ~u_excl
+        left_out["dropped_query"] += int((~u_active).sum())
+        left_out["excluded_document"] += int((u_active & u_excl).sum())
+        # The common case, in vectorised passes: a pooled pair whose latest votes agree (or that one
+        # judge labelled), not adjudicated, without seed judgments; every other pair is resolved below.
+        fast = kept & found & ~u_seed & ~np.isin(u_pair, adjudicated_ids)
+        fast[fast] = easy[g[fast]]
+        if odd:
+            fast[:] = False
+        slow = np.flatnonzero(kept & ~fast)
+        fidx = np.flatnonzero(fast)
+        fg = g[fidx]
+        exported_groups[fg] = True
+        fgrade = gmin[fg]
+        fsingle = (ends - starts)[fg] == 1
+        funsure = gunsure[fg]
+        sources["single"] += int(fsingle.sum())
+        sources["unanimous"] += int(len(fg) - fsingle.sum())
+        grade_counts.update(dict(zip(*(v.tolist() for v in np.unique(fgrade, return_counts=True)), strict=True)))
+        unsure_labels += int(funsure.sum())
+        with_labels.update(chunk_qids[i] for i in np.unique(u_qpos[fidx]).tolist())
+        txt_fast, json_fast = plain_label_lines(
+            np.array(chunk_qids, dtype=object)[u_qpos[fidx]].tolist(), docs[fidx].tolist(), fgrade.tolist(),
+            fsingle.tolist(), _vote_lists(latest, lrank, starts, ends, names, gv_of, need_of, vote_json)[fg].tolist(),
+            ggv[fg].tolist(), funsure.tolist(), machine=filler is not None)
+
+        # The other pairs, one at a time (curation.agree.labels.resolve), their lines put in their place.
+        txt_out: list = []
+        json_out: list = []
+        done = 0  # fast lines written so far
+        slow_docids = docs[slow].tolist()
+        for i, docid in zip(slow.tolist(), slow_docids, strict=True):
+            upto = int(np.searchsorted(fidx, i))
+            if upto > done:
+                txt_out.extend(txt_fast[done:upto])
+                json_out.extend(json_fast[done:upto])
+                done = upto
+            qid = chunk_qids[u_qpos[i]]
+            gi = int(g[i])
+            pair_id = None if u_pair[i] < 0 else int(u_pair[i])
             adj = adjudications.get(pair_id) if pair_id is not None else None
-            key = (qid, docid) if chunk_seeds or adj is not None or g < 0 or not g_easy[g] else None
-            if adj is None and g >= 0 and g_easy[g]:
-                grade = g_min[g]
-                source = "single" if g_end[g] - g_start[g] == 1 else "unanimous"
+            key = (qid, docid)
+            if adj is None and gi >= 0 and easy[gi]:
+                grade = int(gmin[gi])
+                source = "single" if ends[gi] - starts[gi] == 1 else "unanimous"
             else:
-                votes = [Vote(names[l_rank[i]], l_grade[i], bool(is_lead[l_rank[i]]), float(l_order[i]))
-                         for i in range(g_start[g], g_end[g])] if g >= 0 else []
+                votes = [Vote(names[lrank[k]], int(latest[k, 2]), bool(is_lead[lrank[k]]), float(lorder[k]))
+                         for k in range(starts[gi], ends[gi])] if gi >= 0 else []
                 grade, source = resolve(votes, policy=policy, adjudication=adj[0] if adj else None,
                                         seed=seed_grade.get(key))
             machine = None
@@ -423,21 +585,15 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
                     unresolved.append((qid, docid))
             if grade is None:
                 continue
-            if odd_docids or qid not in with_labels:
+            if odd or qid not in with_labels:
                 _check_ids(qid, docid)
             parts = []
             gv_used = -1
-            if g >= 0:
-                exported_groups[g] = True
-                gv_used = g_gv[g]
-                for i in range(g_start[g], g_end[g]):
-                    vk = (l_rank[i], l_grade[i], l_unsure[i], l_gv[i], l_need[i])
-                    text = vote_json.get(vk)
-                    if text is None:
-                        gv = gv_of.get(l_gv[i])
-                        text = vote_json[vk] = label_vote_json(names[l_rank[i]], l_grade[i], bool(l_unsure[i]), gv,
-                                                               need_version=need_of.get(l_need[i]))
-                    parts.append(text)
+            if gi >= 0:
+                exported_groups[gi] = True
+                gv_used = int(ggv[gi])
+                for k in range(starts[gi], ends[gi]):
+                    parts.append(_vote_text(vote_json, names, gv_of, need_of, lrank[k], *latest[k, 2:6].tolist()))
             adjudication = None
             if source == "adjudicated":
                 adjudication = {"lead": adj[2], "grade": int(grade), "reason": adj[1], "guidelines_version": adj[3]}
@@ -445,7 +601,7 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
                     gv_used = max(gv_used, adj[3])
             seeds = seed_rows.get(key) if chunk_seeds else None
             extra = {}
-            if g >= 0 and any(l_unsure[i] for i in range(g_start[g], g_end[g])):
+            if gi >= 0 and gunsure[gi]:
                 # A judge marked their grade unsure. Only then is the key written, so a state exported
                 # before unsure answers carried a grade keeps its bytes (and its state hash).
                 extra["unsure"] = True
@@ -453,23 +609,41 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
                 unsure_decided += adjudication is not None
             if filler is not None:
                 extra["machine"] = machine
-            txt_lines.append(qrel_text(qid, docid, grade))
-            json_lines.append(label_record_line(qid, docid, grade, source, parts, adjudication, seeds or [],
-                                                pair_id is not None, gv_used if gv_used >= 0 else None, extra))
+            txt_out.append(qrel_text(qid, docid, grade))
+            json_out.append(label_record_line(qid, docid, grade, source, parts, adjudication, seeds or [],
+                                              pair_id is not None, gv_used if gv_used >= 0 else None, extra))
             sources[source] += 1
             grade_counts[grade] += 1
             with_labels.add(qid)
             if seeds and source != "seed":
                 seed_confirm["confirmed" if (grade > 0) == (max(s["grade"] for s in seeds) > 0) else "rejected"] += 1
-        txt.write("".join(txt_lines))
-        jsonl.write("".join(json_lines))
-        del txt_lines, json_lines
+        if len(fidx) > done:
+            txt_out.extend(txt_fast[done:])
+            json_out.extend(json_fast[done:])
+        txt.write("".join(txt_out))
+        jsonl.write("".join(json_out))
+        del txt_out, json_out, txt_fast, json_fast
         if len(latest):
             counted = np.repeat(exported_groups, ends - starts)
             in_export += np.bincount(lrank[counted], minlength=n_judges)
             gvs = gv_version[latest[counted, 4]]
             gv_counts.update({int(v): int(n) for v, n in zip(*np.unique(gvs[gvs >= 0], return_counts=True),
                                                               strict=True)})
+            # The agreement's pairs: those two or more judges labelled, and the overlap set's.
+            shared = (ends - starts) >= 2
+            if len(overlap_ids):
+                shared |= np.isin(gpair, overlap_ids)
+            if shared.any():
+                at = np.flatnonzero(shared)
+                unit_of = np.argsort(u_pair, kind="stable")
+                where = unit_of[np.searchsorted(u_pair, gpair[at], sorter=unit_of)]
+                unit_docids = docs[where].tolist()
+                base = len(agree_units)
+                agree_units.extend((chunk_qids[q], d) for q, d in zip(u_qpos[where].tolist(), unit_docids,
+                                                                      strict=True))
+                rows_at = np.repeat(shared, ends - starts)
+                unit_no = np.repeat(base + np.arange(len(at)), (ends - starts)[at])
+                agree_votes.append(np.column_stack([unit_no, lrank[rows_at], latest[rows_at, 2]]))
     # Seed judgments of queries that are not in the project are counted as left out.
     for qid, keys in seeds_by_qid.items():
         if qid not in known_qids:
@@ -479,7 +653,7 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
     qrecs: dict[str, dict] = {}
     for qid in sorted(active):
         q = active[qid]
-        if any(c.isspace() for c in qid) or not qid:
+        if not qid or _SPACE.search(qid):  # re's \s is str.isspace
             _check_ids(qid, "x")
         try:
             stratum = json.loads(q.stratum_json or "{}")
@@ -529,7 +703,7 @@ def gather_state(session: Session, project: Project, *, policy: str, spool: Path
     seeds_by_source = Counter(s["source"] for rows in seed_rows.values() for s in rows)
 
     progress_step(bar, "agreement")
-    agreement = _agreement_summary(session, project, scale)
+    agreement = _agreement_summary(agree_units, agree_votes, names, scale)
     progress_step(bar, "files")
     n_pairs = sum(sources.values())
     body = {

@@ -386,3 +386,27 @@ def test_interval_alpha_reads_grades_as_numbers_and_equals_krippendorff():
     assert abs(overall.measures["alpha_interval"].value - _lib_alpha(data, scale, "interval")) < TOL
     # on a binary scale the interval alpha is the nominal one: not repeated
     assert "alpha_interval" not in compare_pair(labels, "a", "b", scale=[0, 1, 2, 10], cut=2).binary
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_kappa_is_sklearns_float_to_the_last_bit(weights):
+    # golden computes Cohen's kappa itself (scikit-learn costs ~2 s of imports in `golden export`), in
+    # the steps sklearn's cohen_kappa_score takes: the two agree exactly, not within a tolerance, on
+    # scales of 2-5 grades (some unused), small and large samples, one-sided and degenerate ones.
+    rng = np.random.default_rng(17)
+    checked = 0
+    for _ in range(400):
+        k = int(rng.integers(2, 6))
+        scale = sorted(rng.choice(np.arange(-1, 7), size=k, replace=False).tolist())
+        n = int(rng.choice([1, 2, 5, 30, 1000, 20000]))
+        used = scale if rng.random() < 0.7 else scale[: max(1, k - 2)]
+        y1 = rng.choice(used, size=n)
+        y2 = np.where(rng.random(n) < rng.random(), y1, rng.choice(used, size=n))
+        ours = cohen_kappa(y1, y2, scale=scale, weights=weights)
+        lib = _lib_kappa(y1, y2, scale, weights)
+        if ours.defined:
+            assert ours.value == float(lib), (scale, n)
+            checked += 1
+        else:
+            assert lib is None or not np.isfinite(lib) or len(set(y1) | set(y2)) == 1
+    assert checked > 200

@@ -74,7 +74,7 @@ def test_the_export_reads_the_judgments_a_chunk_at_a_time(engine, tmp_path, monk
         return rows
 
     def write(self, text):
-        writes.append(text.count("\n"))
+        writes.append(text.count(b"\n" if isinstance(text, bytes) else "\n"))
         return real_write(self, text)
 
     monkeypatch.setattr(gather, "_fetch", fetch)
