@@ -259,9 +259,13 @@ class _Collapser:
         """Encode the batches held and add them to the totals."""
         if not self.pending:
             return
-        pending, self.pending, self.pending_bytes = self.pending, [], 0
+        queries = [p[0] for p in self.pending]
+        users = [p[1] for p in self.pending]
+        rest = [(p[2], p[3]) for p in self.pending]  # stratum ids, counts
+        self.pending, self.pending_bytes = [], 0
         raw_known = len(self.raw)
-        raw_ids = self.raw.ids([p[0] for p in pending])
+        raw_ids = self.raw.ids(queries)
+        del queries[:]  # the window's text is freed as soon as it is encoded
         if len(self.raw) > raw_known:  # new raw strings: normalise each once, number their forms
             norms = normalize_many(self.raw.values.slice(raw_known))
             norm_known = len(self.norms)
@@ -274,12 +278,13 @@ class _Collapser:
         user_ids = None
         if self.user_col is not None:
             user_known = len(self.users)
-            user_ids = self.users.ids([p[1] for p in pending])
+            user_ids = self.users.ids(users)
+            del users[:]
             if len(self.users) > user_known:
                 blank = pc.equal(pc.utf8_trim_whitespace(self.users.values.slice(user_known)), "")
                 self.user_blank = np.concatenate([self.user_blank, blank.to_numpy(zero_copy_only=False)])
-        for j, (_, _, sid, counts) in enumerate(pending):
-            pending[j] = None  # free the window's text as it is used
+        pa.default_memory_pool().release_unused()  # hand the text's memory back (mimalloc keeps freed pages)
+        for j, (sid, counts) in enumerate(rest):
             nid = self.raw_nid[raw_ids[j]]
             keep = None
             if self.empty_nid is not None:
@@ -396,10 +401,13 @@ class _Collapser:
         data = {"text": pd.array(texts.take(pa.array(qn, pa.int64())).to_numpy(zero_copy_only=False), dtype="string"),
                 "traffic": total}
         if self.user_col is not None:
-            pairs = self._merge_pairs()
-            users = np.bincount(pairs >> 32, minlength=len(texts)) if len(pairs) else np.zeros(len(texts), np.int64)
-            data["users"] = users[qn].astype(np.int64)
-            data["user_mass"] = _user_mass(pairs, len(texts))[qn]
+            self.flush()
+            buckets = [self._merge_bucket(b) for b in range(_PAIR_BUCKETS)]
+            users = np.zeros(len(texts), np.int64)
+            for pairs in buckets:
+                users += np.bincount(pairs >> 32, minlength=len(texts))
+            data["users"] = users[qn]
+            data["user_mass"] = _user_mass(buckets, len(texts), len(self.users))[qn]
         for j, dim in enumerate(self.strata):
             column = np.array([v[j] for v in self.stratum_values], dtype=object)
             data[dim] = pd.array(column[qsid], dtype="string") if len(qsid) else pd.array([], dtype="string")
@@ -411,25 +419,34 @@ class _Collapser:
         return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats, user_mass=mass)
 
 
-def _user_mass(pairs: np.ndarray, n_texts: int) -> np.ndarray:
+def _user_mass(buckets: Sequence[np.ndarray], n_texts: int, n_users: int) -> np.ndarray:
     """Each query's share of a user-weighted mean: every user counts once and their distinct
     queries share that one unit equally, so query i gets ``sum over its users u of 1 / |Q_u|``,
-    divided by the number of users (the masses sum to 1). From the packed (query, user) pairs,
-    whose user ids are positions (small whole numbers)."""
-    if not len(pairs):
-        return np.zeros(n_texts)
-    uid = pairs & 0xFFFFFFFF
-    per_user = np.bincount(uid)
-    n_users = int(np.count_nonzero(per_user))
-    c = per_user[uid]
-    share = 1.0 / c
-    # Each query's shares are added in one order whatever the log's row order (user ids follow
-    # it): from the smallest share up (the users with most queries first), so the same log gives
-    # the same masses to the bit. np.bincount adds a bin's weights in array order, so sorting by
-    # the share alone orders every query's own additions; a stable radix sort when it fits 16 bits.
-    key = c.max() - c
-    order = np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")
-    return np.bincount((pairs >> 32)[order], weights=share[order], minlength=n_texts) / n_users
+    divided by the number of users (the masses sum to 1). From the distinct packed (query, user)
+    pairs in buckets by query (no query in two buckets); user ids are below ``n_users``."""
+    per_user = np.zeros(n_users, dtype=np.int64)
+    for pairs in buckets:
+        per_user += np.bincount(pairs & 0xFFFFFFFF, minlength=n_users)
+    users = int(np.count_nonzero(per_user))
+    out = np.zeros(n_texts)
+    if not users:
+        return out
+    for pairs in buckets:  # one bucket at a time: the arrays below are a bucket long
+        if not len(pairs):
+            continue
+        c = per_user[pairs & 0xFFFFFFFF]
+        # Each query's shares are added in one order whatever the log's row order (user ids
+        # follow it): from the smallest share up, so the same log gives the same masses to the
+        # bit. np.bincount adds a bin's weights in array order, so sorting a bucket by the share
+        # alone orders every query's additions (a stable radix sort when the counts fit 16 bits).
+        key = c.max() - c
+        order = np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")
+        del key
+        qid = pairs[order] >> 32
+        share = 1.0 / c[order]
+        del c, order
+        out[:] += np.bincount(qid, weights=share, minlength=n_texts)
+    return out / users
 
 
 def decide_queries(table: pd.DataFrame):
