@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +92,7 @@ class CollapsedLog:
 
 
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"  # what Python's \s matches among ASCII characters
+_ASCII_MESSY = r"[\t\n\x0b\x0c\r\x1c-\x1f]|  |^ | $"  # any of them but single spaces between words
 
 
 def normalize_many(values: pa.Array) -> pa.Array:
@@ -103,8 +105,12 @@ def normalize_many(values: pa.Array) -> pa.Array:
     """
     values = pc.fill_null(values, "")
     is_ascii = pc.string_is_ascii(values).to_numpy(zero_copy_only=False)
-    fast = pc.ascii_lower(values.filter(pa.array(is_ascii)))
-    fast = pc.utf8_trim(pc.replace_substring_regex(fast, _ASCII_SPACE, " "), " ")
+    fast = pc.ascii_lower(values if is_ascii.all() else values.filter(pa.array(is_ascii)))
+    # White space to collapse or trim: only those strings go through the (slower) replacement.
+    messy = pc.match_substring_regex(fast, _ASCII_MESSY)
+    if pc.any(messy).as_py():
+        tidy = pc.utf8_trim(pc.replace_substring_regex(fast.filter(messy), _ASCII_SPACE, " "), " ")
+        fast = pc.replace_with_mask(fast, messy, tidy)
     if is_ascii.all():
         return fast
     slow = pa.array([normalize_text(v) for v in values.filter(pa.array(~is_ascii)).to_pylist()], pa.string())
@@ -263,26 +269,27 @@ class _Collapser:
         users = [p[1] for p in self.pending]
         rest = [(p[2], p[3]) for p in self.pending]  # stratum ids, counts
         self.pending, self.pending_bytes = [], 0
-        raw_known = len(self.raw)
-        raw_ids = self.raw.ids(queries)
-        del queries[:]  # the window's text is freed as soon as it is encoded
-        if len(self.raw) > raw_known:  # new raw strings: normalise each once, number their forms
-            norms = normalize_many(self.raw.values.slice(raw_known))
-            norm_known = len(self.norms)
-            nid = self.norms.ids([norms])[0].astype(np.int64)
-            if self.empty_nid is None:
-                empty = np.flatnonzero(pc.equal(self.norms.values.slice(norm_known), "").to_numpy(zero_copy_only=False))
-                if len(empty):
-                    self.empty_nid = norm_known + int(empty[0])
-            self.raw_nid = np.concatenate([self.raw_nid, nid])
-        user_ids = None
-        if self.user_col is not None:
+        # The users are encoded in a second thread while the queries are (pyarrow lets go of the GIL).
+        with ThreadPoolExecutor(1) as pool:
             user_known = len(self.users)
-            user_ids = self.users.ids(users)
-            del users[:]
-            if len(self.users) > user_known:
-                blank = pc.equal(pc.utf8_trim_whitespace(self.users.values.slice(user_known)), "")
-                self.user_blank = np.concatenate([self.user_blank, blank.to_numpy(zero_copy_only=False)])
+            users_done = pool.submit(self.users.ids, users) if self.user_col is not None else None
+            raw_known = len(self.raw)
+            raw_ids = self.raw.ids(queries)
+            del queries[:]  # the window's text is freed as soon as it is encoded
+            if len(self.raw) > raw_known:  # new raw strings: normalise each once, number their forms
+                norms = normalize_many(self.raw.values.slice(raw_known))
+                norm_known = len(self.norms)
+                nid = self.norms.ids([norms])[0].astype(np.int64)
+                if self.empty_nid is None:
+                    empty = pc.equal(self.norms.values.slice(norm_known), "").to_numpy(zero_copy_only=False)
+                    if empty.any():
+                        self.empty_nid = norm_known + int(np.flatnonzero(empty)[0])
+                self.raw_nid = np.concatenate([self.raw_nid, nid])
+            user_ids = users_done.result() if users_done is not None else None
+        del users[:]
+        if len(self.users) > user_known:
+            blank = pc.equal(pc.utf8_trim_whitespace(self.users.values.slice(user_known)), "")
+            self.user_blank = np.concatenate([self.user_blank, blank.to_numpy(zero_copy_only=False)])
         pa.default_memory_pool().release_unused()  # hand the text's memory back (mimalloc keeps freed pages)
         for j, (sid, counts) in enumerate(rest):
             nid = self.raw_nid[raw_ids[j]]
