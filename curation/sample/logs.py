@@ -55,7 +55,7 @@ _STRATUM_BITS = 24  # at most 16,777,216 strata (a few are sensible)
 _MERGE_AT = 1 << 23  # merge partial aggregates once they hold this many entries
 _WINDOW_BYTES = 1 << 28  # encode the batches held once their query and user text reaches 256 MiB
 _DENSE_CELLS = 1 << 23  # traffic in a queries x strata matrix while it has at most this many cells
-_PAIR_BUCKETS = 64  # (query, user) pairs are merged in this many buckets (by query): small hash tables
+_PAIR_BUCKETS = 256  # (query, user) pairs are merged in this many buckets (by query): small hash tables
 
 
 @dataclass(frozen=True)
@@ -405,55 +405,69 @@ class _Collapser:
         qn, total, qsid, facts = decide_queries(table)
         zero, multi, moved = facts["zero_traffic"], facts["multi_stratum"], facts["moved"]
         texts = self.norms.values
-        data = {"text": pd.array(texts.take(pa.array(qn, pa.int64())).to_numpy(zero_copy_only=False), dtype="string"),
-                "traffic": total}
+        # Ordered by text (pyarrow sorts the strings: code point order, as Python's), built sorted.
+        chosen = texts.take(pa.array(qn, pa.int64()))
+        order = pc.sort_indices(chosen).to_numpy(zero_copy_only=False)
+        qn, total, qsid = qn[order], total[order], qsid[order]
+        data = {"text": pd.array(chosen.take(pa.array(order)), dtype="string"), "traffic": total}
+        mass = None
         if self.user_col is not None:
             self.flush()
             buckets = [self._merge_bucket(b) for b in range(_PAIR_BUCKETS)]
-            users = np.zeros(len(texts), np.int64)
-            for pairs in buckets:
-                users += np.bincount(pairs >> 32, minlength=len(texts))
-            data["users"] = users[qn]
-            data["user_mass"] = _user_mass(buckets, len(texts), len(self.users))[qn]
+            users, mass = _users_and_mass(buckets, len(texts), len(self.users))
+            data["users"], mass = users[qn], mass[qn]
         for j, dim in enumerate(self.strata):
-            column = np.array([v[j] for v in self.stratum_values], dtype=object)
-            data[dim] = pd.array(column[qsid], dtype="string") if len(qsid) else pd.array([], dtype="string")
+            column = pa.array([v[j] for v in self.stratum_values], pa.string())
+            data[dim] = pd.array(column.take(pa.array(qsid, pa.int64())), dtype="string")
         queries = pd.DataFrame(data)
-        queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
-        mass = queries.pop("user_mass").to_numpy(dtype=np.float64) if "user_mass" in queries else None
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
         return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats, user_mass=mass)
 
 
-def _user_mass(buckets: Sequence[np.ndarray], n_texts: int, n_users: int) -> np.ndarray:
-    """Each query's share of a user-weighted mean: every user counts once and their distinct
-    queries share that one unit equally, so query i gets ``sum over its users u of 1 / |Q_u|``,
-    divided by the number of users (the masses sum to 1). From the distinct packed (query, user)
-    pairs in buckets by query (no query in two buckets); user ids are below ``n_users``."""
-    per_user = np.zeros(n_users, dtype=np.int64)
+def _pair_groups(buckets: Sequence[np.ndarray], size: int = 1 << 20):
+    """The pairs of consecutive buckets joined into arrays of about ``size`` (a query stays in one)."""
+    group: list[np.ndarray] = []
+    held = 0
     for pairs in buckets:
+        group.append(pairs)
+        held += len(pairs)
+        if held >= size:
+            yield np.concatenate(group)
+            group, held = [], 0
+    if held:
+        yield np.concatenate(group)
+
+
+def _users_and_mass(buckets: Sequence[np.ndarray], n_texts: int, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's distinct users and its share of a user-weighted mean, from the distinct packed
+    (query, user) pairs in buckets by query (user ids below ``n_users``). The share: every user
+    counts once and their distinct queries share that one unit equally, so query i gets ``sum
+    over its users u of 1 / |Q_u|``, divided by the number of users (the masses sum to 1)."""
+    users = np.zeros(n_texts, dtype=np.int64)
+    per_user = np.zeros(n_users, dtype=np.int64)
+    for pairs in _pair_groups(buckets):
+        users += np.bincount(pairs >> 32, minlength=n_texts)
         per_user += np.bincount(pairs & 0xFFFFFFFF, minlength=n_users)
-    users = int(np.count_nonzero(per_user))
-    out = np.zeros(n_texts)
-    if not users:
-        return out
-    for pairs in buckets:  # one bucket at a time: the arrays below are a bucket long
-        if not len(pairs):
-            continue
+    n = int(np.count_nonzero(per_user))
+    mass = np.zeros(n_texts)
+    if not n:
+        return users, mass
+    for pairs in _pair_groups(buckets):  # a group at a time: the arrays below are a group long
         c = per_user[pairs & 0xFFFFFFFF]
         # Each query's shares are added in one order whatever the log's row order (user ids
         # follow it): from the smallest share up, so the same log gives the same masses to the
-        # bit. np.bincount adds a bin's weights in array order, so sorting a bucket by the share
-        # alone orders every query's additions (a stable radix sort when the counts fit 16 bits).
+        # bit. np.bincount adds a bin's weights in array order, so sorting the group by the share
+        # alone orders every query's additions (a stable radix sort when the counts fit 16 bits);
+        # a query's pairs are all in one group, so adding the groups' sums adds 0 to the others.
         key = c.max() - c
         order = np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")
         del key
         qid = pairs[order] >> 32
         share = 1.0 / c[order]
         del c, order
-        out[:] += np.bincount(qid, weights=share, minlength=n_texts)
-    return out / users
+        mass += np.bincount(qid, weights=share, minlength=n_texts)
+    return users, mass / n
 
 
 def decide_queries(table: pd.DataFrame):
