@@ -3,16 +3,19 @@
 A log row is one search (or, with a count column, that many searches). Logs (CSV, TSV, JSONL or
 Parquet, the text forms maybe gzip-compressed) are read by :mod:`curation.formats.logs` in chunks
 with pyarrow's streaming readers, so memory grows with the number of *distinct* queries,
-users and (query, user) pairs, never with the number of rows: a 10-million-row log collapses in
-about 15 CPU-seconds and under 1 GB peak (see ``bench/bench_sample.py``).
+users and (query, user) pairs, and a window of rows of fixed size, never with the number of rows:
+a 10-million-row log collapses in about 8 CPU-seconds and under 900 MB peak (see
+``bench/bench_sample.py``).
 
-How the collapsing works, per chunk: each distinct raw query string is normalised once
-(:func:`curation.formats.normalize.normalize_text`, cached across chunks) and mapped to an integer id of
-its normalised form; users and strata are mapped to integer ids the same way (:class:`_Vocab`: the
-strings in pyarrow arrays, found by their 64-bit hashes, no Python object per string). Traffic is
-summed per (query, stratum) and distinct users are kept as packed (query, user) integer pairs, in
-buckets by query, de-duplicated with pandas' hash-based ``unique``. Only the final step builds
-strings again.
+How the collapsing works: chunks are held until :data:`_WINDOW_BYTES` of query and user text has
+come; then the raw queries of the whole window are encoded by one pyarrow ``dictionary_encode``
+behind the raw strings seen so far (:class:`_Strings`), which gives every row its raw query's
+log-wide position with one hash per row, and the users the same way (in a second thread). Raw
+queries not seen before are normalised once each, in bulk (:func:`normalize_many`), and their
+normalised forms numbered the same way. From there everything is integers: traffic is summed per
+(query, stratum) with ``numpy.bincount``, distinct users are kept as packed (query, user)
+integer pairs in buckets by query, de-duplicated with pandas' hash-based ``unique``. Only the
+final step builds strings again.
 
 A query seen under more than one stratum (say "weather" in two markets) belongs to the stratum
 where it has the most traffic (ties: the stratum whose values sort first); its traffic and users
@@ -22,7 +25,7 @@ Bad input stops with the file and line (``path:line: message``): when the fast r
 on a chunk fails, the file's chunks collapsed so far are dropped and it is read again by the exact
 reader (:func:`curation.formats.logs.exact_batches`), which reports which line is wrong.
 
-One module (about 600 lines): the collapse's vocabularies, buckets and user masses are one
+One module (about 650 lines): the collapse's string ids, buckets and user masses are one
 streaming pass; the Dask path (curation.sample.distributed) calls the same pieces.
 """
 
