@@ -307,9 +307,11 @@ class _Collapser:
                     counts = None if counts is None else counts[keep]
             self._add_traffic(nid, sid, counts)
             if user_ids is not None:
-                uid = user_ids[j] if keep is None else user_ids[j][keep]
-                known = ~self.user_blank[uid]
-                self._add_pairs((nid[known] << 32) | uid[known].astype(np.int64))
+                uid = (user_ids[j] if keep is None else user_ids[j][keep]).astype(np.int64)
+                if self.user_blank.any():
+                    known = ~self.user_blank[uid]
+                    nid, uid = nid[known], uid[known]
+                self._add_pairs((nid << 32) | uid)
 
     def _add_traffic(self, nid: np.ndarray, sid: np.ndarray, counts: np.ndarray | None) -> None:
         n_norms, n_strata = len(self.norms), len(self.stratum_values)
