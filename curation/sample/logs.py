@@ -648,7 +648,7 @@ def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, ba
     # Read fast into a copy of the collapser; on any doubt, re-read slowly for the exact line.
     attempt = collapser.copy()
     try:
-        for batch in fast_batches(path, fmt, columns, count_col, first):
+        for batch in _read_ahead(fast_batches(path, fmt, columns, count_col, first)):
             attempt.add(batch)
             bar.update(batch.num_rows)
         attempt.flush()
@@ -658,6 +658,50 @@ def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, ba
             attempt.add(batch)
         attempt.flush()
     return attempt
+
+
+def _read_ahead(batches):
+    """``batches``, read one ahead in a second thread: pyarrow's streaming readers parse a block
+    only when asked, so this lets the next block be read while the last one is collapsed. An
+    error of the reader is raised here, in the caller's thread."""
+    import queue
+    import threading
+
+    slot: queue.Queue = queue.Queue(1)
+    stop = threading.Event()
+    done = object()
+
+    def hand(item) -> bool:
+        while not stop.is_set():
+            try:
+                slot.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work():
+        try:
+            for batch in batches:
+                if not hand((batch, None)):
+                    return
+            hand((done, None))
+        except BaseException as exc:  # handed to the caller, which raises it
+            hand((None, exc))
+
+    worker = threading.Thread(target=work, name="golden-log-reader", daemon=True)
+    worker.start()
+    try:
+        while True:
+            batch, exc = slot.get()
+            if exc is not None:
+                raise exc
+            if batch is done:
+                return
+            yield batch
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _progress(enabled: bool):
