@@ -3,16 +3,19 @@
 A log row is one search (or, with a count column, that many searches). Logs (CSV, TSV, JSONL or
 Parquet, the text forms maybe gzip-compressed) are read by :mod:`curation.formats.logs` in chunks
 with pyarrow's streaming readers, so memory grows with the number of *distinct* queries,
-users and (query, user) pairs, never with the number of rows: a 10-million-row log collapses in
-about 15 CPU-seconds and under 1 GB peak (see ``bench/bench_sample.py``).
+users and (query, user) pairs, and a window of rows of fixed size, never with the number of rows:
+a 10-million-row log collapses in about 8 CPU-seconds and under 900 MB peak (see
+``bench/bench_sample.py``).
 
-How the collapsing works, per chunk: each distinct raw query string is normalised once
-(:func:`curation.formats.normalize.normalize_text`, cached across chunks) and mapped to an integer id of
-its normalised form; users and strata are mapped to integer ids the same way (:class:`_Vocab`: the
-strings in pyarrow arrays, found by their 64-bit hashes, no Python object per string). Traffic is
-summed per (query, stratum) and distinct users are kept as packed (query, user) integer pairs, in
-buckets by query, de-duplicated with pandas' hash-based ``unique``. Only the final step builds
-strings again.
+How the collapsing works: chunks are held until :data:`_WINDOW_BYTES` of query and user text has
+come; then the raw queries of the whole window are encoded by one pyarrow ``dictionary_encode``
+behind the raw strings seen so far (:class:`_Strings`), which gives every row its raw query's
+log-wide position with one hash per row, and the users the same way (in a second thread). Raw
+queries not seen before are normalised once each, in bulk (:func:`normalize_many`), and their
+normalised forms numbered the same way. From there everything is integers: traffic is summed per
+(query, stratum) with ``numpy.bincount``, distinct users are kept as packed (query, user)
+integer pairs in buckets by query, de-duplicated with pandas' hash-based ``unique``. Only the
+final step builds strings again.
 
 A query seen under more than one stratum (say "weather" in two markets) belongs to the stratum
 where it has the most traffic (ties: the stratum whose values sort first); its traffic and users
@@ -22,14 +25,15 @@ Bad input stops with the file and line (``path:line: message``): when the fast r
 on a chunk fails, the file's chunks collapsed so far are dropped and it is read again by the exact
 reader (:func:`curation.formats.logs.exact_batches`), which reports which line is wrong.
 
-One module (about 600 lines): the collapse's vocabularies, buckets and user masses are one
+One module (about 650 lines): the collapse's string ids, buckets and user masses are one
 streaming pass; the Dask path (curation.sample.distributed) calls the same pieces.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +56,9 @@ from curation.formats.normalize import normalize_text
 
 _STRATUM_BITS = 24  # at most 16,777,216 strata (a few are sensible)
 _MERGE_AT = 1 << 23  # merge partial aggregates once they hold this many entries
-_PAIR_BUCKETS = 8  # (query, user) pairs are merged in this many buckets (by query)
+_WINDOW_BYTES = 1 << 28  # encode the batches held once their query and user text reaches 256 MiB
+_DENSE_CELLS = 1 << 23  # traffic in a queries x strata matrix while it has at most this many cells
+_PAIR_BUCKETS = 256  # (query, user) pairs are merged in this many buckets (by query): small hash tables
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class CollapsedLog:
 
 
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"  # what Python's \s matches among ASCII characters
+_ASCII_MESSY = r"[\t\n\x0b\x0c\r\x1c-\x1f]|  |^ | $"  # any of them but single spaces between words
 
 
 def normalize_many(values: pa.Array) -> pa.Array:
@@ -101,8 +108,12 @@ def normalize_many(values: pa.Array) -> pa.Array:
     """
     values = pc.fill_null(values, "")
     is_ascii = pc.string_is_ascii(values).to_numpy(zero_copy_only=False)
-    fast = pc.ascii_lower(values.filter(pa.array(is_ascii)))
-    fast = pc.utf8_trim(pc.replace_substring_regex(fast, _ASCII_SPACE, " "), " ")
+    fast = pc.ascii_lower(values if is_ascii.all() else values.filter(pa.array(is_ascii)))
+    # White space to collapse or trim: only those strings go through the (slower) replacement.
+    messy = pc.match_substring_regex(fast, _ASCII_MESSY)
+    if pc.any(messy).as_py():
+        tidy = pc.utf8_trim(pc.replace_substring_regex(fast.filter(messy), _ASCII_SPACE, " "), " ")
+        fast = pc.replace_with_mask(fast, messy, tidy)
     if is_ascii.all():
         return fast
     slow = pa.array([normalize_text(v) for v in values.filter(pa.array(~is_ascii)).to_pylist()], pa.string())
@@ -112,114 +123,75 @@ def normalize_many(values: pa.Array) -> pa.Array:
     return pa.concat_arrays([fast.cast(pa.string()), slow]).take(pa.array(inverse))
 
 
-class _Vocab:
-    """Distinct strings seen so far, each with an integer code, without a Python object per string.
+class _Strings:
+    """Distinct strings, each identified by its position, in one pyarrow array (no Python object per string).
 
-    The strings are kept in pyarrow arrays in the order first seen (their *position*); a sorted
-    numpy array of their 64-bit keyed hashes (``pandas.util.hash_array``, the same in every
-    process), with each hash's position beside it, finds a chunk's distinct values by binary
-    search. Every hit is confirmed by comparing the strings themselves (pyarrow), so two strings
-    are never merged by a hash collision: a string whose hash another string holds is kept in a
-    small dict. Only the strings not seen before are handed, in bulk, to ``make_codes``. (A dict
-    of Python strings, as before, took about 130 bytes a string: most of the memory of a
-    10-million-row log with 3.9 million distinct raw queries, queries and users.)
+    :meth:`ids` finds the position of every value of some arrays with one
+    ``pyarrow.compute.dictionary_encode`` over the strings known so far followed by those arrays:
+    Arrow's hash table numbers distinct values in order of first appearance, so a known string
+    gets its position back and a new one the next free position. Strings are compared whole, so
+    two strings are never merged by a hash collision.
     """
 
     def __init__(self):
-        self.hashes = np.zeros(0, dtype=np.uint64)  # sorted
-        self.hpos = np.zeros(0, dtype=np.int64)  # the position of the string with each hash
-        self.codes = np.zeros(0, dtype=np.int64)  # position -> code
-        self.chunks: list[pa.Array] = []  # the strings, by position
-        self._joined: pa.Array | None = None
-        self.clash: dict[str, int] = {}  # strings whose hash another string holds -> position
+        self.values = pa.array([], pa.string())
 
     def __len__(self) -> int:
-        return len(self.codes)
+        return len(self.values)
 
-    def copy(self) -> _Vocab:
-        other = _Vocab()  # the arrays are replaced, never changed in place: sharing them is a copy
-        other.hashes, other.hpos, other.codes = self.hashes, self.hpos, self.codes
-        other.chunks, other._joined, other.clash = list(self.chunks), self._joined, dict(self.clash)
-        return other
-
-    def strings(self) -> pa.Array:
-        """Every string, by position (one array)."""
-        if self._joined is None or len(self._joined) != len(self.codes):
-            self._joined = pa.concat_arrays(self.chunks) if self.chunks else pa.array([], pa.string())
-            self.chunks = [self._joined]
-        return self._joined
-
-    @property
-    def values(self) -> list[str]:
-        return self.strings().to_pylist()
-
-    def lookup(self, uniques: pa.Array, make_codes: Callable[[pa.Array], np.ndarray]) -> np.ndarray:
-        """Codes of distinct ``uniques``; ``make_codes`` gives the codes of strings not seen before."""
-        n = len(uniques)
-        if n == 0:
-            return np.zeros(0, dtype=np.int64)
-        if not pa.types.is_string(uniques.type):
-            uniques = uniques.cast(pa.string())
-        h = pd.util.hash_array(uniques.to_numpy(zero_copy_only=False))
-        pos = np.full(n, -1, dtype=np.int64)
-        clashing = np.zeros(n, dtype=bool)
-        if len(self.hashes):
-            at = np.minimum(np.searchsorted(self.hashes, h), len(self.hashes) - 1)
-            hit = np.flatnonzero(self.hashes[at] == h)
-            if len(hit):
-                cand = self.hpos[at[hit]]
-                same = pc.equal(uniques.take(pa.array(hit)), self.strings().take(pa.array(cand)))
-                same = same.to_numpy(zero_copy_only=False)
-                pos[hit[same]] = cand[same]
-                clashing[hit[~same]] = True
-        if self.clash:
-            for j in np.flatnonzero(clashing).tolist():
-                pos[j] = self.clash.get(uniques[j].as_py(), -1)
-        out = np.where(pos >= 0, self.codes[np.maximum(pos, 0)] if len(self.codes) else -1, -1)
-        missing = np.flatnonzero(pos < 0)
-        if len(missing):
-            new = uniques.take(pa.array(missing))
-            codes = np.asarray(make_codes(new), dtype=np.int64)
-            out[missing] = codes
-            start = len(self.codes)
-            new_pos = np.arange(start, start + len(missing), dtype=np.int64)
-            self.codes = np.concatenate([self.codes, codes])
-            self.chunks.append(new)
-            self._joined = None
-            hn = h[missing]
-            # A new string whose hash is already held (by an older or an earlier new string) goes to the dict.
-            order = np.argsort(hn, kind="stable")
-            hs, ps = hn[order], new_pos[order]
-            first = np.ones(len(hs), dtype=bool)
-            first[1:] = hs[1:] != hs[:-1]
-            taken = clashing[missing][order] | ~first
-            if len(self.hashes):
-                at = np.minimum(np.searchsorted(self.hashes, hs), len(self.hashes) - 1)
-                taken |= self.hashes[at] == hs
-            for p in ps[taken].tolist():
-                self.clash[new[int(p - start)].as_py()] = p
-            keep = ~taken
-            ins = np.searchsorted(self.hashes, hs[keep])
-            self.hashes = np.insert(self.hashes, ins, hs[keep])
-            self.hpos = np.insert(self.hpos, ins, ps[keep])
-        return out
+    def ids(self, arrays: Sequence[pa.Array]) -> list[np.ndarray]:
+        """The position of each value of each array (int32); strings not seen before are added."""
+        if not arrays:
+            return []
+        known = len(self.values)
+        head = [self.values] if known else []
+        enc = pc.dictionary_encode(pa.chunked_array([*head, *arrays], type=pa.string()))
+        if enc.num_chunks != len(head) + len(arrays):  # Arrow keeps the chunks; the ids below rely on it
+            raise AssertionError("dictionary_encode changed the chunks")
+        if known and not np.array_equal(enc.chunk(0).indices.to_numpy(zero_copy_only=False), np.arange(known)):
+            raise AssertionError("dictionary_encode renumbered the known strings")
+        self.values = enc.chunk(enc.num_chunks - 1).dictionary
+        return [c.indices.to_numpy(zero_copy_only=False) for c in enc.chunks[len(head):]]
 
 
 class _Recheck(Exception):
     """A chunk failed a check: read the file again slowly to report the exact line."""
 
 
+def _as_strings(arr) -> pa.Array:
+    """A column as ``string`` values, nulls read as ""."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_string(arr.type):
+        arr = pc.cast(arr, pa.string())
+    return pc.fill_null(arr, "") if arr.null_count else arr
+
+
 class _Collapser:
+    """The collapse of one log: fed record batches (:meth:`add`), read at the end (:meth:`finish`).
+
+    Batches are held until about :data:`_WINDOW_BYTES` of query and user text has come, then
+    encoded together (:meth:`_flush`): one hash pass over the raw queries and one over the users
+    of the whole window give every row its raw query's and user's position in the log-wide
+    :class:`_Strings`. Raw queries not seen before are normalised (in bulk, once each) and their
+    normalised forms numbered the same way. Traffic is then summed per (query, stratum) with
+    ``numpy.bincount`` and the (query, user) pairs packed into integers.
+    """
+
     def __init__(self, query_col: str, count_col: str | None, user_col: str | None, strata: Sequence[str]):
         self.query_col, self.count_col, self.user_col, self.strata = query_col, count_col, user_col, tuple(strata)
-        self.raw = _Vocab()  # raw query -> id of its normalised form
-        self.norms = _Vocab()  # normalised query -> id (its position)
-        self.empty_nid: int | None = None
-        self.users = _Vocab()  # user -> id, -1 for a blank user
-        self.next_user = 0
+        self.raw = _Strings()  # distinct raw query strings
+        self.raw_nid = np.zeros(0, dtype=np.int64)  # raw position -> id of its normalised form
+        self.norms = _Strings()  # distinct normalised queries (id = position)
+        self.empty_nid: int | None = None  # the id of "" among them
+        self.users = _Strings()  # distinct users (id = position)
+        self.user_blank = np.zeros(0, dtype=bool)  # per user id: blank, so no user (the search still counts)
         self.stratum_ids: dict[str, int] = {}
         self.stratum_values: list[tuple[str, ...]] = []
-        self.traffic_parts: list[pd.Series] = []
+        # Traffic per (query, stratum): dense matrices while queries x strata is small, else summed pandas parts.
+        self.dense_traffic = np.zeros((0, 1), dtype=np.int64)
+        self.dense_seen = np.zeros((0, 1), dtype=bool)  # a pair seen with 0 searches still counts as seen
+        self.traffic_parts: list[pd.Series] | None = None  # sparse: Series of traffic by (nid << 24 | sid)
         self.traffic_len = 0
         self.traffic_merge_at = _MERGE_AT
         # Distinct (query, user) pairs in buckets by query, each merged on its own: a merge's hash
@@ -227,45 +199,30 @@ class _Collapser:
         self.pair_parts: list[list[np.ndarray]] = [[] for _ in range(_PAIR_BUCKETS)]
         self.pairs_len = [0] * _PAIR_BUCKETS
         self.pairs_merge_at = [_MERGE_AT // _PAIR_BUCKETS] * _PAIR_BUCKETS
+        self.pairs_unique = [True] * _PAIR_BUCKETS  # the bucket is one part without repeats
         self.rows = 0
         self.searches = 0
         self.empty_rows = 0
+        # The window of batches not yet encoded: (queries, users, stratum ids, counts) per batch.
+        self.pending: list[tuple[pa.Array, pa.Array | None, np.ndarray, np.ndarray | None]] = []
+        self.pending_bytes = 0
 
-    @staticmethod
-    def _uniques(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
-        """(distinct values, index of each row's value) of a string column, nulls read as ""."""
-        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-            arr = pc.cast(arr, pa.string())
-        enc = pc.dictionary_encode(pc.fill_null(arr, ""))
-        if isinstance(enc, pa.ChunkedArray):
-            enc = enc.combine_chunks()
-        return enc.dictionary, enc.indices.to_numpy(zero_copy_only=False)
-
-    @staticmethod
-    def _encode(arr: pa.Array, index: dict, new: Callable[[str], int]) -> np.ndarray:
-        values, rows = _Collapser._uniques(arr)
-        values = values.to_pylist()
-        lookup = np.fromiter((index[v] if v in index else new(v) for v in values), dtype=np.int64, count=len(values))
-        return lookup[rows]
-
-    def _new_norms(self, norms: pa.Array) -> np.ndarray:
-        codes = np.arange(len(self.norms), len(self.norms) + len(norms), dtype=np.int64)
-        empty = np.flatnonzero(pc.equal(norms, "").to_numpy(zero_copy_only=False))
-        if len(empty):
-            self.empty_nid = int(codes[empty[0]])
-        return codes
-
-    def _new_raw(self, raws: pa.Array) -> np.ndarray:
-        # New raw strings may share a normalised form ("Weather", "weather "): look up each form once.
-        values, rows = self._uniques(normalize_many(raws))
-        return self.norms.lookup(values, self._new_norms)[rows]
-
-    def _new_users(self, users: pa.Array) -> np.ndarray:
-        codes = np.arange(self.next_user, self.next_user + len(users), dtype=np.int64)
-        self.next_user += len(users)
-        blank = pc.equal(pc.utf8_trim_whitespace(users), "").to_numpy(zero_copy_only=False)
-        codes[blank] = -1  # a blank user is no user: the search counts, no one is added
-        return codes
+    def copy(self) -> _Collapser:
+        """An independent copy (arrays that are only ever replaced are shared)."""
+        if self.pending:
+            raise AssertionError("copy a collapser between files only")
+        other = _Collapser(self.query_col, self.count_col, self.user_col, self.strata)
+        other.raw.values, other.raw_nid = self.raw.values, self.raw_nid
+        other.norms.values, other.empty_nid = self.norms.values, self.empty_nid
+        other.users.values, other.user_blank = self.users.values, self.user_blank
+        other.stratum_ids, other.stratum_values = dict(self.stratum_ids), list(self.stratum_values)
+        other.dense_traffic, other.dense_seen = self.dense_traffic.copy(), self.dense_seen.copy()
+        other.traffic_parts = None if self.traffic_parts is None else list(self.traffic_parts)
+        other.traffic_len, other.traffic_merge_at = self.traffic_len, self.traffic_merge_at
+        other.pair_parts, other.pairs_len = [list(p) for p in self.pair_parts], list(self.pairs_len)
+        other.pairs_merge_at, other.pairs_unique = list(self.pairs_merge_at), list(self.pairs_unique)
+        other.rows, other.searches, other.empty_rows = self.rows, self.searches, self.empty_rows
+        return other
 
     def _new_stratum(self, key: str) -> int:
         sid = self.stratum_ids[key] = len(self.stratum_values)
@@ -274,55 +231,141 @@ class _Collapser:
         self.stratum_values.append(tuple(key.split("\x1f")) if self.strata else ())
         return sid
 
+    def _stratum_of_rows(self, batch: pa.RecordBatch) -> np.ndarray:
+        n = batch.num_rows
+        if not self.strata:
+            if not self.stratum_values:
+                self._new_stratum("")
+            return np.zeros(n, dtype=np.int64)
+        cols = [_as_strings(batch.column(c)) for c in self.strata]
+        joined = cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "\x1f")
+        enc = pc.dictionary_encode(joined)  # a few distinct values: each looked up once
+        lookup = np.array([self.stratum_ids[v] if v in self.stratum_ids else self._new_stratum(v)
+                           for v in enc.dictionary.to_pylist()], dtype=np.int64)
+        return lookup[enc.indices.to_numpy(zero_copy_only=False)]
+
     def add(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
         if n == 0:
             return
+        counts = None
         if self.count_col is not None:
-            counts = count_values(batch.column(self.count_col))
-            if counts is None:
+            values = count_values(batch.column(self.count_col))
+            if values is None:
                 raise _Recheck()
-            counts = counts.to_numpy(zero_copy_only=False)
-        else:
-            counts = np.ones(n, dtype=np.int64)
-        values, rows = self._uniques(batch.column(self.query_col))
-        nid = self.raw.lookup(values, self._new_raw)[rows]
-        if self.strata:
-            cols = [pc.fill_null(pc.cast(batch.column(c), pa.string()), "") for c in self.strata]
-            joined = cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "\x1f")
-            sid = self._encode(joined, self.stratum_ids, self._new_stratum)
-        else:
-            if not self.stratum_values:
-                self._new_stratum("")
-            sid = np.zeros(n, dtype=np.int64)
+            counts = values.to_numpy(zero_copy_only=False)
+        sid = self._stratum_of_rows(batch)
+        queries = _as_strings(batch.column(self.query_col))
+        users = _as_strings(batch.column(self.user_col)) if self.user_col is not None else None
         self.rows += n
-        self.searches += int(counts.sum())
-        empty = self.empty_nid
-        if empty is not None:
-            is_empty = nid == empty
-            if is_empty.any():
-                self.empty_rows += int(is_empty.sum())
-                keep = ~is_empty
-                nid, sid, counts = nid[keep], sid[keep], counts[keep]
-                batch = batch.filter(pa.array(keep))
+        self.searches += n if counts is None else int(counts.sum())
+        self.pending.append((queries, users, sid, counts))
+        self.pending_bytes += queries.nbytes + (0 if users is None else users.nbytes)
+        if self.pending_bytes >= _WINDOW_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Encode the batches held and add them to the totals."""
+        if not self.pending:
+            return
+        queries = [p[0] for p in self.pending]
+        users = [p[1] for p in self.pending]
+        rest = [(p[2], p[3]) for p in self.pending]  # stratum ids, counts
+        self.pending, self.pending_bytes = [], 0
+        # The users are encoded in a second thread while the queries are (pyarrow lets go of the GIL).
+        with ThreadPoolExecutor(1) as pool:
+            user_known = len(self.users)
+            users_done = pool.submit(self.users.ids, users) if self.user_col is not None else None
+            raw_known = len(self.raw)
+            raw_ids = self.raw.ids(queries)
+            del queries[:]  # the window's text is freed as soon as it is encoded
+            if len(self.raw) > raw_known:  # new raw strings: normalise each once, number their forms
+                norms = normalize_many(self.raw.values.slice(raw_known))
+                norm_known = len(self.norms)
+                nid = self.norms.ids([norms])[0].astype(np.int64)
+                if self.empty_nid is None:
+                    empty = pc.equal(self.norms.values.slice(norm_known), "").to_numpy(zero_copy_only=False)
+                    if empty.any():
+                        self.empty_nid = norm_known + int(np.flatnonzero(empty)[0])
+                self.raw_nid = np.concatenate([self.raw_nid, nid])
+            user_ids = users_done.result() if users_done is not None else None
+        del users[:]
+        if len(self.users) > user_known:
+            blank = pc.equal(pc.utf8_trim_whitespace(self.users.values.slice(user_known)), "")
+            self.user_blank = np.concatenate([self.user_blank, blank.to_numpy(zero_copy_only=False)])
+        pa.default_memory_pool().release_unused()  # hand the text's memory back (mimalloc keeps freed pages)
+        for j, (sid, counts) in enumerate(rest):
+            nid = self.raw_nid[raw_ids[j]]
+            keep = None
+            if self.empty_nid is not None:
+                keep = nid != self.empty_nid
+                if keep.all():
+                    keep = None
+                else:
+                    self.empty_rows += int(len(keep) - keep.sum())
+                    nid, sid = nid[keep], sid[keep]
+                    counts = None if counts is None else counts[keep]
+            self._add_traffic(nid, sid, counts)
+            if user_ids is not None:
+                uid = (user_ids[j] if keep is None else user_ids[j][keep]).astype(np.int64)
+                if self.user_blank.any():
+                    known = ~self.user_blank[uid]
+                    nid, uid = nid[known], uid[known]
+                self._add_pairs((nid << 32) | uid)
+
+    def _add_traffic(self, nid: np.ndarray, sid: np.ndarray, counts: np.ndarray | None) -> None:
+        n_norms, n_strata = len(self.norms), len(self.stratum_values)
+        if self.traffic_parts is None and n_norms * n_strata > _DENSE_CELLS:
+            self._go_sparse()
+        if self.traffic_parts is None:
+            rows, cols = self.dense_traffic.shape
+            if rows < n_norms or cols < n_strata:  # grow (the rows by doubling)
+                shape = (max(n_norms, 2 * rows) if rows < n_norms else rows, max(cols, n_strata))
+                if shape[0] * shape[1] > _DENSE_CELLS:
+                    shape = (n_norms, max(cols, n_strata))
+                traffic, seen = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=bool)
+                traffic[:rows, :cols], seen[:rows, :cols] = self.dense_traffic, self.dense_seen
+                self.dense_traffic, self.dense_seen = traffic, seen
+            width = self.dense_traffic.shape[1]
+            keys = nid * width + sid
+            size = self.dense_traffic.size
+            self.dense_seen.reshape(-1)[keys] = True
+            if counts is None:
+                self.dense_traffic.reshape(-1)[:] += np.bincount(keys, minlength=size)
+            elif len(counts) and int(counts.max()) * len(counts) < 1 << 53:  # float sums are exact
+                self.dense_traffic.reshape(-1)[:] += np.bincount(keys, weights=counts, minlength=size).astype(np.int64)
+            else:
+                np.add.at(self.dense_traffic.reshape(-1), keys, counts)
+            return
         keys = (nid << _STRATUM_BITS) | sid
-        part = pd.Series(counts).groupby(keys, sort=False).sum()
+        part = pd.Series(np.ones(len(nid), np.int64) if counts is None else counts).groupby(keys, sort=False).sum()
         self.traffic_parts.append(part)
         self.traffic_len += len(part)
         if self.traffic_len > self.traffic_merge_at:  # merge when the parts doubled: amortised linear
             self.traffic_merge_at = max(_MERGE_AT, 2 * len(self._merge_traffic()))
-        if self.user_col is not None:
-            values, rows = self._uniques(batch.column(self.user_col))
-            uid = self.users.lookup(values, self._new_users)[rows]
-            known = uid >= 0
-            pairs = pd.unique((nid[known] << 32) | uid[known])
-            bucket = (pairs >> 32) % _PAIR_BUCKETS
-            for b in range(_PAIR_BUCKETS):
-                part = pairs[bucket == b]
-                self.pair_parts[b].append(part)
-                self.pairs_len[b] += len(part)
-                if self.pairs_len[b] > self.pairs_merge_at[b]:  # doubled: merge (amortised linear)
-                    self.pairs_merge_at[b] = max(_MERGE_AT // _PAIR_BUCKETS, 2 * len(self._merge_bucket(b)))
+
+    def _go_sparse(self) -> None:
+        nid, sid, traffic = self._dense_table()
+        self.traffic_parts = [pd.Series(traffic, index=(nid << _STRATUM_BITS) | sid)]
+        self.traffic_len = len(nid)
+        self.dense_traffic, self.dense_seen = np.zeros((0, 1), np.int64), np.zeros((0, 1), bool)
+
+    def _dense_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cells = np.flatnonzero(self.dense_seen.reshape(-1))
+        width = self.dense_traffic.shape[1]
+        return cells // width, cells % width, self.dense_traffic.reshape(-1)[cells]
+
+    def _add_pairs(self, pairs: np.ndarray) -> None:
+        bucket = ((pairs >> 32) % _PAIR_BUCKETS).astype(np.uint8)
+        ends = np.cumsum(np.bincount(bucket, minlength=_PAIR_BUCKETS))
+        pairs = pairs[np.argsort(bucket, kind="stable")]  # by bucket (a radix sort of bytes)
+        for b in range(_PAIR_BUCKETS):
+            part = pairs[(ends[b - 1] if b else 0):ends[b]]
+            self.pair_parts[b].append(part)
+            self.pairs_len[b] += len(part)
+            self.pairs_unique[b] = False
+            if self.pairs_len[b] > self.pairs_merge_at[b]:  # doubled: merge (amortised linear)
+                self.pairs_merge_at[b] = max(_MERGE_AT // _PAIR_BUCKETS, 2 * len(self._merge_bucket(b)))
 
     def _merge_traffic(self) -> pd.Series:
         if len(self.traffic_parts) != 1:
@@ -332,63 +375,104 @@ class _Collapser:
         self.traffic_len = len(self.traffic_parts[0])
         return self.traffic_parts[0]
 
+    def traffic_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query id, stratum id, searches) of every (query, stratum) seen (with 0 searches too)."""
+        self.flush()
+        if self.traffic_parts is None:
+            return self._dense_table()
+        traffic = self._merge_traffic()
+        keys = traffic.index.to_numpy(dtype=np.int64)
+        return keys >> _STRATUM_BITS, keys & ((1 << _STRATUM_BITS) - 1), traffic.to_numpy(dtype=np.int64)
+
     def _merge_bucket(self, b: int) -> np.ndarray:
         parts = self.pair_parts[b]
-        if len(parts) != 1:
+        if not self.pairs_unique[b]:
             merged = pd.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-            self.pair_parts[b] = [merged]
+            self.pair_parts[b], self.pairs_unique[b] = [merged], True
+        elif not parts:
+            self.pair_parts[b] = [np.zeros(0, np.int64)]
         self.pairs_len[b] = len(self.pair_parts[b][0])
         return self.pair_parts[b][0]
 
     def _merge_pairs(self) -> np.ndarray:
         """Every distinct (query << 32 | user) pair, bucket after bucket."""
+        self.flush()
         return np.concatenate([self._merge_bucket(b) for b in range(_PAIR_BUCKETS)])
 
     def finish(self) -> CollapsedLog:
-        traffic = self._merge_traffic()
-        keys = traffic.index.to_numpy(dtype=np.int64)
-        nid = keys >> _STRATUM_BITS
-        sid = keys & ((1 << _STRATUM_BITS) - 1)
+        nid, sid, traffic = self.traffic_table()
         # Rank strata by their values, so ties never depend on the order of the log's rows.
         order = sorted(range(len(self.stratum_values)), key=self.stratum_values.__getitem__)
         srank = np.empty(len(order), dtype=np.int64)
         srank[order] = np.arange(len(order))
-        table = pd.DataFrame({"key": nid, "sid": sid, "traffic": traffic.to_numpy(dtype=np.int64),
+        table = pd.DataFrame({"key": nid, "sid": sid, "traffic": traffic,
                               "srank": srank[sid] if len(sid) else np.zeros(0, np.int64)})
         qn, total, qsid, facts = decide_queries(table)
         zero, multi, moved = facts["zero_traffic"], facts["multi_stratum"], facts["moved"]
-        texts = self.norms.strings()
-        data = {"text": pd.array(texts.take(pa.array(qn, pa.int64())).to_numpy(zero_copy_only=False), dtype="string"),
-                "traffic": total}
+        texts = self.norms.values
+        # Ordered by text (pyarrow sorts the strings: code point order, as Python's), built sorted.
+        chosen = texts.take(pa.array(qn, pa.int64()))
+        order = pc.sort_indices(chosen).to_numpy(zero_copy_only=False)
+        qn, total, qsid = qn[order], total[order], qsid[order]
+        data = {"text": pd.array(chosen.take(pa.array(order)), dtype="string"), "traffic": total}
+        mass = None
         if self.user_col is not None:
-            pairs = self._merge_pairs()
-            users = np.bincount(pairs >> 32, minlength=len(texts)) if len(pairs) else np.zeros(len(texts), np.int64)
-            data["users"] = users[qn].astype(np.int64)
-            data["user_mass"] = _user_mass(pairs, len(texts))[qn]
+            self.flush()
+            buckets = [self._merge_bucket(b) for b in range(_PAIR_BUCKETS)]
+            users, mass = _users_and_mass(buckets, len(texts), len(self.users))
+            data["users"], mass = users[qn], mass[qn]
         for j, dim in enumerate(self.strata):
-            column = np.array([v[j] for v in self.stratum_values], dtype=object)
-            data[dim] = pd.array(column[qsid], dtype="string") if len(qsid) else pd.array([], dtype="string")
+            column = pa.array([v[j] for v in self.stratum_values], pa.string())
+            data[dim] = pd.array(column.take(pa.array(qsid, pa.int64())), dtype="string")
         queries = pd.DataFrame(data)
-        queries = queries.sort_values("text", kind="stable").reset_index(drop=True)
-        mass = queries.pop("user_mass").to_numpy(dtype=np.float64) if "user_mass" in queries else None
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
         return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats, user_mass=mass)
 
 
-def _user_mass(pairs: np.ndarray, n_texts: int) -> np.ndarray:
-    """Each query's share of a user-weighted mean: every user counts once and their distinct
-    queries share that one unit equally, so query i gets ``sum over its users u of 1 / |Q_u|``,
-    divided by the number of users (the masses sum to 1). From the packed (query, user) pairs."""
-    if not len(pairs):
-        return np.zeros(n_texts)
-    _, inverse, per_user = np.unique(pairs & 0xFFFFFFFF, return_inverse=True, return_counts=True)
-    share = 1.0 / per_user[inverse]
-    qid = pairs >> 32
-    # Summed in one order whatever the log's row order (user ids follow it): by query, then by
-    # value, so the same log gives the same masses to the bit.
-    order = np.lexsort((share, qid))
-    return np.bincount(qid[order], weights=share[order], minlength=n_texts) / len(per_user)
+def _pair_groups(buckets: Sequence[np.ndarray], size: int = 1 << 20):
+    """The pairs of consecutive buckets joined into arrays of about ``size`` (a query stays in one)."""
+    group: list[np.ndarray] = []
+    held = 0
+    for pairs in buckets:
+        group.append(pairs)
+        held += len(pairs)
+        if held >= size:
+            yield np.concatenate(group)
+            group, held = [], 0
+    if held:
+        yield np.concatenate(group)
+
+
+def _users_and_mass(buckets: Sequence[np.ndarray], n_texts: int, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's distinct users and its share of a user-weighted mean, from the distinct packed
+    (query, user) pairs in buckets by query (user ids below ``n_users``). The share: every user
+    counts once and their distinct queries share that one unit equally, so query i gets ``sum
+    over its users u of 1 / |Q_u|``, divided by the number of users (the masses sum to 1)."""
+    users = np.zeros(n_texts, dtype=np.int64)
+    per_user = np.zeros(n_users, dtype=np.int64)
+    for pairs in _pair_groups(buckets):
+        users += np.bincount(pairs >> 32, minlength=n_texts)
+        per_user += np.bincount(pairs & 0xFFFFFFFF, minlength=n_users)
+    n = int(np.count_nonzero(per_user))
+    mass = np.zeros(n_texts)
+    if not n:
+        return users, mass
+    for pairs in _pair_groups(buckets):  # a group at a time: the arrays below are a group long
+        c = per_user[pairs & 0xFFFFFFFF]
+        # Each query's shares are added in one order whatever the log's row order (user ids
+        # follow it): from the smallest share up, so the same log gives the same masses to the
+        # bit. np.bincount adds a bin's weights in array order, so sorting the group by the share
+        # alone orders every query's additions (a stable radix sort when the counts fit 16 bits);
+        # a query's pairs are all in one group, so adding the groups' sums adds 0 to the others.
+        key = c.max() - c
+        order = np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")
+        del key
+        qid = pairs[order] >> 32
+        share = 1.0 / c[order]
+        del c, order
+        mass += np.bincount(qid, weights=share, minlength=n_texts)
+    return users, mass / n
 
 
 def decide_queries(table: pd.DataFrame):
@@ -473,21 +557,19 @@ def collapse_piece(path: str, *, query_col: str, count_col: str | None, user_col
     strata = tuple(strata)
     columns = [query_col, *strata] + [c for c in (count_col, user_col) if c]
     c = _read_path(path, columns, _Collapser(query_col, count_col, user_col, strata), _progress(False))
-    traffic = c._merge_traffic()
-    keys = traffic.index.to_numpy(dtype=np.int64)
-    nid, sid = keys >> _STRATUM_BITS, keys & ((1 << _STRATUM_BITS) - 1)
-    norms = c.norms.strings().to_numpy(zero_copy_only=False)
+    nid, sid, traffic = c.traffic_table()
+    norms = c.norms.values.to_numpy(zero_copy_only=False)
     labels = np.array(["\x1f".join(v) for v in c.stratum_values], dtype=object)
     frame = pd.DataFrame({"text": norms[nid] if len(nid) else np.zeros(0, object),
                           "stratum": labels[sid] if len(sid) else np.zeros(0, object),
-                          "traffic": traffic.to_numpy(dtype=np.int64)})
+                          "traffic": traffic})
     pairs = None
     if user_col is not None:
         packed = c._merge_pairs()
-        users = c.users.strings().to_numpy(zero_copy_only=False)
+        users = c.users.values.to_numpy(zero_copy_only=False)
         pairs = pd.DataFrame({"text": norms[packed >> 32] if len(packed) else np.zeros(0, object),
                               "user": users[packed & 0xFFFFFFFF] if len(packed) else np.zeros(0, object)})
-    raw = pd.DataFrame({"raw": c.raw.strings().to_numpy(zero_copy_only=False)})
+    raw = pd.DataFrame({"raw": c.raw.values.to_numpy(zero_copy_only=False)})
     return PieceCollapse(traffic=frame, pairs=pairs, raw=raw,
                          counts={"rows": c.rows, "searches": c.searches, "empty_rows": c.empty_rows})
 
@@ -560,34 +642,66 @@ def _read_path(path: str, columns: list[str], collapser: _Collapser, bar) -> _Co
 
 def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:
     """Add one file to a copy of ``collapser`` and return the copy (``collapser`` is left as it was)."""
-    query_col, count_col = collapser.query_col, collapser.count_col
-    user_col, strata = collapser.user_col, collapser.strata
+    count_col = collapser.count_col
     present, first = log_fields(path, fmt)
     check_columns(path, fmt, present, columns)
-    # Read fast into a scratch collapser; on any doubt, re-read slowly for the exact line.
-    attempt = _Collapser(query_col, count_col, user_col, strata)
-    _adopt(attempt, collapser)
+    # Read fast into a copy of the collapser; on any doubt, re-read slowly for the exact line.
+    attempt = collapser.copy()
     try:
-        for batch in fast_batches(path, fmt, columns, count_col, first):
+        for batch in _read_ahead(fast_batches(path, fmt, columns, count_col, first)):
             attempt.add(batch)
             bar.update(batch.num_rows)
+        attempt.flush()
     except (*FAST_READ_ERRORS, _Recheck):
-        attempt = _Collapser(query_col, count_col, user_col, strata)
-        _adopt(attempt, collapser)
+        attempt = collapser.copy()
         for batch in exact_batches(path, fmt, columns, count_col):
             attempt.add(batch)
+        attempt.flush()
     return attempt
 
 
-def _adopt(target: _Collapser, source: _Collapser) -> None:
-    """Start ``target`` from ``source``'s state (copies, so a failed attempt leaves ``source`` intact)."""
-    target.raw, target.norms, target.users = source.raw.copy(), source.norms.copy(), source.users.copy()
-    target.empty_nid, target.next_user = source.empty_nid, source.next_user
-    target.stratum_ids, target.stratum_values = dict(source.stratum_ids), list(source.stratum_values)
-    target.traffic_parts, target.traffic_len = list(source.traffic_parts), source.traffic_len
-    target.pair_parts, target.pairs_len = [list(p) for p in source.pair_parts], list(source.pairs_len)
-    target.traffic_merge_at, target.pairs_merge_at = source.traffic_merge_at, list(source.pairs_merge_at)
-    target.rows, target.searches, target.empty_rows = source.rows, source.searches, source.empty_rows
+def _read_ahead(batches):
+    """``batches``, read one ahead in a second thread: pyarrow's streaming readers parse a block
+    only when asked, so this lets the next block be read while the last one is collapsed. An
+    error of the reader is raised here, in the caller's thread."""
+    import queue
+    import threading
+
+    slot: queue.Queue = queue.Queue(1)
+    stop = threading.Event()
+    done = object()
+
+    def hand(item) -> bool:
+        while not stop.is_set():
+            try:
+                slot.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work():
+        try:
+            for batch in batches:
+                if not hand((batch, None)):
+                    return
+            hand((done, None))
+        except BaseException as exc:  # handed to the caller, which raises it
+            hand((None, exc))
+
+    worker = threading.Thread(target=work, name="golden-log-reader", daemon=True)
+    worker.start()
+    try:
+        while True:
+            batch, exc = slot.get()
+            if exc is not None:
+                raise exc
+            if batch is done:
+                return
+            yield batch
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _progress(enabled: bool):

@@ -98,10 +98,36 @@ def query_shapes(texts: Iterable[str]) -> list[str]:
     >>> query_shapes(["how do i reset my password", "password reset", "can opener", "can i return it"])
     ['question', 'keyword', 'keyword', 'question']
     """
+    import pyarrow as pa
+
+    values = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(list(texts), pa.string())
+    return np.where(_is_question(values), "question", "keyword").tolist()
+
+
+def _is_question(texts) -> np.ndarray:
+    """Whether each text (a pyarrow string array) matches :data:`QUESTION_PATTERN`, as Python's ``re`` says.
+
+    Texts of printable ASCII characters only (most queries) are matched in bulk by pyarrow's RE2:
+    there Python's ``\\b`` and ``\\s`` mean what RE2's do (word characters ``[0-9A-Za-z_]``, and
+    the only white space is the space, where RE2's ``$`` and Python's agree). The others, with
+    any non-ASCII or control character, are matched by Python's ``re`` one by one.
+    """
     import re
 
-    pattern = re.compile(QUESTION_PATTERN)
-    return ["question" if pattern.search(t) else "keyword" for t in texts]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    texts = texts.cast(pa.string())
+    plain = pc.match_substring_regex(texts, r"^[\x20-\x7e]*$").to_numpy(zero_copy_only=False)
+    out = pc.match_substring_regex(texts, QUESTION_PATTERN).to_numpy(zero_copy_only=False)
+    others = np.flatnonzero(~plain)
+    if len(others):
+        pattern = re.compile(QUESTION_PATTERN)
+        out = out.copy()
+        out[others] = [pattern.search(t) is not None for t in texts.take(pa.array(others)).to_pylist()]
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,7 +439,10 @@ def sample_queries(
 
     dims = strata + (("shape",) if shape else ())
     if shape:
-        pool = pool.assign(shape=pd.array(query_shapes(pool["text"].tolist()), dtype="string"))
+        import pyarrow as pa
+
+        shapes = np.where(_is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
+        pool = pool.assign(shape=pd.array(shapes, dtype="string"))
     pool_traffic = int(pool["traffic"].sum())
     if pool_traffic == 0:
         raise ValueError("log: no queries with traffic are left to sample from")

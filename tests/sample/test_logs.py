@@ -245,18 +245,119 @@ def test_normalize_many_matches_normalize_text(texts):
     assert out == [normalize_text(t) for t in texts]
 
 
-@pytest.mark.parametrize("buckets", [1, 3])
-def test_hash_collisions_never_merge_two_strings(tmp_path, monkeypatch, buckets):
-    """The vocabularies find strings by a 64-bit hash and confirm by comparing the strings: with a
-    hash that collides all the time (1 or 3 values), the collapse is the same as with the real one."""
-    monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 2048)  # many chunks: strings seen again, and new ones
-    rnd = random.Random(8)
-    rows = [(f"query {rnd.randint(0, 60)}" + (" X" if rnd.random() < 0.2 else ""), f"u{rnd.randint(0, 40)}",
-             rnd.choice("ab"), 1) for _ in range(3000)]
-    path = write_log(tmp_path / "log.csv", rows)
-    kw = dict(query_col="query", user_col="user", strata=["market"])
+# ---- the collapse against a plain Python reference, and its settings that must not matter ------
+
+_TRICKY = ["Weather", "weather ", "WEATHER\u200b", "what\u2019s", "What's", "\uff37eather", "stra\u00dfe", "STRASSE",
+           "\u0130stanbul", "istanbul", "caf\u00e9", "cafe\u0301", "a\u00a0b", "a\tb", "x\x1cy", " ", "", "\u2003",
+           "how", "can i", "?", "news", "\ufb01le", "file", "\u00bdcup", "\u201cquote\u201d", '"quote"',
+           "soft\u00adhyphen", "softhyphen", "\u03a3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2",
+           "\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3",
+           "emoji \U0001f600", "\u212bngstrom", "\u00c5ngstrom", "  two  spaces ", "Tab\tand\nnewline"]
+
+
+def tricky_rows(n, seed):
+    rnd = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        q = " ".join(rnd.choice(_TRICKY) for _ in range(rnd.randint(1, 3)))
+        if rnd.random() < 0.3:
+            q += f" {rnd.randint(0, 40)}"
+        user = rnd.choice(["", " ", f"u{rnd.randint(0, 60)}", f"U{rnd.randint(0, 5)}", "\u00e9l\u00e8ve"])
+        rows.append((q, user, rnd.choice(["us", "uk", "de", "us "]), rnd.choice([0, 1, 1, 2, 7])))
+    return rows
+
+
+def write_tricky(path, rows):
+    """A log of ``rows``; CSV written by pyarrow's writer, which quotes commas, quotes and newlines."""
+    if not str(path).endswith(".csv"):
+        return write_log(path, rows)
+    import pyarrow.csv as pacsv
+
+    cols = list(zip(*rows))
+    pacsv.write_csv(pa.table({h: list(c) for h, c in zip(["query", "user", "market", "n"], cols)}), path)
+    return path
+
+
+def reference_collapse(rows):
+    """The collapse written plainly: normalize_text per row, dicts and sets, fractions for the user mass."""
+    from fractions import Fraction
+
+    traffic, by_stratum, users = collections.Counter(), collections.Counter(), collections.defaultdict(set)
+    empty = 0
+    for q, u, m, n in rows:
+        t = normalize_text(q)
+        if not t:
+            empty += 1
+            continue
+        traffic[t] += n
+        by_stratum[t, m] += n
+        if u.strip():
+            users[t].add(u)
+    queries_of = collections.defaultdict(set)
+    for t, us in users.items():
+        for u in us:
+            queries_of[u].add(t)
+    records, mass, zero = [], [], 0
+    for t in sorted(traffic):
+        if traffic[t] == 0:
+            zero += 1
+            continue
+        seen = [m for (text, m) in by_stratum if text == t]
+        best = min(seen, key=lambda m: (-by_stratum[t, m], m))
+        records.append({"text": t, "traffic": traffic[t], "users": len(users[t]), "market": best})
+        mass.append(sum((Fraction(1, len(queries_of[u])) for u in users[t]), Fraction(0)) / len(queries_of))
+    multi = sum(1 for t in traffic if len([1 for (text, _) in by_stratum if text == t]) > 1)
+    return records, [float(x) for x in mass], {"empty_rows": empty, "zero_traffic": zero, "multi_stratum": multi,
+                                               "distinct_raw": len({q for q, *_ in rows})}
+
+
+@pytest.mark.parametrize("name", ["log.csv", "log.jsonl", "log.parquet"])
+def test_tricky_unicode_log_matches_a_plain_python_reference(tmp_path, name):
+    """Case, NFKC forms, curly quotes, zero-width and odd white space, blank users, zero counts:
+    traffic, distinct users, stratum, user mass and the counts of LogStats as a plain reference says."""
+    rows = tricky_rows(4000, seed=11)
+    path = write_tricky(tmp_path / name, rows)
+    result = collapse_log(path, query_col="query", user_col="user", count_col="n", strata=["market"])
+    records, mass, facts = reference_collapse(rows)
+    assert result.queries.to_dict("records") == records
+    assert result.user_mass == pytest.approx(mass, rel=1e-12, abs=0)
+    st_ = result.stats
+    assert (st_.rows, st_.searches) == (len(rows), sum(r[3] for r in rows))
+    assert {k: getattr(st_, k) for k in facts} == facts
+
+
+@pytest.mark.parametrize("dense_cells", [0, 40, 1 << 23])
+def test_windows_blocks_and_the_traffic_layout_never_change_the_collapse(tmp_path, monkeypatch, dense_cells):
+    """Tiny blocks and windows (strings met again in later windows, new ones among them), sparse
+    traffic or a switch to it midway, small pair buckets merged often: the same result, to the bit."""
+    rows = tricky_rows(6000, seed=12)
+    path = write_tricky(tmp_path / "log.csv", rows)
+    kw = dict(query_col="query", user_col="user", count_col="n", strata=["market"])
     expected = collapse_log(path, **kw)
-    real = logs.pd.util.hash_array
-    monkeypatch.setattr(logs.pd.util, "hash_array", lambda values: real(values) % logs.np.uint64(buckets))
+    monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 2048)
+    monkeypatch.setattr(logs, "_WINDOW_BYTES", 5000)
+    monkeypatch.setattr(logs, "_DENSE_CELLS", dense_cells)
+    monkeypatch.setattr(logs, "_MERGE_AT", 64)
     got = collapse_log(path, **kw)
     assert got.queries.equals(expected.queries) and got.stats == expected.stats
+    assert got.user_mass.tobytes() == expected.user_mass.tobytes()
+
+
+def test_strings_keep_their_ids_and_new_ones_come_next_in_order_of_appearance():
+    strings = logs._Strings()
+    first = strings.ids([pa.array(["b", "a", "b", ""]), pa.array(["a", "c"])])
+    assert [f.tolist() for f in first] == [[0, 1, 0, 2], [1, 3]]
+    again = strings.ids([pa.array(["c", "a\u0301", "\u00e1", "b", "d"])])  # two ways to write one letter: two strings
+    assert again[0].tolist() == [3, 4, 5, 0, 6]
+    assert strings.values.to_pylist() == ["b", "a", "", "c", "a\u0301", "\u00e1", "d"]
+
+
+def test_huge_counts_are_summed_exactly(tmp_path):
+    """Counts whose sums pass 2**53 (where float sums lose whole numbers) are summed as integers."""
+    big = 10**15 - 1
+    rows = [("a", "u1", "x", big)] * 11 + [("a", "u3", "y", 1), ("b", "u1", "x", 3)]
+    path = write_log(tmp_path / "log.csv", rows)
+    q = collapse_log(path, query_col="query", count_col="n", strata=["market"]).queries
+    assert 11 * big > 2**53 and float(11 * big) != 11 * big
+    assert q.to_dict("records") == [{"text": "a", "traffic": 11 * big + 1, "market": "x"},
+                                    {"text": "b", "traffic": 3, "market": "x"}]

@@ -316,6 +316,25 @@ def test_query_shapes():
         "question", "question", "keyword", "question", "question", "keyword", "keyword"]
 
 
+def test_query_shapes_in_bulk_agree_with_python_re_one_by_one():
+    """Printable-ASCII texts are matched by pyarrow's RE2, the rest by Python's re: on texts built
+    to tell the two apart (word boundaries beside non-ASCII letters, white space RE2 does not
+    know, newlines before the end), the answer is always Python's."""
+    import re
+
+    from curation.sample.sampling import QUESTION_PATTERN
+
+    pattern = re.compile(QUESTION_PATTERN)
+    atoms = ["what", "how", "is", "are", "can", "i", "the", "you", "?", " ", "  ", "\t", "\x0b", "\x1c", "\n",
+             "\u00e9", "what\u00e9", "what_", "what1", "whatx", "is\u00a0the", "which", "where's", "a", "?\n",
+             "\u2003", "x", "-", "\u0130", "\u00df", "\u0085", "\u00b2"]
+    rnd = random.Random(4)
+    texts = ["".join(rnd.choice(atoms) for _ in range(rnd.randint(0, 5))) for _ in range(20000)]
+    expected = ["question" if pattern.search(t) else "keyword" for t in texts]
+    assert query_shapes(texts) == expected
+    assert expected.count("question") > 1000 and expected.count("keyword") > 1000
+
+
 def test_read_query_list_formats_and_errors(tmp_path):
     (tmp_path / "a.csv").write_text("id,text\n1,Hello  World\n2,\n", encoding="utf-8")
     assert read_query_list(tmp_path / "a.csv") == [(2, "hello world")]
