@@ -224,18 +224,34 @@ def _combos(width: int, G: int) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64).reshape(-1, G)  # column j holds E_{G-j}
 
 
-def _ratio_max(J, cpos, cnt, dc, k, G):
-    """Exact max over the completions of the pairs with weight ``cpos`` (> 0; zeros pad) of
-    ``(J + sum g_u c_u) / I(judged + those gains)``, with 0 where ``I`` is 0.
-    ``J``: (C, n); ``cpos``: (C, n, W); ``cnt``: (C or 1, n, G) judged counts per grade."""
-    C, n, W = cpos.shape
+def _ratio_ext(J, w, cnt, dc, k, G, *, minimum: bool = False):
+    """Exact extreme of ``(J + sum g_u w_u) / I`` over the grades ``g_u`` of the unjudged pairs with
+    weights ``w`` (> 0 each; zeros pad), ``I`` the ideal DCG of ``cnt`` plus those grades, 0 where
+    ``I`` is 0. For given counts of each grade among the pairs, ``I`` is fixed (it depends only on
+    the multiset of grades, not on which pairs hold them), so the extreme is the best of a small
+    enumeration of counts (:func:`_combos`, never more graded pairs than the query has), each with
+    the grades placed by the rearrangement inequality:
+
+    * ``minimum=False``: the maximum; the highest grades go to the largest ``w``;
+    * ``minimum=True``: the minimum when ``J > 0`` (every completion positive); the highest grades
+      go to the SMALLEST ``w``.
+
+    ``J``: (C, n); ``w``: (C, n, W); ``cnt``: (C or 1, n, G) counts per grade of the query's other
+    pairs (judged, or fixed at their extreme grade)."""
+    C, n, W = w.shape
     if W == 0:
         I0 = _idcg_counts(cnt, dc, k)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(I0 > 0, J / np.where(I0 > 0, I0, 1.0), 0.0)
-    cs = np.concatenate([np.zeros((C, n, 1)), np.cumsum(-np.sort(-cpos, axis=2), axis=2)], axis=2)
-    combos = _combos(W, G)  # (K, G): sorted ascending: combos[:, 0] = E_G (fewest), ..., combos[:, G-1] = E_1
-    best = np.full((C, n), -np.inf)
+    have = (w > 0).sum(axis=2)  # (C, n) pairs each query really has (the rest is padding)
+    if minimum:  # ascending, padding last
+        srt = np.sort(np.where(w > 0, w, np.inf), axis=2)
+        srt = np.where(np.isfinite(srt), srt, 0.0)
+    else:
+        srt = -np.sort(-w, axis=2)
+    cs = np.concatenate([np.zeros((C, n, 1)), np.cumsum(srt, axis=2)], axis=2)
+    combos = _combos(W, G)  # (K, G) ascending: combos[:, 0] = E_G (fewest), ..., combos[:, G-1] = E_1
+    best = np.full((C, n), np.inf if minimum else -np.inf)
     # counts added per grade: grade g gets E_g - E_{g+1} (E_{G+1} = 0)
     E = combos[:, ::-1]  # column g-1 = E_g
     add = E - np.concatenate([E[:, 1:], np.zeros((len(E), 1), dtype=np.int64)], axis=1)  # (K, G)
@@ -246,7 +262,11 @@ def _ratio_max(J, cpos, cnt, dc, k, G):
         ideal = _idcg_counts(cnt[:, :, None, :] + add[s:s + chunk][None, None, :, :], dc, k)  # (C|1, n, K)
         with np.errstate(divide="ignore", invalid="ignore"):
             d = np.where(ideal > 0, N / np.where(ideal > 0, ideal, 1.0), 0.0)
-        np.maximum(best, d.max(axis=2), out=best)
+        ok = e[None, None, :, 0] <= have[:, :, None]  # no more graded pairs than the query has
+        if minimum:
+            np.minimum(best, np.where(ok, d, np.inf).min(axis=2), out=best)
+        else:
+            np.maximum(best, np.where(ok, d, -np.inf).max(axis=2), out=best)
     return best
 
 
@@ -315,20 +335,29 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
         Nmin = J - G * cn.sum(axis=2)
         cntc = cnt if rows == C else np.broadcast_to(cnt, (C, n, G))
         Ij = _idcg_counts(cntc, dc, k)
-        full = cntc.copy()
-        full[:, :, G - 1] += n_unj if rows == C else np.broadcast_to(n_unj, (C, n))
-        Imax = _idcg_counts(full, dc, k)
+        nu = n_unj if rows == C else np.broadcast_to(n_unj, (C, n))
+        n_cp, n_cn = (cp > 0).sum(axis=2), (cn > 0).sum(axis=2)
 
         def trim(a):
             w = int((a > 0).sum(axis=2).max()) if a.size else 0
             return -np.sort(-a, axis=2)[:, :, :w]
 
+        def at_top(extra):  # the judged counts plus ``extra`` unjudged pairs at the top grade
+            out = cntc.copy()
+            out[:, :, G - 1] += extra
+            return out
+
+        # the maximum: if some completion is >= 0, the unjudged pairs with c <= 0 are 0 (that raises
+        # N and lowers I) and those with c > 0 are enumerated; else (every completion < 0) it is
+        # minus the minimum of -N / I > 0, where every unjudged pair but those with c < 0 takes the
+        # top grade (lowering -N and raising I) and those with c < 0 are enumerated. The minimum
+        # is the mirror image. Exact in every case (the module docstring; tests/evaluate/test_settle.py)
         caseA = (Nmax >= 0) | (Ij == 0)
-        hi = np.where(caseA, _ratio_max(J, trim(cp), cntc, dc, k, G),
-                      Nmax / np.where(Imax > 0, Imax, 1.0))
+        hi = np.where(caseA, _ratio_ext(J, trim(cp), cntc, dc, k, G),
+                      -_ratio_ext(-Nmax, trim(cn), at_top(nu - n_cn), dc, k, G, minimum=True))
         caseB = (Nmin <= 0) | (Ij == 0)
-        lo = np.where(caseB, -_ratio_max(-J, trim(cn), cntc, dc, k, G),
-                      Nmin / np.where(Imax > 0, Imax, 1.0))
+        lo = np.where(caseB, -_ratio_ext(-J, trim(cn), cntc, dc, k, G),
+                      _ratio_ext(Nmin, trim(cp), at_top(nu - n_cp), dc, k, G, minimum=True))
         w = G * np.abs(c) / np.maximum(Ij, 1.0)[:, :, None]
         moving = u & (c != 0)
         so_far = np.where(Ij > 0, J / np.where(Ij > 0, Ij, 1.0), 0.0)
