@@ -56,7 +56,8 @@ def fmt(x):
 
 
 PLANS = {"decisive": ("decisive", "block", True), "decisive-pair": ("decisive", "pair", False),
-         "shuffled": ("shuffled", "block", False), "depth": ("depth", "block", False)}
+         "shuffled": ("shuffled", "block", False), "depth": ("depth", "block", False),
+         "oracle": ("oracle", "pair", False)}
 
 
 def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), estimate=True):
@@ -116,7 +117,8 @@ def main():
     ap.add_argument("--step", type=float, default=0.02, help="share of the pool judged between checks")
     ap.add_argument("--comparisons", type=int, default=None, help="only the first N pairs of runs (quick look)")
     ap.add_argument("--json", dest="json_out", default=None, help="write every comparison's figures here")
-    ap.add_argument("--plans", default=",".join(PLANS), help=f"orders to replay, of {', '.join(PLANS)}")
+    ap.add_argument("--plans", default="decisive,decisive-pair,shuffled,depth",
+                    help=f"orders to replay, of {', '.join(PLANS)} (oracle: knows the labels, a reference)")
     ap.add_argument("--no-estimate", action="store_true", help="skip the estimate (the slow part)")
     args = ap.parse_args()
     t = time.perf_counter()

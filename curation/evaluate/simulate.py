@@ -6,6 +6,8 @@ grade in the qrels (a pair the qrels lack is not relevant). Pairs are judged in 
 
 * ``shuffled``: a seeded random order of the pairs;
 * ``depth``: the pairs by their best rank in the compared runs (all of rank 1 first), ties shuffled;
+* ``oracle``: an order that knows the labels (:func:`oracle_sequence`), the reference for what any
+  order could save (``mode="each"`` only; the CLI does not offer it);
 * ``decisive``: after each batch, the priorities of :mod:`curation.judge.decisive` are recomputed
   and whole queries are taken, the most unsettled weight first (as ``golden assign --order
   decisive`` hands them to judges; ``granularity="pair"`` takes single pairs instead, the bound of
@@ -43,7 +45,7 @@ from curation.evaluate.settle import (
     verdict_of,
 )
 
-ORDERS = ("decisive", "shuffled", "depth")
+ORDERS = ("decisive", "shuffled", "depth", "oracle")  # oracle: knows the labels (a reference, not for users)
 GRANULARITIES = ("block", "query", "pair")
 BLOCK = 10  # pairs of one query served together (shuffled) by the decisive order
 
@@ -190,6 +192,11 @@ def simulate(
 
     # fixed orders: a rank of every pair per row
     fixed = None
+    if order == "oracle":
+        if mode != "each":
+            raise ValueError("the oracle order is a reference for one comparison at a time: mode 'each'")
+        fixed = [oracle_sequence(pm, truth, comps[r], metric, counts, full[r], member[r], G, rng)
+                 for r in range(rows)]
     if order in ("shuffled", "depth"):
         fixed = []
         for r in range(rows):
@@ -304,3 +311,67 @@ def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: in
     upto = int(np.searchsorted(np.cumsum(sizes), need)) + 1
     chosen = np.isin(q, qorder[:upto])
     return idx[chosen]
+
+
+def oracle_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str, counts: np.ndarray,
+                    verdict: str, member: np.ndarray, G: int, rng: np.random.Generator) -> np.ndarray:
+    """A judging order that KNOWS the labels (``truth``), a reference for what any order could
+    save: no order a team can use does better than the best such order. For a significant
+    ``verdict`` it raises the worst-case end that must cross 0 (``lo`` for "B higher", ``hi`` for
+    "B lower") as fast as it can: within each query, the pairs whose label differs from the worst
+    case's label for them come first (those that change the DCG difference, by their effect
+    ``|c| * |label - worst|``, then those that only lower the ideal DCG); each query's curve of its
+    worst-case end after its first ``j`` pairs is computed with the exact bounds, and queries advance
+    along the upper concave hull of their curves, the largest gain per pair first (the greedy
+    solution of the knapsack of pairs against the mean worst-case difference). Pairs that cannot
+    help come last, shuffled. For a comparison that is not significant: a shuffled order."""
+    idx = np.flatnonzero(member)
+    if verdict not in (HIGHER, LOWER):
+        return idx[rng.permutation(len(idx))]
+    a, b = comp
+    sign = 1.0 if verdict == HIGHER else -1.0
+    name, k = metric_form(metric, pm.depth)
+    n = len(pm.qids)
+    rA, rB = pm.ranks[a], pm.ranks[b]
+    if name == "ndcg":
+        from curation.evaluate.settle import _disc
+
+        disc = _disc(k)
+        c = sign * (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
+                    - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
+    else:  # ap: 1/rank in the top k, as a proxy of the effect
+        inv = np.where((rB >= 1) & (rB <= k), 1.0 / np.maximum(rB, 1), 0.0) - \
+            np.where((rA >= 1) & (rA <= k), 1.0 / np.maximum(rA, 1), 0.0)
+        c = sign * inv
+    worst = np.where(c > 0, 0.0, float(G))  # the worst case's label of an unjudged pair (mostly)
+    t = np.where(member, truth, 0.0)
+    n_eff = np.abs(c) * np.abs(t - worst)
+    useful = member & (t != worst)
+    key = np.where(useful, np.where(n_eff > 0, 2.0 + n_eff, 1.0), 0.0) + 1e-3 * rng.random(pm.n_pairs)
+    pq = pm.pair_query
+    per_q = [idx_q[np.argsort(-key[idx_q], kind="stable")] for idx_q in
+             (idx[pq[idx] == q] for q in range(n))]
+    useful_q = [int(useful[o].sum()) for o in per_q]
+    width = max(useful_q) if useful_q else 0
+    # rows j = 0..width: each query's first j (useful) pairs judged, the rest of the pool unjudged
+    base = np.where(member, np.nan, 0.0)
+    rows = np.repeat(base[None], width + 1, axis=0)
+    for q, o in enumerate(per_q):
+        for j in range(1, useful_q[q] + 1):
+            rows[j:, o[j - 1]] = t[o[j - 1]]
+    bnd = query_bounds(pm, rows, [comp] * (width + 1), metric, max_grade=G)
+    curve = (bnd.lo if verdict == HIGHER else -bnd.hi)  # (width + 1, n): the end to raise, per query
+    segments = []  # (slope, q, j, j2) along each query's upper concave hull, from j = 0
+    for q in range(n):
+        j = 0
+        while j < useful_q[q]:
+            gains = (curve[j + 1:useful_q[q] + 1, q] - curve[j, q]) / np.arange(1, useful_q[q] - j + 1)
+            m = len(gains) - 1 - int(np.argmax(gains[::-1]))  # the longest step of the best slope
+            if gains[m] <= 1e-15:
+                break
+            segments.append((-gains[m], q, j, j + m + 1))
+            j += m + 1
+    segments.sort()  # steepest first; a query's segments are in its own order (slopes fall along a hull)
+    seq = [p for _, q, j, j2 in segments for p in per_q[q][j:j2].tolist()]
+    rest = np.setdiff1d(idx, np.asarray(seq, dtype=np.int64))
+    return np.concatenate([np.asarray(seq, dtype=np.int64), rest[rng.permutation(len(rest))]])

@@ -63,11 +63,12 @@ def test_orders_never_make_a_wrong_call(robust4):
     pm, truth = pool_from_runs({r.name: r.rankings for r in runs}, qrels, 20)
     comps = all_pairs(len(runs))
     shares = {}
-    for order in ("decisive", "shuffled", "depth"):
+    for order in ("decisive", "shuffled", "depth", "oracle"):
         res = simulate(pm, truth, comps, "ndcg@10", order=order, step=0.05)
         assert res.summary()["wrong_calls"] == 0
         shares[order] = res.summary()["median_share_significant"]
-    assert shares["decisive"] <= shares["shuffled"]
+    assert shares["oracle"] <= shares["decisive"] <= shares["shuffled"]
+    assert shares["oracle"] < shares["shuffled"]
 
 
 @pytest.mark.slow
