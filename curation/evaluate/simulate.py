@@ -146,12 +146,15 @@ def simulate(
     estimate_level: float = 0.95,
     estimate_until: float = 0.5,
     progress: Callable[[float], None] | None = None,
+    trace: dict | None = None,
 ) -> SimulationResult:
     """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
     comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
     when it settled. See the module docstring. With ``estimate``, also the share at which the
     estimate first put P(flip) at most ``1 - estimate_level`` on a significant verdict (checked up to
-    ``estimate_until`` of the pool, then given up: counted as the whole pool)."""
+    ``estimate_until`` of the pool, then given up: counted as the whole pool). ``trace`` (a dict)
+    receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
+    outside the row's pool) and ``shares`` (per check, each row's share judged)."""
     from curation.judge.decisive import pair_priorities
 
     if order not in ORDERS:
@@ -195,7 +198,7 @@ def simulate(
     if order == "oracle":
         if mode != "each":
             raise ValueError("the oracle order is a reference for one comparison at a time: mode 'each'")
-        fixed = [oracle_sequence(pm, truth, comps[r], metric, counts, full[r], member[r], G, rng)
+        fixed = [oracle_sequence(pm, truth, comps[r], metric, counts, full[r], member[r], G, rng, level=level)
                  for r in range(rows)]
     if order in ("shuffled", "depth"):
         fixed = []
@@ -212,6 +215,9 @@ def simulate(
             fixed.append(idx[key])
 
     judged = ~member.copy()  # pairs outside a comparison's pool are known (not relevant) from the start
+    if trace is not None:  # for studies of a stopping rule: the check after which each pair was judged
+        trace["judged_at"] = np.where(member, np.iinfo(np.int16).max, -1).astype(np.int16)
+        trace["shares"] = []
     done = np.zeros(rows, dtype=np.int64)
     open_c = np.ones(C, dtype=bool)
     est_open = np.ones(C, dtype=bool) if estimate else np.zeros(C, dtype=bool)
@@ -226,6 +232,8 @@ def simulate(
         st = settle(bounds, counts, level=level, tie=tie)
         t_checks += time.process_time() - t0
         checks += 1
+        if trace is not None:
+            trace["shares"].append(done / np.maximum(pool_size, 1))
         shares = done / np.maximum(pool_size, 1)
         for i in np.flatnonzero(open_c):
             if st.status[i] != OPEN:
@@ -276,6 +284,8 @@ def simulate(
                 todo = member[r] & ~judged[r]
                 take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
             judged[r, take] = True
+            if trace is not None:
+                trace["judged_at"][r, take] = checks
             done[r] += len(take)
     result.seconds_per_check = t_checks / max(checks, 1)
     result.checks = checks
@@ -314,7 +324,8 @@ def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: in
 
 
 def oracle_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str, counts: np.ndarray,
-                    verdict: str, member: np.ndarray, G: int, rng: np.random.Generator) -> np.ndarray:
+                    verdict: str, member: np.ndarray, G: int, rng: np.random.Generator, *,
+                    level: float = DEFAULT_LEVEL) -> np.ndarray:
     """A judging order that KNOWS the labels (``truth``), a reference for what any order could
     save: no order a team can use does better than the best such order. For a significant
     ``verdict`` it raises the worst-case end that must cross 0 (``lo`` for "B higher", ``hi`` for
@@ -371,7 +382,93 @@ def oracle_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], me
                 break
             segments.append((-gains[m], q, j, j + m + 1))
             j += m + 1
-    segments.sort()  # steepest first; a query's segments are in its own order (slopes fall along a hull)
-    seq = [p for _, q, j, j2 in segments for p in per_q[q][j:j2].tolist()]
+    # steepest first (a query's segments stay in its own order: slopes fall along a hull), each
+    # query's slope weighted by how much its bound moves the bootstrap's end where the order
+    # settles (the resample counts of the replicates around the end; twice refined)
+    weight = np.ones(n)
+    for _ in range(3):
+        segs = sorted(segments, key=lambda x: (x[0] * weight[x[1]], x[1], x[2]))
+        state = np.repeat(curve[:1], len(segs) + 1, axis=0)
+        for t, (_, q, _j, j2) in enumerate(segs, start=1):
+            state[t:, q] = curve[j2, q]
+        low, _ = percentile_ends(counts, state, level, ends="low")
+        ok = np.flatnonzero(low > 0)
+        at = state[ok[0]] if len(ok) else state[-1]
+        reps = counts @ at / n
+        pos = int((len(reps) - 1) * (1 - level) / 2)
+        near = np.argsort(np.abs(np.argsort(np.argsort(reps)) - pos))[:101]
+        weight = counts[near].mean(axis=0)
+    seq = [p for _, q, j, j2 in segs for p in per_q[q][j:j2].tolist()]
     rest = np.setdiff1d(idx, np.asarray(seq, dtype=np.int64))
     return np.concatenate([np.asarray(seq, dtype=np.int64), rest[rng.permutation(len(rest))]])
+
+
+def settlement_lower_bound(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str,
+                           counts: np.ndarray, verdict: str, member: np.ndarray, G: int, *,
+                           level: float = DEFAULT_LEVEL) -> int:
+    """A proven lower bound on the pairs ANY order (even one knowing the labels) must judge before
+    the guarantee can settle the comparison on ``verdict`` (nDCG@k; "B higher" or "B lower").
+
+    Let S be the judged pairs when it settles ("B higher"; "B lower" is the mirror image). Query
+    q's worst-case bound is at most the difference of one completion: the unjudged pairs favouring
+    B at 0, every other unjudged pair at the top grade, ``N(S) / I(S)``. With ``j`` of its pairs
+    judged, ``N(S) <= N_j`` (the labels differ most from that completion on the judged pairs: the
+    ``n - j`` smallest penalties stay) and ``I_lo_j <= I(S) <= I_hi_j`` (the top grade given to the
+    unjudged pairs that are graded highest, resp. lowest), so the bound is at most
+    ``U_q(j) = N_j / I_lo_j`` (``N_j >= 0``) or ``N_j / I_hi_j``. The percentile's low end is at
+    most its ``(m+1)``-th smallest replicate (``m = floor((R - 1) * (1 - level) / 2)``), so when it
+    is > 0 at least ``R - m`` replicates are > 0 and so is the sum of the ``R - m`` largest, which is
+    at most ``sum_q phi_q(U_q(j_q))``, ``phi_q(x) = x * W+_q`` (the sum of the ``R - m`` largest
+    counts of q) for ``x >= 0``, else ``x * W-_q`` (the smallest). The least ``sum_q j_q`` with
+    ``sum_q phi_q > 0`` (a multiple-choice knapsack, solved exactly by dynamic programming over the
+    number of pairs) is the bound. Valid for checks after every single pair."""
+    from curation.evaluate.settle import _disc
+
+    name, k = metric_form(metric, pm.depth)
+    if name != "ndcg":
+        raise ValueError("the lower bound is for ndcg@k")
+    a, b = comp
+    if verdict == LOWER:
+        a, b = b, a
+    elif verdict != HIGHER:
+        raise ValueError("the lower bound is for a significant verdict")
+    R = counts.shape[0]
+    m = R - int(np.floor((R - 1) * (1 - level) / 2)) - 1  # replicates that must be > 0
+    srt = np.sort(counts, axis=0)
+    w_plus, w_minus = srt[-m:].sum(axis=0), srt[:m].sum(axis=0)
+    disc = _disc(k)
+    rA, rB = pm.ranks[a], pm.ranks[b]
+    c = (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
+         - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
+    pool = int(member.sum())
+    best = np.full(pool + 1, -np.inf)
+    best[0] = 0.0
+
+    def idcg(rows):  # rows: (j, nq) gains -> ideal DCG@k of each row
+        top = -np.sort(-rows, axis=1)[:, :k]
+        return top @ disc[1:top.shape[1] + 1]
+
+    for q in range(len(pm.qids)):
+        ps = np.flatnonzero(member & (pm.pair_query == q))
+        nq = len(ps)
+        if nq == 0:
+            continue
+        t, cq = truth[ps], c[ps]
+        pen = np.sort(np.where(cq > 0, cq * t, np.where(cq < 0, -cq * (G - t), 0.0)))
+        left = nq - np.arange(nq + 1)  # unjudged pairs when j are judged
+        n_j = float((t * cq).sum()) - np.concatenate([[0.0], np.cumsum(pen)])[left]
+        t_asc = np.sort(t)
+        lower = np.arange(nq)[None, :] < (nq - left)[:, None]  # the nq - left lowest judged
+        i_lo = idcg(np.where(lower, t_asc[None, :], float(G)))
+        upper = np.arange(nq)[None, :] >= left[:, None]  # the nq - left highest judged
+        i_hi = idcg(np.where(upper, t_asc[None, :], float(G)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(n_j >= 0, np.where(i_lo > 0, n_j / i_lo, np.where(n_j > 0, np.inf, 0.0)),
+                         n_j / np.where(i_hi > 0, i_hi, 1.0))
+        phi = np.where(u >= 0, u * w_plus[q], u * w_minus[q])
+        new = np.full(pool + 1, -np.inf)
+        for j in range(nq + 1):
+            np.maximum(new[j:], best[:pool + 1 - j] + phi[j], out=new[j:])
+        best = new
+    ok = np.flatnonzero(best > 0)
+    return int(ok[0]) if len(ok) else pool
