@@ -416,12 +416,15 @@ def settlement_lower_bound(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, i
     ``n - j`` smallest penalties stay) and ``I_lo_j <= I(S) <= I_hi_j`` (the top grade given to the
     unjudged pairs that are graded highest, resp. lowest), so the bound is at most
     ``U_q(j) = N_j / I_lo_j`` (``N_j >= 0``) or ``N_j / I_hi_j``. The percentile's low end is at
-    most its ``(m+1)``-th smallest replicate (``m = floor((R - 1) * (1 - level) / 2)``), so when it
-    is > 0 at least ``R - m`` replicates are > 0 and so is the sum of the ``R - m`` largest, which is
-    at most ``sum_q phi_q(U_q(j_q))``, ``phi_q(x) = x * W+_q`` (the sum of the ``R - m`` largest
-    counts of q) for ``x >= 0``, else ``x * W-_q`` (the smallest). The least ``sum_q j_q`` with
-    ``sum_q phi_q > 0`` (a multiple-choice knapsack, solved exactly by dynamic programming over the
-    number of pairs) is the bound. Valid for checks after every single pair."""
+    most the ``(i+2)``-th smallest replicate (``i = floor((R - 1) * (1 - level) / 2)``, the
+    interpolation's lower order statistic), so when it is > 0 at most ``low = i + 1`` replicates are
+    <= 0; then for ANY set T of replicates at least ``|T| - low`` of them are > 0, and so is the sum
+    of the ``|T| - low`` largest in T, which is at most ``sum_q phi_q(U_q(j_q))``,
+    ``phi_q(x) = x * W+_q`` (the sum of the ``|T| - low`` largest counts of q in T) for ``x >= 0``,
+    else ``x * W-_q`` (the smallest). T is taken as the replicates lowest at the fully judged
+    differences, of sizes 2, 4, 8 and 16 times ``low`` and all of them, and the largest bound kept.
+    The least ``sum_q j_q`` with ``sum_q phi_q > 0`` (a multiple-choice knapsack, solved exactly by
+    dynamic programming over the number of pairs) is the bound. Valid for checks after every pair."""
     from curation.evaluate.settle import _disc
 
     name, k = metric_form(metric, pm.depth)
@@ -433,16 +436,13 @@ def settlement_lower_bound(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, i
     elif verdict != HIGHER:
         raise ValueError("the lower bound is for a significant verdict")
     R = counts.shape[0]
-    m = R - int(np.floor((R - 1) * (1 - level) / 2)) - 1  # replicates that must be > 0
-    srt = np.sort(counts, axis=0)
-    w_plus, w_minus = srt[-m:].sum(axis=0), srt[:m].sum(axis=0)
+    low_count = int(np.floor((R - 1) * (1 - level) / 2)) + 1  # at most this many replicates <= 0
     disc = _disc(k)
     rA, rB = pm.ranks[a], pm.ranks[b]
     c = (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
          - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
     pool = int(member.sum())
-    best = np.full(pool + 1, -np.inf)
-    best[0] = 0.0
+    curves = []
 
     def idcg(rows):  # rows: (j, nq) gains -> ideal DCG@k of each row
         top = -np.sort(-rows, axis=1)[:, :k]
@@ -465,10 +465,24 @@ def settlement_lower_bound(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, i
         with np.errstate(divide="ignore", invalid="ignore"):
             u = np.where(n_j >= 0, np.where(i_lo > 0, n_j / i_lo, np.where(n_j > 0, np.inf, 0.0)),
                          n_j / np.where(i_hi > 0, i_hi, 1.0))
-        phi = np.where(u >= 0, u * w_plus[q], u * w_minus[q])
-        new = np.full(pool + 1, -np.inf)
-        for j in range(nq + 1):
-            np.maximum(new[j:], best[:pool + 1 - j] + phi[j], out=new[j:])
-        best = new
-    ok = np.flatnonzero(best > 0)
-    return int(ok[0]) if len(ok) else pool
+        curves.append((q, u))
+    # any set T of replicates: at least |T| - low_count of them are > 0; T = the replicates lowest
+    # at the fully judged differences (the ones a settlement must lift), of several sizes
+    full = query_bounds(pm, np.where(member, truth, 0.0), [(a, b)], metric, max_grade=G).lo[0]
+    by_value = np.argsort(counts @ full, kind="stable")
+    out = 0
+    for size in sorted({min(R, low_count * f) for f in (2, 4, 8, 16)} | {R}):
+        keep = size - low_count
+        srt = np.sort(counts[by_value[:size]], axis=0)
+        w_plus, w_minus = srt[-keep:].sum(axis=0), srt[:keep].sum(axis=0)
+        best = np.full(pool + 1, -np.inf)
+        best[0] = 0.0
+        for q, u in curves:
+            phi = np.where(u >= 0, u * w_plus[q], u * w_minus[q])
+            new = np.full(pool + 1, -np.inf)
+            for j in range(len(u)):
+                np.maximum(new[j:], best[:pool + 1 - j] + phi[j], out=new[j:])
+            best = new
+        ok = np.flatnonzero(best > 0)
+        out = max(out, int(ok[0]) if len(ok) else pool)
+    return out

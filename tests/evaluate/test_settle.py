@@ -164,3 +164,30 @@ def test_monotone_guarantee_and_verdicts():
     bb.so_far = bb.lo
     assert settle(bb, counts, tie=0.01).status == [TIE]
     assert settle(bb, counts, tie=0.0).status == [OPEN]
+
+
+def test_estimate_counts_each_source_of_error_and_is_exact_when_judged():
+    """The estimate (not a guarantee): fully judged, its interval is the full one and nothing is
+    uncertain; half judged, the labels, the queries' own rates, the model's coefficients and the
+    common error each add to the spread."""
+    from curation.evaluate.settle import estimate
+
+    rng = np.random.default_rng(11)
+    docs = [f"d{i}" for i in range(12)]
+    rankings = {"A": {}, "B": {}}
+    for q in range(40):
+        rankings["A"][f"q{q:02d}"] = list(rng.permutation(docs)[:8])
+        rankings["B"][f"q{q:02d}"] = list(rng.permutation(docs)[:8])
+    pm = PoolMatrix.from_rankings(rankings, depth=8)
+    easy = pm.pair_query < 20  # the first 20 queries have many relevant pairs
+    truth = (rng.random(pm.n_pairs) < np.where(easy, 0.6, 0.1)).astype(float)
+    counts = resample_counts(40, resamples=2000, seed=0)
+    full = estimate(pm, truth, [(0, 1)], "ndcg@8", counts, max_grade=1)[0]
+    b = query_bounds(pm, truth, [(0, 1)], "ndcg@8", max_grade=1)
+    lo, hi = percentile_ends(counts, b.lo)
+    assert full["interval"] == pytest.approx([lo[0], hi[0]], abs=1e-12)
+    assert full["sd"] == {"labels": 0.0, "queries": 0.0, "model": 0.0, "common": 0.0}
+    half = np.where(rng.random(pm.n_pairs) < 0.5, truth, np.nan)
+    part = estimate(pm, half, [(0, 1)], "ndcg@8", counts, max_grade=1)[0]
+    assert all(v > 0 for v in part["sd"].values()), part["sd"]
+    assert 0.0 <= part["p_flip"] <= 1.0
