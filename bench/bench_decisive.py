@@ -65,7 +65,7 @@ PLANS = {"decisive": ("decisive", "block", True), "decisive-pair": ("decisive", 
          "oracle": ("oracle", "pair", False)}
 
 
-def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), estimate=True):
+def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), estimate=True, estimate_until=0.5):
     print(f"\n== {metric}, mode {mode}: {len(comps)} comparisons, "
           f"{'each on its own pool (two runs, depth 20)' if mode == 'each' else f'one pool of {pm.n_pairs:,} pairs'}")
     rows = {}
@@ -73,7 +73,7 @@ def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), esti
         est = est and estimate
         t, c = time.perf_counter(), time.process_time()
         res = simulate(pm, truth, comps, metric, order=order, mode=mode, granularity=gran, step=step,
-                       estimate=est, seed=0)
+                       estimate=est, estimate_until=estimate_until, seed=0)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         summ = res.summary()
         label = order if order != "decisive" else f"decisive ({gran})"
@@ -148,6 +148,8 @@ def main():
     ap.add_argument("--plans", default="decisive,decisive-pair,shuffled,depth",
                     help=f"orders to replay, of {', '.join(PLANS)} (oracle: knows the labels, a reference)")
     ap.add_argument("--no-estimate", action="store_true", help="skip the estimate (the slow part)")
+    ap.add_argument("--estimate-until", type=float, default=0.5,
+                    help="share of the pool up to which the estimate is asked (then given up)")
     ap.add_argument("--lower-bound", action="store_true",
                     help="also the proven lower bound of the share any order needs (nDCG, each pool)")
     args = ap.parse_args()
@@ -163,7 +165,7 @@ def main():
             lower_bounds(pm, truth, comps, metric)
         for mode in (["each", "all"] if args.mode == "both" else [args.mode]):
             run_mode(pm, truth, comps, metric, mode, args.step, out, plans=args.plans.split(","),
-                     estimate=not args.no_estimate)
+                     estimate=not args.no_estimate, estimate_until=args.estimate_until)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(out, indent=1))
     print(f"load average at the end {os.getloadavg()}")
