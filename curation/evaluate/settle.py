@@ -589,8 +589,10 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
     pairs' P(relevant): its mean moves them, its variance counts), the model's coefficients (the
     Laplace covariance of :func:`_coefficient_spread`, through the delta method: a model fitted on
     few pairs may favour one run's ranks for every query at once) and a common multiplier of every
-    unjudged P(relevant) of sd :data:`SHIFT`; for the mean a normal law around the interval of the
-    expected differences (``sd`` in the answer: each part's share, on the mean difference).
+    unjudged P(relevant) of sd :data:`SHIFT`; for the mean a normal law around the interval the
+    fully judged pool is expected to give: the interval of the expected differences, widened by
+    the queries' own variances (``sd`` in the answer: each part's share, on the mean difference;
+    ``interval``: the widened one).
     It is not a guarantee: only :func:`settle` says "settled". ``cache`` (a dict kept between
     calls) reuses a row's fitted probabilities until its judged pairs grow by a quarter."""
     from scipy.stats import norm
@@ -697,7 +699,12 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
         known = (unj_share < 0.1) & (wabs.sum(axis=1) > 0)
         lo_m, hi_m = percentile_ends(counts, m[None], level)
         sd = float(np.sqrt((v.sum() + v_query.sum()) / n ** 2 + var_coef + common ** 2))
-        lo_m, hi_m = float(lo_m[0]), float(hi_m[0])
+        # the fully judged interval is wider than the interval of the expected differences: the
+        # differences themselves vary across queries by Var(m) plus each query's own variance (law
+        # of total variance), so its half-widths grow by sqrt(1 + mean variance / Var(m))
+        mid = float(m.mean())
+        widen = float(np.sqrt(1.0 + (v + v_query).mean() / max(float(np.var(m)), 1e-12)))
+        lo_m, hi_m = mid - (mid - float(lo_m[0])) * widen, mid + (float(hi_m[0]) - mid) * widen
         if sd > 0:
             p_hi, p_lo = float(norm.cdf(lo_m / sd)), float(norm.cdf(-hi_m / sd))
             p_tie = max(0.0, float(norm.cdf((tie - hi_m) / sd) - norm.cdf((-tie - lo_m) / sd))) if tie > 0 else 0.0
