@@ -7,8 +7,8 @@ paired bootstrap interval of the mean difference (the same percentile interval a
 
 **The guarantee.** Some pairs of the pool are not judged yet; each could take any grade of the
 scale. For every query, :func:`query_bounds` gives ``lo_q <= d_q <= hi_q`` over *every* labelling
-of the unjudged pairs (exactly for nDCG when the interval contains a sign change, and a valid
-bound otherwise, see below). Each bootstrap replicate is a mean ``sum_q n_q d_q / n`` with
+of the unjudged pairs (exactly for nDCG, a valid bound for AP, see below). Each bootstrap
+replicate is a mean ``sum_q n_q d_q / n`` with
 non-negative resample counts ``n_q``, so it is monotone (non-decreasing) in every ``d_q``; a
 percentile of the replicates (an order statistic, or a linear interpolation between two) is then
 monotone too. Hence for any completion, its interval's low end is at least the low end computed
@@ -37,10 +37,14 @@ For the maximum: if some completion gives ``d_q >= 0`` then zeroing any unjudged
 ``c_u <= 0`` raises ``N`` and lowers ``I``, so the maximum is over the pairs with ``c_u > 0`` only; for
 given counts of each grade among them ``I`` is fixed (it depends only on the multiset of gains), and
 ``N`` is largest when the highest grades go to the largest ``c_u`` (rearrangement inequality). So the
-exact maximum is the best of a small enumeration of grade counts (:func:`_ratio_max`). If every
-completion gives ``N < 0`` the bound is ``N_max / I_max``, with ``I_max`` the ideal DCG when every
-unjudged pair of the query takes the top grade (valid, not always tight). The minimum is the same
-with ``-c``.
+exact maximum is the best of a small enumeration of grade counts (:func:`_ratio_ext`). If every
+completion gives ``N < 0``, the maximum is minus the minimum of ``-N / I > 0``: now every unjudged
+pair with ``c_u >= 0`` (and every unjudged pair outside both top k) takes the top grade (that lowers
+``-N`` and raises ``I``), and the pairs with ``c_u < 0`` are enumerated the same way, their grades
+going to the SMALLEST ``|c_u|`` first. Intermediate grades can be optimal; the enumeration covers
+them. So the bound is exact in every case (a completion reaches it; tests/evaluate/test_settle.py
+checks it against brute force). The minimum is the same with ``-c``. ``I`` counts the pool's pairs
+only: the golden set's qrels are the pool, so "every labelling" means every labelling of the pool.
 
 **AP@k bound.** ``AP = S / R``, ``S = sum over relevant ranks r <= k of precision@r``, ``R`` the
 relevant pairs of the query's pool. ``S`` only grows when an unjudged pair becomes relevant or a
@@ -57,7 +61,7 @@ and its variance per query (labels, the query's rate, the model's coefficients, 
 give the probability that the fully judged verdict differs from the verdict the estimate expects
 (P(flip)).
 
-One module (about 650 lines): the bounds, the settlement rule that reads them and the estimate that
+One module (about 750 lines): the bounds, the settlement rule that reads them and the estimate that
 stands beside them share the per-query arrays and must stay consistent with each other.
 """
 
