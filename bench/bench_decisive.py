@@ -36,7 +36,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's curation package, imported below
 
 from curation.evaluate.settle import query_bounds, resample_counts, settle  # noqa: E402 - after the sys.path line
-from curation.evaluate.simulate import all_pairs, pool_from_runs, simulate  # noqa: E402 - after the sys.path line
+from curation.evaluate.simulate import (  # noqa: E402 - after the sys.path line
+    all_pairs,
+    pool_from_runs,
+    settlement_lower_bound,
+    simulate,
+)
 from curation.formats.qrels import read_qrels  # noqa: E402 - after the sys.path line
 from curation.formats.runs import read_runs  # noqa: E402 - after the sys.path line
 from curation.judge.decisive import pair_priorities  # noqa: E402 - after the sys.path line
@@ -56,10 +61,11 @@ def fmt(x):
 
 
 PLANS = {"decisive": ("decisive", "block", True), "decisive-pair": ("decisive", "pair", False),
-         "shuffled": ("shuffled", "block", False), "depth": ("depth", "block", False)}
+         "shuffled": ("shuffled", "block", False), "depth": ("depth", "block", False),
+         "oracle": ("oracle", "pair", False)}
 
 
-def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), estimate=True):
+def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), estimate=True, estimate_until=0.5):
     print(f"\n== {metric}, mode {mode}: {len(comps)} comparisons, "
           f"{'each on its own pool (two runs, depth 20)' if mode == 'each' else f'one pool of {pm.n_pairs:,} pairs'}")
     rows = {}
@@ -67,7 +73,7 @@ def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), esti
         est = est and estimate
         t, c = time.perf_counter(), time.process_time()
         res = simulate(pm, truth, comps, metric, order=order, mode=mode, granularity=gran, step=step,
-                       estimate=est, seed=0)
+                       estimate=est, estimate_until=estimate_until, seed=0)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         summ = res.summary()
         label = order if order != "decisive" else f"decisive ({gran})"
@@ -88,6 +94,29 @@ def run_mode(pm, truth, comps, metric, mode, step, out, plans=tuple(PLANS), esti
         if m and base:
             print(f"  ratio shuffled / {label}: {base / m:.2f}x")
     return rows
+
+
+def lower_bounds(pm, truth, comps, metric):
+    """The proven lower bound of the share any order (even one knowing the labels) must judge
+    before the guarantee settles, per significant comparison on its own pool (nDCG only)."""
+    from curation.evaluate.settle import percentile_ends, query_bounds
+    from curation.evaluate.simulate import HIGHER, LOWER
+
+    t = time.process_time()
+    counts = resample_counts(len(pm.qids), seed=0)
+    member = np.stack([pm.members(c) for c in comps])
+    full = query_bounds(pm, np.where(member, truth[None, :], 0.0), comps, metric, max_grade=2)
+    low, high = percentile_ends(counts, full.lo)
+    shares = []
+    for i, c in enumerate(comps):
+        verdict = HIGHER if low[i] > 1e-12 else LOWER if high[i] < -1e-12 else None
+        if verdict is not None:
+            lb = settlement_lower_bound(pm, truth, c, metric, counts, verdict, member[i], 2)
+            shares.append(lb / member[i].sum())
+    print(f"proven lower bound of the share judged at settlement, any order (even knowing the labels), "
+          f"{len(shares)} significant comparisons: median {fmt(float(np.median(shares)))}, "
+          f"range {fmt(min(shares))}-{fmt(max(shares))} ({time.process_time() - t:.1f} s CPU)")
+    return shares
 
 
 def time_recompute(pm, truth, comps, metric, repeat=3):
@@ -116,8 +145,13 @@ def main():
     ap.add_argument("--step", type=float, default=0.02, help="share of the pool judged between checks")
     ap.add_argument("--comparisons", type=int, default=None, help="only the first N pairs of runs (quick look)")
     ap.add_argument("--json", dest="json_out", default=None, help="write every comparison's figures here")
-    ap.add_argument("--plans", default=",".join(PLANS), help=f"orders to replay, of {', '.join(PLANS)}")
+    ap.add_argument("--plans", default="decisive,decisive-pair,shuffled,depth",
+                    help=f"orders to replay, of {', '.join(PLANS)} (oracle: knows the labels, a reference)")
     ap.add_argument("--no-estimate", action="store_true", help="skip the estimate (the slow part)")
+    ap.add_argument("--estimate-until", type=float, default=0.5,
+                    help="share of the pool up to which the estimate is asked (then given up)")
+    ap.add_argument("--lower-bound", action="store_true",
+                    help="also the proven lower bound of the share any order needs (nDCG, each pool)")
     args = ap.parse_args()
     t = time.perf_counter()
     pm, truth = load()
@@ -127,9 +161,11 @@ def main():
     out = {}
     for metric in args.metric or ["ndcg@10"]:
         time_recompute(pm, truth, comps, metric)
+        if args.lower_bound and metric.startswith("ndcg"):
+            lower_bounds(pm, truth, comps, metric)
         for mode in (["each", "all"] if args.mode == "both" else [args.mode]):
             run_mode(pm, truth, comps, metric, mode, args.step, out, plans=args.plans.split(","),
-                     estimate=not args.no_estimate)
+                     estimate=not args.no_estimate, estimate_until=args.estimate_until)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(out, indent=1))
     print(f"load average at the end {os.getloadavg()}")

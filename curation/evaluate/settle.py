@@ -7,8 +7,8 @@ paired bootstrap interval of the mean difference (the same percentile interval a
 
 **The guarantee.** Some pairs of the pool are not judged yet; each could take any grade of the
 scale. For every query, :func:`query_bounds` gives ``lo_q <= d_q <= hi_q`` over *every* labelling
-of the unjudged pairs (exactly for nDCG when the interval contains a sign change, and a valid
-bound otherwise, see below). Each bootstrap replicate is a mean ``sum_q n_q d_q / n`` with
+of the unjudged pairs (exactly for nDCG, a valid bound for AP, see below). Each bootstrap
+replicate is a mean ``sum_q n_q d_q / n`` with
 non-negative resample counts ``n_q``, so it is monotone (non-decreasing) in every ``d_q``; a
 percentile of the replicates (an order statistic, or a linear interpolation between two) is then
 monotone too. Hence for any completion, its interval's low end is at least the low end computed
@@ -37,10 +37,14 @@ For the maximum: if some completion gives ``d_q >= 0`` then zeroing any unjudged
 ``c_u <= 0`` raises ``N`` and lowers ``I``, so the maximum is over the pairs with ``c_u > 0`` only; for
 given counts of each grade among them ``I`` is fixed (it depends only on the multiset of gains), and
 ``N`` is largest when the highest grades go to the largest ``c_u`` (rearrangement inequality). So the
-exact maximum is the best of a small enumeration of grade counts (:func:`_ratio_max`). If every
-completion gives ``N < 0`` the bound is ``N_max / I_max``, with ``I_max`` the ideal DCG when every
-unjudged pair of the query takes the top grade (valid, not always tight). The minimum is the same
-with ``-c``.
+exact maximum is the best of a small enumeration of grade counts (:func:`_ratio_ext`). If every
+completion gives ``N < 0``, the maximum is minus the minimum of ``-N / I > 0``: now every unjudged
+pair with ``c_u >= 0`` (and every unjudged pair outside both top k) takes the top grade (that lowers
+``-N`` and raises ``I``), and the pairs with ``c_u < 0`` are enumerated the same way, their grades
+going to the SMALLEST ``|c_u|`` first. Intermediate grades can be optimal; the enumeration covers
+them. So the bound is exact in every case (a completion reaches it; tests/evaluate/test_settle.py
+checks it against brute force). The minimum is the same with ``-c``. ``I`` counts the pool's pairs
+only: the golden set's qrels are the pool, so "every labelling" means every labelling of the pool.
 
 **AP@k bound.** ``AP = S / R``, ``S = sum over relevant ranks r <= k of precision@r``, ``R`` the
 relevant pairs of the query's pool. ``S`` only grows when an unjudged pair becomes relevant or a
@@ -52,10 +56,12 @@ divided by the largest ``R``). Valid, looser than the nDCG bound (shared pairs c
 **The estimate** (:func:`estimate`), labelled as such wherever it is shown: a logistic regression
 (scikit-learn, calibrated with ``CalibratedClassifierCV``) of P(relevant) from the ranks of a pair
 in each run, the number of runs that retrieved it and its query's stratum, fitted on the judged
-pairs; the expected difference and its variance per query under independent labels give the
-probability that the fully judged verdict differs from the verdict the estimate expects (P(flip)).
+pairs, scaled per query by the query's own rate of relevant pairs so far; the expected difference
+and its variance per query (labels, the query's rate, the model's coefficients, a common error)
+give the probability that the fully judged verdict differs from the verdict the estimate expects
+(P(flip)).
 
-One module (about 650 lines): the bounds, the settlement rule that reads them and the estimate that
+One module (about 750 lines): the bounds, the settlement rule that reads them and the estimate that
 stands beside them share the per-query arrays and must stay consistent with each other.
 """
 
@@ -72,9 +78,9 @@ from curation.evaluate.metrics import MetricSpec, parse_metric
 EPS = 1e-12  # strict inequalities of the guarantee hold by more than rounding
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_LEVEL = 0.95
-SHIFT = 0.25  # the common shift, as a share of one query's spread (see estimate)
+SHIFT = 0.25  # sd of a common multiplier of every unjudged pair's P(relevant) (see estimate)
+QUERY_PRIOR = 1.0  # pseudo-counts of the Gamma prior of a query's own rate of relevant pairs
 IDEAL_BY_RANK = True  # weigh a pair's ideal-DCG effect by 1/log2(1 + its best rank in any run)
-MIN_KNOWN = 5  # the estimate makes no call before this many queries are (nearly) fully judged
 
 HIGHER, LOWER, TIE, OPEN, NOT_SIGNIFICANT = "B higher", "B lower", "tie", "open", "no significant difference"
 
@@ -224,18 +230,34 @@ def _combos(width: int, G: int) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64).reshape(-1, G)  # column j holds E_{G-j}
 
 
-def _ratio_max(J, cpos, cnt, dc, k, G):
-    """Exact max over the completions of the pairs with weight ``cpos`` (> 0; zeros pad) of
-    ``(J + sum g_u c_u) / I(judged + those gains)``, with 0 where ``I`` is 0.
-    ``J``: (C, n); ``cpos``: (C, n, W); ``cnt``: (C or 1, n, G) judged counts per grade."""
-    C, n, W = cpos.shape
+def _ratio_ext(J, w, cnt, dc, k, G, *, minimum: bool = False):
+    """Exact extreme of ``(J + sum g_u w_u) / I`` over the grades ``g_u`` of the unjudged pairs with
+    weights ``w`` (> 0 each; zeros pad), ``I`` the ideal DCG of ``cnt`` plus those grades, 0 where
+    ``I`` is 0. For given counts of each grade among the pairs, ``I`` is fixed (it depends only on
+    the multiset of grades, not on which pairs hold them), so the extreme is the best of a small
+    enumeration of counts (:func:`_combos`, never more graded pairs than the query has), each with
+    the grades placed by the rearrangement inequality:
+
+    * ``minimum=False``: the maximum; the highest grades go to the largest ``w``;
+    * ``minimum=True``: the minimum when ``J > 0`` (every completion positive); the highest grades
+      go to the SMALLEST ``w``.
+
+    ``J``: (C, n); ``w``: (C, n, W); ``cnt``: (C or 1, n, G) counts per grade of the query's other
+    pairs (judged, or fixed at their extreme grade)."""
+    C, n, W = w.shape
     if W == 0:
         I0 = _idcg_counts(cnt, dc, k)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(I0 > 0, J / np.where(I0 > 0, I0, 1.0), 0.0)
-    cs = np.concatenate([np.zeros((C, n, 1)), np.cumsum(-np.sort(-cpos, axis=2), axis=2)], axis=2)
-    combos = _combos(W, G)  # (K, G): sorted ascending: combos[:, 0] = E_G (fewest), ..., combos[:, G-1] = E_1
-    best = np.full((C, n), -np.inf)
+    have = (w > 0).sum(axis=2)  # (C, n) pairs each query really has (the rest is padding)
+    if minimum:  # ascending, padding last
+        srt = np.sort(np.where(w > 0, w, np.inf), axis=2)
+        srt = np.where(np.isfinite(srt), srt, 0.0)
+    else:
+        srt = -np.sort(-w, axis=2)
+    cs = np.concatenate([np.zeros((C, n, 1)), np.cumsum(srt, axis=2)], axis=2)
+    combos = _combos(W, G)  # (K, G) ascending: combos[:, 0] = E_G (fewest), ..., combos[:, G-1] = E_1
+    best = np.full((C, n), np.inf if minimum else -np.inf)
     # counts added per grade: grade g gets E_g - E_{g+1} (E_{G+1} = 0)
     E = combos[:, ::-1]  # column g-1 = E_g
     add = E - np.concatenate([E[:, 1:], np.zeros((len(E), 1), dtype=np.int64)], axis=1)  # (K, G)
@@ -246,7 +268,11 @@ def _ratio_max(J, cpos, cnt, dc, k, G):
         ideal = _idcg_counts(cnt[:, :, None, :] + add[s:s + chunk][None, None, :, :], dc, k)  # (C|1, n, K)
         with np.errstate(divide="ignore", invalid="ignore"):
             d = np.where(ideal > 0, N / np.where(ideal > 0, ideal, 1.0), 0.0)
-        np.maximum(best, d.max(axis=2), out=best)
+        ok = e[None, None, :, 0] <= have[:, :, None]  # no more graded pairs than the query has
+        if minimum:
+            np.minimum(best, np.where(ok, d, np.inf).min(axis=2), out=best)
+        else:
+            np.maximum(best, np.where(ok, d, -np.inf).max(axis=2), out=best)
     return best
 
 
@@ -315,20 +341,29 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
         Nmin = J - G * cn.sum(axis=2)
         cntc = cnt if rows == C else np.broadcast_to(cnt, (C, n, G))
         Ij = _idcg_counts(cntc, dc, k)
-        full = cntc.copy()
-        full[:, :, G - 1] += n_unj if rows == C else np.broadcast_to(n_unj, (C, n))
-        Imax = _idcg_counts(full, dc, k)
+        nu = n_unj if rows == C else np.broadcast_to(n_unj, (C, n))
+        n_cp, n_cn = (cp > 0).sum(axis=2), (cn > 0).sum(axis=2)
 
         def trim(a):
             w = int((a > 0).sum(axis=2).max()) if a.size else 0
             return -np.sort(-a, axis=2)[:, :, :w]
 
+        def at_top(extra):  # the judged counts plus ``extra`` unjudged pairs at the top grade
+            out = cntc.copy()
+            out[:, :, G - 1] += extra
+            return out
+
+        # the maximum: if some completion is >= 0, the unjudged pairs with c <= 0 are 0 (that raises
+        # N and lowers I) and those with c > 0 are enumerated; else (every completion < 0) it is
+        # minus the minimum of -N / I > 0, where every unjudged pair but those with c < 0 takes the
+        # top grade (lowering -N and raising I) and those with c < 0 are enumerated. The minimum
+        # is the mirror image. Exact in every case (the module docstring; tests/evaluate/test_settle.py)
         caseA = (Nmax >= 0) | (Ij == 0)
-        hi = np.where(caseA, _ratio_max(J, trim(cp), cntc, dc, k, G),
-                      Nmax / np.where(Imax > 0, Imax, 1.0))
+        hi = np.where(caseA, _ratio_ext(J, trim(cp), cntc, dc, k, G),
+                      -_ratio_ext(-Nmax, trim(cn), at_top(nu - n_cn), dc, k, G, minimum=True))
         caseB = (Nmin <= 0) | (Ij == 0)
-        lo = np.where(caseB, -_ratio_max(-J, trim(cn), cntc, dc, k, G),
-                      Nmin / np.where(Imax > 0, Imax, 1.0))
+        lo = np.where(caseB, -_ratio_ext(-J, trim(cn), cntc, dc, k, G),
+                      _ratio_ext(Nmin, trim(cp), at_top(nu - n_cp), dc, k, G, minimum=True))
         w = G * np.abs(c) / np.maximum(Ij, 1.0)[:, :, None]
         moving = u & (c != 0)
         so_far = np.where(Ij > 0, J / np.where(Ij > 0, Ij, 1.0), 0.0)
@@ -517,6 +552,32 @@ def relevance_probability(features: np.ndarray, judged: np.ndarray, relevant: np
     return model.predict_proba(features)[:, 1]
 
 
+def _coefficient_spread(features: np.ndarray, judged: np.ndarray, relevant: np.ndarray, *, C: float = 1.0):
+    """The uncertainty of a logistic regression of relevance on ``features`` fitted on the judged
+    pairs (scikit-learn, L2 penalty ``1/C`` on the slopes): ``(X1, p, cov)``, the features with an
+    intercept column, the fitted P(relevant) of every pair and the Laplace approximation of the
+    coefficients' covariance, the inverse of ``X1' W X1 + penalty`` over the judged pairs. With
+    fewer than 5 judged pairs of either class: the intercept alone, its variance that of a
+    smoothed base rate on the logit scale."""
+    X1 = np.hstack([np.ones((len(features), 1)), features])
+    y = relevant[judged].astype(int)
+    pos, neg = int(y.sum()), int(len(y) - y.sum())
+    if pos < 5 or neg < 5:
+        rate = (pos + 1) / (len(y) + 2)
+        cov = np.zeros((X1.shape[1], X1.shape[1]))
+        cov[0, 0] = 1.0 / ((len(y) + 2) * rate * (1 - rate))
+        return X1, np.full(len(features), rate), cov
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=C, max_iter=500).fit(features[judged], y)
+    p = model.predict_proba(features)[:, 1]
+    Xj, pj = X1[judged], p[judged]
+    penalty = np.eye(X1.shape[1]) / C
+    penalty[0, 0] = 0.0  # scikit-learn does not penalise the intercept
+    H = (Xj * (pj * (1 - pj))[:, None]).T @ Xj + penalty
+    return X1, p, np.linalg.pinv(H)
+
+
 def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int, int]], metric: str | MetricSpec,
              counts: np.ndarray, *, max_grade: int, rel_level: int = 1, level: float = DEFAULT_LEVEL,
              tie: float = 0.0, only: Sequence[int] | None = None, members: np.ndarray | None = None,
@@ -526,9 +587,16 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
     the expected mean difference. P(relevant) per unjudged pair by :func:`relevance_probability`
     (fitted per row of ``grades``: the comparison's own pool when ``grades`` has one row per
     comparison), the grade of a relevant pair drawn from the judged grades; per query the expected
-    difference and its variance (labels independent, the ideal DCG averaged over ``samples``
-    draws, plus the spread of the judged queries' differences in the share of the query's weight
-    still unjudged), and for the mean a normal law around the interval of the expected differences.
+    difference and its variance given the model (labels independent, the ideal DCG averaged over
+    ``samples`` draws), and three shared errors on top: each query's own rate of relevant pairs
+    (a Gamma(QUERY_PRIOR + relevant judged, QUERY_PRIOR + expected) multiplier of its unjudged
+    pairs' P(relevant): its mean moves them, its variance counts), the model's coefficients (the
+    Laplace covariance of :func:`_coefficient_spread`, through the delta method: a model fitted on
+    few pairs may favour one run's ranks for every query at once) and a common multiplier of every
+    unjudged P(relevant) of sd :data:`SHIFT`; for the mean a normal law around the interval the
+    fully judged pool is expected to give: the interval of the expected differences, widened by
+    the queries' own variances (``sd`` in the answer: each part's share, on the mean difference;
+    ``interval``: the widened one).
     It is not a guarantee: only :func:`settle` says "settled". ``cache`` (a dict kept between
     calls) reuses a row's fitted probabilities until its judged pairs grow by a quarter."""
     from scipy.stats import norm
@@ -555,22 +623,34 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
             n_j = int(judged.sum())
             hit = None if cache is None else cache.get(r)
             if hit is not None and n_j <= hit[0] * 1.25 + 20:
-                p = hit[1]
+                p, lap = hit[1], hit[2]
             else:
                 p = relevance_probability(feats, judged, rel, seed=seed)
+                lap = _coefficient_spread(feats, judged, rel)
                 if cache is not None:
-                    cache[r] = (n_j, p)
+                    cache[r] = (n_j, p, lap)
             pos_grades = g[r][judged & rel & (np.nan_to_num(g[r]) > 0)]
             dist = np.bincount(np.clip(pos_grades.astype(int), 1, G), minlength=G + 1)[1:] + 1.0
             dist = dist / dist.sum()
-            prob[r] = (np.where(np.isnan(g[r]) & members[r], p, 0.0), dist, None)
-        p, dist, ideal = prob[r]
+            # the query's own rate: relevant pairs judged in the query against the model's
+            # expectation for them, a Gamma(QUERY_PRIOR + seen, QUERY_PRIOR + expected) multiplier of the
+            # query's unjudged P(relevant) (labels within a query go together: an easy query has
+            # many relevant pairs)
+            seen = np.bincount(pm.pair_query, weights=judged & rel, minlength=n)
+            expected = np.bincount(pm.pair_query, weights=np.where(judged, p, 0.0), minlength=n)
+            lam = (QUERY_PRIOR + seen) / (QUERY_PRIOR + expected)
+            var_lam = (QUERY_PRIOR + seen) / (QUERY_PRIOR + expected) ** 2
+            open_r = np.isnan(g[r]) & members[r]
+            base = np.where(open_r, p, 0.0)
+            prob[r] = (np.clip(base * lam[pm.pair_query], 0.0, 0.99), dist, None, base, lam, var_lam, lap)
+        p, dist, ideal, base, lam, var_lam, lap = prob[r]
         unj = np.isnan(g[r]) & members[r]
         grades_r = np.where(np.isnan(g[r]), 0.0, np.clip(g[r], 0, None))
         vals = np.arange(1, G + 1, dtype=np.float64)
         mu_g, m2_g = float(dist @ vals), float(dist @ vals ** 2)
         vs, cmask = valid[j], safe[j]
         pu = np.where(vs, p[cmask], 0.0)
+        bu = np.where(vs & unj[cmask], base[cmask], 0.0)
         if name == "ndcg":
             c = _ndcg_weights(pm, comps[[i]], safe[j][None], valid[j][None], k)[0]
             mean_gain = np.where(unj[cmask], pu * mu_g, grades_r[cmask])
@@ -579,9 +659,12 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
             var = (var_gain * c * c).sum(axis=1)
             if ideal is None:  # the same for every comparison of the row
                 ideal = _sampled_idcg(pm, grades_r, unj, p, dist, k, samples, rng)
-                prob[r] = (p, dist, ideal)
-            m = np.where(ideal > 0, num / np.where(ideal > 0, ideal, 1.0), 0.0)
-            v = np.where(ideal > 0, var / np.where(ideal > 0, ideal, 1.0) ** 2, 0.0)
+                prob[r] = (p, dist, ideal, base, lam, var_lam, lap)
+            safe_i = np.where(ideal > 0, ideal, 1.0)
+            m = np.where(ideal > 0, num / safe_i, 0.0)
+            v = np.where(ideal > 0, var / safe_i ** 2, 0.0)
+            sens = np.where(ideal > 0, (bu * mu_g * c).sum(axis=1) / safe_i, 0.0)  # d m_q / d lam_q
+            effect = np.where(unj[cmask] & vs, mu_g * c / safe_i[:, None], 0.0)  # d m_q / d P(rel of u)
         else:
             relp = np.where(unj[cmask], pu, (grades_r[cmask] >= rel_level).astype(float))
             relp = np.where(vs, relp, 0.0)
@@ -602,21 +685,30 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
             w = np.where(dup | ~vs, 0.0, w)
             var = (np.where(unj[cmask] & vs, pu * (1 - pu), 0.0) * w * w).sum(axis=1)
             v = np.where(R > 0, var / np.maximum(R, 1e-9) ** 2, 0.0)
-        # Labels within a query are not independent (an easy query has many relevant pairs): a
-        # query counts, in the share of its weight still unjudged, the spread of the differences
-        # between the (nearly) fully judged queries (at least 0.2, a typical nDCG spread, until 5 exist).
+            sens = np.where(R > 0, (bu * w).sum(axis=1) / np.maximum(R, 1e-9), 0.0)
+            effect = np.where(unj[cmask] & vs, w / np.maximum(R, 1e-9)[:, None], 0.0)
+        # the uncertainty of each query's own rate, and a common error of the model for every
+        # unjudged pair at once (a multiplier of sd SHIFT), on the mean difference
+        v_query = sens ** 2 * var_lam
+        common = SHIFT * abs(float((lam * sens).sum())) / n
+        # the model's own uncertainty (its coefficients, fitted on the judged pairs), shared by every
+        # unjudged pair: the delta method on the mean difference (Laplace approximation)
+        X1, p_lr, cov = lap
+        dp = (p_lr * (1.0 - p_lr))[cmask] * lam[:, None]  # d P(rel) / d (linear predictor)
+        grad = np.einsum("qk,qkd->d", effect * dp, X1[cmask]) / n
+        var_coef = float(grad @ cov @ grad)
         wabs = np.where(vs, np.abs(_ndcg_weights(pm, comps[[i]], safe[j][None], valid[j][None], k)[0]), 0.0)
         unj_share = np.where(wabs.sum(axis=1) > 0,
                              (wabs * unj[cmask]).sum(axis=1) / np.maximum(wabs.sum(axis=1), 1e-12), 0.0)
         known = (unj_share < 0.1) & (wabs.sum(axis=1) > 0)
-        spread = max(float(np.var(m[known])), 0.01) if known.sum() >= MIN_KNOWN else 0.04
-        v = v + unj_share * spread
         lo_m, hi_m = percentile_ends(counts, m[None], level)
-        # and the model may be wrong for all the unjudged pairs at once (e.g. against a run that
-        # retrieves what the others do not): a common shift of SHIFT times one query's spread, over
-        # the share unjudged
-        sd = float(np.sqrt(v.sum() / n ** 2 + (SHIFT * unj_share.mean()) ** 2 * spread))
-        lo_m, hi_m = float(lo_m[0]), float(hi_m[0])
+        sd = float(np.sqrt((v.sum() + v_query.sum()) / n ** 2 + var_coef + common ** 2))
+        # the fully judged interval is wider than the interval of the expected differences: the
+        # differences themselves vary across queries by Var(m) plus each query's own variance (law
+        # of total variance), so its half-widths grow by sqrt(1 + mean variance / Var(m))
+        mid = float(m.mean())
+        widen = float(np.sqrt(1.0 + (v + v_query).mean() / max(float(np.var(m)), 1e-12)))
+        lo_m, hi_m = mid - (mid - float(lo_m[0])) * widen, mid + (float(hi_m[0]) - mid) * widen
         if sd > 0:
             p_hi, p_lo = float(norm.cdf(lo_m / sd)), float(norm.cdf(-hi_m / sd))
             p_tie = max(0.0, float(norm.cdf((tie - hi_m) / sd) - norm.cdf((-tie - lo_m) / sd))) if tie > 0 else 0.0
@@ -626,9 +718,11 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
         p_ns = max(0.0, 1.0 - p_hi - p_lo - p_tie)
         probs = {HIGHER: p_hi, LOWER: p_lo, TIE: p_tie, NOT_SIGNIFICANT: p_ns}
         verdict = max(probs, key=probs.get)
-        p_flip = 1.0 - probs[verdict] if known.sum() >= MIN_KNOWN else max(1.0 - probs[verdict], 0.5)
+        p_flip = 1.0 - probs[verdict]
         out[i] = {"verdict": verdict, "p_flip": p_flip, "probabilities": probs, "known_queries": int(known.sum()),
-                  "mean": float(m.mean()), "interval": [lo_m, hi_m]}
+                  "mean": float(m.mean()), "interval": [lo_m, hi_m],
+                  "sd": {"labels": float(np.sqrt(v.sum()) / n), "queries": float(np.sqrt(v_query.sum()) / n),
+                         "model": float(np.sqrt(var_coef)), "common": common}}
     return out
 
 

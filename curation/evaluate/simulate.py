@@ -6,6 +6,8 @@ grade in the qrels (a pair the qrels lack is not relevant). Pairs are judged in 
 
 * ``shuffled``: a seeded random order of the pairs;
 * ``depth``: the pairs by their best rank in the compared runs (all of rank 1 first), ties shuffled;
+* ``oracle``: an order that knows the labels (:func:`oracle_sequence`), the reference for what any
+  order could save (``mode="each"`` only; the CLI does not offer it);
 * ``decisive``: after each batch, the priorities of :mod:`curation.judge.decisive` are recomputed
   and whole queries are taken, the most unsettled weight first (as ``golden assign --order
   decisive`` hands them to judges; ``granularity="pair"`` takes single pairs instead, the bound of
@@ -43,7 +45,7 @@ from curation.evaluate.settle import (
     verdict_of,
 )
 
-ORDERS = ("decisive", "shuffled", "depth")
+ORDERS = ("decisive", "shuffled", "depth", "oracle")  # oracle: knows the labels (a reference, not for users)
 GRANULARITIES = ("block", "query", "pair")
 BLOCK = 10  # pairs of one query served together (shuffled) by the decisive order
 
@@ -144,12 +146,15 @@ def simulate(
     estimate_level: float = 0.95,
     estimate_until: float = 0.5,
     progress: Callable[[float], None] | None = None,
+    trace: dict | None = None,
 ) -> SimulationResult:
     """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
     comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
     when it settled. See the module docstring. With ``estimate``, also the share at which the
     estimate first put P(flip) at most ``1 - estimate_level`` on a significant verdict (checked up to
-    ``estimate_until`` of the pool, then given up: counted as the whole pool)."""
+    ``estimate_until`` of the pool, then given up: counted as the whole pool). ``trace`` (a dict)
+    receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
+    outside the row's pool) and ``shares`` (per check, each row's share judged)."""
     from curation.judge.decisive import pair_priorities
 
     if order not in ORDERS:
@@ -190,6 +195,11 @@ def simulate(
 
     # fixed orders: a rank of every pair per row
     fixed = None
+    if order == "oracle":
+        if mode != "each":
+            raise ValueError("the oracle order is a reference for one comparison at a time: mode 'each'")
+        fixed = [oracle_sequence(pm, truth, comps[r], metric, counts, full[r], member[r], G, rng, level=level)
+                 for r in range(rows)]
     if order in ("shuffled", "depth"):
         fixed = []
         for r in range(rows):
@@ -205,6 +215,9 @@ def simulate(
             fixed.append(idx[key])
 
     judged = ~member.copy()  # pairs outside a comparison's pool are known (not relevant) from the start
+    if trace is not None:  # for studies of a stopping rule: the check after which each pair was judged
+        trace["judged_at"] = np.where(member, np.iinfo(np.int16).max, -1).astype(np.int16)
+        trace["shares"] = []
     done = np.zeros(rows, dtype=np.int64)
     open_c = np.ones(C, dtype=bool)
     est_open = np.ones(C, dtype=bool) if estimate else np.zeros(C, dtype=bool)
@@ -219,6 +232,8 @@ def simulate(
         st = settle(bounds, counts, level=level, tie=tie)
         t_checks += time.process_time() - t0
         checks += 1
+        if trace is not None:
+            trace["shares"].append(done / np.maximum(pool_size, 1))
         shares = done / np.maximum(pool_size, 1)
         for i in np.flatnonzero(open_c):
             if st.status[i] != OPEN:
@@ -269,6 +284,8 @@ def simulate(
                 todo = member[r] & ~judged[r]
                 take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
             judged[r, take] = True
+            if trace is not None:
+                trace["judged_at"][r, take] = checks
             done[r] += len(take)
     result.seconds_per_check = t_checks / max(checks, 1)
     result.checks = checks
@@ -304,3 +321,168 @@ def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: in
     upto = int(np.searchsorted(np.cumsum(sizes), need)) + 1
     chosen = np.isin(q, qorder[:upto])
     return idx[chosen]
+
+
+def oracle_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str, counts: np.ndarray,
+                    verdict: str, member: np.ndarray, G: int, rng: np.random.Generator, *,
+                    level: float = DEFAULT_LEVEL) -> np.ndarray:
+    """A judging order that KNOWS the labels (``truth``), a reference for what any order could
+    save: no order a team can use does better than the best such order. For a significant
+    ``verdict`` it raises the worst-case end that must cross 0 (``lo`` for "B higher", ``hi`` for
+    "B lower") as fast as it can: within each query, the pairs whose label differs from the worst
+    case's label for them come first (those that change the DCG difference, by their effect
+    ``|c| * |label - worst|``, then those that only lower the ideal DCG); each query's curve of its
+    worst-case end after its first ``j`` pairs is computed with the exact bounds, and queries advance
+    along the upper concave hull of their curves, the largest gain per pair first (the greedy
+    solution of the knapsack of pairs against the mean worst-case difference). Pairs that cannot
+    help come last, shuffled. For a comparison that is not significant: a shuffled order."""
+    idx = np.flatnonzero(member)
+    if verdict not in (HIGHER, LOWER):
+        return idx[rng.permutation(len(idx))]
+    a, b = comp
+    sign = 1.0 if verdict == HIGHER else -1.0
+    name, k = metric_form(metric, pm.depth)
+    n = len(pm.qids)
+    rA, rB = pm.ranks[a], pm.ranks[b]
+    if name == "ndcg":
+        from curation.evaluate.settle import _disc
+
+        disc = _disc(k)
+        c = sign * (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
+                    - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
+    else:  # ap: 1/rank in the top k, as a proxy of the effect
+        inv = np.where((rB >= 1) & (rB <= k), 1.0 / np.maximum(rB, 1), 0.0) - \
+            np.where((rA >= 1) & (rA <= k), 1.0 / np.maximum(rA, 1), 0.0)
+        c = sign * inv
+    worst = np.where(c > 0, 0.0, float(G))  # the worst case's label of an unjudged pair (mostly)
+    t = np.where(member, truth, 0.0)
+    n_eff = np.abs(c) * np.abs(t - worst)
+    useful = member & (t != worst)
+    key = np.where(useful, np.where(n_eff > 0, 2.0 + n_eff, 1.0), 0.0) + 1e-3 * rng.random(pm.n_pairs)
+    pq = pm.pair_query
+    per_q = [idx_q[np.argsort(-key[idx_q], kind="stable")] for idx_q in
+             (idx[pq[idx] == q] for q in range(n))]
+    useful_q = [int(useful[o].sum()) for o in per_q]
+    width = max(useful_q) if useful_q else 0
+    # rows j = 0..width: each query's first j (useful) pairs judged, the rest of the pool unjudged
+    base = np.where(member, np.nan, 0.0)
+    rows = np.repeat(base[None], width + 1, axis=0)
+    for q, o in enumerate(per_q):
+        for j in range(1, useful_q[q] + 1):
+            rows[j:, o[j - 1]] = t[o[j - 1]]
+    bnd = query_bounds(pm, rows, [comp] * (width + 1), metric, max_grade=G)
+    curve = (bnd.lo if verdict == HIGHER else -bnd.hi)  # (width + 1, n): the end to raise, per query
+    segments = []  # (slope, q, j, j2) along each query's upper concave hull, from j = 0
+    for q in range(n):
+        j = 0
+        while j < useful_q[q]:
+            gains = (curve[j + 1:useful_q[q] + 1, q] - curve[j, q]) / np.arange(1, useful_q[q] - j + 1)
+            m = len(gains) - 1 - int(np.argmax(gains[::-1]))  # the longest step of the best slope
+            if gains[m] <= 1e-15:
+                break
+            segments.append((-gains[m], q, j, j + m + 1))
+            j += m + 1
+    # steepest first (a query's segments stay in its own order: slopes fall along a hull), each
+    # query's slope weighted by how much its bound moves the bootstrap's end where the order
+    # settles (the resample counts of the replicates around the end; twice refined)
+    weight = np.ones(n)
+    for _ in range(3):
+        segs = sorted(segments, key=lambda x: (x[0] * weight[x[1]], x[1], x[2]))
+        state = np.repeat(curve[:1], len(segs) + 1, axis=0)
+        for t, (_, q, _j, j2) in enumerate(segs, start=1):
+            state[t:, q] = curve[j2, q]
+        low, _ = percentile_ends(counts, state, level, ends="low")
+        ok = np.flatnonzero(low > 0)
+        at = state[ok[0]] if len(ok) else state[-1]
+        reps = counts @ at / n
+        pos = int((len(reps) - 1) * (1 - level) / 2)
+        near = np.argsort(np.abs(np.argsort(np.argsort(reps)) - pos))[:101]
+        weight = counts[near].mean(axis=0)
+    seq = [p for _, q, j, j2 in segs for p in per_q[q][j:j2].tolist()]
+    rest = np.setdiff1d(idx, np.asarray(seq, dtype=np.int64))
+    return np.concatenate([np.asarray(seq, dtype=np.int64), rest[rng.permutation(len(rest))]])
+
+
+def settlement_lower_bound(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str,
+                           counts: np.ndarray, verdict: str, member: np.ndarray, G: int, *,
+                           level: float = DEFAULT_LEVEL) -> int:
+    """A proven lower bound on the pairs ANY order (even one knowing the labels) must judge before
+    the guarantee can settle the comparison on ``verdict`` (nDCG@k; "B higher" or "B lower").
+
+    Let S be the judged pairs when it settles ("B higher"; "B lower" is the mirror image). Query
+    q's worst-case bound is at most the difference of one completion: the unjudged pairs favouring
+    B at 0, every other unjudged pair at the top grade, ``N(S) / I(S)``. With ``j`` of its pairs
+    judged, ``N(S) <= N_j`` (the labels differ most from that completion on the judged pairs: the
+    ``n - j`` smallest penalties stay) and ``I_lo_j <= I(S) <= I_hi_j`` (the top grade given to the
+    unjudged pairs that are graded highest, resp. lowest), so the bound is at most
+    ``U_q(j) = N_j / I_lo_j`` (``N_j >= 0``) or ``N_j / I_hi_j``. The percentile's low end is at
+    most the ``(i+2)``-th smallest replicate (``i = floor((R - 1) * (1 - level) / 2)``, the
+    interpolation's lower order statistic), so when it is > 0 at most ``low = i + 1`` replicates are
+    <= 0; then for ANY set T of replicates at least ``|T| - low`` of them are > 0, and so is the sum
+    of the ``|T| - low`` largest in T, which is at most ``sum_q phi_q(U_q(j_q))``,
+    ``phi_q(x) = x * W+_q`` (the sum of the ``|T| - low`` largest counts of q in T) for ``x >= 0``,
+    else ``x * W-_q`` (the smallest). T is taken as the replicates lowest at the fully judged
+    differences, of sizes 2, 4, 8 and 16 times ``low`` and all of them, and the largest bound kept.
+    The least ``sum_q j_q`` with ``sum_q phi_q > 0`` (a multiple-choice knapsack, solved exactly by
+    dynamic programming over the number of pairs) is the bound. Valid for checks after every pair."""
+    from curation.evaluate.settle import _disc
+
+    name, k = metric_form(metric, pm.depth)
+    if name != "ndcg":
+        raise ValueError("the lower bound is for ndcg@k")
+    a, b = comp
+    if verdict == LOWER:
+        a, b = b, a
+    elif verdict != HIGHER:
+        raise ValueError("the lower bound is for a significant verdict")
+    R = counts.shape[0]
+    low_count = int(np.floor((R - 1) * (1 - level) / 2)) + 1  # at most this many replicates <= 0
+    disc = _disc(k)
+    rA, rB = pm.ranks[a], pm.ranks[b]
+    c = (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
+         - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
+    pool = int(member.sum())
+    curves = []
+
+    def idcg(rows):  # rows: (j, nq) gains -> ideal DCG@k of each row
+        top = -np.sort(-rows, axis=1)[:, :k]
+        return top @ disc[1:top.shape[1] + 1]
+
+    for q in range(len(pm.qids)):
+        ps = np.flatnonzero(member & (pm.pair_query == q))
+        nq = len(ps)
+        if nq == 0:
+            continue
+        t, cq = truth[ps], c[ps]
+        pen = np.sort(np.where(cq > 0, cq * t, np.where(cq < 0, -cq * (G - t), 0.0)))
+        left = nq - np.arange(nq + 1)  # unjudged pairs when j are judged
+        n_j = float((t * cq).sum()) - np.concatenate([[0.0], np.cumsum(pen)])[left]
+        t_asc = np.sort(t)
+        lower = np.arange(nq)[None, :] < (nq - left)[:, None]  # the nq - left lowest judged
+        i_lo = idcg(np.where(lower, t_asc[None, :], float(G)))
+        upper = np.arange(nq)[None, :] >= left[:, None]  # the nq - left highest judged
+        i_hi = idcg(np.where(upper, t_asc[None, :], float(G)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(n_j >= 0, np.where(i_lo > 0, n_j / i_lo, np.where(n_j > 0, np.inf, 0.0)),
+                         n_j / np.where(i_hi > 0, i_hi, 1.0))
+        curves.append((q, u))
+    # any set T of replicates: at least |T| - low_count of them are > 0; T = the replicates lowest
+    # at the fully judged differences (the ones a settlement must lift), of several sizes
+    full = query_bounds(pm, np.where(member, truth, 0.0), [(a, b)], metric, max_grade=G).lo[0]
+    by_value = np.argsort(counts @ full, kind="stable")
+    out = 0
+    for size in sorted({min(R, low_count * f) for f in (2, 4, 8, 16)} | {R}):
+        keep = size - low_count
+        srt = np.sort(counts[by_value[:size]], axis=0)
+        w_plus, w_minus = srt[-keep:].sum(axis=0), srt[:keep].sum(axis=0)
+        best = np.full(pool + 1, -np.inf)
+        best[0] = 0.0
+        for q, u in curves:
+            phi = np.where(u >= 0, u * w_plus[q], u * w_minus[q])
+            new = np.full(pool + 1, -np.inf)
+            for j in range(len(u)):
+                np.maximum(new[j:], best[:pool + 1 - j] + phi[j], out=new[j:])
+            best = new
+        ok = np.flatnonzero(best > 0)
+        out = max(out, int(ok[0]) if len(ok) else pool)
+    return out

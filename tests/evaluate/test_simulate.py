@@ -63,11 +63,12 @@ def test_orders_never_make_a_wrong_call(robust4):
     pm, truth = pool_from_runs({r.name: r.rankings for r in runs}, qrels, 20)
     comps = all_pairs(len(runs))
     shares = {}
-    for order in ("decisive", "shuffled", "depth"):
+    for order in ("decisive", "shuffled", "depth", "oracle"):
         res = simulate(pm, truth, comps, "ndcg@10", order=order, step=0.05)
         assert res.summary()["wrong_calls"] == 0
         shares[order] = res.summary()["median_share_significant"]
-    assert shares["decisive"] <= shares["shuffled"]
+    assert shares["oracle"] <= shares["decisive"] <= shares["shuffled"]
+    assert shares["oracle"] < shares["shuffled"]
 
 
 @pytest.mark.slow
@@ -82,3 +83,41 @@ def test_simulate_judging_cli(robust4):
     assert got["summary"]["comparisons"] == 3 and got["summary"]["wrong_calls"] == 0
     out = CliRunner().invoke(main, args + ["--compare", "nope,other"])
     assert out.exit_code == 2 and "no run named 'nope'" in out.output
+
+
+def test_lower_bound_is_below_the_least_settling_set():
+    """The proven lower bound of the pairs any order must judge is at most the size of the smallest
+    judged set that settles the comparison, found by trying every subset of a small pool."""
+    import itertools
+
+    from curation.evaluate.settle import PoolMatrix, percentile_ends, query_bounds, settle
+    from curation.evaluate.simulate import settlement_lower_bound
+
+    rng = np.random.default_rng(5)
+    tried = 0
+    for trial in range(40):
+        docs = [f"d{i}" for i in range(3)]
+        rankings = {"A": {}, "B": {}}
+        for q in range(4):
+            order = list(rng.permutation(docs))
+            rankings["A"][f"q{q}"] = order
+            rankings["B"][f"q{q}"] = order[::-1] if rng.random() < 0.8 else order
+        pm = PoolMatrix.from_rankings(rankings, depth=3)
+        truth = rng.integers(0, 3, size=pm.n_pairs).astype(float)
+        counts = resample_counts(4, resamples=200, seed=trial)
+        full = query_bounds(pm, truth, [(0, 1)], "ndcg@3", max_grade=2)
+        low, high = percentile_ends(counts, full.lo)
+        verdict = HIGHER if low[0] > 0 else LOWER if high[0] < 0 else None
+        if verdict is None:
+            continue
+        subsets = np.array(list(itertools.product([False, True], repeat=pm.n_pairs)))
+        grades = np.where(subsets, truth[None, :], np.nan)
+        b = query_bounds(pm, grades, [(0, 1)] * len(subsets), "ndcg@3", max_grade=2)
+        st = settle(b, counts)
+        sizes = subsets.sum(axis=1)
+        least = min(int(s) for s, v in zip(sizes, st.status) if v == verdict)
+        bound = settlement_lower_bound(pm, truth, (0, 1), "ndcg@3", counts, verdict,
+                                       np.ones(pm.n_pairs, dtype=bool), 2)
+        assert 0 < bound <= least, (trial, bound, least)
+        tried += 1
+    assert tried >= 3
