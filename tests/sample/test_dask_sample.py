@@ -96,28 +96,29 @@ def test_dask_sample_is_byte_identical_to_one_process(log_parts, cluster, tmp_pa
 
 
 @pytest.mark.parametrize("weighting", ["traffic", "uniform"])
-def test_dask_draw_equals_one_process_for_any_bucket_count(log_parts, cluster, tmp_path, weighting):
+@pytest.mark.parametrize("strata,shape,user", [(("market",), True, "user"), ((), False, None)])
+def test_dask_draw_equals_one_process_for_any_bucket_count(log_parts, cluster, tmp_path, weighting, strata, shape,
+                                                           user):
     """The draw spread over 1, 3 or 16 key ranges (certainty units, systematic points crossing
     buckets, --exclude and --handwritten queries) gives one process's rows exactly."""
     from curation.sample.distributed import DaskPool
     from curation.sample.sampling import _sample, sample_queries
 
     paths = [str(log_parts / "a.csv"), str(log_parts / "b.jsonl.gz"), str(log_parts / "dataset")]
-    one = sample_queries(paths, query_col="query", count_col="n", user_col="user", strata=["market"], shape=True,
-                         size=60, floor=2, seed=4, weighting=weighting)
+    kw = dict(query_col="query", count_col="n", user_col=user, strata=strata)
+    one = sample_queries(paths, **kw, shape=shape, size=60, floor=2, seed=4, weighting=weighting)
     texts = [r["text"] for r in one.rows]
     (tmp_path / "hand.txt").write_text(f"{texts[0]}\nmy own query\n", encoding="utf-8")
     (tmp_path / "ex.txt").write_text("\n".join(texts[1:6]) + "\n", encoding="utf-8")
     lists = dict(handwritten=str(tmp_path / "hand.txt"), exclude=[str(tmp_path / "ex.txt")])
-    kw = dict(query_col="query", count_col="n", user_col="user", strata=("market",))
-    expected = sample_queries(paths, **kw, shape=True, size=60, floor=2, seed=4, weighting=weighting, **lists)
+    expected = sample_queries(paths, **kw, shape=shape, size=60, floor=2, seed=4, weighting=weighting, **lists)
     if weighting == "traffic":
         inclusion = [r["inclusion"] for r in expected.rows if r["stratum"] != {"source": "handwritten"}]
         assert 1.0 in inclusion and min(inclusion) < 0.5  # certainty units and drawn ones
     assert any("--exclude" in w for w in expected.warnings) and any("also occur" in w for w in expected.warnings)
     for buckets in (1, 3, 16):
         with DaskPool(paths, **kw, seed=4, dask=cluster.scheduler_address, buckets=buckets) as pool:
-            got = _sample(pool, strata=("market",), shape=True, size=60, floor=2, seed=4, weighting=weighting,
+            got = _sample(pool, strata=strata, shape=shape, size=60, floor=2, seed=4, weighting=weighting,
                           warnings=[], **lists)
         assert got.rows == expected.rows
         assert got.strata == expected.strata and got.stats == expected.stats and got.warnings == expected.warnings
