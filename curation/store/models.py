@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, Column, Index, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -263,7 +263,8 @@ class ExportChunk(SQLModel, table=True):
     """One piece of an export version's frozen zip: chunk ``no`` (from 0) holds bytes
     ``no * size`` on, where size is chunk 0's length (curation.store.archives)."""
 
-    version_id: int = Field(foreign_key="exportversion.id", primary_key=True)
+    version_id: int = Field(sa_column=Column(Integer, ForeignKey("exportversion.id", ondelete="CASCADE"),
+                                             primary_key=True))  # the chunks go with their version
     no: int = Field(primary_key=True)
     data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 

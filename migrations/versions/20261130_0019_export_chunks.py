@@ -41,7 +41,7 @@ def upgrade() -> None:
     sa.Column('version_id', sa.Integer(), nullable=False),
     sa.Column('no', sa.Integer(), nullable=False),
     sa.Column('data', sa.LargeBinary(), nullable=False),
-    sa.ForeignKeyConstraint(['version_id'], ['exportversion.id'], ),
+    sa.ForeignKeyConstraint(['version_id'], ['exportversion.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('version_id', 'no')
     )
     op.add_column('exportversion', sa.Column('archive_bytes', sa.BigInteger(), nullable=True))

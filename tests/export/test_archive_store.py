@@ -160,3 +160,7 @@ def test_a_version_without_chunks_has_no_files(engine, n):
 
             write_chunks(s, row, lambda out: out.write(build_archive("v1", {"qrels.txt": b"a 0 b 1\n"})))
             assert set(stored_openers(s, row)) == {"qrels.txt"}
+            s.commit()
+            s.delete(row)  # a version's chunks go with it (ON DELETE CASCADE)
+            s.commit()
+            assert not s.exec(select(ExportChunk)).all()
