@@ -64,6 +64,9 @@ class VersionFiles(Mapping):
     def __len__(self) -> int:
         return len(self._openers)
 
+    def __contains__(self, name) -> bool:  # from the directory, without reading the file
+        return name in self._openers
+
     def size(self, name: str) -> int:
         return self._sizes[name]
 
