@@ -11,7 +11,7 @@ the generator of ``bench_sample.py``), then runs, each in a fresh process:
 2. the same with ``--dask local:2`` (a local cluster of 2 worker processes).
 
 Prints wall time, CPU time (the process and its children, so the Dask workers are counted), the
-peak memory of the driver process alone (``ru_maxrss``), the load average, and whether the two
+peak memory of the driver process alone (its ``VmHWM``), the load average, and whether the two
 output files are identical byte for byte (they must be).
 """
 
@@ -35,13 +35,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_sample import make_vocab  # noqa: E402 - after the sys.path line
 
+# The child's own peak memory is VmHWM (Linux): the high-water mark of this process's memory since
+# it was started, which, unlike ru_maxrss, does not carry over the RSS of the (big) benchmark
+# process it was forked from; nor does it count the Dask workers, which are other processes.
 GOLDEN = """
-import resource, sys
+import sys
 from curation.cli import main
 try:
     main(sys.argv[1:], standalone_mode=False)
 finally:
-    print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+    with open('/proc/self/status') as fh:
+        print('PEAK_KIB', next(l.split()[1] for l in fh if l.startswith('VmHWM:')), file=sys.stderr)
 """
 
 
@@ -104,6 +108,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dir", default=None, help="keep the generated log here (default: a temporary folder)")
+    ap.add_argument("--no-users", action="store_true",
+                    help="sample without --user-col (no distinct users nor user weights: no shuffle of the "
+                         "(query, user) pairs)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory(prefix="golden-bench-") if args.dir is None else None
     base = Path(args.dir or tmp.name)
@@ -117,7 +124,8 @@ def main() -> None:
     size = sum(f.stat().st_size for f in files)
     print(f"log: {args.rows:,} rows in {len(files)} Parquet files ({size / 2**20:,.0f} MiB), ~{args.distinct:,} "
           f"distinct queries; {made}; {os.cpu_count()} cores")
-    common = [sys.executable, "-c", GOLDEN, "sample", str(folder), "--query-col", "query", "--user-col", "user_id",
+    common = [sys.executable, "-c", GOLDEN, "sample", str(folder), "--query-col", "query",
+              *([] if args.no_users else ["--user-col", "user_id"]),
               "--stratum", "market", "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7"]
     one, many = base / "one.jsonl", base / "dask.jsonl"
     load = os.getloadavg()[0]

@@ -7,7 +7,6 @@ findings, and how much of each pooled run's top-10 it judges (a warning below 90
 
 from __future__ import annotations
 
-import io
 import json
 import unicodedata
 
@@ -19,7 +18,7 @@ from curation.export.versions_page import version_files, versions_overview
 from curation.store.audit import record_audit
 
 from .auth import lead_required
-from .db import get_db
+from .db import engine, get_db
 
 bp = Blueprint("versions", __name__, url_prefix="/versions")
 
@@ -49,7 +48,7 @@ def detail(project: str, version: str):
         undecided_leaks=(info.manifest.get("leak_check") or {}).get("undecided") or {},
         manifest_text=files[MANIFEST].decode("utf-8"),
         changes_text=files.get("CHANGES.md", b"").decode("utf-8"),
-        files=[(name, len(files[name]), info.manifest.get("files", {}).get(name, {}).get("sha256"))
+        files=[(name, files.size(name), info.manifest.get("files", {}).get(name, {}).get("sha256"))
                for name in ALL_FILES if name in files],
     )
 
@@ -57,14 +56,21 @@ def detail(project: str, version: str):
 @bp.get("/<name:project>/<version>.zip")
 @lead_required
 def download(project: str, version: str):
-    info, _, archive = _version_or_404(project, version)
+    info, _, open_zip = _version_or_404(project, version)
     # werkzeug's send_file writes Content-Disposition with an ASCII ``filename`` and, for any other
     # name, RFC 5987's ``filename*=UTF-8''...``; control characters (a newline) cannot be in a header
     # at all, and "/" would be a folder, so those become "_".
     filename = download_name(f"{info.project}-{info.name}.zip")
     record_audit(get_db(), "download", actor=g.user, target=f"{info.project} {info.name}", commit=True)
-    response = send_file(io.BytesIO(archive), mimetype="application/zip", as_attachment=True,
+    # The zip is read from the store's chunks as it is sent, on a session of its own that closes with
+    # the file once the last byte is sent: never held whole.
+    reader = open_zip(engine())
+    response = send_file(reader, mimetype="application/zip", as_attachment=True,
                          download_name=filename, etag=info.zip_sha256, max_age=0, conditional=True)
+    if response.status_code == 200:
+        response.content_length = info.zip_bytes
+    else:  # 304: nothing to send
+        reader.close()
     response.headers["X-Content-SHA256"] = info.zip_sha256
     response.cache_control.private = True
     response.cache_control.public = False

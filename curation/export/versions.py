@@ -20,7 +20,7 @@ Rules:
 * Deterministic: every file is a function of the store's content; dict keys and lists are in a
   fixed order; the creation time is the one stored when the version was first exported.
 * Immutable: the first export of a version stores its *state* hash and the files themselves (a
-  deterministic zip, :class:`~curation.store.models.ExportVersion`). Exporting the same name again from
+  deterministic zip, :class:`~curation.store.models.ExportVersion` and its chunks). Exporting the same name again from
   the same state rewrites those very bytes; from a different state it is refused
   (:class:`VersionFrozen`). ``write_frozen`` writes a frozen version whatever the store holds now.
 * Complete or counted: pooled pairs without a human label and unresolved disagreements refuse the
@@ -53,7 +53,7 @@ from tqdm import tqdm
 
 from curation import __version__
 from curation.agree.labels import POLICIES
-from curation.export.archive import archive_openers, build_archive
+from curation.export.archive import store_archive, stored_openers
 from curation.export.changes import changes_md, diff_label_files, version_queries
 from curation.export.gather import VersionState, gather_state, progress_step
 from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, sealed_manifest, sha256_bytes
@@ -118,7 +118,7 @@ def _next_name(session: Session, project: Project, version: str) -> str:
 
 
 def _frozen_message(session: Session, project: Project, row: ExportVersion, state: VersionState) -> str:
-    files = archive_openers(row.archive) if row.archive else {}
+    files = stored_openers(session, row)
     detail = ""
     if "qrels.jsonl" in files:
         old_queries = version_queries(files["queries.jsonl"]().read())
@@ -199,7 +199,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         if row.state_sha256 != state_sha:
             raise VersionFrozen(_frozen_message(session, project, row, state))
         manifest = json.loads(row.manifest_json)
-        path = write_folder(out_dir, version, archive_openers(row.archive))
+        path = write_folder(out_dir, version, stored_openers(session, row))
         session.commit()  # ends the transaction, and with it the lock
         return ExportResult(version, path, False, manifest, state_sha,
                             {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
@@ -211,7 +211,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         select(ExportVersion).where(ExportVersion.project_id == project.id).order_by(ExportVersion.id.desc())
     ).first()
     parent = parent_row.name if parent_row is not None else None
-    parent_files = archive_openers(parent_row.archive) if parent_row is not None and parent_row.archive else None
+    parent_files = stored_openers(session, parent_row) if parent_row is not None and parent_row.archive_bytes else None
     created_at = datetime.now(UTC).replace(microsecond=0)
 
     files: dict = {n: f.path for n, f in state.files.items()}
@@ -233,7 +233,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
 
     row = ExportVersion(
         project_id=project.id, name=version, parent=parent, state_sha256=state_sha,
-        manifest_json=files[MANIFEST].decode("utf-8"), archive=build_archive(version, files),
+        manifest_json=files[MANIFEST].decode("utf-8"),
         created_by=created_by, created_at=created_at,
     )
     session.add(row)
@@ -248,6 +248,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
             "run the export again to compare states"
         ) from None
     try:
+        store_archive(session, row, version, files)  # the zip, into the store's chunks as it is written
         path = write_folder(out_dir, version, files)
     except BaseException:
         session.rollback()
@@ -277,7 +278,7 @@ def write_frozen(session: Session, project: Project, version: str, *, out_dir: s
     store holds now (ValueError when the project has no such version)."""
     row = get_version(session, project, version)
     manifest = json.loads(row.manifest_json)
-    path = write_folder(Path(out_dir), version, archive_openers(row.archive))
+    path = write_folder(Path(out_dir), version, stored_openers(session, row))
     return ExportResult(version, path, False, manifest, row.state_sha256,
                         {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
 
@@ -294,7 +295,7 @@ def get_version(session: Session, project: Project, version: str) -> ExportVersi
     row = session.exec(
         select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.name == version)
     ).first()
-    if row is None or row.archive is None:
+    if row is None or row.archive_bytes is None:
         names = [v.name for v in list_versions(session, project)]
         known = f" (versions: {', '.join(names)})" if names else " (none exported yet)"
         raise ValueError(f"version: project {project.name!r} has no version {version!r}{known}")

@@ -2,6 +2,6 @@
 
 Modules: ``logs`` (collapsing a log to distinct normalised queries), ``sampling`` (strata,
 allocation, the draw, :func:`~curation.sample.sampling.sample_queries`), ``distributed`` (the
-collapse on a Dask cluster, ``golden sample --dask``, and the Dask map of ``golden corpus-sample``),
+collapse and the draw on a Dask cluster, ``golden sample --dask``, and the Dask map of ``golden corpus-sample``),
 ``pii`` (flags for personal data).
 """

@@ -31,8 +31,9 @@ logged queries, ``stratum_traffic``, ``stratum_size`` and ``stratum_drawn`` (the
 totals, which an unbiased mean divides by) and, with a user column, ``user_weight`` and
 ``stratum_user_share`` (the same for a user-weighted mean; see :func:`sample_queries`).
 
-One module of about 540 lines on purpose: shapes, allocation, the draw within a stratum and
-:func:`sample_queries` are the steps of one sampling design, and the weights each row carries are
+One module of about 630 lines on purpose: shapes, allocation, the draw within a stratum,
+:class:`LogPool` (what the draw reads; its Dask twin must match it) and :func:`sample_queries`
+are the steps of one sampling design, and the weights each row carries are
 only right when they are read together; its reader and writer of query files are on their way to
 ``curation/formats/``, after which it is well under 500 lines.
 """
@@ -40,8 +41,10 @@ only right when they are read together; its reader and writer of query files are
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -233,17 +236,51 @@ def _stratum_rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
 
 
+def draw_keys(seed: int, texts: Iterable[str]) -> np.ndarray:
+    """Each normalised query's draw key for ``seed``: the first 8 bytes, big-endian, of the query's
+    BLAKE2b hash (:mod:`hashlib`) keyed by the seed, as unsigned 64-bit integers.
+
+    A stratum's queries are drawn in the order of their keys (ties by text): a seeded random order
+    in which a query's place needs no other query, so a log spread over a cluster is drawn without
+    gathering its queries in one place (:mod:`curation.sample.distributed`), to the same result."""
+    key = hashlib.sha256(f"golden sample draw {int(seed)}".encode("ascii")).digest()
+    return np.fromiter((int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8, key=key).digest(), "big")
+                        for t in texts), dtype=np.uint64)
+
+
+def certain_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
+    """How many of a stratum's largest queries a draw of ``k`` takes with certainty, and the traffic
+    left to the others: ``top`` holds the ``k`` largest traffics, descending (ties by text), and
+    ``total`` the stratum's traffic. A query is certain when ``k' * t_i >= T'`` over the queries
+    not yet taken for certain (see :func:`draw_stratum`)."""
+    certain = 0
+    while certain < k and int(top[certain]) * (k - certain) >= total:
+        total -= int(top[certain])
+        certain += 1
+    return certain, total
+
+
+def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
+    """The ``m`` points of a systematic draw over a cumulated traffic of ``total``: one random start
+    in the first interval of ``total / m``, then every ``total / m``."""
+    return (rng.random() + np.arange(m)) * (total / m)
+
+
 def draw_stratum(
-    traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator
+    traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator, keys: Sequence[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``k`` of a stratum's queries without replacement; return (indices, inclusion probabilities).
 
+    ``keys`` (:func:`draw_keys` of the queries, given in text order) set the order of the draw:
+    the queries sorted by key, ties by index; without ``keys``, a random order from ``rng``.
     ``weighting="traffic"``: a probability-proportional-to-size design. A query whose traffic
-    alone is worth a draw (``k' * t_i >= T'`` over the queries not yet taken for certain) is taken
-    with certainty; the other draws are made by systematic PPS sampling over a random order of the
-    rest, which gives each query the inclusion probability ``pi_i = k' t_i / T'`` exactly
-    (Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, sec. 3.6).
-    ``weighting="uniform"``: simple random sampling without replacement, ``pi_i = k / N``.
+    alone is worth a draw (``k' * t_i >= T'`` over the queries not yet taken for certain,
+    :func:`certain_units`) is taken with certainty; the other draws are made by systematic PPS
+    sampling over the rest in key order (:func:`systematic_points`, one random start from
+    ``rng``), which gives each query the inclusion probability ``pi_i = k' t_i / T'`` exactly
+    whatever the order (Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, sec.
+    3.6); the random order only spreads the joint draws. ``weighting="uniform"``: the ``k``
+    first in key order, a simple random sample without replacement, ``pi_i = k / N``.
     Indices come back sorted.
     """
     t = np.asarray(traffic, dtype=np.int64)
@@ -254,28 +291,25 @@ def draw_stratum(
         raise ValueError(f"k must be between 0 and {n}, got {k}")
     if k == n:
         return np.arange(n), np.ones(n)
+    if keys is None:
+        keys = rng.integers(0, np.iinfo(np.int64).max, size=n, dtype=np.int64)
+    by_key = np.argsort(np.asarray(keys), kind="stable")
     if weighting == "uniform":
-        chosen = np.sort(rng.choice(n, size=k, replace=False))
-        return chosen, np.full(k, k / n)
+        return np.sort(by_key[:k]), np.full(k, k / n)
     # Certainty units, largest first (ties by index, i.e. by text).
-    order = np.lexsort((np.arange(n), -t))
-    rest_total = int(t.sum())
-    certain = 0
-    while certain < k and int(t[order[certain]]) * (k - certain) >= rest_total:
-        rest_total -= int(t[order[certain]])
-        certain += 1
-    sure = order[:certain]
+    top = np.lexsort((np.arange(n), -t))[:k]
+    certain, rest_total = certain_units(t[top], k, int(t.sum()))
+    sure = top[:certain]
     m = k - certain
     chosen_rest = np.zeros(0, dtype=np.int64)
     probs_rest = np.zeros(0)
     if m:
-        rest = np.sort(order[certain:])
-        perm = rest[rng.permutation(len(rest))]
-        cum = np.cumsum(t[perm])  # integers: exact
-        start = rng.random()
-        points = (start + np.arange(m)) * (rest_total / m)
-        picks = np.searchsorted(cum, points, side="right")
-        chosen_rest = perm[picks]
+        is_rest = np.ones(n, dtype=bool)
+        is_rest[sure] = False
+        rest = by_key[is_rest[by_key]]
+        cum = np.cumsum(t[rest])  # integers: exact
+        picks = np.searchsorted(cum, systematic_points(m, rest_total, rng), side="right")
+        chosen_rest = rest[picks]
         if len(np.unique(chosen_rest)) != m:  # impossible when every t_i * m < rest_total
             raise AssertionError("systematic sampling drew a query twice")
         probs_rest = t[chosen_rest] * m / rest_total
@@ -355,9 +389,7 @@ def sample_queries(
     patterns. ``dask`` (a scheduler address, ``local`` or ``local:N``, or a ``distributed.Client``)
     reads and groups the log on a Dask cluster (:mod:`curation.sample.distributed`): the same rows.
     """
-    from curation.formats.query_list import read_query_list, read_query_needs
     from curation.sample.logs import collapse_log
-    from curation.sample.pii import pii_flags
 
     if weighting not in SAMPLE_WEIGHTINGS:
         raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
@@ -373,16 +405,113 @@ def sample_queries(
     warnings: list[str] = []
 
     if dask is None:
-        collapsed = collapse_log(log, query_col=query_col, count_col=count_col, user_col=user_col,
-                                 strata=strata, progress=progress)
-    else:  # read and grouped on a Dask cluster; the same CollapsedLog (curation.sample.distributed)
-        from curation.sample.distributed import collapse_log_dask
+        source = nullcontext(LogPool(collapse_log(log, query_col=query_col, count_col=count_col, user_col=user_col,
+                                                  strata=strata, progress=progress)))
+    else:  # read, grouped and drawn on a Dask cluster, to the same rows (curation.sample.distributed)
+        from curation.sample.distributed import DaskPool
 
-        collapsed = collapse_log_dask(log, query_col=query_col, count_col=count_col, user_col=user_col,
-                                      strata=strata, dask=dask)
-    q = collapsed.queries
-    st = collapsed.stats
-    logged_traffic = int(q["traffic"].sum())
+        source = DaskPool(log, query_col=query_col, count_col=count_col, user_col=user_col, strata=strata,
+                          seed=seed, dask=dask)
+    with source as population:
+        return _sample(population, strata=strata, shape=shape, size=size, floor=floor, seed=seed,
+                       weighting=weighting, handwritten=handwritten, exclude=exclude, warnings=warnings)
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    """What :func:`sample_queries` needs to know of the queries it samples from (see :class:`LogPool`)."""
+
+    distinct: int  # distinct queries of the log
+    logged_traffic: int  # their searches
+    excluded: int  # logged queries in the --exclude set
+    excluded_traffic: int
+    hand_in_log: int  # hand-written queries (not excluded) that occur in the log
+    hand_found: dict  # hand-written text -> (traffic, users) of the ones in the log (users None without)
+    size: int  # queries sampled from: not excluded, not hand-written
+    traffic: int  # their searches
+    mass: float | None  # their user mass (math.fsum: the exact sum, rounded once); None without users
+    strata: list  # (stratum key: tuple of values as strings, distinct, traffic, user mass or None), by key
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """The queries drawn in one stratum: parallel arrays, in any order."""
+
+    texts: np.ndarray
+    traffic: np.ndarray  # int64
+    users: np.ndarray | None  # int64; None without a user column
+    mass: np.ndarray | None  # user mass; None without a user column
+    inclusion: np.ndarray
+
+
+class LogPool:
+    """The queries of a log collapsed in this process, as :func:`sample_queries` samples them:
+    :meth:`select` the pool and its strata, then :meth:`draw` in chosen strata with
+    :func:`draw_stratum`. :class:`curation.sample.distributed.DaskPool` does the same on a Dask
+    cluster, where the queries stay on the workers; both must give the same facts and draws."""
+
+    def __init__(self, collapsed):
+        self.collapsed = collapsed
+        self.stats = collapsed.stats
+        self.has_users = collapsed.has_users
+
+    def select(self, *, excluded: set[str], hand: list[str], dims: tuple[str, ...], shape: bool) -> PoolFacts:
+        q = self.collapsed.queries
+        in_hand = q["text"].isin(hand).to_numpy() if hand else np.zeros(len(q), dtype=bool)
+        in_excluded = q["text"].isin(list(excluded)).to_numpy() if excluded else np.zeros(len(q), dtype=bool)
+        found = q.loc[in_hand]
+        hand_found = dict(zip(found["text"].tolist(), zip(found["traffic"].tolist(), (
+            found["users"].tolist() if self.has_users else [None] * len(found)))))
+        keep = ~(in_hand | in_excluded)
+        pool = q.loc[keep].reset_index(drop=True)
+        if shape:
+            import pyarrow as pa
+
+            shapes = np.where(_is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
+            pool = pool.assign(shape=pd.array(shapes, dtype="string"))
+        if dims:
+            groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: _key(kv[0]))
+            keys = [_key(k) for k, _ in groups]
+            self.members = [idx for _, idx in groups]
+        else:
+            keys, self.members = [()], [np.arange(len(pool))]
+        self.texts = pool["text"].to_numpy(dtype=object)
+        self.traffic = pool["traffic"].to_numpy(dtype=np.int64)
+        self.users = pool["users"].to_numpy(dtype=np.int64) if self.has_users else None
+        self.mass = None if self.collapsed.user_mass is None else self.collapsed.user_mass[keep]
+        mass = None if self.mass is None else [math.fsum(self.mass[m]) for m in self.members]
+        return PoolFacts(
+            distinct=len(q), logged_traffic=int(q["traffic"].sum()), excluded=int(in_excluded.sum()),
+            excluded_traffic=int(q.loc[in_excluded, "traffic"].sum()), hand_in_log=int((in_hand & ~in_excluded).sum()),
+            hand_found=hand_found, size=len(pool), traffic=int(self.traffic.sum()),
+            mass=None if self.mass is None else math.fsum(self.mass),
+            strata=[(key, len(m), int(self.traffic[m].sum()), None if mass is None else mass[h])
+                    for h, (key, m) in enumerate(zip(keys, self.members))])
+
+    def draw(self, plans: Sequence[tuple[int, str, int]], *, weighting: str, seed: int) -> list[Drawn]:
+        """For each (stratum, label, k) of ``plans``: its ``k`` queries drawn by :func:`draw_stratum`,
+        seeded by ``seed`` and the label, in the order of :func:`draw_keys`."""
+        out = []
+        for h, label, k in plans:
+            idx = self.members[h]
+            idx = idx[np.lexsort((self.texts[idx],))]  # by text: independent of the log's row order
+            keys = draw_keys(seed, self.texts[idx]) if k < len(idx) else None
+            chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=_stratum_rng(seed, label),
+                                         keys=keys)
+            picked = idx[chosen]
+            out.append(Drawn(texts=self.texts[picked], traffic=self.traffic[picked],
+                             users=None if self.users is None else self.users[picked],
+                             mass=None if self.mass is None else self.mass[picked], inclusion=probs))
+        return out
+
+
+def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude,
+            warnings) -> SampleResult:
+    """The rest of :func:`sample_queries`, given the log's queries (a :class:`LogPool` or a DaskPool)."""
+    from curation.formats.query_list import read_query_list, read_query_needs
+    from curation.sample.pii import pii_flags
+
+    st = population.stats
     if st.empty_rows:
         warnings.append(f"{st.empty_rows} log rows with an empty query were skipped")
     if st.zero_traffic:
@@ -421,53 +550,29 @@ def sample_queries(
                             "kept once")
         if dropped:
             warnings.append(f"{dropped} hand-written queries are in the --exclude set and were left out")
-    in_hand = q["text"].isin(hand) if hand else np.zeros(len(q), dtype=bool)
-    in_excluded = q["text"].isin(list(excluded)) if excluded else np.zeros(len(q), dtype=bool)
-    excluded_traffic = int(q.loc[in_excluded, "traffic"].sum())
-    if in_excluded.any():
+    dims = strata + (("shape",) if shape else ())
+    pf = population.select(excluded=excluded, hand=hand, dims=dims, shape=shape)
+    if pf.excluded:
         warnings.append(
-            f"{int(in_excluded.sum())} logged queries ({excluded_traffic / max(logged_traffic, 1):.1%} of traffic) "
+            f"{pf.excluded} logged queries ({pf.excluded_traffic / max(pf.logged_traffic, 1):.1%} of traffic) "
             "are in the --exclude set and were left out"
         )
-    if np.any(in_hand & ~in_excluded):
-        warnings.append(
-            f"{int((in_hand & ~in_excluded).sum())} hand-written queries also occur in the log; they are sampled "
-            "only as hand-written"
-        )
-    lookup = q.set_index("text") if hand else None
-    pool = q.loc[~(in_hand | in_excluded)].reset_index(drop=True)
-
-    dims = strata + (("shape",) if shape else ())
-    if shape:
-        import pyarrow as pa
-
-        shapes = np.where(_is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
-        pool = pool.assign(shape=pd.array(shapes, dtype="string"))
-    pool_traffic = int(pool["traffic"].sum())
+    if pf.hand_in_log:
+        warnings.append(f"{pf.hand_in_log} hand-written queries also occur in the log; they are sampled "
+                        "only as hand-written")
+    pool_traffic = pf.traffic
     if pool_traffic == 0:
         raise ValueError("log: no queries with traffic are left to sample from")
 
-    if dims:
-        groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: _key(kv[0]))
-        keys = [_key(k) for k, _ in groups]
-        members = [idx for _, idx in groups]
-    else:
-        keys, members = [()], [np.arange(len(pool))]
-    values = [dict(zip(dims, k)) for k in keys]
+    values = [dict(zip(dims, key)) for key, _, _, _ in pf.strata]
     labels = [_label(v) for v in values]
-    traffic_arr = pool["traffic"].to_numpy(dtype=np.int64)
-    mass_arr = None if collapsed.user_mass is None else collapsed.user_mass[~np.asarray(in_hand | in_excluded)]
-    mass_total = float(mass_arr.sum()) if mass_arr is not None else 0.0
-    t_h = [int(traffic_arr[m].sum()) for m in members]
-    n_h = [len(m) for m in members]
+    t_h = [t for _, _, t, _ in pf.strata]
+    n_h = [n for _, n, _, _ in pf.strata]
     alloc = allocate(t_h, n_h, size=size, floor=floor)
 
     summaries: list[StratumSummary] = []
-    rows: list[dict] = []
-    texts = pool["text"].to_numpy(dtype=object)
-    users = pool["users"].to_numpy(dtype=np.int64) if collapsed.has_users else None
-    flag_counts: dict[str, int] = {}
-    for h, (label, vals, idx) in enumerate(zip(labels, values, members)):
+    plans = []
+    for h, (label, vals) in enumerate(zip(labels, values)):
         share = t_h[h] / pool_traffic
         short = n_h[h] < floor
         floor_applied = alloc.lam * t_h[h] < alloc.floors[h]
@@ -479,17 +584,17 @@ def sample_queries(
                 f"stratum {label} has only {n_h[h]} distinct queries, fewer than the floor of {floor}: all "
                 f"{n_h[h]} are taken and the rest of its floor goes to the other strata"
             )
-        k = alloc.counts[h]
-        if k == 0:
-            if t_h[h]:
-                warnings.append(
-                    f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it"
-                )
-            continue
-        idx = idx[np.lexsort((texts[idx],))]  # within a stratum, by text: independent of the log's row order
-        chosen, probs = draw_stratum(traffic_arr[idx], k, weighting=weighting, rng=_stratum_rng(seed, label))
-        picked = idx[chosen]
-        t_pick = traffic_arr[picked]
+        if alloc.counts[h]:
+            plans.append((h, label, alloc.counts[h]))
+        elif t_h[h]:
+            warnings.append(f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it")
+
+    rows: list[dict] = []
+    flag_counts: dict[str, int] = {}
+    mass_total = pf.mass or 0.0
+    for (h, _, k), drawn in zip(plans, population.draw(plans, weighting=weighting, seed=seed)):
+        vals, share, probs = values[h], t_h[h] / pool_traffic, drawn.inclusion
+        t_pick = drawn.traffic
         if weighting == "traffic":
             # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for certainty draws, and the same
             # (T_h - certain traffic) / (T * draws left) for every other draw, computed once.
@@ -502,19 +607,18 @@ def sample_queries(
             # Horvitz-Thompson (t_i / T) / pi_i with pi_i = k / N_h (simple random sampling).
             weights = t_pick * n_h[h] / (pool_traffic * k)
         user_weights = user_share = None
-        if mass_arr is not None and mass_total > 0:
-            user_weights = mass_arr[picked] / mass_total / probs
-            user_share = float(mass_arr[idx].sum() / mass_total)
-        order = np.lexsort((texts[picked], -t_pick))
+        if drawn.mass is not None and mass_total > 0:
+            user_weights = drawn.mass / mass_total / probs
+            user_share = float(pf.strata[h][3] / mass_total)
+        order = np.lexsort((drawn.texts, -t_pick))
         for j in order:
-            i = picked[j]
-            text = texts[i]
+            text = drawn.texts[j]
             flags = pii_flags(text)
             for f in flags:
                 flag_counts[f] = flag_counts.get(f, 0) + 1
             rows.append({
-                "qid": qid_for(text), "text": text, "stratum": dict(vals), "traffic": int(traffic_arr[i]),
-                "users": None if users is None else int(users[i]), "stratum_share": share,
+                "qid": qid_for(text), "text": text, "stratum": dict(vals), "traffic": int(t_pick[j]),
+                "users": None if drawn.users is None else int(drawn.users[j]), "stratum_share": share,
                 "inclusion": float(probs[j]), "weight": float(weights[j]), "pii": flags,
                 "stratum_traffic": t_h[h], "stratum_size": n_h[h], "stratum_drawn": k,
                 **({} if user_weights is None else {"user_weight": float(user_weights[j]),
@@ -528,11 +632,10 @@ def sample_queries(
             flags = pii_flags(text)
             for f in flags:
                 flag_counts[f] = flag_counts.get(f, 0) + 1
-            found = lookup.loc[text] if text in lookup.index else None
+            traffic, users = pf.hand_found.get(text, (0, 0))
             rows.append({
                 "qid": qid_for(text), "text": text, "stratum": dict(HANDWRITTEN_STRATUM),
-                "traffic": 0 if found is None else int(found["traffic"]),
-                "users": (None if not collapsed.has_users else 0 if found is None else int(found["users"])),
+                "traffic": int(traffic), "users": None if not population.has_users else int(users),
                 "stratum_share": 0.0, "inclusion": 1.0, "weight": 0.0, "pii": flags,
                 **hand_needs.get(text, {}),  # description / narrative from a .jsonl list, passed on
             })
@@ -544,9 +647,9 @@ def sample_queries(
         detail = ", ".join(f"{n} {f}" for f, n in sorted(flag_counts.items()))
         warnings.append(f"{total_flagged} sampled queries look like personal data ({detail}): check the \"pii\" field")
     stats = {
-        "log_rows": st.rows, "searches": st.searches, "distinct_raw": st.distinct_raw, "distinct": len(q),
-        "empty_rows": st.empty_rows, "excluded": int(np.sum(in_excluded)), "excluded_traffic": excluded_traffic,
-        "sampled_from": len(pool), "traffic": pool_traffic, "size": size, "handwritten": len(hand),
+        "log_rows": st.rows, "searches": st.searches, "distinct_raw": st.distinct_raw, "distinct": pf.distinct,
+        "empty_rows": st.empty_rows, "excluded": pf.excluded, "excluded_traffic": pf.excluded_traffic,
+        "sampled_from": pf.size, "traffic": pool_traffic, "size": size, "handwritten": len(hand),
         "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, Index, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -252,9 +252,21 @@ class ExportVersion(SQLModel, table=True):
     parent: str | None = None
     state_sha256: str  # hash of the exported content: a different state under this name is refused
     manifest_json: str = Field(sa_column=Column(Text, nullable=False))
-    archive: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # frozen zip
+    # The frozen zip is stored in chunks (ExportChunk, curation.store.archives); here its size and sha256.
+    archive_bytes: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    archive_sha256: str | None = None
     created_by: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class ExportChunk(SQLModel, table=True):
+    """One piece of an export version's frozen zip: chunk ``no`` (from 0) holds bytes
+    ``no * size`` on, where size is chunk 0's length (curation.store.archives)."""
+
+    version_id: int = Field(sa_column=Column(Integer, ForeignKey("exportversion.id", ondelete="CASCADE"),
+                                             primary_key=True))  # the chunks go with their version
+    no: int = Field(primary_key=True)
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
 class LoginSession(SQLModel, table=True):

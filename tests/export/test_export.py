@@ -5,6 +5,7 @@ by hand from the labels each test gives."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -161,8 +162,13 @@ def test_exporting_the_same_version_again_gives_identical_bytes(complete, tmp_pa
     do_export(complete, tmp_path / "a")
     assert read_files(tmp_path / "a" / "v1") == a
     [row] = versions_in_store(complete)
-    assert read_archive(row.archive) == a
-    assert build_archive("v1", a) == row.archive
+    from curation.store.archives import iter_chunks
+
+    with new_session(complete) as s:
+        stored = b"".join(iter_chunks(s, row.id))
+    assert read_archive(stored) == a
+    assert build_archive("v1", a) == stored
+    assert (row.archive_bytes, row.archive_sha256) == (len(stored), hashlib.sha256(stored).hexdigest())
 
 
 def test_the_same_store_content_gives_the_same_files_in_another_store(complete, tmp_path):

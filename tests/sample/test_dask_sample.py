@@ -95,6 +95,69 @@ def test_dask_sample_is_byte_identical_to_one_process(log_parts, cluster, tmp_pa
         assert abs(sum(r["weight"] for r in rows) - 1) < 1e-9
 
 
+@pytest.mark.parametrize("weighting", ["traffic", "uniform"])
+@pytest.mark.parametrize("strata,shape,user", [(("market",), True, "user"), ((), False, None)])
+def test_dask_draw_equals_one_process_for_any_bucket_count(log_parts, cluster, tmp_path, weighting, strata, shape,
+                                                           user):
+    """The draw spread over 1, 3 or 16 key ranges (certainty units, systematic points crossing
+    buckets, --exclude and --handwritten queries) gives one process's rows exactly."""
+    from curation.sample.distributed import DaskPool
+    from curation.sample.sampling import _sample, sample_queries
+
+    paths = [str(log_parts / "a.csv"), str(log_parts / "b.jsonl.gz"), str(log_parts / "dataset")]
+    kw = dict(query_col="query", count_col="n", user_col=user, strata=strata)
+    one = sample_queries(paths, **kw, shape=shape, size=60, floor=2, seed=4, weighting=weighting)
+    texts = [r["text"] for r in one.rows]
+    (tmp_path / "hand.txt").write_text(f"{texts[0]}\nmy own query\n", encoding="utf-8")
+    (tmp_path / "ex.txt").write_text("\n".join(texts[1:6]) + "\n", encoding="utf-8")
+    lists = dict(handwritten=str(tmp_path / "hand.txt"), exclude=[str(tmp_path / "ex.txt")])
+    expected = sample_queries(paths, **kw, shape=shape, size=60, floor=2, seed=4, weighting=weighting, **lists)
+    if weighting == "traffic":
+        inclusion = [r["inclusion"] for r in expected.rows if r["stratum"] != {"source": "handwritten"}]
+        assert 1.0 in inclusion and min(inclusion) < 0.5  # certainty units and drawn ones
+    assert any("--exclude" in w for w in expected.warnings) and any("also occur" in w for w in expected.warnings)
+    for buckets in (1, 3, 16):
+        with DaskPool(paths, **kw, seed=4, dask=cluster.scheduler_address, buckets=buckets) as pool:
+            got = _sample(pool, strata=strata, shape=shape, size=60, floor=2, seed=4, weighting=weighting,
+                          warnings=[], **lists)
+        assert got.rows == expected.rows
+        assert got.strata == expected.strata and got.stats == expected.stats and got.warnings == expected.warnings
+
+
+def test_dask_driver_gathers_totals_and_the_sample_not_the_queries(tmp_path, cluster, monkeypatch):
+    """What the driver receives from the cluster is per-stratum totals and candidates, a small
+    fraction of the log's distinct queries (which one process holds whole)."""
+    import pickle
+
+    import distributed
+
+    from curation.sample.logs import collapse_log
+    from curation.sample.sampling import sample_queries
+
+    rng = random.Random(2)
+    log = tmp_path / "wide.csv"
+    head = [f"head {i}" for i in range(50)]
+    rows = [f"{rng.choice(head) if rng.random() < 0.3 else f'query {rng.randint(0, 60000)}'},u{rng.randint(0, 5000)},"
+            f"{'ab'[i % 2]}" for i in range(60000)]
+    log.write_text("query,user,market\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    kw = dict(query_col="query", user_col="user", strata=["market"], shape=True, size=30, floor=3, seed=1)
+    distinct = collapse_log(str(log), query_col="query", user_col="user", strata=["market"]).queries
+    received = []
+    gather = distributed.Client.gather
+
+    def counting_gather(self, futures, *args, **kwargs):
+        out = gather(self, futures, *args, **kwargs)
+        received.append(len(pickle.dumps(out)))
+        return out
+
+    monkeypatch.setattr(distributed.Client, "gather", counting_gather)
+    got = sample_queries(str(log), dask=cluster.scheduler_address, **kw)
+    monkeypatch.undo()
+    assert got.rows == sample_queries(str(log), **kw).rows
+    assert len(distinct) > 20000 and received
+    assert sum(received) < len(pickle.dumps(distinct)) / 20, (sum(received), len(pickle.dumps(distinct)))
+
+
 def test_dask_collapse_equals_one_process_with_other_bucket_counts(log_parts, cluster):
     from curation.sample.distributed import collapse_log_dask
     from curation.sample.logs import collapse_log

@@ -44,3 +44,68 @@ def test_user_masses_by_two_shuffles_equal_one_process_to_the_bit():
         got = {t: m / users for t, m in zip(masses["text"], masses["mass"])}
         assert users == pairs["user"].nunique()
         assert got == expected  # to the bit
+
+
+def test_exact_units_round_once_as_fsum():
+    """Per-bucket exact sums added on the driver round as one process's math.fsum of all the values."""
+    import math
+
+    from curation.sample.distributed import exact_units, units_to_float
+
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        n = int(rng.integers(1, 3000))
+        values = rng.random(n) ** rng.integers(1, 60) * 10.0 ** rng.integers(-300, 3)
+        if trial % 5 == 0:  # below the normal floats, zeros and exact ties
+            values[: n // 3] = 5e-324 * rng.integers(0, 1 << 40, size=n // 3)
+            values[n // 3: n // 2] = 0.0
+        cuts = np.sort(rng.integers(0, n + 1, size=int(rng.integers(0, 6))))
+        units = sum(exact_units(part) for part in np.split(values, cuts))
+        assert units_to_float(units) == math.fsum(values.tolist())
+    assert exact_units(np.array([0.1, 0.2, 0.3])) == sum(exact_units(np.array([v])) for v in (0.1, 0.2, 0.3))
+    assert units_to_float(exact_units(np.array([1e16, 1.0, -0.0, 1.0]))) == 1e16 + 2.0
+
+
+def test_key_ranges_keep_the_key_order():
+    from curation.sample.distributed import key_ranges
+    from curation.sample.sampling import draw_keys
+
+    keys = draw_keys(3, [f"query {i}" for i in range(5000)])
+    for n in (1, 2, 7, 64):
+        b = key_ranges(keys, n)
+        assert b.min() >= 0 and b.max() < n
+        order = np.argsort(keys)
+        assert (np.diff(b[order]) >= 0).all()  # bucket after bucket is key order
+    assert key_ranges(np.array([0, 2**64 - 1], dtype=np.uint64), 5).tolist() == [0, 4]
+
+
+def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
+    """Monte Carlo over seeds: the order-free rule (draw_keys order, one random start) keeps pi_i."""
+    from curation.sample.sampling import _stratum_rng, draw_keys, draw_stratum
+
+    texts = [f"q{i}" for i in range(8)]
+    t = np.array([60, 20, 10, 10, 5, 5, 4, 1])
+    k = 3
+    # 60 * 3 >= 115 -> certain; then k' = 2 over T' = 55: pi = 2 t / 55 for the rest.
+    expected = np.r_[1.0, 2 * t[1:] / 55]
+    runs = 3000
+    hits, uniform_hits = np.zeros(len(t)), np.zeros(len(t))
+    for seed in range(runs):
+        keys = draw_keys(seed, texts)
+        idx, probs = draw_stratum(t, k, weighting="traffic", rng=_stratum_rng(seed, "(all)"), keys=keys)
+        assert np.allclose(probs, expected[idx])
+        hits[idx] += 1
+        idx, _ = draw_stratum(t, k, weighting="uniform", rng=_stratum_rng(seed, "(all)"), keys=keys)
+        uniform_hits[idx] += 1
+    se = np.sqrt(expected * (1 - expected) / runs)
+    assert np.all(np.abs(hits / runs - expected) <= 4 * se + 1e-9)
+    assert np.all(np.abs(uniform_hits / runs - k / 8) <= 4 * np.sqrt((k / 8) * (1 - k / 8) / runs))
+
+
+def test_draw_keys_are_seeded_and_per_text():
+    from curation.sample.sampling import draw_keys
+
+    a = draw_keys(1, ["weather", "news", "café"])
+    assert a.dtype == np.uint64 and len(set(a.tolist())) == 3
+    assert draw_keys(1, ["café"]).tolist() == a[2:].tolist()  # a text's key needs no other text
+    assert draw_keys(2, ["weather", "news", "café"]).tolist() != a.tolist()
