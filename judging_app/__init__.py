@@ -142,6 +142,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     from . import admin, assets, auth, errors, judge, lead, leaks, reports, versions
 
+    app.session_interface = auth.SessionCookies()
+
     errors.init_app(app)
     errors.install_converters(app)
     app.register_blueprint(assets.bp)
