@@ -199,6 +199,7 @@ def answer(project_id: int):
             flash(note, "info")
         return redirect(url_for("judge.page", project_id=project.id), code=303)
     task = judging.next_task(db, project, g.user, stale_after=_stale_after())
+    _keep_csrf_token()
     return _render(project, task, note=note)
 
 

@@ -200,9 +200,19 @@ _P = Project.__table__
 _QN = QueryNeed.__table__
 _QC = QueueCount.__table__
 
+# LIMIT 1 written into the hot statements rather than bound: the generic plan PostgreSQL makes for a
+# prepared statement then knows that one row is wanted (with a bound LIMIT it plans for many, and
+# keeps re-planning the statement for each run instead).
+_ONE = literal_column("1")
+# Likewise the constants the hot statements compare with: bound, PostgreSQL's generic plan guessed
+# that almost no query is "not dropped" and walked all the project's pairs (0.3 s) to find a
+# judge's next one; written in, its statistics say almost every query is.
+_DROPPED = literal_column("'dropped'")
+_OVERLAP = literal_column("'overlap'")
+
 # A pair whose query a lead dropped, or whose document was excluded (leak decisions), is retired:
 # no longer shown, and no longer counted as work to do.
-_RETIRED = or_(_Q.c.status == "dropped", _D.c.excluded == true())
+_RETIRED = or_(_Q.c.status == _DROPPED, _D.c.excluded == true())
 _OPEN_ROWS = (
     _A.join(_PP, _PP.c.id == _A.c.pair_id).join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id)
 )
@@ -214,7 +224,7 @@ def _first_open_stmt(overlap_only: bool):
     statements), not by a join to the project, so both planners keep to the index order."""
     where = [_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), ~_RETIRED]
     if overlap_only:
-        where.append(_A.c.kind == "overlap")
+        where.append(_A.c.kind == _OVERLAP)
     return (
         core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped, _A.c.done_at)
         .select_from(_OPEN_ROWS)
@@ -222,7 +232,7 @@ def _first_open_stmt(overlap_only: bool):
         # done_at is NULL on every row here; naming it lets PostgreSQL see that the index is in
         # this order (an IS NULL condition does not tell its planner so, an equality would).
         .order_by(_A.c.done_at, _A.c.skipped, _A.c.position, _A.c.id)
-        .limit(1)
+        .limit(_ONE)
     )
 
 
@@ -238,10 +248,10 @@ _ISSUE_TOKEN = insert(_PV).values(
     token=bindparam("token"), project_id=bindparam("pid"), assignment_id=bindparam("aid"),
     pair_id=bindparam("pair_id"), judge_id=bindparam("jid"), shown_at=bindparam("now"),
     guidelines_version_id=core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
-    .order_by(_GV.c.version.desc()).limit(1).scalar_subquery(),
+    .order_by(_GV.c.version.desc()).limit(_ONE).scalar_subquery(),
     need_version_id=core_select(_QN.c.id).where(
         _QN.c.query_id == core_select(_PP.c.query_id).where(_PP.c.id == bindparam("pair_id")).scalar_subquery()
-    ).order_by(_QN.c.version.desc()).limit(1).scalar_subquery(),
+    ).order_by(_QN.c.version.desc()).limit(_ONE).scalar_subquery(),
 )
 # Everything the page shows of a freshly issued token, in one statement: the query, the document,
 # the guidelines version, and where the pair stands among the judge's pairs of the same query.
@@ -275,7 +285,7 @@ _LATEST_OWN = (
     core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
     .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"), _J.c.skipped == false())
     .order_by(_J.c.id.desc())
-    .limit(1)
+    .limit(_ONE)
 )
 
 
@@ -590,7 +600,7 @@ def _queue_counts(overlap_only: bool):
     Read from ``queuecount`` (one row per kind, kept by the database's triggers on ``assignment``:
     migration 0020) instead of counted over the judge's whole queue on every answer."""
     mine = (_QC.c.judge_id == bindparam("jid"), _QC.c.project_id == bindparam("pid"))
-    workable = mine + ((_QC.c.kind == "overlap",) if overlap_only else ())
+    workable = mine + ((_QC.c.kind == _OVERLAP,) if overlap_only else ())
 
     def total(column, *where):
         return core_select(func.coalesce(func.sum(column), 0)).where(*where).scalar_subquery()
@@ -607,7 +617,7 @@ def _queue_counts(overlap_only: bool):
 # excluded documents; then the judge's open rows among them through the (pair_id, judge_id) index.
 _RETIRED_PAIRS = union(
     core_select(_PP.c.id).join(_Q, _Q.c.id == _PP.c.query_id)
-    .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == "dropped"),
+    .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == _DROPPED),
     core_select(_PP.c.id).join(_D, _D.c.id == _PP.c.document_id)
     .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == true()),
 )
@@ -626,30 +636,28 @@ def _seconds_between(dialect: str, start, end):
     return func.extract("epoch", end - start)
 
 
-_PACE = {
-    dialect: core_select(_seconds_between(dialect, _J.c.shown_at, _J.c.answered_at).label("seconds"))
-    .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == false(),
-           _J.c.shown_at.is_not(None))
-    .order_by(_J.c.id.desc())
-    .limit(bindparam("recent"))
-    for dialect in ("sqlite", "postgresql")
-}
+def _pace(dialect: str, recent):
+    return (
+        core_select(_seconds_between(dialect, _J.c.shown_at, _J.c.answered_at).label("seconds"))
+        .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == false(),
+               _J.c.shown_at.is_not(None))
+        .order_by(_J.c.id.desc())
+        .limit(recent)
+    )
 
 
-def _progress_stmt(dialect: str, overlap_only: bool):
+@functools.lru_cache(maxsize=16)
+def _progress_statement(dialect: str, overlap_only: bool, recent: int) -> Statement:
     """Everything :func:`progress` reads, in one statement: the queue counts of
     :func:`_queue_counts`, whether the project has any retired pair at all (two probes of
     (usually empty) index ranges), and the judge's ``recent`` latest shown-to-answered times, one
-    row each (a single row with NULL before any): the counts ride along on every row."""
+    row each (a single row with NULL before any): the counts ride along on every row. ``recent``
+    is written into the statement (see ``_ONE``)."""
     counts = _queue_counts(overlap_only).add_columns(
         or_(exists(_RETIRED_PAIRS.selects[0]), exists(_RETIRED_PAIRS.selects[1])).label("any_retired")
     ).subquery("counts")
-    pace = _PACE[dialect].subquery("pace")
-    return core_select(*counts.c, *pace.c).select_from(counts.outerjoin(pace, true()))
-
-
-_PROGRESS_D = {(dialect, overlap_only): Statement(_progress_stmt(dialect, overlap_only), prepare=True)
-               for dialect in ("sqlite", "postgresql") for overlap_only in (False, True)}
+    pace = _pace(dialect, literal_column(str(int(recent)))).subquery("pace")
+    return Statement(core_select(*counts.c, *pace.c).select_from(counts.outerjoin(pace, true())), prepare=True)
 
 
 def progress(session: Session, project: Project | int, judge: User | int, *, recent: int = 50) -> Progress:
@@ -662,7 +670,7 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
     params = {"jid": jid, "pid": proj.id}
     visible = main_visible(proj)
     dialect = "sqlite" if conn.dialect.name == "sqlite" else "postgresql"
-    rows = _PROGRESS_D[dialect, not visible].run(conn, {**params, "recent": int(recent)}).fetchall()
+    rows = _progress_statement(dialect, not visible, int(recent)).read_alone(conn, params)
     total, assigned, open_, skipped, any_retired, _ = rows[0]
     secs = [max(float(row[5]), 0.0) for row in rows if row[5] is not None]
     if visible:

@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy.engine import Connection
 
+_IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (not imported: SQLite stores need no psycopg)
+
 
 def sqlite_datetime(value: datetime) -> str:
     """A datetime as SQLAlchemy stores it on SQLite (UTC, microseconds, no offset)."""
@@ -84,3 +86,16 @@ class Statement:
         if fixed:
             params = {**fixed, **params}
         return raw.execute(sql, params, prepare=self.prepare or None)
+
+    def read_alone(self, conn: Connection, params: dict) -> list[tuple]:
+        """All the rows of a read that needs no transaction around it. On PostgreSQL, when none is
+        open, it runs in autocommit: no BEGIN and COMMIT round trips for a single read (psycopg
+        switches autocommit on the client alone)."""
+        raw = conn.connection.driver_connection
+        if conn.dialect.name != "postgresql" or raw.info.transaction_status != _IDLE:
+            return self.run(conn, params).fetchall()
+        raw.autocommit = True
+        try:
+            return self.run(conn, params).fetchall()
+        finally:
+            raw.autocommit = False

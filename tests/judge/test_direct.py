@@ -5,6 +5,7 @@ PostgreSQL the prepared statements that must outlive a request. Real SQLite and 
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import bindparam, delete, insert, text, update
@@ -163,3 +164,64 @@ def test_prepared_statements_outlive_each_answer_on_postgresql(engine, tmp_path)
     assert prepared, "no statement stayed prepared"
     # the session check runs once per request: 8 answers (and the page) on one prepared statement
     assert max(prepared.values()) >= 8, prepared
+
+
+def _numbered(sql: str) -> tuple[str, list[str]]:
+    """psycopg's %(name)s placeholders as PREPARE's $1, $2, ...; and the names in that order."""
+    names: list[str] = []
+
+    def number(m):
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    return re.sub(r"%\((\w+)\)s", number, sql), names
+
+
+def test_generic_plans_of_the_judges_next_pair_walk_the_queue_index(engine, tmp_path):
+    """PostgreSQL may run a prepared statement with a generic plan, made without the judge's and
+    project's ids; for "the judge's first open pair" that plan must still walk the judge's queue
+    index and stop at the first row (a plan guessed from bound constants once walked all pairs)."""
+    if engine.dialect.name != "postgresql":
+        return
+    assigned_project(engine, tmp_path / "p", n_queries=30, docs_per_query=10, overlap=5, judges=("alice", "bob"))
+    with engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE")
+        conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+        for overlap_only, statement in judging._FIRST_OPEN_D.items():
+            sql, names = _numbered(statement.sql(engine.dialect))
+            conn.exec_driver_sql(f"PREPARE first_open_{int(overlap_only)} AS {sql}")
+            plan = "\n".join(r[0] for r in conn.exec_driver_sql(
+                f"EXPLAIN EXECUTE first_open_{int(overlap_only)}({', '.join(['1'] * len(names))})"))
+            assert "ix_assignment_queue" in plan and "Seq Scan" not in plan, plan
+        conn.rollback()
+
+
+def test_an_answer_reuses_its_checked_csrf_token_until_half_its_lifetime(sqlite_engine, tmp_path, monkeypatch):
+    """The next pair's forms carry the CSRF token the answer was checked with (no new signature per
+    answer), and a newly signed one once that token is older than half WTF_CSRF_TIME_LIMIT; every
+    token given out is accepted, and a forged one is still refused."""
+    import judging_app.judge as judge_views
+
+    setup = assigned_project(sqlite_engine, tmp_path / "p", n_queries=2, docs_per_query=4, overlap=0,
+                             judges=("alice",))
+    token_re = re.compile(rb'name="token" value="([^"]+)"')
+    with app_on(sqlite_engine) as app:
+        client = login(app.test_client(), "alice")
+        path = f"/projects/{setup.project_id}/judge"
+        body = client.get(path, headers={"HX-Request": "true"}).data
+        first = csrf(body)
+
+        def answer(body, token):
+            return client.post(path, data={"csrf_token": token, "token": token_re.search(body).group(1).decode(),
+                                           "grade": "1"}, headers={"HX-Request": "true"})
+
+        res = answer(body, first)
+        assert res.status_code == 200 and csrf(res.data) == first
+        later = time.time() + app.config["WTF_CSRF_TIME_LIMIT"] * 0.6
+        monkeypatch.setattr(judge_views.time, "time", lambda: later)
+        res = answer(res.data, first)
+        assert res.status_code == 200 and csrf(res.data) != first
+        assert answer(res.data, csrf(res.data)).status_code == 200
+        forged = first[:-3] + ("AAA" if not first.endswith("AAA") else "BBB")
+        assert answer(res.data, forged).status_code == 400
