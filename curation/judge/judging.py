@@ -41,7 +41,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
-from curation.store.direct import Statement, dbapi, to_datetime
+from curation.store.direct import Statement, connection_of, dbapi, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
@@ -170,7 +170,7 @@ def judge_projects(session: Session, judge: User | int) -> list[Project]:
 def judge_project(session: Session, judge: User | int, project_id: int) -> JudgeProject | None:
     """Project ``project_id`` when ``judge`` has assignments in it, else None (one prebuilt
     statement: the judging page's access check on every request)."""
-    row = _JUDGE_PROJECT_D.run(session.connection(), {"jid": _jid(judge), "pid": project_id}).fetchone()
+    row = _JUDGE_PROJECT_D.run(connection_of(session), {"jid": _jid(judge), "pid": project_id}).fetchone()
     if row is None:
         return None
     pid, name, scale, grades_json, hold_main, released_at = row
@@ -324,7 +324,7 @@ def end_reads(session: Session) -> None:
     read-only transaction changes nothing; rolling one back would make psycopg drop its prepared
     statements (it forgets them on every ROLLBACK), so PostgreSQL would parse and plan the hot
     statements again on every request."""
-    _commit(session, session.connection())
+    _commit(session, connection_of(session))
 
 
 def _rollback(session: Session, conn) -> None:
@@ -333,7 +333,7 @@ def _rollback(session: Session, conn) -> None:
 
 
 def _first_open(session: Session, proj: Project, jid: int):
-    conn = session.connection()
+    conn = connection_of(session)
     row = _FIRST_OPEN_D[not main_visible(proj)].run(conn, {"jid": jid, "pid": proj.id}).fetchone()
     return None if row is None else _Row(row)
 
@@ -343,7 +343,7 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
     Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile). One short
     write transaction: claim the row, record the token, read what the page shows."""
     token = secrets.token_urlsafe(24)
-    conn = session.connection()
+    conn = connection_of(session)
     try:
         if _CLAIM_D.run(conn, {"aid": a.id, "jid": jid, "now": now}).rowcount != 1:
             _rollback(session, conn)
@@ -492,7 +492,7 @@ def submit(
     jid = _jid(judge)
     if not isinstance(token, str) or not token or len(token) > 100:
         raise AccessDenied("no such pair")
-    conn = session.connection()
+    conn = connection_of(session)
     raw = dbapi(conn)
     view = _VIEW_D.run(conn, {"token": token}).fetchone()
     if view is None or view[0] != jid:
@@ -666,7 +666,7 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
     follow the judge's pace as it settles)."""
     proj = _project(session, project)
     jid = _jid(judge)
-    conn = session.connection()
+    conn = connection_of(session)
     params = {"jid": jid, "pid": proj.id}
     visible = main_visible(proj)
     dialect = "sqlite" if conn.dialect.name == "sqlite" else "postgresql"
@@ -677,10 +677,10 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
         assigned = total
     held = total - assigned
     # Open rows of retired pairs are in the counts above, but they are no longer work to do.
-    retired_ids = conn.execute(_RETIRED_PAIRS, params).scalars().all() if any_retired else ()
+    retired_ids = session.connection().execute(_RETIRED_PAIRS, params).scalars().all() if any_retired else ()
     for i in range(0, len(retired_ids), 5000):
         chunk = {"jid": jid, "pair_ids": retired_ids[i:i + 5000]}
-        for kind, was_skipped, n in conn.execute(_COUNT_RETIRED_OPEN, chunk).all():
+        for kind, was_skipped, n in session.connection().execute(_COUNT_RETIRED_OPEN, chunk).all():
             if visible or kind == "overlap":
                 assigned -= n
                 if was_skipped:

@@ -41,6 +41,14 @@ def to_datetime(value) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.utcoffset() is None else value.astimezone(UTC)
 
 
+def connection_of(session) -> Connection:
+    """The SQLAlchemy connection a Session works on: the one it is bound to when it is bound to a
+    connection (the web app binds each request's session to one), without the Session's own
+    bookkeeping of ``session.connection()``; else ``session.connection()``."""
+    bind = session.bind
+    return bind if isinstance(bind, Connection) else session.connection()
+
+
 def dbapi(conn: Connection):
     """The driver's own connection under a SQLAlchemy connection (in its transaction, if any)."""
     return conn.connection.driver_connection

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, delete, func, select, true, update
 from sqlmodel import Session
 
-from curation.store.direct import Statement, to_datetime
+from curation.store.direct import Statement, connection_of, to_datetime
 from curation.store.models import LoginSession, User, utcnow
 from curation.store.users import SignedIn
 
@@ -68,7 +68,7 @@ def session_user(session: Session, token: str, *, idle: timedelta = DEFAULT_IDLE
     or absolute), its user disabled or their sessions ended since. Runs on every request."""
     if not isinstance(token, str) or not token:
         return None
-    conn = session.connection()
+    conn = connection_of(session)
     row = _BY_TOKEN_D.run(conn, {"h": hash_token(token)}).fetchone()
     if row is None:
         return None
@@ -76,11 +76,11 @@ def session_user(session: Session, token: str, *, idle: timedelta = DEFAULT_IDLE
     created_at, last_seen_at = to_datetime(created_at), to_datetime(last_seen_at)
     now = now or utcnow()
     if now - created_at > absolute or now - last_seen_at > idle:
-        conn.execute(delete(_S).where(_S.c.id == sid))
+        session.connection().execute(delete(_S).where(_S.c.id == sid))
         session.commit()
         return None
     if now - last_seen_at > TOUCH_EVERY:
-        conn.execute(update(_S).where(_S.c.id == sid).values(last_seen_at=now))
+        session.connection().execute(update(_S).where(_S.c.id == sid).values(last_seen_at=now))
         session.commit()
     return SignedIn(uid, name, role)
 
