@@ -225,3 +225,29 @@ def test_an_answer_reuses_its_checked_csrf_token_until_half_its_lifetime(sqlite_
         assert answer(res.data, csrf(res.data)).status_code == 200
         forged = first[:-3] + ("AAA" if not first.endswith("AAA") else "BBB")
         assert answer(res.data, forged).status_code == 400
+
+
+def test_remembered_csrf_tokens_are_accepted_only_as_flask_wtf_would(sqlite_engine, tmp_path, monkeypatch):
+    """A token the app accepted once (and remembers) is refused in another session, and once older
+    than WTF_CSRF_TIME_LIMIT, exactly as verifying it again would refuse it."""
+    setup = assigned_project(sqlite_engine, tmp_path / "p", n_queries=2, docs_per_query=4, overlap=2,
+                             judges=("alice", "bob"))
+    token_re = re.compile(rb'name="token" value="([^"]+)"')
+    with app_on(sqlite_engine) as app:
+        path = f"/projects/{setup.project_id}/judge"
+        alice, bob = login(app.test_client(), "alice"), login(app.test_client(), "bob")
+        a_body = alice.get(path, headers={"HX-Request": "true"}).data
+        b_body = bob.get(path, headers={"HX-Request": "true"}).data
+
+        def answer(client, body, token):
+            return client.post(path, data={"csrf_token": token, "token": token_re.search(body).group(1).decode(),
+                                           "grade": "1"}, headers={"HX-Request": "true"})
+
+        alices = csrf(a_body)
+        res = answer(alice, a_body, alices)
+        assert res.status_code == 200  # accepted, so remembered
+        assert answer(bob, b_body, alices).status_code == 400  # not bob's session's token
+        assert answer(bob, b_body, csrf(b_body)).status_code == 200
+        later = time.time() + app.config["WTF_CSRF_TIME_LIMIT"] + 60
+        monkeypatch.setattr(time, "time", lambda: later)
+        assert answer(alice, res.data, alices).status_code == 400  # expired, remembered or not
