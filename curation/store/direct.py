@@ -106,4 +106,5 @@ class Statement:
         try:
             return self.run(conn, params).fetchall()
         finally:
-            raw.autocommit = False
+            if not raw.closed:  # a lost connection keeps its own error, not one about autocommit
+                raw.autocommit = False
