@@ -1,6 +1,6 @@
 """The judge's operations, atomic under concurrency: show a pair, record a label, go back.
 
-One module (about 650 lines) because showing, submitting, going back and releasing share the
+One module (about 790 lines) because showing, submitting, going back and releasing share the
 same guarded statements (the judge's own assignments, the one-time tokens) whose correctness
 under concurrency is argued below in one place.
 
@@ -20,7 +20,7 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
   (``exclusive_pair_id`` unique), so two judges can never both be given it.
 * The history is append-only: relabelling adds a row; the latest row of (pair, judge) counts.
 
-One module of about 640 lines on purpose: the prebuilt Core statements and the functions that run
+One module of about 790 lines on purpose: the prebuilt Core statements and the functions that run
 them share the table aliases, the access rules (``_project``, ``_visible``) and the rule of which
 pairs are retired (``_RETIRED``), and the argument above holds only for all of them together
 (showing, submitting, the progress count and the stale move must agree on the same rows).

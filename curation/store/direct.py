@@ -13,8 +13,9 @@ takes them and come back as it returns them, with SQLAlchemy's storage conventio
 * On PostgreSQL a statement made with ``prepare=True`` is prepared on the server at its first run
   (psycopg's ``prepare=True``), so PostgreSQL parses and plans it once per connection instead of on
   every run. Only statements whose generic plan is known to be good are prepared
-  (``tests/judge/test_direct.py`` checks the plans); every other statement of golden is planned
-  for its values (``psycopg``'s automatic preparation is off, see :mod:`curation.store.engine`).
+  (``tests/judge/test_direct.py`` checks the one that once went wrong, the next open pair); every
+  other statement is planned for its values (psycopg's automatic preparation is off, see
+  :mod:`curation.store.engine`).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def make_engine(url: str | None = None, **kwargs) -> Engine:
         # is prepared automatically (a threshold no statement reaches; None would also refuse the
         # explicit ``prepare=True``): SQLAlchemy's statements are planned for their values each
         # time, and only the statements of :mod:`curation.store.direct` made with ``prepare=True``
-        # are prepared, whose generic plans tests/judge/test_direct.py checks.
+        # are prepared (tests/judge/test_direct.py checks the generic plan of the next open pair).
         connect_args = dict(kwargs.pop("connect_args", {}))
         connect_args.setdefault("prepare_threshold", NEVER_AUTO_PREPARE)
         engine = create_engine(url, connect_args=connect_args, **kwargs)
