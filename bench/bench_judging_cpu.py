@@ -56,13 +56,27 @@ def main() -> int:
                 drop()
 
 
+def count_statements(engine, statements: list[int]) -> None:
+    """Count every SQL statement sent: SQLAlchemy's (its cursor-execute event) and the hot path's
+    run on the driver directly (curation.store.direct.Statement.run), into ``statements[0]``."""
+    from curation.store import direct
+
+    event.listen(engine, "before_cursor_execute", lambda *a: statements.__setitem__(0, statements[0] + 1))
+    run = direct.Statement.run
+
+    def counted(self, conn, params):
+        statements[0] += 1
+        return run(self, conn, params)
+
+    direct.Statement.run = counted
+
+
 def measure(url: str, project_id: int, names: list[str], args) -> int:
     from judging_app import create_app
 
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench"})
     statements = [0]
-    event.listen(app.extensions["golden_engine"], "before_cursor_execute",
-                 lambda *a: statements.__setitem__(0, statements[0] + 1))
+    count_statements(app.extensions["golden_engine"], statements)
     path = f"/projects/{project_id}/judge"
     judges = []
     for name in names:
@@ -103,7 +117,7 @@ def measure(url: str, project_id: int, names: list[str], args) -> int:
     print(f"  app CPU per request         {cpu / n * 1000:6.2f} ms   (wall {wall / n * 1000:.2f} ms)")
     if db is not None:
         print(f"  PostgreSQL CPU per request  {(db - db0) / n * 1000:6.2f} ms   (its backends for this database)")
-    print(f"  SQL statements per request  {(statements[0] - n0) / n:6.1f}")
+    print(f"  SQL statements per request  {(statements[0] - n0) / n:6.1f}   (besides BEGIN and COMMIT)")
     if profile:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
     return 0

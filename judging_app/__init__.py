@@ -16,12 +16,16 @@ PostgreSQL store behave as one.
 
 from __future__ import annotations
 
+import hmac
 import os
+import time
 from datetime import timedelta
 from pathlib import Path
 
-from flask import Flask, g, request
+from flask import Flask, current_app, g, request, session
 from flask_wtf.csrf import CSRFProtect
+from itsdangerous import BadData
+from itsdangerous.encoding import base64_decode, bytes_to_int
 
 from curation.store.engine import default_url, normalize_url
 from curation.store.migrate import open_store
@@ -34,7 +38,51 @@ def asset_dir(name: str) -> Path:
     (pyproject.toml puts them there), else at the top of the source checkout."""
     packaged = Path(__file__).resolve().parent / name
     return packaged if packaged.is_dir() else ROOT / name
-csrf = CSRFProtect()
+class CheckedTokens(CSRFProtect):
+    """flask-wtf's CSRF protection, remembering per process the tokens it accepted lately, so that a
+    judge's every answer does not verify the same token's signature again (itsdangerous: a key
+    derivation, an HMAC, base64 and JSON).
+
+    A remembered token is accepted exactly when flask-wtf would accept it: the same text (signature
+    included) it verified, against the same session value (compared in constant time), within the
+    same ``WTF_CSRF_TIME_LIMIT`` from its signing; anything else (another session, an expired or
+    forged token, HTTPS with the strict referrer check, an exempt view) goes through flask-wtf."""
+
+    MAX_REMEMBERED = 4096
+
+    def __init__(self, app=None):
+        self._accepted: dict[str, tuple[str, int]] = {}
+        super().__init__(app)
+
+    def protect(self, apply_exemptions=False):
+        config = current_app.config
+        if (request.method in config["WTF_CSRF_METHODS"] and not (request.is_secure and config["WTF_CSRF_SSL_STRICT"])
+                and (not apply_exemptions or (request.endpoint and not self._is_exempt()))):
+            token = self._get_csrf_token()
+            seen = self._accepted.get(token) if token else None
+            value = session.get(config["WTF_CSRF_FIELD_NAME"])
+            limit = config["WTF_CSRF_TIME_LIMIT"]
+            if (seen is not None and isinstance(value, str) and hmac.compare_digest(seen[0], value)
+                    and (limit is None or 0 <= time.time() - seen[1] <= limit)):
+                g.csrf_valid = True
+                return
+        super().protect(apply_exemptions)  # raises CSRFError (a 400) when the token is refused
+        if g.get("csrf_valid"):
+            self._remember(self._get_csrf_token(), session.get(config["WTF_CSRF_FIELD_NAME"]))
+
+    def _remember(self, token: str | None, value) -> None:
+        if not token or not isinstance(value, str):
+            return
+        try:
+            signed_at = bytes_to_int(base64_decode(token.rsplit(".", 2)[1]))
+        except (BadData, IndexError, ValueError, TypeError):
+            return
+        if len(self._accepted) >= self.MAX_REMEMBERED:
+            self._accepted.clear()
+        self._accepted[token] = (value, signed_at)
+
+
+csrf = CheckedTokens()
 
 # A defence in depth under the escaping in the templates: no inline script, no third-party origin.
 CONTENT_SECURITY_POLICY = (
@@ -141,6 +189,8 @@ def create_app(test_config: dict | None = None) -> Flask:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=0)
 
     from . import admin, assets, auth, errors, judge, lead, leaks, reports, versions
+
+    app.session_interface = auth.SessionCookies()
 
     errors.init_app(app)
     errors.install_converters(app)

@@ -16,10 +16,13 @@ lookup (:mod:`judging_app.judge`: only a project the judge has work in)."""
 from __future__ import annotations
 
 import functools
+import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 from flask import Blueprint, abort, current_app, g, redirect, render_template, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
+from itsdangerous import BadSignature
 
 from curation.store import sessions, throttle, users
 from curation.store.audit import record_audit
@@ -29,6 +32,42 @@ from .db import get_db
 from .errors import is_htmx
 
 bp = Blueprint("auth", __name__)
+
+
+class SessionCookies(SecureCookieSessionInterface):
+    """Flask's signed session cookie, with the cookies verified lately remembered per process, so
+    that a judge's every answer does not verify the same cookie's signature again (itsdangerous:
+    a key derivation, an HMAC, base64 and JSON; about a twentieth of a submit-and-next).
+
+    A cookie is remembered only once its signature has been verified, under its whole text (the
+    signature included), with the time it was signed: a remembered cookie is accepted exactly as
+    long as verifying it again would accept it (``PERMANENT_SESSION_LIFETIME``), and a changed or
+    forged cookie is never found and gets verified as before. Only cookies whose values are
+    immutable (text, numbers) are remembered; each request gets its own session dict. The
+    session's validity itself is still decided by the store on every request (:func:`load_user`)."""
+
+    MAX_REMEMBERED = 4096
+
+    def __init__(self):
+        self._verified: dict[str, tuple[dict, float]] = {}
+
+    def open_session(self, app, request):
+        value = request.cookies.get(self.get_cookie_name(app))
+        if not value or not app.secret_key:
+            return super().open_session(app, request)
+        max_age = int(app.permanent_session_lifetime.total_seconds())
+        seen = self._verified.get(value)
+        if seen is not None and 0 <= time.time() - seen[1] <= max_age:
+            return self.session_class(seen[0])
+        try:
+            data, signed_at = self.get_signing_serializer(app).loads(value, max_age=max_age, return_timestamp=True)
+        except BadSignature:
+            return self.session_class()
+        if isinstance(data, dict) and all(type(v) in (str, int, float, bool) for v in data.values()):
+            if len(self._verified) >= self.MAX_REMEMBERED:
+                self._verified.clear()
+            self._verified[value] = (dict(data), signed_at.timestamp())
+        return self.session_class(data)
 
 
 # Files that never depend on who asks: no session lookup for them.

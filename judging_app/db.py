@@ -15,7 +15,6 @@ from flask import Flask, current_app, g
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from curation.store.engine import session as new_session
 from curation.store.migrate import check_schema
 
 
@@ -37,16 +36,23 @@ def engine() -> Engine:
 
 
 def get_db() -> Session:
-    """The request's session (created on first use)."""
+    """The request's session (created on first use), on one connection held for the whole request:
+    its transactions follow one another on that connection instead of taking one from the pool
+    each (on PostgreSQL each checkout is also a round trip to ping the server)."""
     if "db" not in g:
-        g.db = new_session(engine())
+        conn = engine().connect()
+        g.db = Session(bind=conn, expire_on_commit=False)
+        g.db_conn = conn
     return g.db
 
 
 def close_db(_exc: BaseException | None = None) -> None:
     db = g.pop("db", None)
+    conn = g.pop("db_conn", None)
     if db is not None:
         db.close()
+        if conn is not None:
+            conn.close()
         current_app.extensions["golden_stats"].maybe_refresh()
 
 

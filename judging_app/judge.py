@@ -12,11 +12,14 @@ page (post/redirect/get); with htmx it returns the partial for the next pair.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
+from itsdangerous import BadData
+from itsdangerous.encoding import base64_decode, bytes_to_int
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from curation.formats.guidelines import without_grades_section
 from curation.judge import highlight, judging
@@ -52,6 +55,31 @@ def format_duration(seconds: float | None) -> str | None:
     return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
 
 
+def marked(pieces: list[tuple[str, bool]]) -> Markup:
+    """The pieces of :func:`curation.judge.highlight.mark` as HTML: every piece of the untrusted text
+    escaped (markupsafe), only the ``<mark>`` around a matching word is markup. Built in Python:
+    a Jinja macro looping over a document's words was a tenth of rendering the pair."""
+    return Markup("".join([f'<mark class="q">{escape(piece)}</mark>' if hit else escape(piece)
+                           for piece, hit in pieces]))
+
+
+_URLS: dict[tuple[str, int], dict[str, str]] = {}
+
+
+def _urls(project_id: int) -> dict[str, str]:
+    """The judging page's own URLs for a project (``judge`` serves the page and takes the answers,
+    ``?before=N`` is its back link; ``guidelines``), built with url_for once per project and
+    script root in each process rather than three times for every answer."""
+    key = (request.script_root, project_id)
+    urls = _URLS.get(key)
+    if urls is None:
+        if len(_URLS) > 1000:
+            _URLS.clear()
+        urls = _URLS[key] = {"judge": url_for("judge.page", project_id=project_id),
+                             "guidelines": url_for("judge.guidelines", project_id=project_id)}
+    return urls
+
+
 def _own_project_or_404(project_id: int):
     """The project, when the logged-in user has work in it; else 404 (nothing is revealed)."""
     return judging.judge_project(get_db(), g.user, project_id) or abort(404)
@@ -79,16 +107,19 @@ def _render(project, task, *, note: str | None = None):
     context = dict(
         project=project,
         task=task,
-        marks=dict(title=highlight.mark(task.doc_title, terms), text=highlight.mark(task.doc_text, terms))
-        if task else None,
+        marks=dict(title=marked(highlight.mark(task.doc_title, terms)),
+                   text=marked(highlight.mark(task.doc_text, terms))) if task else None,
         grades=projects.grades(project),
         progress=judging.progress(db, project, g.user),
         format_duration=format_duration,
         note=note,
+        urls=_urls(project.id),
     )
     if is_htmx():
+        judging.end_reads(db)
         return render_template("judge/_pair.html", **context)
     guidelines = projects.current_guidelines(db, project)
+    judging.end_reads(db)
     return render_template(
         "judge/page.html",
         guidelines=render_guidelines(guidelines.text if guidelines else ""),
@@ -168,7 +199,26 @@ def answer(project_id: int):
             flash(note, "info")
         return redirect(url_for("judge.page", project_id=project.id), code=303)
     task = judging.next_task(db, project, g.user, stale_after=_stale_after())
+    _keep_csrf_token()
     return _render(project, task, note=note)
+
+
+def _keep_csrf_token() -> None:
+    """Let the next pair's forms carry the CSRF token this answer was just checked with
+    (flask-wtf's ``generate_csrf`` returns ``g.csrf_token`` when set) instead of signing a new one
+    for every answer, while that token is younger than half its time limit: it is the same
+    session's token, signed by this server, and it stays valid as long as a new one would be
+    for the rest of a working session."""
+    if not g.get("csrf_valid"):
+        return
+    token = request.form.get("csrf_token", "")
+    limit = current_app.config.get("WTF_CSRF_TIME_LIMIT")
+    try:
+        signed_at = bytes_to_int(base64_decode(token.rsplit(".", 2)[1]))
+    except (BadData, IndexError, ValueError, TypeError):
+        return
+    if limit is None or 0 <= time.time() - signed_at < limit / 2:
+        g.csrf_token = token
 
 
 @bp.get("/<int:project_id>/guidelines")

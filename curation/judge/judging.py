@@ -1,6 +1,6 @@
 """The judge's operations, atomic under concurrency: show a pair, record a label, go back.
 
-One module (about 650 lines) because showing, submitting, going back and releasing share the
+One module (about 790 lines) because showing, submitting, going back and releasing share the
 same guarded statements (the judge's own assignments, the one-time tokens) whose correctness
 under concurrency is argued below in one place.
 
@@ -20,7 +20,7 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
   (``exclusive_pair_id`` unique), so two judges can never both be given it.
 * The history is append-only: relabelling adds a row; the latest row of (pair, judge) counts.
 
-One module of about 640 lines on purpose: the prebuilt Core statements and the functions that run
+One module of about 790 lines on purpose: the prebuilt Core statements and the functions that run
 them share the table aliases, the access rules (``_project``, ``_visible``) and the rule of which
 pairs are retired (``_RETIRED``), and the argument above holds only for all of them together
 (showing, submitting, the progress count and the stale move must agree on the same rows).
@@ -28,6 +28,7 @@ pairs are retired (``_RETIRED``), and the argument above holds only for all of t
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import statistics
@@ -40,6 +41,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
+from curation.store.direct import Statement, connection_of, dbapi, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
@@ -52,6 +54,7 @@ from curation.store.models import (
     Project,
     Query,
     QueryNeed,
+    QueueCount,
     User,
     utcnow,
 )
@@ -121,14 +124,28 @@ class SubmitResult:
     position: int
 
 
+@dataclass(frozen=True)
+class JudgeProject:
+    """What the judging pages need of a project (:func:`judge_project`): read with one Core
+    statement, no ORM object. The functions of this module take it where they take a Project."""
+
+    id: int
+    name: str
+    scale: str
+    grades_json: str
+    hold_main: bool
+    released_at: datetime | None
+
+
 def _jid(judge: User | int) -> int:
     return judge if isinstance(judge, int) else judge.id
 
 
-def _project(session: Session, project: Project | int) -> Project:
-    """The project row; a Project already loaded in this session is used as it is (the web layer
-    loads it once per request), anything else is looked up."""
-    if isinstance(project, Project) and project in session:
+def _project(session: Session, project: Project | JudgeProject | int) -> Project | JudgeProject:
+    """The project row; a Project already loaded in this session, or a :class:`JudgeProject` read
+    in this request, is used as it is (the web layer loads it once per request), anything else is
+    looked up."""
+    if isinstance(project, JudgeProject) or (isinstance(project, Project) and project in session):
         return project
     proj = session.get(Project, project if isinstance(project, int) else project.id)
     if proj is None:
@@ -136,7 +153,7 @@ def _project(session: Session, project: Project | int) -> Project:
     return proj
 
 
-def _visible(stmt, proj: Project):
+def _visible(stmt, proj: Project | JudgeProject):
     """Restrict an Assignment query to what judges may see now (main rows only once released)."""
     return stmt if main_visible(proj) else stmt.where(Assignment.kind == "overlap")
 
@@ -150,16 +167,24 @@ def judge_projects(session: Session, judge: User | int) -> list[Project]:
     return list(session.exec(_JUDGE_PROJECTS, params={"jid": _jid(judge)}))
 
 
-def judge_project(session: Session, judge: User | int, project_id: int) -> Project | None:
+def judge_project(session: Session, judge: User | int, project_id: int) -> JudgeProject | None:
     """Project ``project_id`` when ``judge`` has assignments in it, else None (one prebuilt
     statement: the judging page's access check on every request)."""
-    return session.exec(_JUDGE_PROJECT, params={"jid": _jid(judge), "pid": project_id}).first()
+    row = _JUDGE_PROJECT_D.run(connection_of(session), {"jid": _jid(judge), "pid": project_id}).fetchone()
+    if row is None:
+        return None
+    pid, name, scale, grades_json, hold_main, released_at = row
+    return JudgeProject(pid, name, scale, grades_json, bool(hold_main), to_datetime(released_at))
 
 
 # One index probe per project (few) instead of a walk over the judge's whole queue.
 _HAS_WORK = exists().where(_A_T.c.project_id == Project.id, _A_T.c.judge_id == bindparam("jid"))
 _JUDGE_PROJECTS = select(Project).where(_HAS_WORK).order_by(Project.name)
-_JUDGE_PROJECT = select(Project).where(Project.id == bindparam("pid"), _HAS_WORK)
+_JUDGE_PROJECT_D = Statement(
+    core_select(_P_T.c.id, _P_T.c.name, _P_T.c.scale, _P_T.c.grades_json, _P_T.c.hold_main, _P_T.c.released_at)
+    .where(_P_T.c.id == bindparam("pid"), _HAS_WORK),
+    prepare=True,
+)
 
 
 # Hot paths are prebuilt SQLAlchemy Core statements with bound parameters: a judge's
@@ -173,10 +198,21 @@ _D = Document.__table__
 _GV = GuidelinesVersion.__table__
 _P = Project.__table__
 _QN = QueryNeed.__table__
+_QC = QueueCount.__table__
+
+# LIMIT 1 written into the hot statements rather than bound: the generic plan PostgreSQL makes for a
+# prepared statement then knows that one row is wanted (with a bound LIMIT it plans for many, and
+# keeps re-planning the statement for each run instead).
+_ONE = literal_column("1")
+# Likewise the constants the hot statements compare with: bound, PostgreSQL's generic plan guessed
+# that almost no query is "not dropped" and walked all the project's pairs (0.3 s) to find a
+# judge's next one; written in, its statistics say almost every query is.
+_DROPPED = literal_column("'dropped'")
+_OVERLAP = literal_column("'overlap'")
 
 # A pair whose query a lead dropped, or whose document was excluded (leak decisions), is retired:
 # no longer shown, and no longer counted as work to do.
-_RETIRED = or_(_Q.c.status == "dropped", _D.c.excluded == true())
+_RETIRED = or_(_Q.c.status == _DROPPED, _D.c.excluded == true())
 _OPEN_ROWS = (
     _A.join(_PP, _PP.c.id == _A.c.pair_id).join(_Q, _Q.c.id == _PP.c.query_id).join(_D, _D.c.id == _PP.c.document_id)
 )
@@ -188,7 +224,7 @@ def _first_open_stmt(overlap_only: bool):
     statements), not by a join to the project, so both planners keep to the index order."""
     where = [_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"), _A.c.done_at.is_(None), ~_RETIRED]
     if overlap_only:
-        where.append(_A.c.kind == "overlap")
+        where.append(_A.c.kind == _OVERLAP)
     return (
         core_select(_A.c.id, _A.c.pair_id, _A.c.position, _A.c.kind, _A.c.skipped, _A.c.done_at)
         .select_from(_OPEN_ROWS)
@@ -196,7 +232,7 @@ def _first_open_stmt(overlap_only: bool):
         # done_at is NULL on every row here; naming it lets PostgreSQL see that the index is in
         # this order (an IS NULL condition does not tell its planner so, an equality would).
         .order_by(_A.c.done_at, _A.c.skipped, _A.c.position, _A.c.id)
-        .limit(1)
+        .limit(_ONE)
     )
 
 
@@ -212,10 +248,10 @@ _ISSUE_TOKEN = insert(_PV).values(
     token=bindparam("token"), project_id=bindparam("pid"), assignment_id=bindparam("aid"),
     pair_id=bindparam("pair_id"), judge_id=bindparam("jid"), shown_at=bindparam("now"),
     guidelines_version_id=core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
-    .order_by(_GV.c.version.desc()).limit(1).scalar_subquery(),
+    .order_by(_GV.c.version.desc()).limit(_ONE).scalar_subquery(),
     need_version_id=core_select(_QN.c.id).where(
         _QN.c.query_id == core_select(_PP.c.query_id).where(_PP.c.id == bindparam("pair_id")).scalar_subquery()
-    ).order_by(_QN.c.version.desc()).limit(1).scalar_subquery(),
+    ).order_by(_QN.c.version.desc()).limit(_ONE).scalar_subquery(),
 )
 # Everything the page shows of a freshly issued token, in one statement: the query, the document,
 # the guidelines version, and where the pair stands among the judge's pairs of the same query.
@@ -249,12 +285,57 @@ _LATEST_OWN = (
     core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
     .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"), _J.c.skipped == false())
     .order_by(_J.c.id.desc())
-    .limit(1)
+    .limit(_ONE)
 )
 
 
+class _Row(tuple):
+    """An assignment row as the statements below return it: (id, pair_id, position, kind, skipped,
+    done_at), readable by name like the ORM rows that task_at and previous_task pass."""
+
+    __slots__ = ()
+    id = property(lambda r: r[0])
+    pair_id = property(lambda r: r[1])
+    position = property(lambda r: r[2])
+    kind = property(lambda r: r[3])
+    skipped = property(lambda r: r[4])
+    done_at = property(lambda r: r[5])
+
+
+_FIRST_OPEN_D = {k: Statement(v, prepare=True) for k, v in _FIRST_OPEN.items()}
+_CLAIM_D = Statement(_CLAIM, prepare=True)
+_ISSUE_TOKEN_D = Statement(_ISSUE_TOKEN, prepare=True)
+_SHOWN_D = Statement(_SHOWN, prepare=True)
+_LATEST_OWN_D = Statement(_LATEST_OWN, prepare=True)
+
+
+def _commit(session: Session, conn) -> None:
+    """Commit the request's transaction on the driver's connection; through the Session when the
+    caller left ORM changes in it (SQLAlchemy flushes them first)."""
+    if session.new or session.dirty or session.deleted:
+        session.commit()
+    else:
+        dbapi(conn).commit()
+
+
+def end_reads(session: Session) -> None:
+    """End the transaction the last reads of a request opened (the progress counts after a pair
+    was shown), so that none is left to roll back when the request's connection is closed. Ending a
+    read-only transaction changes nothing; rolling one back would make psycopg drop its prepared
+    statements (it forgets them on every ROLLBACK), so PostgreSQL would parse and plan the hot
+    statements again on every request."""
+    _commit(session, connection_of(session))
+
+
+def _rollback(session: Session, conn) -> None:
+    dbapi(conn).rollback()
+    session.rollback()
+
+
 def _first_open(session: Session, proj: Project, jid: int):
-    return session.connection().execute(_FIRST_OPEN[not main_visible(proj)], {"jid": jid, "pid": proj.id}).first()
+    conn = connection_of(session)
+    row = _FIRST_OPEN_D[not main_visible(proj)].run(conn, {"jid": jid, "pid": proj.id}).fetchone()
+    return None if row is None else _Row(row)
 
 
 def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task | None:
@@ -262,23 +343,25 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
     Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile). One short
     write transaction: claim the row, record the token, read what the page shows."""
     token = secrets.token_urlsafe(24)
+    conn = connection_of(session)
     try:
-        conn = session.connection()
-        if conn.execute(_CLAIM, {"aid": a.id, "jid": jid, "now": now}).rowcount != 1:
-            session.rollback()
+        if _CLAIM_D.run(conn, {"aid": a.id, "jid": jid, "now": now}).rowcount != 1:
+            _rollback(session, conn)
             return None
-        conn.execute(_ISSUE_TOKEN, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
-                                    "now": now})
+        _ISSUE_TOKEN_D.run(conn, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
+                                  "now": now})
         (qid, qtext, docid, title, text, url, gv_version, need_version, description, narrative, count,
-         place) = conn.execute(_SHOWN, {"token": token, "kind": a.kind, "pos": a.position}).one()
+         place) = _SHOWN_D.run(conn, {"token": token, "kind": a.kind, "pos": a.position}).fetchone()
         # An open pair that was never skipped has no answer from this judge (answers set done_at or
         # skipped on the judge's own row), so only a revisited pair needs the look-up.
         fresh = a.done_at is None and not a.skipped
-        latest = None if fresh else conn.execute(_LATEST_OWN, {"jid": jid, "pair_id": a.pair_id}).first()
-        session.commit()
-    except Exception:
-        session.rollback()
+        latest = None if fresh else _LATEST_OWN_D.run(conn, {"jid": jid, "pair_id": a.pair_id}).fetchone()
+        _commit(session, conn)
+    except BaseException:
+        _rollback(session, conn)
         raise
+    if latest is not None:
+        latest = dict(zip(("grade", "unsure", "note", "skipped"), latest, strict=True))
     return Task(
         token=token,
         position=a.position,
@@ -294,9 +377,9 @@ def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task |
         need_narrative=narrative,
         query_pair_index=max(int(place), 1),
         query_pair_count=max(int(count), 1),
-        current_grade=latest.grade if latest else None,
-        current_unsure=bool(latest.unsure) if latest else False,
-        current_note=latest.note if latest else None,
+        current_grade=latest["grade"] if latest else None,
+        current_unsure=bool(latest["unsure"]) if latest else False,
+        current_note=latest["note"] if latest else None,
         relabel=latest is not None,
     )
 
@@ -409,14 +492,17 @@ def submit(
     jid = _jid(judge)
     if not isinstance(token, str) or not token or len(token) > 100:
         raise AccessDenied("no such pair")
-    conn = session.connection()
-    view = conn.execute(_VIEW, {"token": token}).first()
-    if view is None or view.judge_id != jid:
-        session.commit()  # end the read transaction
+    conn = connection_of(session)
+    raw = dbapi(conn)
+    view = _VIEW_D.run(conn, {"token": token}).fetchone()
+    if view is None or view[0] != jid:
+        raw.commit()  # end the read transaction
         raise AccessDenied("no such pair")
-    if view.existing is not None:
-        session.commit()
-        return SubmitResult(view.existing, True, view.position)
+    (_, project_id, pair_id, assignment_id, gv_id, need_id, shown_at, position, done_at, existing, grades_json,
+     scale) = view
+    if existing is not None:
+        raw.commit()
+        return SubmitResult(existing, True, position)
 
     if grade is not None:
         if isinstance(grade, bool):
@@ -425,9 +511,9 @@ def submit(
             grade = int(grade)
         except (TypeError, ValueError):
             raise ValueError(f"grade must be one of the scale's grades, got {grade!r}") from None
-        allowed = [int(g["grade"]) for g in json.loads(view.grades_json)]
+        allowed = _scale_grades(grades_json)
         if grade not in allowed:
-            raise ValueError(f"grade {grade} is not on this project's scale {view.scale} (grades {allowed})")
+            raise ValueError(f"grade {grade} is not on this project's scale {scale} (grades {list(allowed)})")
     if note is not None:
         note = str(note).strip() or None
         if note and len(note) > MAX_NOTE:
@@ -439,37 +525,42 @@ def submit(
         raise ValueError("grade: give a grade, mark the pair unsure, or skip it")
     if unsure and grade is None:
         raise ValueError("grade: an unsure answer needs your best grade too (the lead confirms or changes it)")
-    keep_answer = skip and view.done_at is not None  # skipping an answered pair keeps the answer
+    keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
 
     now = now or utcnow()
     try:
-        conn = session.connection()
         # Write first: this takes the assignment row's lock, which serialises with a stale move. An
         # answered pair is never moved, so skipping one needs no write to the assignment.
-        res = None if keep_answer else conn.execute(
-            _ANSWER, {"aid": view.assignment_id, "jid": jid, "done_at": None if skip else now, "skipped": skip})
-        if res is not None and res.rowcount != 1:
-            session.rollback()
+        if not keep_answer and _ANSWER_D.run(
+                conn, {"aid": assignment_id, "jid": jid, "done_at": None if skip else now, "skipped": skip}
+        ).rowcount != 1:
+            _rollback(session, conn)
             raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
-        row = conn.execute(insert(_J), {
-            "project_id": view.project_id, "pair_id": view.pair_id, "judge_id": jid, "grade": grade,
-            "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": view.guidelines_version_id,
-            "need_version_id": view.need_version_id,
-            "source": "human", "shown_at": view.shown_at, "answered_at": now, "client_token": token,
-        })
-        judgment_id = row.inserted_primary_key[0]
-        session.commit()
-    except IntegrityError:
+        judgment_id = _RECORD_D.run(conn, {
+            "project_id": project_id, "pair_id": pair_id, "judge_id": jid, "grade": grade,
+            "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": gv_id,
+            "need_version_id": need_id, "source": "human", "shown_at": shown_at, "answered_at": now,
+            "client_token": token,
+        }).fetchone()[0]
+        _commit(session, conn)
+    except PairReassigned:
+        raise
+    except BaseException as exc:
+        _rollback(session, conn)
+        if not isinstance(exc, (IntegrityError, conn.dialect.loaded_dbapi.IntegrityError)):
+            raise
         # The same token committed by a concurrent request (a double click): report that one.
-        session.rollback()
         done = _existing(session, jid, token)
         if done is None:
             raise
-        return SubmitResult(done, True, view.position)
-    except Exception:
-        session.rollback()
-        raise
-    return SubmitResult(judgment_id, False, view.position)
+        return SubmitResult(done, True, position)
+    return SubmitResult(judgment_id, False, position)
+
+
+@functools.lru_cache(maxsize=64)
+def _scale_grades(grades_json: str) -> tuple[int, ...]:
+    """The grades of a project's scale from its ``grades_json`` (parsed once per distinct scale)."""
+    return tuple(int(g["grade"]) for g in json.loads(grades_json))
 
 
 _VIEW = (
@@ -490,6 +581,12 @@ _ANSWER = (
     .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
     .values(done_at=bindparam("done_at"), skipped=bindparam("skipped"))
 )
+_VIEW_D = Statement(_VIEW, prepare=True)
+_ANSWER_D = Statement(_ANSWER, prepare=True)
+# The judgment row, its id returned by the INSERT (RETURNING: SQLite 3.35+, PostgreSQL).
+_RECORD_D = Statement(insert(_J).values({c: bindparam(c) for c in (
+    "project_id", "pair_id", "judge_id", "grade", "unsure", "skipped", "note", "guidelines_version_id",
+    "need_version_id", "source", "shown_at", "answered_at", "client_token")}).returning(_J.c.id), prepare=True)
 _EXISTING = core_select(_J.c.id).where(_J.c.judge_id == bindparam("jid"), _J.c.client_token == bindparam("token"))
 
 
@@ -500,27 +597,27 @@ def _existing(session: Session, jid: int, token: str) -> int | None:
 def _queue_counts(overlap_only: bool):
     """One statement for a judge's queue: rows in all, rows they may work on (all, or the overlap
     set while the main pairs are held back), and of those the open ones, not skipped and skipped.
-    Each count is an index-only range of ``ix_assignment_queue`` where it can be."""
-    queue = (_A.c.judge_id == bindparam("jid"), _A.c.project_id == bindparam("pid"))
-    workable = queue + ((_A.c.kind == "overlap",) if overlap_only else ())
+    Read from ``queuecount`` (one row per kind, kept by the database's triggers on ``assignment``:
+    migration 0020) instead of counted over the judge's whole queue on every answer."""
+    mine = (_QC.c.judge_id == bindparam("jid"), _QC.c.project_id == bindparam("pid"))
+    workable = mine + ((_QC.c.kind == _OVERLAP,) if overlap_only else ())
 
-    def count(*where):
-        return core_select(func.count()).where(*where).scalar_subquery()
+    def total(column, *where):
+        return core_select(func.coalesce(func.sum(column), 0)).where(*where).scalar_subquery()
 
     return core_select(
-        count(*queue),
-        count(*workable) if overlap_only else literal_column("NULL"),
-        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == false()),
-        count(*workable, _A.c.done_at.is_(None), _A.c.skipped == true()),
+        total(_QC.c.total, *mine).label("total"),
+        (total(_QC.c.total, *workable) if overlap_only else literal_column("NULL")).label("workable"),
+        total(_QC.c.unanswered, *workable).label("open"),
+        total(_QC.c.skipped, *workable).label("skipped"),
     )
 
 
-_QUEUE_COUNTS = {False: _queue_counts(False), True: _queue_counts(True)}
 # Retired pairs of a project, found from the (usually empty) index ranges of dropped queries and
 # excluded documents; then the judge's open rows among them through the (pair_id, judge_id) index.
 _RETIRED_PAIRS = union(
     core_select(_PP.c.id).join(_Q, _Q.c.id == _PP.c.query_id)
-    .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == "dropped"),
+    .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == _DROPPED),
     core_select(_PP.c.id).join(_D, _D.c.id == _PP.c.document_id)
     .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == true()),
 )
@@ -539,14 +636,28 @@ def _seconds_between(dialect: str, start, end):
     return func.extract("epoch", end - start)
 
 
-_PACE = {
-    dialect: core_select(_seconds_between(dialect, _J.c.shown_at, _J.c.answered_at))
-    .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == false(),
-           _J.c.shown_at.is_not(None))
-    .order_by(_J.c.id.desc())
-    .limit(bindparam("recent"))
-    for dialect in ("sqlite", "postgresql")
-}
+def _pace(dialect: str, recent):
+    return (
+        core_select(_seconds_between(dialect, _J.c.shown_at, _J.c.answered_at).label("seconds"))
+        .where(_J.c.judge_id == bindparam("jid"), _J.c.project_id == bindparam("pid"), _J.c.skipped == false(),
+               _J.c.shown_at.is_not(None))
+        .order_by(_J.c.id.desc())
+        .limit(recent)
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _progress_statement(dialect: str, overlap_only: bool, recent: int) -> Statement:
+    """Everything :func:`progress` reads, in one statement: the queue counts of
+    :func:`_queue_counts`, whether the project has any retired pair at all (two probes of
+    (usually empty) index ranges), and the judge's ``recent`` latest shown-to-answered times, one
+    row each (a single row with NULL before any): the counts ride along on every row. ``recent``
+    is written into the statement (see ``_ONE``)."""
+    counts = _queue_counts(overlap_only).add_columns(
+        or_(exists(_RETIRED_PAIRS.selects[0]), exists(_RETIRED_PAIRS.selects[1])).label("any_retired")
+    ).subquery("counts")
+    pace = _pace(dialect, literal_column(str(int(recent)))).subquery("pace")
+    return Statement(core_select(*counts.c, *pace.c).select_from(counts.outerjoin(pace, true())), prepare=True)
 
 
 def progress(session: Session, project: Project | int, judge: User | int, *, recent: int = 50) -> Progress:
@@ -555,18 +666,21 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
     follow the judge's pace as it settles)."""
     proj = _project(session, project)
     jid = _jid(judge)
-    conn = session.connection()
+    conn = connection_of(session)
     params = {"jid": jid, "pid": proj.id}
     visible = main_visible(proj)
-    total, assigned, open_, skipped = conn.execute(_QUEUE_COUNTS[not visible], params).one()
+    dialect = "sqlite" if conn.dialect.name == "sqlite" else "postgresql"
+    rows = _progress_statement(dialect, not visible, int(recent)).read_alone(conn, params)
+    total, assigned, open_, skipped, any_retired, _ = rows[0]
+    secs = [max(float(row[5]), 0.0) for row in rows if row[5] is not None]
     if visible:
         assigned = total
     held = total - assigned
     # Open rows of retired pairs are in the counts above, but they are no longer work to do.
-    retired_ids = conn.execute(_RETIRED_PAIRS, params).scalars().all()
+    retired_ids = session.connection().execute(_RETIRED_PAIRS, params).scalars().all() if any_retired else ()
     for i in range(0, len(retired_ids), 5000):
         chunk = {"jid": jid, "pair_ids": retired_ids[i:i + 5000]}
-        for kind, was_skipped, n in conn.execute(_COUNT_RETIRED_OPEN, chunk).all():
+        for kind, was_skipped, n in session.connection().execute(_COUNT_RETIRED_OPEN, chunk).all():
             if visible or kind == "overlap":
                 assigned -= n
                 if was_skipped:
@@ -574,10 +688,6 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
                 else:
                     open_ -= n
     done = assigned - open_ - skipped
-    pace = _PACE.get(conn.dialect.name, _PACE["postgresql"])
-    secs = [
-        max(float(x), 0.0) for x in conn.execute(pace, {"jid": jid, "pid": proj.id, "recent": int(recent)}).scalars()
-    ]
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * (assigned - done)
     return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)

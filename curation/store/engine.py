@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, create_engine
 
 DEFAULT_SQLITE = "golden.db"
+NEVER_AUTO_PREPARE = 2**62  # psycopg's prepare_threshold: only statements run with prepare=True are prepared
 
 
 def default_url() -> str:
@@ -53,12 +54,16 @@ def make_engine(url: str | None = None, **kwargs) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
         kwargs.setdefault("pool_pre_ping", True)
-        # Plan every statement for its actual values. psycopg 3 prepares a statement server-side
-        # after five runs, and PostgreSQL may then switch to a generic plan that ignores the judge
-        # and project ids: "this judge's first open pair" took 0.3-0.7 s at 120,000 pairs that way,
-        # against ~5 ms with custom plans.
+        # Plan statements for their actual values, except the judging hot path's few prepared ones.
+        # psycopg 3 prepares any statement server-side after five runs by default, and PostgreSQL
+        # may then switch to a generic plan that ignores the judge and project ids ("this judge's
+        # first open pair" once took 0.3-0.7 s that way, against ~5 ms with custom plans). So nothing
+        # is prepared automatically (a threshold no statement reaches; None would also refuse the
+        # explicit ``prepare=True``): SQLAlchemy's statements are planned for their values each
+        # time, and only the statements of :mod:`curation.store.direct` made with ``prepare=True``
+        # are prepared (tests/judge/test_direct.py checks the generic plan of the next open pair).
         connect_args = dict(kwargs.pop("connect_args", {}))
-        connect_args.setdefault("options", "-c plan_cache_mode=force_custom_plan")
+        connect_args.setdefault("prepare_threshold", NEVER_AUTO_PREPARE)
         engine = create_engine(url, connect_args=connect_args, **kwargs)
     return engine
 

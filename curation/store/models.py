@@ -164,6 +164,21 @@ class Assignment(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class QueueCount(SQLModel, table=True):
+    """How many assignment rows a judge has in a project, by kind, and how many of them are open
+    (not answered, not skipped) and skipped: what the judging page's progress shows on every
+    answer, read in one index probe instead of counted over the judge's whole queue. Kept by the
+    database itself (triggers on ``assignment``, migration 0020), so every writer of assignments
+    keeps it right; ``curation.judge.judging.progress`` reads it."""
+
+    judge_id: int = Field(primary_key=True)
+    project_id: int = Field(primary_key=True)
+    kind: str = Field(primary_key=True)
+    total: int = 0
+    unanswered: int = 0  # done_at IS NULL and not skipped
+    skipped: int = 0  # done_at IS NULL and skipped
+
+
 class PairView(SQLModel, table=True):
     """One showing of a pair to its judge, with the one-time token the answer must carry.
 

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, delete, func, select, true, update
 from sqlmodel import Session
 
+from curation.store.direct import Statement, connection_of, to_datetime
 from curation.store.models import LoginSession, User, utcnow
 from curation.store.users import SignedIn
 
@@ -37,6 +38,7 @@ _BY_TOKEN = (
     .select_from(_S.join(_U, _U.c.id == _S.c.user_id))
     .where(_S.c.token_hash == bindparam("h"), _U.c.active == true(), _S.c.version == _U.c.session_version)
 )
+_BY_TOKEN_D = Statement(_BY_TOKEN, prepare=True)  # run on every request: on the driver directly
 
 
 def hash_token(token: str) -> str:
@@ -66,18 +68,19 @@ def session_user(session: Session, token: str, *, idle: timedelta = DEFAULT_IDLE
     or absolute), its user disabled or their sessions ended since. Runs on every request."""
     if not isinstance(token, str) or not token:
         return None
-    conn = session.connection()
-    row = conn.execute(_BY_TOKEN, {"h": hash_token(token)}).first()
+    conn = connection_of(session)
+    row = _BY_TOKEN_D.run(conn, {"h": hash_token(token)}).fetchone()
     if row is None:
         return None
     uid, name, role, sid, created_at, last_seen_at = row
+    created_at, last_seen_at = to_datetime(created_at), to_datetime(last_seen_at)
     now = now or utcnow()
     if now - created_at > absolute or now - last_seen_at > idle:
-        conn.execute(delete(_S).where(_S.c.id == sid))
+        session.connection().execute(delete(_S).where(_S.c.id == sid))
         session.commit()
         return None
     if now - last_seen_at > TOUCH_EVERY:
-        conn.execute(update(_S).where(_S.c.id == sid).values(last_seen_at=now))
+        session.connection().execute(update(_S).where(_S.c.id == sid).values(last_seen_at=now))
         session.commit()
     return SignedIn(uid, name, role)
 

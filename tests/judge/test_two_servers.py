@@ -49,7 +49,7 @@ def _serve(url: str, port: int, log: Path) -> subprocess.Popen:
         try:
             if requests.get(f"http://127.0.0.1:{port}/login", timeout=2).status_code == 200:
                 return proc
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening yet, or still starting on a busy machine
             time.sleep(0.2)
     proc.kill()
     raise AssertionError(f"golden serve did not start: {log.read_text()}")
