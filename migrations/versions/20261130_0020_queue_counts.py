@@ -2,7 +2,7 @@
 triggers on ``assignment`` (the judging page's progress on every answer, issue 17)
 
 Revision ID: 0020
-Revises: 0016
+Revises: 0019
 Create Date: 2026-11-30 09:45:00
 
 The counts are kept by the database, not by golden's code, so that every writer of assignments
