@@ -51,7 +51,7 @@ class CheckedTokens(CSRFProtect):
     MAX_REMEMBERED = 4096
 
     def __init__(self, app=None):
-        self._accepted: dict[str, tuple[str, int]] = {}
+        self._accepted: dict[tuple[int, str], tuple[str, int]] = {}  # (app, token): one csrf object serves every app
         super().__init__(app)
 
     def protect(self, apply_exemptions=False):
@@ -59,7 +59,7 @@ class CheckedTokens(CSRFProtect):
         if (request.method in config["WTF_CSRF_METHODS"] and not (request.is_secure and config["WTF_CSRF_SSL_STRICT"])
                 and (not apply_exemptions or (request.endpoint and not self._is_exempt()))):
             token = self._get_csrf_token()
-            seen = self._accepted.get(token) if token else None
+            seen = self._accepted.get((id(current_app._get_current_object()), token)) if token else None
             value = session.get(config["WTF_CSRF_FIELD_NAME"])
             limit = config["WTF_CSRF_TIME_LIMIT"]
             if (seen is not None and isinstance(value, str) and hmac.compare_digest(seen[0], value)
@@ -79,7 +79,7 @@ class CheckedTokens(CSRFProtect):
             return
         if len(self._accepted) >= self.MAX_REMEMBERED:
             self._accepted.clear()
-        self._accepted[token] = (value, signed_at)
+        self._accepted[(id(current_app._get_current_object()), token)] = (value, signed_at)
 
 
 csrf = CheckedTokens()
