@@ -102,29 +102,33 @@ def pool_command(runs, queries, depth, seed, extend, out):
       golden pool runs/*.trec.gz --queries queries.jsonl --depth 20 --seed 7 --out pool.jsonl
       golden pool new=runs/new.trec --extend pool.jsonl --depth 20 --out pool-new.jsonl
     """
-    # Imported here, not at the top: `golden --help` and the other commands need none of it
-    # (numpy, pyarrow), and `golden pool` needs nothing heavier.
-    with _one_blas_thread():
-        from curation.formats.conflicts import Dedup
-        from curation.formats.pool_file import read_pool, read_pool_meta
-        from curation.formats.queries import read_query_ids
-        from curation.formats.runs import read_runs
-        from curation.pool.pooling import file_info, make_pool, write_pool
+    # Imported here, not at the top: `golden --help` and the other commands need none of it. numpy and
+    # pyarrow are imported by read_runs, while its threads load the first runs; the pool's modules
+    # after it, and the readers of --queries and --extend only when they are given.
+    from curation.formats.runs import read_runs
 
     parsed = [_split_run_arg(a) for a in runs]
     if extend and os.path.abspath(extend) == os.path.abspath(out):
         raise click.ClickException(
             "--out must differ from --extend: the new pairs go to their own file (e.g. --out pool-new.jsonl)"
         )
-    query_dedup = Dedup(queries or "queries.jsonl", what="qid")
-    qids = read_query_ids(queries, dedup=query_dedup) if queries else None
-    if query_dedup.summary():
-        click.echo(query_dedup.summary())
-    pool_dedup = Dedup(extend or "pool.jsonl", what="pair")
-    existing = read_pool(extend, dedup=pool_dedup) if extend else None
-    if pool_dedup.summary():
-        click.echo(pool_dedup.summary())
+    qids = existing = None
+    if queries or extend:
+        from curation.formats.conflicts import Dedup
+    if queries:
+        from curation.formats.queries import read_query_ids
+
+        query_dedup = Dedup(queries, what="qid")
+        qids = read_query_ids(queries, dedup=query_dedup)
+        if query_dedup.summary():
+            click.echo(query_dedup.summary())
     if extend:
+        from curation.formats.pool_file import read_pool, read_pool_meta
+
+        pool_dedup = Dedup(extend, what="pair")
+        existing = read_pool(extend, dedup=pool_dedup)
+        if pool_dedup.summary():
+            click.echo(pool_dedup.summary())
         old_depth = read_pool_meta(extend).get("depth")
         if isinstance(old_depth, int) and old_depth != depth:
             raise click.ClickException(
@@ -135,18 +139,21 @@ def pool_command(runs, queries, depth, seed, extend, out):
     if sys.stderr.isatty():  # a bar for people; scripts and pipes neither see it nor import tqdm
         from tqdm import tqdm
 
-        tqdm.monitor_interval = 0  # no monitor thread: the runs are read in forked processes (read_runs)
+        tqdm.monitor_interval = 0  # no monitor thread: nothing to watch in a command this short
         bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr)
 
         def progress(_):
             bar.update()
 
     try:
-        run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=progress,
-                             processes=True)
+        with _one_blas_thread():  # read_runs imports numpy
+            run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth,
+                                 progress=progress)
     finally:
         if progress is not None:
             bar.close()
+    from curation.pool.pooling import file_info, make_pool, write_pool
+
     for run in run_list:
         if run.summary():
             click.echo(run.summary())
