@@ -241,40 +241,43 @@ def _estimated_size(path) -> int:
 def _read_threaded(paths: list, names: list, depth: int | None, workers: int, progress) -> list[RankedRun]:
     from concurrent.futures import ThreadPoolExecutor
 
-    n = len(paths)
+    sizes = [_estimated_size(p) for p in paths]
+    # The largest files first, so that the threads end together rather than one waiting on a
+    # large file taken last; the results keep the order given.
+    order = sorted(range(len(paths)), key=lambda i: -sizes[i])
     loads: dict[int, object] = {}
-    parses = []
+    parses: dict[int, object] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         queued = ahead = 0
 
         def load_ahead(parsing: int) -> None:
             nonlocal queued, ahead
             # Load within the bound, and always a few files beyond the one being parsed.
-            while queued < n and (ahead < _LOAD_AHEAD_BYTES or queued <= parsing + workers):
-                ahead += _estimated_size(paths[queued])
-                loads[queued] = pool.submit(_load, paths[queued])
+            while queued < len(order) and (ahead < _LOAD_AHEAD_BYTES or queued <= parsing + workers):
+                i = order[queued]
+                ahead += sizes[i]
+                loads[i] = pool.submit(_load, paths[i])
                 queued += 1
 
         try:
             load_ahead(0)
             _import_parsers()  # here, while the pool's threads load the first files
-            for i in range(n):
-                load_ahead(i)
+            for k, i in enumerate(order):
+                load_ahead(k)
                 loaded = loads.pop(i)
-                error = loaded.exception()  # waits for the load
-                if error is not None:
-                    parses.append(loaded)
-                    break  # the first bad file in order: nothing after it is needed
-                parses.append(pool.submit(_parse_loaded, loaded.result(), names[i], depth))
-                ahead -= _estimated_size(paths[i])
+                if loaded.exception() is not None:  # waits for the load; its error is raised below
+                    parses[i] = loaded
+                else:
+                    parses[i] = pool.submit(_parse_loaded, loaded.result(), names[i], depth)
+                ahead -= sizes[i]
             out = []
-            for done in parses:
-                out.append(done.result())  # raises the first error in paths order
+            for i in range(len(paths)):
+                out.append(parses[i].result())  # raises the first error in paths order
                 if progress is not None:
                     progress(out[-1])
             return out
         finally:
-            for future in loads.values():
+            for future in [*loads.values(), *parses.values()]:
                 future.cancel()
 
 
@@ -489,10 +492,11 @@ def _doubled(data: bytes, delimiter: bytes) -> bool:
 
 def _distinct(col) -> set[str]:
     """The distinct values of a string column (usually one: a run's tag)."""
-    got = _words(col)
-    if got is not None:
-        lengths, words = got
-        if (lengths == lengths[0]).all() and all((word == word[0]).all() for word in words):
+    off = _offsets(col)
+    size = int(off[1] - off[0])
+    if size and (off[1:] - off[:-1] == size).all():  # all of one length: one value repeated, byte for byte?
+        values = col.buffers()[2].to_pybytes()[off[0] : off[-1]]
+        if values == values[:size] * len(col):
             return {col[0].as_py()}
     import pyarrow.compute as pc
 
@@ -610,34 +614,36 @@ def _top_any_order(score, docid, order, starts, ends, depth):
 def _top_presorted(score, docid, starts, ends, depth):
     """The same as :func:`_top_any_order` for a file whose queries come in blocks already in
     descending score order (as runs are usually written), mostly without a Python loop; None
-    when a block is not in that order."""
+    when a block is not in that order. Only the kept rows (about ``depth`` a block) are handled
+    after the one pass over the file that checks the order."""
     import numpy as np
 
-    n = len(score)
     # Compared, not subtracted: inf - inf is NaN, and two infinite scores are a tie.
-    same = score[1:] == score[:-1]
-    inner = np.ones(n - 1 if n else 0, dtype=np.bool_)
-    inner[starts[1:] - 1] = False  # pairs of rows that straddle two queries
-    if (score[1:] > score[:-1])[inner].any():
+    rising = score[1:] > score[:-1]
+    rising[starts[1:] - 1] = False  # pairs of rows that straddle two queries
+    if rising.any():
         return None
     counts = ends - starts
     take = counts.copy() if depth is None else np.minimum(counts, depth)
     if depth is not None:
         # Rows tied with the last one kept are candidates too (trec_order settles them).
-        for b in np.flatnonzero(counts > depth).tolist():
+        longer = np.flatnonzero(counts > depth)
+        cut = starts[longer] + depth
+        for b in longer[score[cut] == score[cut - 1]].tolist():
             s, e = int(starts[b]), int(ends[b])
             stop = s + depth
             while stop < e and score[stop] == score[stop - 1]:
                 stop += 1
             take[b] = stop - s
-    pos = np.arange(n) - np.repeat(starts, counts)
-    keep = pos < np.repeat(take, counts)
-    rows = np.flatnonzero(keep)
+    first = np.cumsum(take) - take  # where each block's kept rows begin among all kept rows
+    rows = np.arange(int(take.sum())) + np.repeat(starts - first, take)
     docids = _strings(docid, rows)
-    values = score[rows].tolist()
-    tie = np.zeros(n, dtype=np.bool_)
-    tie[:-1] = same & inner & keep[:-1] & keep[1:]
-    has_tie = np.add.reduceat(tie, starts) > 0 if n else np.zeros(0, dtype=np.bool_)
+    kept = score[rows]
+    values = kept.tolist()
+    tie = np.zeros(len(rows), dtype=np.bool_)
+    tie[:-1] = kept[1:] == kept[:-1]
+    tie[first[1:] - 1] = False  # pairs of kept rows of two blocks
+    has_tie = np.add.reduceat(tie, first) > 0
     out = []
     at = 0
     for m, tied in zip(take.tolist(), has_tie.tolist()):

@@ -245,3 +245,39 @@ def test_equal_pairs_finds_a_repeat_among_values_that_share_buckets():
         rng.shuffle(planted)
         assert _equal_pairs(planted)
     assert not _equal_pairs(np.array([7], dtype=np.uint64))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_reader_equals_line_reader_on_random_runs(tmp_path, seed):
+    # Random runs in the shapes the fast path takes apart: queries in blocks or interleaved, scores
+    # sorted or not, many ties (few distinct scores), ties straddling the depth cut, blocks shorter
+    # than the depth, docids of mixed lengths (some over 64 bytes), one tag or two.
+    import random
+
+    from curation.formats.runs import _parse_lines, _parse_trec_fast
+
+    rng = random.Random(seed)
+    sep = rng.choice([" ", "\t"])
+    lines = []
+    for q in rng.sample(range(1, 400), rng.randint(1, 6)):
+        docs = rng.sample(range(10_000), rng.randint(1, 40))
+        scores = [rng.choice([1.0, 2.5, 2.5, 3.0, 0.1 * rng.randint(0, 9)]) for _ in docs]
+        if rng.random() < 0.7:
+            scores.sort(reverse=True)
+        for d, s in zip(docs, scores):
+            docid = f"D{d}-" + "x" * rng.choice([0, 3, 9, 70])
+            lines.append((q, docid, s))
+    if rng.random() < 0.3:
+        rng.shuffle(lines)
+    tags = ["run"] if rng.random() < 0.8 else ["run", "other"]
+    text = "".join(sep.join([str(q), "Q0", d, str(r), repr(s), rng.choice(tags)]) + "\n"
+                   for r, (q, d, s) in enumerate(lines, 1))
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    for depth in (None, 1, 3, 10):
+        run = read_run(path, depth=depth)
+        rankings, scores, got_tags, _ = _parse_lines(text.encode(), str(path), False, depth)
+        assert _parse_trec_fast(text.encode(), depth) is not None  # the fast path took the file
+        assert run.rankings == rankings and run.scores == scores
+        assert list(run.rankings) == list(rankings)
+        assert run.name == (next(iter(got_tags)) if len(got_tags) == 1 else "run")
