@@ -367,3 +367,19 @@ def test_threaded_read_raises_the_first_bad_file_in_order(tmp_path, kinds):
     with pytest.raises(InputError) as threaded:
         read_runs(paths, workers=2)
     assert str(threaded.value) == str(alone.value) and "bad1.trec" in str(alone.value)
+
+
+def test_cli_restores_the_garbage_collector_after_pooling(two_runs, tmp_path):
+    # golden pool pauses the cyclic garbage collector while it works; in-process callers get it back,
+    # whether the command succeeds or fails.
+    import gc
+
+    assert gc.isenabled()
+    out = tmp_path / "pool.jsonl"
+    res = CliRunner().invoke(main, ["pool", *map(str, two_runs), "--depth", "2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert gc.isenabled()
+    bad = write(tmp_path / "bad.trec", "1 Q0 d1 1 high A\n")
+    res = CliRunner().invoke(main, ["pool", str(bad), "--out", str(tmp_path / "p2.jsonl")])
+    assert res.exit_code == 1 and "bad.trec:1:" in res.output
+    assert gc.isenabled()
