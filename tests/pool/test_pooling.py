@@ -383,3 +383,15 @@ def test_cli_restores_the_garbage_collector_after_pooling(two_runs, tmp_path):
     res = CliRunner().invoke(main, ["pool", str(bad), "--out", str(tmp_path / "p2.jsonl")])
     assert res.exit_code == 1 and "bad.trec:1:" in res.output
     assert gc.isenabled()
+
+
+def test_median_is_statistics_median():
+    import random
+
+    from curation.pool.pooling import _median
+
+    rng = random.Random(3)
+    for n in range(1, 40):
+        values = [rng.randint(0, 50) for _ in range(n)]
+        got, expected = _median(values), statistics.median(values)
+        assert got == expected and type(got) is type(expected)
