@@ -141,12 +141,37 @@ def format_entry(entry: PoolEntry) -> str:
     return _ENCODE_ENTRY(entry.as_dict())
 
 
+def format_entries(entries: Iterable[PoolEntry]) -> list[str]:
+    """The lines of ``pool.jsonl`` for ``entries``, each as :func:`format_entry` writes it; faster
+    for many, as each run name is checked once."""
+    names: dict[str, str] = {}  # run name -> '"name":', or "" when the encoder must write it
+    lines = []
+    for entry in entries:
+        systems = entry.systems
+        if (entry.seed_source is None and type(entry.order) is int and type(systems) is dict
+                and _plain(entry.qid) and _plain(entry.docid)):
+            ranks = []
+            for name, rank in systems.items():
+                key = names.get(name) if type(name) is str else ""
+                if key is None:
+                    key = names[name] = f'"{name}":' if _plain(name) else ""
+                if not key or type(rank) is not int:
+                    break
+                ranks.append(f"{key}{rank}")
+            else:
+                lines.append(f'{{"qid":"{entry.qid}","docid":"{entry.docid}","order":{entry.order},'
+                             f'"systems":{{{",".join(ranks)}}}}}')
+                continue
+        lines.append(_ENCODE_ENTRY(entry.as_dict()))
+    return lines
+
+
 def write_pool_file(entries: Iterable[PoolEntry], meta: dict, path: str | os.PathLike) -> Path:
     """Write ``entries`` as ``pool.jsonl`` and ``meta`` as its ``pool.meta.json``; both whole or neither.
 
     Returns the metadata path."""
     meta_path = pool_meta_path(path)
-    lines = [format_entry(entry) for entry in entries]
+    lines = format_entries(entries)
     lines.append("")  # the last line's end
     with atomic_write(path) as fh, atomic_write(meta_path) as mh:
         fh.write("\n".join(lines))  # one write

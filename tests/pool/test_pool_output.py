@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from curation.cli import main
-from curation.formats.pool_file import PoolEntry, format_entry
+from curation.formats.pool_file import PoolEntry, format_entries, format_entry
 
 ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -34,6 +34,13 @@ def test_each_line_is_what_the_json_encoder_writes(text):
     ]
     for entry in entries:
         assert format_entry(entry) == ENCODE(entry.as_dict())
+    assert format_entries(entries + entries[::-1]) == [ENCODE(e.as_dict()) for e in entries + entries[::-1]]
+
+
+def test_lines_with_odd_run_names_and_ranks_are_written_by_the_encoder():
+    entries = [PoolEntry("q", "d", 1, {"run": 1, 'r"q': 2}), PoolEntry("q", "e", 2, {"run": 1, "r2": 2.0}),
+               PoolEntry("q", "f", 3, {"run": 3}), PoolEntry("q", "g", 4, {1: 1}), PoolEntry("q", "h", 5, {"r2": 1})]
+    assert format_entries(entries) == [ENCODE(e.as_dict()) for e in entries]
 
 
 def _expected_pool(paths, depth: int, seed: int) -> str:
