@@ -226,10 +226,10 @@ def read_runs(
 
 
 #: How much gunzipped data (estimated from the files' sizes) may wait loaded ahead of the parsing:
-#: enough to keep a core busy inflating while numpy and pyarrow import, little enough that the
-#: memory of parsed files is reused rather than new pages faulted in (17 robust03 runs: 38,000 ->
-#: 25,000 page faults with golden pool's malloc settings, ~0.05 s of CPU).
-_LOAD_AHEAD_BYTES = 32 << 20
+#: enough for the threads to inflate most of the 17 robust03 runs while numpy and pyarrow import
+#: (a core that would be idle), little enough that the memory of parsed files is reused rather than
+#: new pages faulted in (golden pool with 256 MB: 32,000 page faults; 64 MB: ~27,000; 32 MB: 25,000).
+_LOAD_AHEAD_BYTES = 64 << 20
 
 
 def _estimated_size(path) -> int:
