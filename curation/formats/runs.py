@@ -226,10 +226,11 @@ def read_runs(
 
 
 #: How much gunzipped data (estimated from the files' sizes) may wait loaded ahead of the parsing:
-#: enough for the threads to inflate most of the 17 robust03 runs while numpy and pyarrow import
-#: (a core that would be idle), little enough that the memory of parsed files is reused rather than
-#: new pages faulted in (golden pool with 256 MB: 32,000 page faults; 64 MB: ~27,000; 32 MB: 25,000).
-_LOAD_AHEAD_BYTES = 64 << 20
+#: a few files, so that the memory of parsed files is reused rather than new pages faulted in. A
+#: whole golden pool of the 17 robust03 runs at load ~3, best of 11 (wall / CPU): 8 MB 0.584 /
+#: 0.589 s, 16 MB 0.542 / 0.607, 32 MB 0.597 / 0.606, 64 MB 0.639 / 0.640 (more inflating beside
+#: the imports did not pay for its page faults).
+_LOAD_AHEAD_BYTES = 16 << 20
 
 
 def _estimated_size(path) -> int:
