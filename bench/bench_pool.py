@@ -91,7 +91,7 @@ from curation.formats.runs import read_runs
 from curation.pool.pooling import make_pool, write_pool
 
 depth, out, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-write_pool(make_pool(read_runs(files, depth=depth, processes=True), depth=depth, seed=0), out)
+write_pool(make_pool(read_runs(files, depth=depth), depth=depth, seed=0), out)
 """
 
 

@@ -8,35 +8,45 @@ library only: a command imports the domain code (numpy, pandas, SQLAlchemy ...) 
 
 from __future__ import annotations
 
-# Imported for what importing does (each module attaches its commands to main), hence F401; one
-# name a line, sorted (a test checks that every module in this folder is listed).
-from curation.cli import (  # noqa: F401 - imported for their effect: each attaches its commands to main
-    adjudicate,
-    agreement,
-    assign,
-    audit,
-    calibrate,
-    corpus,
-    coverage,
-    db,
-    demo,
-    export,
-    guidelines,
-    import_judgments,
-    leakcheck,
-    pool,
-    progress,
-    project,
-    sample,
-    seed_judgments,
-    serve,
-    settle,
-    simulate_judging,
-    split,
-    stats,
-    user,
-    verify,
-)
-from curation.cli.base import main
+from curation.cli.base import LazyCommands, main
 
-__all__ = ["main"]
+# The module of each command, imported when the command runs (`golden pool` imports pool.py and no
+# other command's module) or when the commands are listed (`golden --help`): importing a module
+# attaches its commands to main. One line a command, sorted (a test checks that every module in this
+# folder is named and attaches exactly the commands named here).
+COMMAND_MODULES = {
+    "adjudicate": "adjudicate",
+    "agreement": "agreement",
+    "assign": "assign",
+    "attribute": "stats",
+    "audit": "audit",
+    "calibrate": "calibrate",
+    "compare": "stats",
+    "corpus-sample": "corpus",
+    "coverage": "coverage",
+    "db": "db",
+    "demo": "demo",
+    "export": "export",
+    "guidelines": "guidelines",
+    "import-judgments": "import_judgments",
+    "leakcheck": "leakcheck",
+    "metrics": "stats",
+    "noise": "stats",
+    "pool": "pool",
+    "power": "stats",
+    "progress": "progress",
+    "project": "project",
+    "release": "assign",
+    "sample": "sample",
+    "seed-judgments": "seed_judgments",
+    "serve": "serve",
+    "settle": "settle",
+    "simulate-judging": "simulate_judging",
+    "split": "split",
+    "sweep": "stats",
+    "user": "user",
+    "verify": "verify",
+}
+main.commands = LazyCommands(__name__, COMMAND_MODULES)
+
+__all__ = ["main", "COMMAND_MODULES"]

@@ -90,6 +90,58 @@ class GoldenGroup(click.Group):
             raise error from None
 
 
+class LazyCommands(dict):
+    """``main.commands``: each command module is imported when one of its commands is asked for by
+    name (``golden pool`` imports curation/cli/pool.py and no other command's module), and every
+    module when the commands are listed (``golden --help``, iterating, ``len``). The module of each
+    command is named in ``curation.cli.COMMAND_MODULES``; importing it attaches its commands."""
+
+    def __init__(self, package: str, modules: dict[str, str]):
+        super().__init__()
+        self._package = package
+        self._pending = dict(modules)  # command name -> module not imported yet
+
+    def _load(self, name: str | None = None) -> None:
+        import importlib
+
+        wanted = [self._pending[name]] if name in self._pending else [] if name else list(self._pending.values())
+        for module in dict.fromkeys(wanted):
+            importlib.import_module(f"{self._package}.{module}")
+            for command in [c for c, m in self._pending.items() if m == module]:
+                del self._pending[command]
+
+    def __getitem__(self, name):
+        self._load(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self._load(name)
+        return super().get(name, default)
+
+    def __contains__(self, name):
+        return name in self._pending or super().__contains__(name)
+
+    def __iter__(self):
+        self._load()
+        return super().__iter__()
+
+    def __len__(self):
+        self._load()
+        return super().__len__()
+
+    def keys(self):
+        self._load()
+        return super().keys()
+
+    def values(self):
+        self._load()
+        return super().values()
+
+    def items(self):
+        self._load()
+        return super().items()
+
+
 @click.group(cls=GoldenGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="golden")
 def main():

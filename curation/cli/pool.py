@@ -22,6 +22,51 @@ def _split_run_arg(arg: str) -> tuple[str | None, str]:
 
 
 @contextmanager
+def _no_cyclic_gc():
+    """Python's cyclic garbage collector paused for the command: importing numpy and pyarrow and
+    building the pool make many objects and no cycles to speak of, and the collections it would run
+    cost ~7% of a `golden pool` of the 17 robust03 runs (perf). Restored afterwards."""
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# mallopt's parameters (glibc's malloc.h) and the values golden pool sets.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_KEEP_BYTES = 256 << 20
+
+
+@contextmanager
+def _reuse_freed_memory():
+    """glibc's malloc told (mallopt, through ctypes) to keep freed memory for reuse instead of giving
+    it back to the system: reading a run allocates and frees buffers of megabytes, and by default
+    each one is a fresh mmap whose pages fault in one by one (~5 us each in a virtual machine): a
+    sixth of the CPU time of a `golden pool` of the 17 robust03 runs (perf stat). Afterwards the
+    default thresholds are set back (128 KiB; glibc then no longer adapts them). Elsewhere than
+    glibc, nothing is done."""
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, ImportError):
+        yield
+        return
+    mallopt(_M_MMAP_THRESHOLD, _KEEP_BYTES)
+    mallopt(_M_TRIM_THRESHOLD, _KEEP_BYTES)
+    try:
+        yield
+    finally:
+        mallopt(_M_MMAP_THRESHOLD, 128 << 10)
+        mallopt(_M_TRIM_THRESHOLD, 128 << 10)
+
+
+@contextmanager
 def _one_blas_thread():
     """Importing numpy here starts OpenBLAS with one thread instead of one per core: pooling does
     no floating-point linear algebra, and starting the threads cost 0.06 s of a 1 s `golden pool`
@@ -102,29 +147,38 @@ def pool_command(runs, queries, depth, seed, extend, out):
       golden pool runs/*.trec.gz --queries queries.jsonl --depth 20 --seed 7 --out pool.jsonl
       golden pool new=runs/new.trec --extend pool.jsonl --depth 20 --out pool-new.jsonl
     """
-    # Imported here, not at the top: `golden --help` and the other commands need none of it
-    # (numpy, pyarrow), and `golden pool` needs nothing heavier.
-    with _one_blas_thread():
-        from curation.formats.conflicts import Dedup
-        from curation.formats.pool_file import read_pool, read_pool_meta
-        from curation.formats.queries import read_query_ids
-        from curation.formats.runs import read_runs
-        from curation.pool.pooling import file_info, make_pool, write_pool
+    with _no_cyclic_gc(), _reuse_freed_memory():
+        _pool(runs, queries, depth, seed, extend, out)
+
+
+def _pool(runs, queries, depth, seed, extend, out):
+    # Imported here, not at the top: `golden --help` and the other commands need none of it. numpy and
+    # pyarrow are imported by read_runs, while its threads load the first runs; the pool's modules
+    # after it, and the readers of --queries and --extend only when they are given.
+    from curation.formats.runs import read_runs
 
     parsed = [_split_run_arg(a) for a in runs]
     if extend and os.path.abspath(extend) == os.path.abspath(out):
         raise click.ClickException(
             "--out must differ from --extend: the new pairs go to their own file (e.g. --out pool-new.jsonl)"
         )
-    query_dedup = Dedup(queries or "queries.jsonl", what="qid")
-    qids = read_query_ids(queries, dedup=query_dedup) if queries else None
-    if query_dedup.summary():
-        click.echo(query_dedup.summary())
-    pool_dedup = Dedup(extend or "pool.jsonl", what="pair")
-    existing = read_pool(extend, dedup=pool_dedup) if extend else None
-    if pool_dedup.summary():
-        click.echo(pool_dedup.summary())
+    qids = existing = None
+    if queries or extend:
+        from curation.formats.conflicts import Dedup
+    if queries:
+        from curation.formats.queries import read_query_ids
+
+        query_dedup = Dedup(queries, what="qid")
+        qids = read_query_ids(queries, dedup=query_dedup)
+        if query_dedup.summary():
+            click.echo(query_dedup.summary())
     if extend:
+        from curation.formats.pool_file import read_pool, read_pool_meta
+
+        pool_dedup = Dedup(extend, what="pair")
+        existing = read_pool(extend, dedup=pool_dedup)
+        if pool_dedup.summary():
+            click.echo(pool_dedup.summary())
         old_depth = read_pool_meta(extend).get("depth")
         if isinstance(old_depth, int) and old_depth != depth:
             raise click.ClickException(
@@ -135,18 +189,21 @@ def pool_command(runs, queries, depth, seed, extend, out):
     if sys.stderr.isatty():  # a bar for people; scripts and pipes neither see it nor import tqdm
         from tqdm import tqdm
 
-        tqdm.monitor_interval = 0  # no monitor thread: the runs are read in forked processes (read_runs)
+        tqdm.monitor_interval = 0  # no monitor thread: nothing to watch in a command this short
         bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr)
 
         def progress(_):
             bar.update()
 
     try:
-        run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth, progress=progress,
-                             processes=True)
+        with _one_blas_thread():  # read_runs imports numpy
+            run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth,
+                                 progress=progress)
     finally:
         if progress is not None:
             bar.close()
+    from curation.pool.pooling import file_info, make_pool, write_pool
+
     for run in run_list:
         if run.summary():
             click.echo(run.summary())

@@ -120,9 +120,50 @@ def read_pool_meta(pool_path: str | os.PathLike) -> dict:
 _ENCODE_ENTRY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+def _plain(text) -> bool:
+    """True when ``text`` is a string JSON writes as it is between its quotes (no quote, backslash,
+    control character or other character that is not printable)."""
+    return type(text) is str and text.isprintable() and '"' not in text and "\\" not in text
+
+
 def format_entry(entry: PoolEntry) -> str:
-    """One line of ``pool.jsonl`` (without newline): compact, non-ASCII kept."""
+    """One line of ``pool.jsonl`` (without newline): compact, non-ASCII kept.
+
+    The usual entry (plain strings, integer ranks, no seed source) is written by string
+    formatting, three times as fast as the encoder and the same text; any other by the encoder."""
+    systems = entry.systems
+    if (
+        entry.seed_source is None and type(entry.order) is int and _plain(entry.qid) and _plain(entry.docid)
+        and type(systems) is dict and all(_plain(k) and type(v) is int for k, v in systems.items())
+    ):
+        ranks = ",".join([f'"{k}":{v}' for k, v in systems.items()])
+        return f'{{"qid":"{entry.qid}","docid":"{entry.docid}","order":{entry.order},"systems":{{{ranks}}}}}'
     return _ENCODE_ENTRY(entry.as_dict())
+
+
+def format_entries(entries: Iterable[PoolEntry]) -> list[str]:
+    """The lines of ``pool.jsonl`` for ``entries``, each as :func:`format_entry` writes it; faster
+    for many, as each run name is checked once."""
+    names: dict[str, str] = {}  # run name -> '"name":', or "" when the encoder must write it
+    lines = []
+    for entry in entries:
+        systems = entry.systems
+        if (entry.seed_source is None and type(entry.order) is int and type(systems) is dict
+                and _plain(entry.qid) and _plain(entry.docid)):
+            ranks = []
+            for name, rank in systems.items():
+                key = names.get(name) if type(name) is str else ""
+                if key is None:
+                    key = names[name] = f'"{name}":' if _plain(name) else ""
+                if not key or type(rank) is not int:
+                    break
+                ranks.append(f"{key}{rank}")
+            else:
+                lines.append(f'{{"qid":"{entry.qid}","docid":"{entry.docid}","order":{entry.order},'
+                             f'"systems":{{{",".join(ranks)}}}}}')
+                continue
+        lines.append(_ENCODE_ENTRY(entry.as_dict()))
+    return lines
 
 
 def write_pool_file(entries: Iterable[PoolEntry], meta: dict, path: str | os.PathLike) -> Path:
@@ -130,9 +171,10 @@ def write_pool_file(entries: Iterable[PoolEntry], meta: dict, path: str | os.Pat
 
     Returns the metadata path."""
     meta_path = pool_meta_path(path)
+    lines = format_entries(entries)
+    lines.append("")  # the last line's end
     with atomic_write(path) as fh, atomic_write(meta_path) as mh:
-        for entry in entries:
-            fh.write(format_entry(entry) + "\n")
+        fh.write("\n".join(lines))  # one write
         mh.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         # Flush both while still inside the block: a full disk then fails here and removes both
         # temporary files, instead of at the pool's close, after the metadata was renamed into place.

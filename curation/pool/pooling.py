@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -88,6 +87,14 @@ class Pool:
 def qid_sort_key(qid: str):
     """Numbers in numeric order, then other ids in string order: ``2 < 10 < q1``."""
     return (0, int(qid), qid) if qid.isdigit() else (1, 0, qid)
+
+
+def _median(values: list[int]) -> float | int:
+    """The median as ``statistics.median`` gives it (the middle value, or the mean of the two
+    middle ones), without importing statistics (and fractions and decimal) for it."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def order_key(seed: int, qid: str, docid: str) -> bytes:
@@ -182,9 +189,10 @@ def make_pool(
         start = max(old.values(), default=0)
         for i, docid in enumerate(new_docs, start + 1):
             pairs.append(PoolEntry(qid, docid, i, systems[docid]))
-    incidence = np.zeros((n_pooled, len(runs)), dtype=np.int32)
+    # In floating point, where numpy multiplies matrices with BLAS (the counts, below 2**53, are exact).
+    incidence = np.zeros((n_pooled, len(runs)))
     incidence[hit_rows, hit_cols] = 1
-    shared = incidence.T @ incidence
+    shared = (incidence.T @ incidence).astype(np.int64)
 
     n_q = len(pooled_qids)
     stats = PoolStats(
@@ -193,7 +201,7 @@ def make_pool(
         queries=n_q,
         pairs=sum(sizes),
         per_query_min=min(sizes, default=0),
-        per_query_median=statistics.median(sizes) if sizes else 0,
+        per_query_median=_median(sizes) if sizes else 0,
         per_query_max=max(sizes, default=0),
         ceiling=len(runs) * depth,
         overlap=[

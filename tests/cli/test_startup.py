@@ -69,9 +69,29 @@ def test_golden_help_lists_every_command():
 
 
 def test_every_command_module_is_registered():
-    """A module added to curation/cli/ but not imported by curation/cli/__init__.py would attach no
-    command: each one must be loaded by `import curation.cli`."""
+    """A module added to curation/cli/ but not named in curation.cli.COMMAND_MODULES would attach no
+    command: each one must be named there, and importing it must attach exactly the commands named
+    with it."""
     folder = Path(curation.cli.__file__).parent
     modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "base"}
-    res = _python("import sys, curation.cli; print(' '.join(m for m in sys.modules if m.startswith('curation.cli.')))")
-    assert modules <= {m.removeprefix("curation.cli.") for m in res.stdout.split()}
+    assert set(curation.cli.COMMAND_MODULES.values()) == modules
+    assert set(curation.cli.COMMAND_MODULES) == COMMANDS
+    res = _python("import json, sys\nfrom curation.cli import COMMAND_MODULES, main\nout = {}\n"
+                  "for module in sorted(set(COMMAND_MODULES.values())):\n"
+                  "    before = set(dict.keys(main.commands))\n"
+                  "    __import__(f'curation.cli.{module}')\n"
+                  "    out[module] = sorted(set(dict.keys(main.commands)) - before)\n"
+                  "print(json.dumps(out))")
+    assert res.returncode == 0, res.stderr
+    attached = json.loads(res.stdout)
+    assert attached == {m: sorted(c for c, mm in curation.cli.COMMAND_MODULES.items() if mm == m) for m in modules}
+
+
+def test_a_command_imports_its_own_module_only():
+    """`golden pool` (here its --help) imports curation/cli/pool.py and no other command's module."""
+    res = _python("import sys\nfrom curation.cli import main\n"
+                  "try:\n    main(['pool', '--help'], prog_name='golden')\nexcept SystemExit:\n    pass\n"
+                  "print(' '.join(sorted(m for m in sys.modules if m.startswith('curation.cli.'))))")
+    assert res.returncode == 0, res.stderr
+    assert "Pool the top DEPTH documents" in res.stdout
+    assert res.stdout.splitlines()[-1].split() == ["curation.cli.base", "curation.cli.pool"]

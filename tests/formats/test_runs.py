@@ -213,3 +213,71 @@ def test_extra_fields_on_every_line_read_like_the_line_reader(tmp_path, sep, tai
     assert run.rankings == rankings and run.scores == scores and run.name == "sys"
     assert (run.extra_fields, run.extra_first_line) == (extra, first)
     assert extra == (0 if tail == "{sep}" else 15)
+
+
+@pytest.mark.parametrize("sep", [" ", "\t"])
+@pytest.mark.parametrize("pad", ["", "x"])  # the doubled separator at an even and at an odd byte offset
+def test_a_doubled_separator_is_an_empty_field_wherever_it_falls(tmp_path, sep, pad):
+    # Two separators in a row make an empty q0 or rank field: str.split() sees five fields, and so
+    # must the fast reader, whether the pair starts at an even or an odd offset of the file.
+    first = sep.join(["1", "Q0", "a" + pad, "1", "2", "s"]) + "\n"
+    for bad in (sep.join(["1", "", "b", "2", "1", "s"]), sep.join(["1", "Q0", "b", "", "1", "s"])):
+        path = tmp_path / "bad.trec"
+        path.write_text(first + bad + "\n")
+        with pytest.raises(InputError, match=rf"^{path}:2: has 5 fields"):
+            read_run(path)
+
+
+def test_equal_pairs_finds_a_repeat_among_values_that_share_buckets():
+    import numpy as np
+
+    from curation.formats.runs import _equal_pairs
+
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 2**63, size=50_000, dtype=np.int64).astype(np.uint64) * np.uint64(2)
+    assert not _equal_pairs(np.unique(values))
+    # Values alike in their top bits (one bucket) but all different: no repeat.
+    same_bucket = np.arange(1, 1000, dtype=np.uint64)
+    assert not _equal_pairs(np.concatenate([np.unique(values), same_bucket]))
+    for at in (0, 123, 49_999):
+        planted = np.unique(values)
+        planted = np.concatenate([planted, planted[at : at + 1]])
+        rng.shuffle(planted)
+        assert _equal_pairs(planted)
+    assert not _equal_pairs(np.array([7], dtype=np.uint64))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_reader_equals_line_reader_on_random_runs(tmp_path, seed):
+    # Random runs in the shapes the fast path takes apart: queries in blocks or interleaved, scores
+    # sorted or not, many ties (few distinct scores), ties straddling the depth cut, blocks shorter
+    # than the depth, docids of mixed lengths (some over 64 bytes), one tag or two.
+    import random
+
+    from curation.formats.runs import _parse_lines, _parse_trec_fast
+
+    rng = random.Random(seed)
+    sep = rng.choice([" ", "\t"])
+    lines = []
+    for q in rng.sample(range(1, 400), rng.randint(1, 6)):
+        docs = rng.sample(range(10_000), rng.randint(1, 40))
+        scores = [rng.choice([1.0, 2.5, 2.5, 3.0, 0.1 * rng.randint(0, 9)]) for _ in docs]
+        if rng.random() < 0.7:
+            scores.sort(reverse=True)
+        for d, s in zip(docs, scores):
+            docid = f"D{d}-" + "x" * rng.choice([0, 3, 9, 70])
+            lines.append((q, docid, s))
+    if rng.random() < 0.3:
+        rng.shuffle(lines)
+    tags = ["run"] if rng.random() < 0.8 else ["run", "other"]
+    text = "".join(sep.join([str(q), "Q0", d, str(r), repr(s), rng.choice(tags)]) + "\n"
+                   for r, (q, d, s) in enumerate(lines, 1))
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    for depth in (None, 1, 3, 10):
+        run = read_run(path, depth=depth)
+        rankings, scores, got_tags, _ = _parse_lines(text.encode(), str(path), False, depth)
+        assert _parse_trec_fast(text.encode(), depth) is not None  # the fast path took the file
+        assert run.rankings == rankings and run.scores == scores
+        assert list(run.rankings) == list(rankings)
+        assert run.name == (next(iter(got_tags)) if len(got_tags) == 1 else "run")

@@ -333,63 +333,65 @@ def test_written_files_get_the_usual_permissions_not_tempfiles(tmp_path):
     assert stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o644
 
 
-# The forked reads run in a fresh interpreter: the test process may have other threads (servers,
-# pools of earlier tests), and read_runs then rightly falls back to threads.
-_FORKED = r"""
-import json, os, sys
-from curation.formats.fileio import InputError
-from curation.formats.runs import read_runs
+@pytest.mark.parametrize("ahead", [None, 1])  # the default bound, and one byte: files load just ahead
+def test_runs_read_in_threads_equal_one_by_one(robust_runs, monkeypatch, ahead):
+    import curation.formats.runs as runs_module
 
-forks = []
-real_fork = os.fork
-def fork():
-    pid = real_fork()
-    if pid:
-        forks.append(pid)
-    return pid
-os.fork = fork
-paths, workers, depth = json.loads(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
-ticked = []
-try:
-    runs = read_runs(paths, depth=depth, workers=workers, processes=True, progress=lambda r: ticked.append(r.name))
-    out = {"runs": [[r.name, r.path, r.sha256, r.depth, r.rankings, r.scores] for r in runs]}
-except InputError as exc:
-    out = {"error": str(exc)}
-out.update(forks=len(forks), ticked=sorted(ticked))
-print(json.dumps(out))
-"""
-
-
-def _read_forked(paths, workers, depth=None) -> dict:
-    import os
-    import subprocess
-    import sys
-
-    root = str(Path(__file__).resolve().parents[2])  # this checkout's curation package first
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", _FORKED, json.dumps([str(p) for p in paths]), str(workers),
-                           json.dumps(depth)], capture_output=True, text=True, check=True, env=env)
-    return json.loads(done.stdout)
-
-
-def test_runs_read_in_forked_processes_equal_one_process(robust_runs):
-    got = _read_forked(robust_runs, workers=3, depth=20)
-    assert got["forks"] == 2  # two children and the process itself
+    if ahead is not None:
+        monkeypatch.setattr(runs_module, "_LOAD_AHEAD_BYTES", ahead)
+    ticked = []
+    got = read_runs(robust_runs, depth=20, workers=3, progress=lambda r: ticked.append(r.name))
     alone = [read_run(p, depth=20) for p in robust_runs]
-    assert got["runs"] == [[r.name, r.path, r.sha256, r.depth, r.rankings, r.scores] for r in alone]
-    assert got["ticked"] == sorted(r.name for r in alone)
+    assert [[r.name, r.path, r.sha256, r.depth, r.rankings, r.scores] for r in got] == [
+        [r.name, r.path, r.sha256, r.depth, r.rankings, r.scores] for r in alone
+    ]
+    assert ticked == [r.name for r in alone]  # in order
 
 
-@pytest.mark.parametrize("bad_sizes", [(1, 50), (50, 1)])  # the first bad file read by a child or the parent
-def test_forked_read_raises_the_first_bad_file_in_order(tmp_path, bad_sizes):
+@pytest.mark.parametrize("kinds", [("parse", "parse"), ("gzip", "parse"), ("parse", "gzip"), ("gzip", "gzip")])
+def test_threaded_read_raises_the_first_bad_file_in_order(tmp_path, kinds):
+    # A file can fail while loading (a corrupt gzip stream) or while parsing (a bad line); whichever
+    # way each fails, the error is that of the first bad file in the order given.
     good = "".join(f"1 Q0 d{i} {i} {100 - i} A\n" for i in range(1, 40))
     paths = [write(tmp_path / "good1.trec", good)]
-    for k, extra in enumerate(bad_sizes, 1):
-        filler = "".join(f"1 Q0 e{i} {i} {50 - i / 100} A\n" for i in range(extra))
-        paths.append(write(tmp_path / f"bad{k}.trec", filler + f"1 Q0 z{k} 1 not-a-score A\n"))
+    for k, kind in enumerate(kinds, 1):
+        if kind == "gzip":
+            path = tmp_path / f"bad{k}.trec.gz"
+            path.write_bytes(gzip.compress(good.encode())[:-12])
+        else:
+            path = write(tmp_path / f"bad{k}.trec", good + f"1 Q0 z{k} 1 not-a-score A\n")
+        paths.append(path)
     paths.append(write(tmp_path / "good2.trec", good))
     with pytest.raises(InputError) as alone:
         read_run(paths[1])
-    got = _read_forked(paths, workers=2)
-    assert got["forks"] == 1
-    assert got["error"] == str(alone.value) and "bad1.trec" in str(alone.value)
+    with pytest.raises(InputError) as threaded:
+        read_runs(paths, workers=2)
+    assert str(threaded.value) == str(alone.value) and "bad1.trec" in str(alone.value)
+
+
+def test_cli_restores_the_garbage_collector_after_pooling(two_runs, tmp_path):
+    # golden pool pauses the cyclic garbage collector while it works; in-process callers get it back,
+    # whether the command succeeds or fails.
+    import gc
+
+    assert gc.isenabled()
+    out = tmp_path / "pool.jsonl"
+    res = CliRunner().invoke(main, ["pool", *map(str, two_runs), "--depth", "2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert gc.isenabled()
+    bad = write(tmp_path / "bad.trec", "1 Q0 d1 1 high A\n")
+    res = CliRunner().invoke(main, ["pool", str(bad), "--out", str(tmp_path / "p2.jsonl")])
+    assert res.exit_code == 1 and "bad.trec:1:" in res.output
+    assert gc.isenabled()
+
+
+def test_median_is_statistics_median():
+    import random
+
+    from curation.pool.pooling import _median
+
+    rng = random.Random(3)
+    for n in range(1, 40):
+        values = [rng.randint(0, 50) for _ in range(n)]
+        got, expected = _median(values), statistics.median(values)
+        assert got == expected and type(got) is type(expected)
