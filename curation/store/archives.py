@@ -24,7 +24,30 @@ from curation.store.models import ExportChunk, ExportVersion
 CHUNK_SIZE = 1 << 20  # bytes per row: 1 MiB, well within SQLite's and PostgreSQL's limits for one value
 
 
-class ChunkWriter(io.RawIOBase):
+class _Positioned(io.RawIOBase):
+    """What :class:`ChunkWriter` and :class:`ChunkReader` share: a position ``pos`` in ``size``
+    bytes that ``seek`` moves, within the bounds ``_seekable_to`` sets."""
+
+    pos: int
+    size: int
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        pos = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + offset
+        self._seekable_to(pos)
+        self.pos = pos
+        return pos
+
+    def _seekable_to(self, pos: int) -> None:
+        raise NotImplementedError
+
+
+class ChunkWriter(_Positioned):
     """A seekable, write-only file whose bytes go to ``exportchunk`` rows of version ``version_id``
     as they are written: at most one chunk (plus one patched chunk) is held in memory."""
 
@@ -41,18 +64,9 @@ class ChunkWriter(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        pos = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + offset
+    def _seekable_to(self, pos: int) -> None:
         if not 0 <= pos <= self.size:
             raise ValueError(f"seek to {pos}: outside the {self.size} bytes written")
-        self.pos = pos
-        return pos
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
@@ -94,7 +108,7 @@ class ChunkWriter(io.RawIOBase):
         super().close()
 
 
-class ChunkReader(io.RawIOBase):
+class ChunkReader(_Positioned):
     """A seekable, read-only file over the stored chunks of version ``version_id`` (``size``
     bytes), reading one chunk row at a time."""
 
@@ -115,18 +129,9 @@ class ChunkReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        pos = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + offset
+    def _seekable_to(self, pos: int) -> None:
         if pos < 0:
             raise ValueError(f"seek to {pos}: before the start")
-        self.pos = pos
-        return pos
 
     def readinto(self, buffer) -> int:
         out = memoryview(buffer).cast("B")
