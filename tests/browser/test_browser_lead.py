@@ -87,7 +87,8 @@ def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page)
 
 def test_a_lead_adjudicates_five_items_with_digits_and_enter_only(server, page):
     """Issue 14: after each decision focus returns to the screen, so the next digit chooses a grade
-    (before, it stayed in the next item's reason field and "1" was typed into it)."""
+    (before, it stayed in the next item's reason field and "1" was typed into it); keys pressed as
+    soon as the next item shows are not lost and do not reload the page."""
     from playwright.sync_api import expect
 
     base, engine, setup = server["base"], server["engine"], server["setup"]
@@ -102,21 +103,23 @@ def test_a_lead_adjudicates_five_items_with_digits_and_enter_only(server, page):
         page.keyboard.press(str(grade))
         page.keyboard.press("Enter")
         expect(page.locator("#adjudication")).not_to_have_attribute("data-pair", str(pair_id))
-        # Focus is not in a text field of the next item (where a digit would be typed): it is on the
-        # screen, or on the page itself when a loaded headless Chromium has not given the page the
-        # browser's focus (seen once in CI). Both let the next digit choose a grade, which the labels
-        # checked below prove. Read through document.activeElement, polled with evaluate: the page's
-        # CSP refuses wait_for_function's string evaluation.
+        decided[pair_id] = grade
+        if i % 2:
+            # The next keys at once, while htmx may still be settling the new item (its form not yet
+            # wired): lead.js keeps them and replays them, so Enter never submits natively (a full page
+            # load, which __sameDocument below would catch; seen in CI before the keys were kept).
+            continue
+        # Focus is back on the screen, not in a text field of the next item (where a digit would be typed).
+        # Read through document.activeElement, polled with evaluate: the page's CSP refuses
+        # wait_for_function's string evaluation.
         focused = None
         for _ in range(100):
-            focused = page.evaluate("document.activeElement ? document.activeElement.tagName + '#' + "
-                                    "document.activeElement.id : null")
-            if focused == "SECTION#adjudication":
+            focused = page.evaluate("document.activeElement ? document.activeElement.id : null")
+            if focused == "adjudication":
                 break
             page.wait_for_timeout(50)
-        assert focused in ("SECTION#adjudication", "BODY#"), focused
+        assert focused == "adjudication"
         assert page.input_value("#reason") == ""
-        decided[pair_id] = grade
     assert page.evaluate("window.__sameDocument") is True
     with new_session(engine) as s:
         labels = {f.pair_id: f for f in final_labels(s, setup.project_id)}
