@@ -565,8 +565,10 @@ def build_demo(folder: str | os.PathLike, *, seed: int = 0) -> DemoResult:
 
 DEMO_MACHINE, DEMO_MACHINE_MODEL, DEMO_MACHINE_PROMPT = "llm", "sim-large", "v1"
 MACHINE_ERROR = 0.08  # share of pairs given a grade one off the truth
-MACHINE_LONG_LEAN = 0.5  # share of the longest 30% of pooled documents raised one grade
-MACHINE_SAMPLE_FLIP = 0.02  # chance that one sample differs from the machine's usual answer
+MACHINE_LONG_LEAN = 0.4  # share of the longest 30% of pooled documents raised one grade (enough for a
+# clear length flag; a stronger lean also shows through the run whose documents are the longest)
+MACHINE_SAMPLE_FLIP = 0.01  # chance that one sample differs from the machine's usual answer: with 3
+# samples ~3% of pairs change label, clearly under calibrate's 5% tolerance (0.02 gave ~5.9%, over it)
 MACHINE_SAMPLES = 3
 
 
