@@ -233,18 +233,25 @@ def samples_by_pair(rows: Iterable[MachineRow], prompt_version: str | None) -> d
     return {u: [d[s] for s in sorted(d)] for u, d in by.items()}
 
 
-def machine_grades(rows: Iterable[MachineRow], prompt_version: str | None = ..., *, k: int | None = None
-                   ) -> dict[tuple[str, str], int]:
-    """The machine's label of each pair: the majority of its samples (the first ``k`` when given)
-    under ``prompt_version`` (default: the current one, imported last)."""
+def _current_samples(rows: Iterable[MachineRow], prompt_version: str | None
+                     ) -> dict[tuple[str, str], list[MachineRow]]:
+    """:func:`samples_by_pair` under ``prompt_version`` (``...``: the current one, imported last;
+    no pairs when there is none)."""
     rows = list(rows)
     if prompt_version is ...:
         versions = prompt_versions(rows)
         if not versions:
             return {}
         prompt_version = versions[-1]
+    return samples_by_pair(rows, prompt_version)
+
+
+def machine_grades(rows: Iterable[MachineRow], prompt_version: str | None = ..., *, k: int | None = None
+                   ) -> dict[tuple[str, str], int]:
+    """The machine's label of each pair: the majority of its samples (the first ``k`` when given)
+    under ``prompt_version`` (default: the current one, imported last)."""
     out = {}
-    for unit, samples in samples_by_pair(rows, prompt_version).items():
+    for unit, samples in _current_samples(rows, prompt_version).items():
         use = samples[:k] if k else samples
         out[unit] = majority([(r.sample, r.grade) for r in use])
     return out
@@ -253,14 +260,8 @@ def machine_grades(rows: Iterable[MachineRow], prompt_version: str | None = ...,
 def machine_confidence(rows: Iterable[MachineRow], prompt_version: str | None = ...) -> dict[tuple[str, str], float]:
     """Each pair's stated confidence under ``prompt_version`` (default: current): the mean over its
     samples of the probability each gave its own label; pairs without one are left out."""
-    rows = list(rows)
-    if prompt_version is ...:
-        versions = prompt_versions(rows)
-        if not versions:
-            return {}
-        prompt_version = versions[-1]
     out = {}
-    for unit, samples in samples_by_pair(rows, prompt_version).items():
+    for unit, samples in _current_samples(rows, prompt_version).items():
         confs = [r.confidence for r in samples if r.confidence is not None]
         if confs:
             out[unit] = sum(confs) / len(confs)
