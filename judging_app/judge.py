@@ -99,9 +99,9 @@ def _task_at(project, position: int | None):
         return None
 
 
-def _render(project, task, *, note: str | None = None):
+def _render(project, task, *, note: str | None = None, progress=None):
     """The judging page, or only its swappable part for an htmx request (one template serves both:
-    the page includes the partial)."""
+    the page includes the partial); ``progress`` when the caller has read it already."""
     db = get_db()
     terms = highlight.query_terms(task.query_text) if task else frozenset()
     context = dict(
@@ -110,7 +110,7 @@ def _render(project, task, *, note: str | None = None):
         marks=dict(title=marked(highlight.mark(task.doc_title, terms)),
                    text=marked(highlight.mark(task.doc_text, terms))) if task else None,
         grades=projects.grades(project),
-        progress=judging.progress(db, project, g.user),
+        progress=progress or judging.progress(db, project, g.user),
         format_duration=format_duration,
         note=note,
         urls=_urls(project.id),
@@ -178,16 +178,15 @@ def answer(project_id: int):
         abort(400, description="The grade must be a number of the project's scale.")
     note_text = (form.get("note") or "").strip() if action == "unsure" else ""
     note = None
+    task = progress = None
+    reply = dict(grade=int(grade) if grade else None, unsure=action == "unsure", note=note_text or None,
+                 skip=action == "skip")
     try:
-        judging.submit(
-            db,
-            g.user,
-            token,
-            grade=int(grade) if grade else None,
-            unsure=action == "unsure",
-            note=note_text or None,
-            skip=action == "skip",
-        )
+        if is_htmx():  # the answer and the next pair together (one transaction, fewer round trips)
+            answered = judging.submit_and_next(db, project, g.user, token, stale_after=_stale_after(), **reply)
+            task, progress = answered.task, answered.progress
+        else:
+            judging.submit(db, g.user, token, **reply)
     except judging.AccessDenied:
         abort(404)
     except judging.PairReassigned:
@@ -198,9 +197,10 @@ def answer(project_id: int):
         if note:
             flash(note, "info")
         return redirect(url_for("judge.page", project_id=project.id), code=303)
-    task = judging.next_task(db, project, g.user, stale_after=_stale_after())
+    if note:  # the answer was not recorded: the next pair still comes
+        task = judging.next_task(db, project, g.user, stale_after=_stale_after())
     _keep_csrf_token()
-    return _render(project, task, note=note)
+    return _render(project, task, note=note, progress=progress)
 
 
 def _keep_csrf_token() -> None:

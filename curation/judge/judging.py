@@ -41,7 +41,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
-from curation.store.direct import Statement, connection_of, dbapi, to_datetime
+from curation.store.direct import Statement, batch, connection_of, dbapi, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
@@ -125,6 +125,16 @@ class SubmitResult:
 
 
 @dataclass(frozen=True)
+class Answered:
+    """The outcome of :func:`submit_and_next`: the answer recorded, the next pair (None when the
+    judge's queue is done) and the judge's progress after the answer (None when not read with it)."""
+
+    result: SubmitResult
+    task: Task | None
+    progress: Progress | None
+
+
+@dataclass(frozen=True)
 class JudgeProject:
     """What the judging pages need of a project (:func:`judge_project`): read with one Core
     statement, no ORM object. The functions of this module take it where they take a Project."""
@@ -170,10 +180,10 @@ def judge_projects(session: Session, judge: User | int) -> list[Project]:
 def judge_project(session: Session, judge: User | int, project_id: int) -> JudgeProject | None:
     """Project ``project_id`` when ``judge`` has assignments in it, else None (one prebuilt
     statement: the judging page's access check on every request)."""
-    row = _JUDGE_PROJECT_D.run(connection_of(session), {"jid": _jid(judge), "pid": project_id}).fetchone()
-    if row is None:
+    rows = _JUDGE_PROJECT_D.read_alone(connection_of(session), {"jid": _jid(judge), "pid": project_id})
+    if not rows:
         return None
-    pid, name, scale, grades_json, hold_main, released_at = row
+    pid, name, scale, grades_json, hold_main, released_at = rows[0]
     return JudgeProject(pid, name, scale, grades_json, bool(hold_main), to_datetime(released_at))
 
 
@@ -237,22 +247,40 @@ def _first_open_stmt(overlap_only: bool):
 
 
 _FIRST_OPEN = {False: _first_open_stmt(False), True: _first_open_stmt(True)}
-_CLAIM = (
-    update(_A)
-    .where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
-    .values(claimed_at=bindparam("now"))
-)
-# The token row records the guidelines version in force (the project's newest) and the query's
-# information need in force (its newest version) in the same statement.
-_ISSUE_TOKEN = insert(_PV).values(
-    token=bindparam("token"), project_id=bindparam("pid"), assignment_id=bindparam("aid"),
-    pair_id=bindparam("pair_id"), judge_id=bindparam("jid"), shown_at=bindparam("now"),
-    guidelines_version_id=core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
+
+
+def _bound(column):
+    """A bound parameter named and typed as ``column`` (typed, so that PostgreSQL knows the type of
+    a value in a SELECT list)."""
+    return bindparam(column.name, type_=column.type)
+
+
+def _guarded_insert(table, values: dict, guard):
+    """``INSERT INTO table (...) SELECT values WHERE guard``: the row is written only while
+    ``guard`` holds, in the same statement, so that a statement sent before the result of an
+    earlier one is known (:func:`curation.store.direct.batch`) writes nothing when that one
+    found the row gone."""
+    return insert(table).from_select(list(values), core_select(*values.values()).where(guard))
+
+
+# The token row is written only while the assignment is still the judge's (a pair moved to another
+# judge meanwhile gets no token, and the page read that follows finds nothing), and records the
+# guidelines version in force (the project's newest) and the query's information need in force
+# (its newest version) in the same statement. Its shown_at is when the pair was shown.
+_STILL_MINE = exists().where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
+_ISSUE_TOKEN = _guarded_insert(_PV, {
+    "token": bindparam("token", type_=_PV.c.token.type),
+    "project_id": bindparam("pid", type_=_PV.c.project_id.type),
+    "assignment_id": bindparam("aid", type_=_PV.c.assignment_id.type),
+    "pair_id": _bound(_PV.c.pair_id),
+    "judge_id": bindparam("jid", type_=_PV.c.judge_id.type),
+    "shown_at": bindparam("now", type_=_PV.c.shown_at.type),
+    "guidelines_version_id": core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
     .order_by(_GV.c.version.desc()).limit(_ONE).scalar_subquery(),
-    need_version_id=core_select(_QN.c.id).where(
+    "need_version_id": core_select(_QN.c.id).where(
         _QN.c.query_id == core_select(_PP.c.query_id).where(_PP.c.id == bindparam("pair_id")).scalar_subquery()
     ).order_by(_QN.c.version.desc()).limit(_ONE).scalar_subquery(),
-)
+}, _STILL_MINE)
 # Everything the page shows of a freshly issued token, in one statement: the query, the document,
 # the guidelines version, and where the pair stands among the judge's pairs of the same query.
 # The counts go from the query's few pairs through the (pair_id, judge_id) unique index, which is
@@ -303,7 +331,6 @@ class _Row(tuple):
 
 
 _FIRST_OPEN_D = {k: Statement(v, prepare=True) for k, v in _FIRST_OPEN.items()}
-_CLAIM_D = Statement(_CLAIM, prepare=True)
 _ISSUE_TOKEN_D = Statement(_ISSUE_TOKEN, prepare=True)
 _SHOWN_D = Statement(_SHOWN, prepare=True)
 _LATEST_OWN_D = Statement(_LATEST_OWN, prepare=True)
@@ -333,33 +360,52 @@ def _rollback(session: Session, conn) -> None:
 
 
 def _first_open(session: Session, proj: Project, jid: int):
-    conn = connection_of(session)
-    row = _FIRST_OPEN_D[not main_visible(proj)].run(conn, {"jid": jid, "pid": proj.id}).fetchone()
-    return None if row is None else _Row(row)
+    rows = _FIRST_OPEN_D[not main_visible(proj)].read_alone(connection_of(session), {"jid": jid, "pid": proj.id})
+    return _Row(rows[0]) if rows else None
 
 
-def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task | None:
+def _show(session: Session, proj: Project, jid: int, a, now: datetime, tx=None) -> Task | None:
     """Issue a token for assignment ``a`` (a row with id, pair_id, position, kind) and build its
     Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile). One short
-    write transaction: claim the row, record the token, read what the page shows."""
+    write transaction, one round trip on PostgreSQL: record the token (only while the row is the
+    judge's) and read what the page shows. Inside the :func:`~curation.store.direct.batch` ``tx``
+    when given (its transaction is committed with the pair's)."""
+    if tx is None:
+        with batch(connection_of(session)) as tx:
+            cursors = _send_show(session, proj, jid, a, now, tx)
+    else:
+        cursors = _send_show(session, proj, jid, a, now, tx)
+    return _shown_task(a, *cursors[:3])
+
+
+def _send_show(session: Session, proj: Project, jid: int, a, now: datetime, tx, progress: bool = False) -> tuple:
+    """Send :func:`_show`'s statements in ``tx`` and commit it; with ``progress``, the judge's
+    progress is read in the same transaction too (its cursor is the last item returned)."""
     token = secrets.token_urlsafe(24)
     conn = connection_of(session)
-    try:
-        if _CLAIM_D.run(conn, {"aid": a.id, "jid": jid, "now": now}).rowcount != 1:
-            _rollback(session, conn)
-            return None
-        _ISSUE_TOKEN_D.run(conn, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
-                                  "now": now})
-        (qid, qtext, docid, title, text, url, gv_version, need_version, description, narrative, count,
-         place) = _SHOWN_D.run(conn, {"token": token, "kind": a.kind, "pos": a.position}).fetchone()
-        # An open pair that was never skipped has no answer from this judge (answers set done_at or
-        # skipped on the judge's own row), so only a revisited pair needs the look-up.
-        fresh = a.done_at is None and not a.skipped
-        latest = None if fresh else _LATEST_OWN_D.run(conn, {"jid": jid, "pair_id": a.pair_id}).fetchone()
-        _commit(session, conn)
-    except BaseException:
-        _rollback(session, conn)
-        raise
+    _ISSUE_TOKEN_D.run(conn, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
+                              "now": now})
+    shown = _SHOWN_D.run(conn, {"token": token, "kind": a.kind, "pos": a.position})
+    # An open pair that was never skipped has no answer from this judge (answers set done_at or
+    # skipped on the judge's own row), so only a revisited pair needs the look-up.
+    fresh = a.done_at is None and not a.skipped
+    latest = None if fresh else _LATEST_OWN_D.run(conn, {"jid": jid, "pair_id": a.pair_id})
+    counts = None
+    if progress:
+        statement, params = _progress_read(conn, proj, jid)
+        counts = statement.run(conn, params)
+    tx.commit()
+    return token, shown, latest, counts
+
+
+def _shown_task(a, token: str, shown, latest) -> Task | None:
+    """The Task of a pair whose statements (:func:`_send_show`) have run; None when the pair was
+    no longer the judge's (no token was recorded, so the page read found nothing)."""
+    row = shown.fetchone()
+    if row is None:
+        return None
+    (qid, qtext, docid, title, text, url, gv_version, need_version, description, narrative, count, place) = row
+    latest = latest.fetchone() if latest is not None else None
     if latest is not None:
         latest = dict(zip(("grade", "unsure", "note", "skipped"), latest, strict=True))
     return Task(
@@ -489,21 +535,103 @@ def submit(
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
     judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile; ValueError
     for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer at all."""
+    return _submit(session, judge, token, grade=grade, unsure=unsure, note=note, skip=skip, now=now).result
+
+
+def submit_and_next(
+    session: Session,
+    project: Project | JudgeProject | int,
+    judge: User | int,
+    token: str,
+    *,
+    grade: int | None = None,
+    unsure: bool = False,
+    note: str | None = None,
+    skip: bool = False,
+    stale_after: timedelta | None = DEFAULT_STALE_AFTER,
+    now: datetime | None = None,
+) -> Answered:
+    """:func:`submit`, then :func:`next_task` in ``project`` and the judge's :func:`progress`: the
+    judging page's answer. The same outcome as the three calls, with the answer, the next pair's
+    token and the progress read in one transaction, and on PostgreSQL in two round trips instead
+    of about ten (:func:`curation.store.direct.batch`): record the answer and look up the next
+    open pair; then issue its token, read what the page shows and the progress, and commit. When
+    the next pair needs more (the queue is done, or only skipped pairs are left, so a walked-away
+    judge's work may be taken first; or it was moved meanwhile), the answer is committed on its
+    own, :func:`next_task` finds the pair, and the progress is left to the caller (None)."""
+    proj = _project(session, project)
+    answered = _submit(session, judge, token, grade=grade, unsure=unsure, note=note, skip=skip, now=now,
+                       then_show=proj)
+    if answered.task is None:
+        return Answered(answered.result, next_task(session, proj, judge, now=now, stale_after=stale_after), None)
+    return answered
+
+
+def _submit(session: Session, judge: User | int, token: str, *, grade, unsure, note, skip, now,
+            then_show: Project | JudgeProject | None = None) -> Answered:
+    """:func:`submit`; with ``then_show``, also the judge's next open pair there and their progress
+    (see :func:`submit_and_next`) when the pair can be shown in the same transaction."""
     jid = _jid(judge)
     if not isinstance(token, str) or not token or len(token) > 100:
         raise AccessDenied("no such pair")
     conn = connection_of(session)
-    raw = dbapi(conn)
-    view = _VIEW_D.run(conn, {"token": token}).fetchone()
-    if view is None or view[0] != jid:
-        raw.commit()  # end the read transaction
+    rows = _VIEW_D.read_alone(conn, {"token": token})
+    if not rows or rows[0][0] != jid:
         raise AccessDenied("no such pair")
     (_, project_id, pair_id, assignment_id, gv_id, need_id, shown_at, position, done_at, existing, grades_json,
-     scale) = view
+     scale) = rows[0]
     if existing is not None:
-        raw.commit()
-        return SubmitResult(existing, True, position)
+        return Answered(SubmitResult(existing, True, position), None, None)
+    grade, note, skip, unsure = _checked_answer(grades_json, scale, grade=grade, note=note, skip=skip, unsure=unsure)
+    keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
 
+    now = now or utcnow()
+    try:
+        with batch(conn) as tx:
+            # Write first: this takes the assignment row's lock, which serialises with a stale move.
+            # An answered pair is never moved, so skipping one needs no write to the assignment. The
+            # judgment is written only while the row is still the judge's (a guarded insert), so
+            # nothing is recorded when the update found it moved, though both are sent together.
+            answered = None if keep_answer else _ANSWER_D.run(
+                conn, {"aid": assignment_id, "jid": jid, "done_at": None if skip else now, "skipped": skip})
+            recorded = _RECORD_D.run(conn, {
+                "aid": assignment_id, "project_id": project_id, "pair_id": pair_id, "judge_id": jid, "grade": grade,
+                "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": gv_id,
+                "need_version_id": need_id, "source": "human", "shown_at": shown_at, "answered_at": now,
+                "client_token": token,
+            })
+            first = None
+            if then_show is not None:
+                first = _FIRST_OPEN_D[not main_visible(then_show)].run(conn, {"jid": jid, "pid": then_show.id})
+            tx.sync()
+            if answered is not None and answered.rowcount != 1:
+                tx.rollback()
+                raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
+            judgment_id = recorded.fetchone()[0]
+            a = first.fetchone() if first is not None else None
+            # A fresh open pair is shown in this transaction; anything else is next_task's work.
+            shown = (_send_show(session, then_show, jid, _Row(a), now, tx, progress=True)
+                     if a is not None and not a[4] else None)
+    except PairReassigned:
+        raise
+    except BaseException as exc:
+        if not isinstance(exc, (IntegrityError, conn.dialect.loaded_dbapi.IntegrityError)):
+            raise
+        # The same token committed by a concurrent request (a double click): report that one.
+        done = _existing(session, jid, token)
+        if done is None:
+            raise
+        return Answered(SubmitResult(done, True, position), None, None)
+    result = SubmitResult(judgment_id, False, position)
+    if shown is None:
+        return Answered(result, None, None)
+    task = _shown_task(_Row(a), *shown[:3])
+    return Answered(result, task, _progress_of(session, then_show, jid, shown[3].fetchall()) if task else None)
+
+
+def _checked_answer(grades_json: str, scale: str, *, grade, note, skip, unsure) -> tuple:
+    """The answer's grade, note, skip and unsure flags, checked against the project's scale and
+    each other (ValueError saying what is wrong)."""
     if grade is not None:
         if isinstance(grade, bool):
             raise ValueError(f"grade must be one of the scale's grades, got {grade!r}")
@@ -525,36 +653,7 @@ def submit(
         raise ValueError("grade: give a grade, mark the pair unsure, or skip it")
     if unsure and grade is None:
         raise ValueError("grade: an unsure answer needs your best grade too (the lead confirms or changes it)")
-    keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
-
-    now = now or utcnow()
-    try:
-        # Write first: this takes the assignment row's lock, which serialises with a stale move. An
-        # answered pair is never moved, so skipping one needs no write to the assignment.
-        if not keep_answer and _ANSWER_D.run(
-                conn, {"aid": assignment_id, "jid": jid, "done_at": None if skip else now, "skipped": skip}
-        ).rowcount != 1:
-            _rollback(session, conn)
-            raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
-        judgment_id = _RECORD_D.run(conn, {
-            "project_id": project_id, "pair_id": pair_id, "judge_id": jid, "grade": grade,
-            "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": gv_id,
-            "need_version_id": need_id, "source": "human", "shown_at": shown_at, "answered_at": now,
-            "client_token": token,
-        }).fetchone()[0]
-        _commit(session, conn)
-    except PairReassigned:
-        raise
-    except BaseException as exc:
-        _rollback(session, conn)
-        if not isinstance(exc, (IntegrityError, conn.dialect.loaded_dbapi.IntegrityError)):
-            raise
-        # The same token committed by a concurrent request (a double click): report that one.
-        done = _existing(session, jid, token)
-        if done is None:
-            raise
-        return SubmitResult(done, True, position)
-    return SubmitResult(judgment_id, False, position)
+    return grade, note, skip, unsure
 
 
 @functools.lru_cache(maxsize=64)
@@ -583,10 +682,13 @@ _ANSWER = (
 )
 _VIEW_D = Statement(_VIEW, prepare=True)
 _ANSWER_D = Statement(_ANSWER, prepare=True)
-# The judgment row, its id returned by the INSERT (RETURNING: SQLite 3.35+, PostgreSQL).
-_RECORD_D = Statement(insert(_J).values({c: bindparam(c) for c in (
+# The judgment row, written only while the assignment is still the judge's, its id returned by the
+# INSERT (RETURNING: SQLite 3.35+, PostgreSQL).
+_RECORD_D = Statement(_guarded_insert(_J, {c: _bound(_J.c[c]) for c in (
     "project_id", "pair_id", "judge_id", "grade", "unsure", "skipped", "note", "guidelines_version_id",
-    "need_version_id", "source", "shown_at", "answered_at", "client_token")}).returning(_J.c.id), prepare=True)
+    "need_version_id", "source", "shown_at", "answered_at", "client_token")},
+    exists().where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("judge_id"))).returning(_J.c.id),
+    prepare=True)
 _EXISTING = core_select(_J.c.id).where(_J.c.judge_id == bindparam("jid"), _J.c.client_token == bindparam("token"))
 
 
@@ -667,10 +769,20 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
     proj = _project(session, project)
     jid = _jid(judge)
     conn = connection_of(session)
+    statement, params = _progress_read(conn, proj, jid, recent)
+    return _progress_of(session, proj, jid, statement.read_alone(conn, params))
+
+
+def _progress_read(conn, proj: Project | JudgeProject, jid: int, recent: int = 50) -> tuple[Statement, dict]:
+    """The one statement :func:`progress` reads, and its parameters."""
+    dialect = "sqlite" if conn.dialect.name == "sqlite" else "postgresql"
+    return _progress_statement(dialect, not main_visible(proj), int(recent)), {"jid": jid, "pid": proj.id}
+
+
+def _progress_of(session: Session, proj: Project | JudgeProject, jid: int, rows) -> Progress:
+    """:func:`progress` from the rows of its statement (:func:`_progress_read`)."""
     params = {"jid": jid, "pid": proj.id}
     visible = main_visible(proj)
-    dialect = "sqlite" if conn.dialect.name == "sqlite" else "postgresql"
-    rows = _progress_statement(dialect, not visible, int(recent)).read_alone(conn, params)
     total, assigned, open_, skipped, any_retired, _ = rows[0]
     secs = [max(float(row[5]), 0.0) for row in rows if row[5] is not None]
     if visible:
@@ -773,7 +885,7 @@ def release_stale(
                     update(Assignment)
                     .where(Assignment.id.in_([i for i, _ in rows]), Assignment.judge_id == owner,
                            Assignment.done_at.is_(None))
-                    .values(judge_id=jid, position=Assignment.position + delta, claimed_at=None, skipped=False)
+                    .values(judge_id=jid, position=Assignment.position + delta, skipped=False)
                 )
             )
             session.commit()

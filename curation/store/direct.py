@@ -20,6 +20,7 @@ takes them and come back as it returns them, with SQLAlchemy's storage conventio
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from sqlalchemy.engine import Connection
@@ -109,3 +110,80 @@ class Statement:
         finally:
             if not raw.closed:  # a lost connection keeps its own error, not one about autocommit
                 raw.autocommit = False
+
+
+
+
+class Batch:
+    """The transaction of a :func:`batch` block. ``sync()`` waits for the results of every
+    statement run so far (one round trip on PostgreSQL); ``commit()`` and ``rollback()`` end the
+    transaction, on PostgreSQL once the block ends. On SQLite each statement already runs at once
+    in the process, and ``sync`` does nothing."""
+
+    __slots__ = ("raw", "pipe", "done")
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.pipe = None
+        self.done = False
+
+    def sync(self) -> None:
+        if self.pipe is not None:
+            self.pipe.sync()
+
+    def commit(self) -> None:
+        if self.pipe is not None:
+            self.raw.execute("COMMIT")  # sent with the block's last round trip
+        else:
+            self.raw.commit()
+        self.done = True
+
+    def rollback(self) -> None:
+        if self.pipe is None:
+            self.raw.rollback()
+        self.done = True  # on PostgreSQL rolled back when the block ends (see batch)
+
+
+@contextmanager
+def batch(conn: Connection):
+    """A transaction of the judging hot path with as few round trips as possible: yields a
+    :class:`Batch`. The block commits when it ends normally (unless it ended the transaction
+    itself) and rolls back when it raises. Read results with ``fetch`` after the block, or after
+    ``sync()`` inside it.
+
+    On PostgreSQL the block runs in psycopg's pipeline mode: statements are sent without waiting
+    for each other's results, and the transaction is begun and committed by plain BEGIN and COMMIT
+    statements in the pipeline (the connection is in autocommit for the block), because psycopg's
+    own transaction handling waits for the server after its BEGIN and after its COMMIT. A block is
+    then one round trip, plus one per ``sync()``. A rollback is psycopg's own, after the pipeline:
+    it also forgets the connection's prepared statements, as psycopg does on every rollback (a
+    statement sent after a failed one in a pipeline is skipped, so what is prepared on the server
+    is no longer known for sure). When a transaction is already open on the connection, the block
+    joins it without a pipeline. On SQLite nothing changes: each statement is a function call.
+    """
+    raw = conn.connection.driver_connection
+    tx = Batch(raw)
+    if conn.dialect.name != "postgresql" or raw.info.transaction_status != _IDLE:
+        try:
+            yield tx
+        except BaseException:
+            if not tx.done:
+                tx.rollback()
+            raise
+        if not tx.done:
+            tx.commit()
+        return
+    raw.autocommit = True
+    try:
+        with raw.pipeline() as pipe:
+            tx.pipe = pipe
+            raw.execute("BEGIN")
+            yield tx
+            if not tx.done:
+                tx.commit()
+    finally:
+        tx.pipe = None
+        if not raw.closed:  # a lost connection keeps its own error, not one about autocommit
+            if raw.info.transaction_status != _IDLE:  # rolled back, raised, or failed in the pipeline
+                raw.rollback()
+            raw.autocommit = False

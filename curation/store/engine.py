@@ -6,11 +6,12 @@ SQLite runs in WAL mode with foreign keys on, so readers never block the judge w
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import event
+from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, create_engine
 
@@ -53,7 +54,7 @@ def make_engine(url: str | None = None, **kwargs) -> Engine:
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
-        kwargs.setdefault("pool_pre_ping", True)
+        ping_idle = not kwargs.get("pool_pre_ping")
         # Plan statements for their actual values, except the judging hot path's few prepared ones.
         # psycopg 3 prepares any statement server-side after five runs by default, and PostgreSQL
         # may then switch to a generic plan that ignores the judge and project ids ("this judge's
@@ -65,7 +66,41 @@ def make_engine(url: str | None = None, **kwargs) -> Engine:
         connect_args = dict(kwargs.pop("connect_args", {}))
         connect_args.setdefault("prepare_threshold", NEVER_AUTO_PREPARE)
         engine = create_engine(url, connect_args=connect_args, **kwargs)
+        if ping_idle:
+            _ping_when_idle(engine)
     return engine
+
+
+PING_AFTER_IDLE_SECONDS = 5.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check that a pooled PostgreSQL connection is still alive before handing it out, when it has
+    sat unused in the pool for more than :data:`PING_AFTER_IDLE_SECONDS` (a restarted server, a proxy's idle
+    timeout): SQLAlchemy's pessimistic disconnect handling, with a checkout handler raising
+    ``DisconnectionError`` so the pool replaces the connection, instead of ``pool_pre_ping``, which
+    pings at every checkout. The judging app checks a connection out for every request, so under
+    load the ping was one round trip to the server in about seven; a connection in steady use
+    is not pinged. A server lost within the last few seconds fails one request, whose error
+    makes SQLAlchemy drop the pool's connections."""
+
+    @event.listens_for(engine, "checkin")
+    def _checked_in(_dbapi_conn, record):
+        record.info["golden_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_conn, record, _proxy):
+        since = record.info.pop("golden_idle_since", None)
+        if since is None or time.monotonic() - since <= PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_conn)
+        except Exception as err:
+            if engine.dialect.is_disconnect(err, dbapi_conn, None):
+                raise exc.DisconnectionError() from err
+            raise
+        if not alive:
+            raise exc.DisconnectionError()
 
 
 def session(engine: Engine) -> Session:

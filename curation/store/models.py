@@ -158,7 +158,9 @@ class Assignment(SQLModel, table=True):
     kind: str = "main"  # "overlap" or "main"
     exclusive_pair_id: int | None = Field(default=None, unique=True)
     position: int = 0  # order in the judge's queue: overlap rows below MAIN_BASE, main rows from it
-    claimed_at: datetime | None = None  # when the pair was last shown to this judge
+    # No longer written when a pair is shown (issue 19: one statement less per answer); when a pair
+    # was shown is its PairView row's shown_at. Kept so that older stores need no migration.
+    claimed_at: datetime | None = None
     done_at: datetime | None = None  # set when this judge's latest judgment is a label (not a skip)
     skipped: bool = False  # this judge's latest judgment of the pair is a skip: offered again last
     created_at: datetime = Field(default_factory=utcnow)

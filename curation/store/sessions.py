@@ -69,10 +69,10 @@ def session_user(session: Session, token: str, *, idle: timedelta = DEFAULT_IDLE
     if not isinstance(token, str) or not token:
         return None
     conn = connection_of(session)
-    row = _BY_TOKEN_D.run(conn, {"h": hash_token(token)}).fetchone()
-    if row is None:
+    rows = _BY_TOKEN_D.read_alone(conn, {"h": hash_token(token)})
+    if not rows:
         return None
-    uid, name, role, sid, created_at, last_seen_at = row
+    uid, name, role, sid, created_at, last_seen_at = rows[0]
     created_at, last_seen_at = to_datetime(created_at), to_datetime(last_seen_at)
     now = now or utcnow()
     if now - created_at > absolute or now - last_seen_at > idle:

@@ -123,13 +123,8 @@ def test_a_duplicate_token_from_a_race_reports_the_first_judgment(engine, tmp_pa
     real = judging._VIEW_D
 
     class WithoutExisting:  # the race: our read of the token did not see the other judgment yet
-        def run(self, conn, params):
-            row = real.run(conn, params).fetchone()
-
-            class Cursor:
-                def fetchone(self):
-                    return None if row is None else (*row[:9], None, *row[10:])
-            return Cursor()
+        def read_alone(self, conn, params):
+            return [(*row[:9], None, *row[10:]) for row in real.read_alone(conn, params)]
 
     monkeypatch.setattr(judging, "_VIEW_D", WithoutExisting())
     with new_session(engine) as s:

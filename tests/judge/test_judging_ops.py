@@ -23,6 +23,7 @@ from curation.judge.judging import (
     previous_task,
     progress,
     submit,
+    submit_and_next,
     task_at,
 )
 from curation.store.engine import make_engine, session
@@ -182,6 +183,52 @@ def test_skip_comes_back_last_and_unsure_counts_as_answered(setup):
         assert (j.grade, j.unsure, j.note) == (1, True, "is a forum post an answer?")
         p = progress(s, project, alice)
         assert (p.done, p.assigned, p.skipped) == (4, 4, 0)
+
+
+def test_submit_and_next_records_the_answer_and_gives_the_next_pair_and_the_progress(setup):
+    """The judging page's answer (one transaction, two round trips on PostgreSQL): the same
+    judgment, next pair and progress as submit, next_task and progress called one by one; a skipped
+    pair comes back last through next_task (progress then left to the caller), then None."""
+    engine, project, alice, bob, lena = setup
+    with session(engine) as s:
+        t = next_task(s, project, alice)
+        first = t.position
+        seen = []
+        for i in range(4):
+            answered = submit_and_next(s, project, alice, t.token, **({"skip": True} if i == 0 else {"grade": i % 3}))
+            j = s.exec(select(Judgment).where(Judgment.client_token == t.token)).one()
+            assert (j.judge_id, j.grade, j.skipped) == (alice.id, None if i == 0 else i % 3, i == 0)
+            assert not answered.result.duplicate and answered.result.judgment_id == j.id
+            seen.append(t.position)
+            t = answered.task
+            if i < 3:
+                open_rows = s.exec(select(Assignment.position).where(
+                    Assignment.judge_id == alice.id, Assignment.done_at.is_(None), Assignment.skipped.is_(False),
+                    Assignment.kind == "overlap").order_by(Assignment.position)).all()
+                assert t.position == open_rows[0] and _pair_of(s, t)  # its token was issued to alice
+                assert answered.progress == progress(s, project, alice)
+        assert t.position == first and answered.progress is None  # the skipped pair, from next_task
+        assert sorted(seen) == sorted(set(seen))
+        again = submit_and_next(s, project, alice, t.token, grade=0)
+        assert again.task is None and again.progress is None  # the overlap set is done
+        assert submit_and_next(s, project, alice, t.token, grade=2).result.duplicate
+        assert progress(s, project, alice).done == 4
+
+
+def test_submit_and_next_of_a_pair_moved_meanwhile_records_nothing(setup):
+    engine, project, alice, bob, lena = setup
+    with session(engine) as s:
+        t = next_task(s, project, alice)
+        row = s.exec(select(Assignment).where(Assignment.judge_id == alice.id,
+                                              Assignment.position == t.position)).one()
+        row.judge_id = lena.id  # as a stale move would (lena has no row of this pair)
+        s.commit()
+        before = s.exec(select(Judgment)).all()
+        with pytest.raises(PairReassigned):
+            submit_and_next(s, project, alice, t.token, grade=1)
+        assert s.exec(select(Judgment)).all() == before
+        nxt = next_task(s, project, alice)
+        assert nxt is not None and nxt.position != t.position
 
 
 def test_invalid_answers_are_refused(setup_sqlite):
