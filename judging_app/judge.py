@@ -167,8 +167,9 @@ def page(project_id: int):
 @login_required
 def answer(project_id: int):
     """Record the answer to the pair shown with ``token``: ``grade=N``, ``action=skip``, or
-    ``action=unsure`` with the judge's best ``grade`` and an optional ``note``; then show the next pair."""
-    project = _own_project_or_404(project_id)
+    ``action=unsure`` with the judge's best ``grade`` and an optional ``note``; then show the next pair.
+    With htmx the project is checked with the token (one round trip), else first."""
+    project = None if is_htmx() else _own_project_or_404(project_id)
     db = get_db()
     form = request.form
     token = form.get("token", "")
@@ -183,8 +184,8 @@ def answer(project_id: int):
                  skip=action == "skip")
     try:
         if is_htmx():  # the answer and the next pair together (one transaction, fewer round trips)
-            answered = judging.submit_and_next(db, project, g.user, token, stale_after=_stale_after(), **reply)
-            task, progress = answered.task, answered.progress
+            answered = judging.submit_and_next(db, project_id, g.user, token, stale_after=_stale_after(), **reply)
+            project, task, progress = answered.project, answered.task, answered.progress
         else:
             judging.submit(db, g.user, token, **reply)
     except judging.AccessDenied:
@@ -198,6 +199,7 @@ def answer(project_id: int):
             flash(note, "info")
         return redirect(url_for("judge.page", project_id=project.id), code=303)
     if note:  # the answer was not recorded: the next pair still comes
+        project = _own_project_or_404(project_id)
         task = judging.next_task(db, project, g.user, stale_after=_stale_after())
     _keep_csrf_token()
     return _render(project, task, note=note, progress=progress)

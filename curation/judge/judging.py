@@ -41,7 +41,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
-from curation.store.direct import Statement, batch, connection_of, dbapi, to_datetime
+from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
@@ -132,6 +132,7 @@ class Answered:
     result: SubmitResult
     task: Task | None
     progress: Progress | None
+    project: Project | JudgeProject
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,11 @@ def judge_project(session: Session, judge: User | int, project_id: int) -> Judge
     """Project ``project_id`` when ``judge`` has assignments in it, else None (one prebuilt
     statement: the judging page's access check on every request)."""
     rows = _JUDGE_PROJECT_D.read_alone(connection_of(session), {"jid": _jid(judge), "pid": project_id})
-    if not rows:
-        return None
-    pid, name, scale, grades_json, hold_main, released_at = rows[0]
+    return _judge_project_of(rows[0]) if rows else None
+
+
+def _judge_project_of(row) -> JudgeProject:
+    pid, name, scale, grades_json, hold_main, released_at = row
     return JudgeProject(pid, name, scale, grades_json, bool(hold_main), to_datetime(released_at))
 
 
@@ -535,7 +538,15 @@ def submit(
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
     judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile; ValueError
     for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer at all."""
-    return _submit(session, judge, token, grade=grade, unsure=unsure, note=note, skip=skip, now=now).result
+    _check_token(token)
+    view = _VIEW_D.read_alone(connection_of(session), {"token": token})
+    return _submit(session, _jid(judge), token, view, grade=grade, unsure=unsure, note=note, skip=skip,
+                   now=now).result
+
+
+def _check_token(token) -> None:
+    if not isinstance(token, str) or not token or len(token) > 100:
+        raise AccessDenied("no such pair")
 
 
 def submit_and_next(
@@ -558,30 +569,42 @@ def submit_and_next(
     open pair; then issue its token, read what the page shows and the progress, and commit. When
     the next pair needs more (the queue is done, or only skipped pairs are left, so a walked-away
     judge's work may be taken first; or it was moved meanwhile), the answer is committed on its
-    own, :func:`next_task` finds the pair, and the progress is left to the caller (None)."""
-    proj = _project(session, project)
-    answered = _submit(session, judge, token, grade=grade, unsure=unsure, note=note, skip=skip, now=now,
+    own, :func:`next_task` finds the pair, and the progress is left to the caller (None).
+
+    ``project`` may be given by its id: it is then read with the token, in the same round trip,
+    and :class:`AccessDenied` raised when it is not one of the judge's (``Answered.project`` is
+    what was read)."""
+    jid = _jid(judge)
+    _check_token(token)
+    conn = connection_of(session)
+    if isinstance(project, int):
+        found, view = read_together(conn, [(_JUDGE_PROJECT_D, {"jid": jid, "pid": project}),
+                                           (_VIEW_D, {"token": token})])
+        if not found:
+            raise AccessDenied("no such project")
+        proj = _judge_project_of(found[0])
+    else:
+        proj, view = _project(session, project), _VIEW_D.read_alone(conn, {"token": token})
+    answered = _submit(session, jid, token, view, grade=grade, unsure=unsure, note=note, skip=skip, now=now,
                        then_show=proj)
     if answered.task is None:
-        return Answered(answered.result, next_task(session, proj, judge, now=now, stale_after=stale_after), None)
+        return Answered(answered.result, next_task(session, proj, jid, now=now, stale_after=stale_after), None,
+                        proj)
     return answered
 
 
-def _submit(session: Session, judge: User | int, token: str, *, grade, unsure, note, skip, now,
+def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure, note, skip, now,
             then_show: Project | JudgeProject | None = None) -> Answered:
-    """:func:`submit`; with ``then_show``, also the judge's next open pair there and their progress
-    (see :func:`submit_and_next`) when the pair can be shown in the same transaction."""
-    jid = _jid(judge)
-    if not isinstance(token, str) or not token or len(token) > 100:
-        raise AccessDenied("no such pair")
+    """:func:`submit` of the token whose ``_VIEW`` rows are ``rows``; with ``then_show``, also the
+    judge's next open pair there and their progress (see :func:`submit_and_next`) when the pair can
+    be shown in the same transaction."""
     conn = connection_of(session)
-    rows = _VIEW_D.read_alone(conn, {"token": token})
     if not rows or rows[0][0] != jid:
         raise AccessDenied("no such pair")
     (_, project_id, pair_id, assignment_id, gv_id, need_id, shown_at, position, done_at, existing, grades_json,
      scale) = rows[0]
     if existing is not None:
-        return Answered(SubmitResult(existing, True, position), None, None)
+        return Answered(SubmitResult(existing, True, position), None, None, then_show)
     grade, note, skip, unsure = _checked_answer(grades_json, scale, grade=grade, note=note, skip=skip, unsure=unsure)
     keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
 
@@ -621,12 +644,13 @@ def _submit(session: Session, judge: User | int, token: str, *, grade, unsure, n
         done = _existing(session, jid, token)
         if done is None:
             raise
-        return Answered(SubmitResult(done, True, position), None, None)
+        return Answered(SubmitResult(done, True, position), None, None, then_show)
     result = SubmitResult(judgment_id, False, position)
     if shown is None:
-        return Answered(result, None, None)
+        return Answered(result, None, None, then_show)
     task = _shown_task(_Row(a), *shown[:3])
-    return Answered(result, task, _progress_of(session, then_show, jid, shown[3].fetchall()) if task else None)
+    progress_now = _progress_of(session, then_show, jid, shown[3].fetchall()) if task else None
+    return Answered(result, task, progress_now, then_show)
 
 
 def _checked_answer(grades_json: str, scale: str, *, grade, note, skip, unsure) -> tuple:

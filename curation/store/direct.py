@@ -112,6 +112,21 @@ class Statement:
                 raw.autocommit = False
 
 
+def read_together(conn: Connection, reads: list[tuple[Statement, dict]]) -> list[list[tuple]]:
+    """The rows of several reads that need no transaction around them (as :meth:`Statement.read_alone`),
+    on PostgreSQL sent together in one round trip (psycopg's pipeline mode, in autocommit)."""
+    raw = conn.connection.driver_connection
+    if conn.dialect.name != "postgresql" or raw.info.transaction_status != _IDLE:
+        return [statement.run(conn, params).fetchall() for statement, params in reads]
+    raw.autocommit = True
+    try:
+        with raw.pipeline():
+            cursors = [statement.run(conn, params) for statement, params in reads]
+        return [cursor.fetchall() for cursor in cursors]
+    finally:
+        if not raw.closed:
+            raw.autocommit = False
+
 
 
 class Batch:
