@@ -1,7 +1,8 @@
 """Benchmark: decisive judging on the 17 TREC 2003 Robust runs, with the qrels as the judges.
 
     /work/venv/bin/python bench/bench_decisive.py [--metric ndcg@10] [--mode each|all|both] [--step 0.02]
-        [--plans decisive,decisive-pair,shuffled,depth] [--no-estimate] [--json FILE]
+        [--plans decisive,decisive-pair,shuffled,depth,oracle] [--no-estimate] [--json FILE]
+        [--lower-bound [--limit 10000]]
 
 For every pair of runs (136 comparisons, "is B higher than A?", 95% paired percentile bootstrap,
 10,000 resamples), judging is replayed in the decisive order (whole blocks of a query's 10 most
@@ -16,8 +17,11 @@ Figures: for the comparisons whose fully judged verdict is significant, the medi
 settlement per order and its ratio to the shuffled order; wrong calls (settled verdicts that the
 fully judged pool contradicts: must be 0); the share at which the estimate is 95% sure (decisive
 block order) and its wrong calls; and the CPU time of one recomputation of the bounds, the
-settlement and the priorities for all 136 comparisons (target < 1 s). The load average is printed:
-the machine has 2 cores shared by other work.
+settlement and the priorities for all 136 comparisons (target < 1 s). ``--lower-bound`` adds, for
+each significant comparison on its own pool, the proven least share any order must judge and the
+least settling set found by a search that knows the labels (``curation.evaluate.clairvoyant``);
+``oracle`` replays an order that judges that set first. The load average is printed: the machine
+has 2 cores shared by other work.
 """
 
 from __future__ import annotations

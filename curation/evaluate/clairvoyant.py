@@ -29,7 +29,8 @@ equal ``c``. Enumerating those sets (prefix lengths per grade, counts per group)
 against every subset of small pools). When a query has more such sets than ``limit``, the
 intermediate-grade groups of smallest ``|c|`` are judged *for free*: that can only raise the end
 (an upper curve, still a proof) and the query is flagged inexact; the achievable curve then judges
-a prefix of those groups (largest ``|c|`` first) and pays for it.
+a prefix of those groups (largest ``|c|`` first), or the sets the upper curve uses with free
+pairs dropped one at a time (the one whose loss lowers the end least), and pays for it.
 
 **Across queries, a set** (:func:`clairvoyant_settling_set`): a multiple-choice knapsack (one
 choice of ``j_q`` per query) maximising ``sum_q w_q f_q(j_q)`` for every budget, ``w`` the mean
@@ -131,12 +132,38 @@ def query_curve(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], ps: np
     paid = np.tile(combos.sum(axis=1), len(prefixes))  # pairs outside the free groups
     which = np.repeat(np.arange(len(prefixes)), len(combos))
     cost = paid + np.array([len(p) for p in prefixes])[which]
-    rows = np.where(mask, t[None, :], np.nan)
-    lo = query_bounds(_sub_pool(pm, ps), rows, [comp] * len(rows), f"ndcg@{k}", max_grade=G).lo[:, 0]
+    sub = _sub_pool(pm, ps)
+
+    def ends(m):
+        return query_bounds(sub, np.where(m, t[None, :], np.nan), [comp] * len(m), f"ndcg@{k}", max_grade=G).lo[:, 0]
+
+    lo = ends(mask)
     upper = np.full(n + 1, -np.inf)
     every = which == len(prefixes) - 1  # all free groups judged, paid for the others only
     np.maximum.at(upper, paid[every], lo[every])
     upper = np.maximum.accumulate(upper)
+    if free:  # more achievable sets: from each set the upper curve uses, drop free pairs one by one,
+        # each time the one whose loss lowers the end least
+        free_pairs = prefixes[-1]
+        rows_every = np.flatnonzero(every)
+        starts = np.unique([rows_every[np.argmax(np.where(paid[every] <= j, lo[every], -np.inf))]
+                            for j in range(n + 1)])
+        extra_m, extra_lo = [], []
+        for r in starts:
+            cur, left = mask[r].copy(), list(free_pairs)
+            while left:
+                trial = np.repeat(cur[None, :], len(left), axis=0)
+                trial[np.arange(len(left)), left] = False
+                e = ends(trial)
+                b = int(np.argmax(e))
+                cur = trial[b]
+                extra_m.append(cur)
+                extra_lo.append(e[b])
+                left.pop(b)
+        if extra_m:
+            mask = np.concatenate([mask, np.array(extra_m)])
+            lo = np.concatenate([lo, extra_lo])
+            cost = mask.sum(axis=1)
     achievable = np.full(n + 1, -np.inf)
     arg = np.full(n + 1, -1)
     for r in np.lexsort((-lo, cost)):
