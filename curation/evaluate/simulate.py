@@ -327,7 +327,27 @@ def oracle_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], me
                     verdict: str, member: np.ndarray, G: int, rng: np.random.Generator, *,
                     level: float = DEFAULT_LEVEL) -> np.ndarray:
     """A judging order that KNOWS the labels (``truth``), a reference for what any order could
-    save: no order a team can use does better than the best such order. For a significant
+    save. For nDCG and a significant ``verdict``: first the pairs of
+    :func:`curation.evaluate.clairvoyant.clairvoyant_settling_set` (a set whose labels settle the
+    comparison, built from each query's exact best sets), then the rest of the pool, shuffled; the
+    comparison settles at the first check once that set is judged. For AP:
+    :func:`_oracle_hull_sequence`. For a comparison that is not significant: a shuffled order."""
+    idx = np.flatnonzero(member)
+    name, _k = metric_form(metric, pm.depth)
+    if verdict not in (HIGHER, LOWER) or name != "ndcg":
+        return _oracle_hull_sequence(pm, truth, comp, metric, counts, verdict, member, G, rng, level=level)
+    from curation.evaluate.clairvoyant import clairvoyant_settling_set
+
+    first = clairvoyant_settling_set(pm, truth, comp, metric, counts, verdict, member, G, level=level)
+    first = first[rng.permutation(len(first))]
+    rest = np.setdiff1d(idx, first)
+    return np.concatenate([first, rest[rng.permutation(len(rest))]])
+
+
+def _oracle_hull_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str,
+                          counts: np.ndarray, verdict: str, member: np.ndarray, G: int, rng: np.random.Generator, *,
+                          level: float = DEFAULT_LEVEL) -> np.ndarray:
+    """The earlier oracle order (still the one for AP): for a significant
     ``verdict`` it raises the worst-case end that must cross 0 (``lo`` for "B higher", ``hi`` for
     "B lower") as fast as it can: within each query, the pairs whose label differs from the worst
     case's label for them come first (those that change the DCG difference, by their effect
@@ -405,84 +425,26 @@ def oracle_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], me
 
 def settlement_lower_bound(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str,
                            counts: np.ndarray, verdict: str, member: np.ndarray, G: int, *,
-                           level: float = DEFAULT_LEVEL) -> int:
+                           level: float = DEFAULT_LEVEL, curves=None, limit: int | None = None) -> int:
     """A proven lower bound on the pairs ANY order (even one knowing the labels) must judge before
-    the guarantee can settle the comparison on ``verdict`` (nDCG@k; "B higher" or "B lower").
+    the guarantee can settle the comparison on ``verdict`` (nDCG@k; "B higher" or "B lower"):
+    each query's exact curve of the best worst-case end ``j`` of its pairs can give (an upper
+    curve where a query has too many candidate sets), and the percentile relaxed to sums over sets
+    of replicates, solved exactly as a knapsack (:mod:`curation.evaluate.clairvoyant`, where the
+    proof is written out). ``curves``: :func:`~curation.evaluate.clairvoyant.query_curves` of the
+    comparison oriented to ``verdict``, to reuse them. Valid for checks after every pair.
 
-    Let S be the judged pairs when it settles ("B higher"; "B lower" is the mirror image). Query
-    q's worst-case bound is at most the difference of one completion: the unjudged pairs favouring
-    B at 0, every other unjudged pair at the top grade, ``N(S) / I(S)``. With ``j`` of its pairs
-    judged, ``N(S) <= N_j`` (the labels differ most from that completion on the judged pairs: the
-    ``n - j`` smallest penalties stay) and ``I_lo_j <= I(S) <= I_hi_j`` (the top grade given to the
-    unjudged pairs that are graded highest, resp. lowest), so the bound is at most
-    ``U_q(j) = N_j / I_lo_j`` (``N_j >= 0``) or ``N_j / I_hi_j``. The percentile's low end is at
-    most the ``(i+2)``-th smallest replicate (``i = floor((R - 1) * (1 - level) / 2)``, the
-    interpolation's lower order statistic), so when it is > 0 at most ``low = i + 1`` replicates are
-    <= 0; then for ANY set T of replicates at least ``|T| - low`` of them are > 0, and so is the sum
-    of the ``|T| - low`` largest in T, which is at most ``sum_q phi_q(U_q(j_q))``,
-    ``phi_q(x) = x * W+_q`` (the sum of the ``|T| - low`` largest counts of q in T) for ``x >= 0``,
-    else ``x * W-_q`` (the smallest). T is taken as the replicates lowest at the fully judged
-    differences, of sizes 2, 4, 8 and 16 times ``low`` and all of them, and the largest bound kept.
-    The least ``sum_q j_q`` with ``sum_q phi_q > 0`` (a multiple-choice knapsack, solved exactly by
-    dynamic programming over the number of pairs) is the bound. Valid for checks after every pair."""
-    from curation.evaluate.settle import _disc
+    (An earlier version bounded each query's end by the DCG difference and the ideal DCG optimised
+    apart, with every unjudged pair at the top grade in the ideal DCG; but the worst completion
+    sets B's unjudged pairs to 0, so its ideal DCG can be smaller and its end higher: that curve
+    was not an upper bound. tests/evaluate/test_simulate.py has a query where it fails.)"""
+    from curation.evaluate.clairvoyant import LIMIT, oriented, query_curves, settlement_lower_bound_of
 
-    name, k = metric_form(metric, pm.depth)
+    name, _k = metric_form(metric, pm.depth)
     if name != "ndcg":
         raise ValueError("the lower bound is for ndcg@k")
-    a, b = comp
-    if verdict == LOWER:
-        a, b = b, a
-    elif verdict != HIGHER:
-        raise ValueError("the lower bound is for a significant verdict")
-    R = counts.shape[0]
-    low_count = int(np.floor((R - 1) * (1 - level) / 2)) + 1  # at most this many replicates <= 0
-    disc = _disc(k)
-    rA, rB = pm.ranks[a], pm.ranks[b]
-    c = (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
-         - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
-    pool = int(member.sum())
-    curves = []
-
-    def idcg(rows):  # rows: (j, nq) gains -> ideal DCG@k of each row
-        top = -np.sort(-rows, axis=1)[:, :k]
-        return top @ disc[1:top.shape[1] + 1]
-
-    for q in range(len(pm.qids)):
-        ps = np.flatnonzero(member & (pm.pair_query == q))
-        nq = len(ps)
-        if nq == 0:
-            continue
-        t, cq = truth[ps], c[ps]
-        pen = np.sort(np.where(cq > 0, cq * t, np.where(cq < 0, -cq * (G - t), 0.0)))
-        left = nq - np.arange(nq + 1)  # unjudged pairs when j are judged
-        n_j = float((t * cq).sum()) - np.concatenate([[0.0], np.cumsum(pen)])[left]
-        t_asc = np.sort(t)
-        lower = np.arange(nq)[None, :] < (nq - left)[:, None]  # the nq - left lowest judged
-        i_lo = idcg(np.where(lower, t_asc[None, :], float(G)))
-        upper = np.arange(nq)[None, :] >= left[:, None]  # the nq - left highest judged
-        i_hi = idcg(np.where(upper, t_asc[None, :], float(G)))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u = np.where(n_j >= 0, np.where(i_lo > 0, n_j / i_lo, np.where(n_j > 0, np.inf, 0.0)),
-                         n_j / np.where(i_hi > 0, i_hi, 1.0))
-        curves.append((q, u))
-    # any set T of replicates: at least |T| - low_count of them are > 0; T = the replicates lowest
-    # at the fully judged differences (the ones a settlement must lift), of several sizes
-    full = query_bounds(pm, np.where(member, truth, 0.0), [(a, b)], metric, max_grade=G).lo[0]
-    by_value = np.argsort(counts @ full, kind="stable")
-    out = 0
-    for size in sorted({min(R, low_count * f) for f in (2, 4, 8, 16)} | {R}):
-        keep = size - low_count
-        srt = np.sort(counts[by_value[:size]], axis=0)
-        w_plus, w_minus = srt[-keep:].sum(axis=0), srt[:keep].sum(axis=0)
-        best = np.full(pool + 1, -np.inf)
-        best[0] = 0.0
-        for q, u in curves:
-            phi = np.where(u >= 0, u * w_plus[q], u * w_minus[q])
-            new = np.full(pool + 1, -np.inf)
-            for j in range(len(u)):
-                np.maximum(new[j:], best[:pool + 1 - j] + phi[j], out=new[j:])
-            best = new
-        ok = np.flatnonzero(best > 0)
-        out = max(out, int(ok[0]) if len(ok) else pool)
-    return out
+    comp_o = oriented(comp, verdict)
+    if curves is None:
+        curves = query_curves(pm, truth, comp_o, member, G, metric=metric, limit=limit or LIMIT)
+    full = query_bounds(pm, np.where(member, truth, 0.0), [comp_o], metric, max_grade=G).lo[0]
+    return settlement_lower_bound_of([c.upper for c in curves], counts, full, level=level)
