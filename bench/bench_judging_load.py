@@ -323,8 +323,11 @@ class Judge:
 
 
 def database_cpu_seconds(url: str) -> float | None:
-    """CPU time of the PostgreSQL backend processes serving ``url``'s database (their process title
-    names it), to say how much of a request is PostgreSQL's own work; None for SQLite (in-process)."""
+    """CPU time of the PostgreSQL processes working for ``url``'s database, to say how much of a
+    request is PostgreSQL's own work: its backends (their process title names the database) and the
+    server's background processes (WAL writer, checkpointer, background writer, autovacuum
+    launcher), which write what the backends committed; not other databases' backends. None for
+    SQLite (in-process)."""
     if not url.startswith("postgres"):
         return None
     name = url.rsplit("/", 1)[1].split("?")[0].encode()
@@ -332,7 +335,8 @@ def database_cpu_seconds(url: str) -> float | None:
     for cmd in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             title = cmd.read_bytes()
-            if title.startswith(b"postgres:") and b" " + name + b" " in title:
+            background = not any(mark in title for mark in (b"(", b"[local]", b"autovacuum worker"))
+            if title.startswith(b"postgres:") and (b" " + name + b" " in title or background):
                 total += cpu_seconds(int(cmd.parent.name)) or 0.0
         except OSError:  # the process ended meanwhile
             continue
