@@ -1,6 +1,6 @@
 """The judge's operations, atomic under concurrency: show a pair, record a label, go back.
 
-One module (about 790 lines) because showing, submitting, going back and releasing share the
+One module (about 920 lines) because showing, submitting, going back and releasing share the
 same guarded statements (the judge's own assignments, the one-time tokens) whose correctness
 under concurrency is argued below in one place.
 
@@ -19,8 +19,13 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
   labelled by its owner or moved, never both. A main pair has one assignment row in all
   (``exclusive_pair_id`` unique), so two judges can never both be given it.
 * The history is append-only: relabelling adds a row; the latest row of (pair, judge) counts.
+* On PostgreSQL an answer and the next pair's token are sent as a pipeline, before the results of
+  earlier statements are known (:func:`curation.store.direct.batch`). So every write whose effect
+  depends on an earlier outcome is guarded in SQL: the judgment and the token are inserted only
+  while the assignment is still the judge's (``INSERT ... SELECT ... WHERE EXISTS``), and nothing
+  is written for a pair that was moved meanwhile.
 
-One module of about 790 lines on purpose: the prebuilt Core statements and the functions that run
+One module of about 920 lines on purpose: the prebuilt Core statements and the functions that run
 them share the table aliases, the access rules (``_project``, ``_visible``) and the rule of which
 pairs are retired (``_RETIRED``), and the argument above holds only for all of them together
 (showing, submitting, the progress count and the stale move must agree on the same rows).
@@ -355,11 +360,6 @@ def end_reads(session: Session) -> None:
     statements (it forgets them on every ROLLBACK), so PostgreSQL would parse and plan the hot
     statements again on every request."""
     _commit(session, connection_of(session))
-
-
-def _rollback(session: Session, conn) -> None:
-    dbapi(conn).rollback()
-    session.rollback()
 
 
 def _first_open(session: Session, proj: Project, jid: int):
