@@ -186,9 +186,10 @@ def test_skip_comes_back_last_and_unsure_counts_as_answered(setup):
 
 
 def test_submit_and_next_records_the_answer_and_gives_the_next_pair_and_the_progress(setup):
-    """The judging page's answer (one transaction, two round trips on PostgreSQL): the same
-    judgment, next pair and progress as submit, next_task and progress called one by one; a skipped
-    pair comes back last through next_task (progress then left to the caller), then None."""
+    """The judging page's answer (on PostgreSQL one transaction in two round trips, with the
+    progress read in it): the same judgment, next pair and progress as submit, next_task and
+    progress called one by one; a skipped pair comes back last through next_task (progress then
+    left to the caller), then None."""
     engine, project, alice, bob, lena = setup
     with session(engine) as s:
         t = next_task(s, project, alice)
@@ -206,7 +207,10 @@ def test_submit_and_next_records_the_answer_and_gives_the_next_pair_and_the_prog
                     Assignment.judge_id == alice.id, Assignment.done_at.is_(None), Assignment.skipped.is_(False),
                     Assignment.kind == "overlap").order_by(Assignment.position)).all()
                 assert t.position == open_rows[0] and _pair_of(s, t)  # its token was issued to alice
-                assert answered.progress == progress(s, project, alice)
+                if engine.dialect.name == "postgresql":  # read in the answer's transaction
+                    assert answered.progress == progress(s, project, alice)
+                else:  # two short transactions on SQLite: the caller reads the progress
+                    assert answered.progress is None
         assert t.position == first and answered.progress is None  # the skipped pair, from next_task
         assert sorted(seen) == sorted(set(seen))
         again = submit_and_next(s, project, alice, t.token, grade=0)
