@@ -101,32 +101,38 @@ class Statement:
         """All the rows of a read that needs no transaction around it. On PostgreSQL, when none is
         open, it runs in autocommit: no BEGIN and COMMIT round trips for a single read (psycopg
         switches autocommit on the client alone)."""
-        raw = conn.connection.driver_connection
-        if conn.dialect.name != "postgresql" or raw.info.transaction_status != _IDLE:
+        if not _idle_postgresql(conn):
             return self.run(conn, params).fetchall()
-        raw.autocommit = True
-        try:
+        with _autocommit(conn.connection.driver_connection):
             return self.run(conn, params).fetchall()
-        finally:
-            if not raw.closed:  # a lost connection keeps its own error, not one about autocommit
-                raw.autocommit = False
+
+
+def _idle_postgresql(conn: Connection) -> bool:
+    """A PostgreSQL connection with no transaction open (where autocommit may be switched on)."""
+    return conn.dialect.name == "postgresql" and conn.connection.driver_connection.info.transaction_status == _IDLE
+
+
+@contextmanager
+def _autocommit(raw):
+    """psycopg's connection ``raw`` in autocommit for the block (switched on the client alone)."""
+    raw.autocommit = True
+    try:
+        yield
+    finally:
+        if not raw.closed:  # a lost connection keeps its own error, not one about autocommit
+            raw.autocommit = False
 
 
 def read_together(conn: Connection, reads: list[tuple[Statement, dict]]) -> list[list[tuple]]:
     """The rows of several reads that need no transaction around them (as :meth:`Statement.read_alone`),
     on PostgreSQL sent together in one round trip (psycopg's pipeline mode, in autocommit)."""
-    raw = conn.connection.driver_connection
-    if conn.dialect.name != "postgresql" or raw.info.transaction_status != _IDLE:
+    if not _idle_postgresql(conn):
         return [statement.run(conn, params).fetchall() for statement, params in reads]
-    raw.autocommit = True
-    try:
+    raw = conn.connection.driver_connection
+    with _autocommit(raw):
         with raw.pipeline():
             cursors = [statement.run(conn, params) for statement, params in reads]
         return [cursor.fetchall() for cursor in cursors]
-    finally:
-        if not raw.closed:
-            raw.autocommit = False
-
 
 
 class Batch:
@@ -178,7 +184,7 @@ def batch(conn: Connection):
     """
     raw = conn.connection.driver_connection
     tx = Batch(raw)
-    if conn.dialect.name != "postgresql" or raw.info.transaction_status != _IDLE:
+    if not _idle_postgresql(conn):
         try:
             yield tx
         except BaseException:
@@ -188,17 +194,16 @@ def batch(conn: Connection):
         if not tx.done:
             tx.commit()
         return
-    raw.autocommit = True
-    try:
-        with raw.pipeline() as pipe:
-            tx.pipe = pipe
-            raw.execute("BEGIN")
-            yield tx
-            if not tx.done:
-                tx.commit()
-    finally:
-        tx.pipe = None
-        if not raw.closed:  # a lost connection keeps its own error, not one about autocommit
-            if raw.info.transaction_status != _IDLE:  # rolled back, raised, or failed in the pipeline
+    with _autocommit(raw):
+        try:
+            with raw.pipeline() as pipe:
+                tx.pipe = pipe
+                raw.execute("BEGIN")
+                yield tx
+                if not tx.done:
+                    tx.commit()
+        finally:
+            tx.pipe = None
+            # Rolled back, raised, or failed in the pipeline: psycopg's own rollback.
+            if not raw.closed and raw.info.transaction_status != _IDLE:
                 raw.rollback()
-            raw.autocommit = False
