@@ -148,9 +148,17 @@ def preload(engine, project_id: int, judges: list[str], n: int) -> int:
         # As after any bulk load (PostgreSQL's docs advise it; autovacuum would get there within
         # minutes): fresh planner statistics, and a visibility map, without which every count of a
         # judge's queue reads the table instead of the index. On SQLite, golden serve refreshes
-        # its statistics at start.
+        # its statistics at start. Only the tables that hold rows: statistics saying "empty" for a
+        # table the run fills (the shown pairs) would make each connection's cached plans scan it
+        # whole on every request until autovacuum analyzes it again (a minute or more, longer than
+        # the run), which is not a store's steady state (see bench/README.md, "Plans made on an
+        # empty table").
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.exec_driver_sql("VACUUM ANALYZE")
+            tables = conn.exec_driver_sql(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relkind = 'r' AND n.nspname = current_schema() "
+                "AND pg_relation_size(c.oid) > 0 ORDER BY c.relname").scalars().all()
+            conn.exec_driver_sql("VACUUM ANALYZE " + ", ".join(f'"{t}"' for t in tables))
     return n - left
 
 
