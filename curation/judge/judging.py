@@ -22,8 +22,9 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
 * On PostgreSQL an answer and the next pair's token are sent as a pipeline, before the results of
   earlier statements are known (:func:`curation.store.direct.batch`). So every write whose effect
   depends on an earlier outcome is guarded in SQL: the judgment and the token are inserted only
-  while the assignment is still the judge's (``INSERT ... SELECT ... WHERE EXISTS``), and nothing
-  is written for a pair that was moved meanwhile.
+  while the assignment is still the judge's (``INSERT ... SELECT ... WHERE EXISTS``, or on
+  PostgreSQL the judgment inserted from the row the answer's UPDATE returns, in one statement), and
+  nothing is written for a pair that was moved meanwhile.
 
 One module of about 920 lines on purpose: the prebuilt Core statements and the functions that run
 them share the table aliases, the access rules (``_project``, ``_visible``) and the rule of which
@@ -295,28 +296,40 @@ _ISSUE_TOKEN = _guarded_insert(_PV, {
 # much cheaper than a walk over the judge's whole queue.
 _MINE = _A.alias("mine")
 _QP = _PP.alias("query_pairs")
-_SAME_QUERY = and_(
-    _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
-    _MINE.c.judge_id == _PV.c.judge_id,
-    _MINE.c.kind == bindparam("kind"),
-)
-_SHOWN = (
-    core_select(
+
+
+def _shown_of(view):
+    """The page's read of the token row ``view``: the ``pairview`` table (the row is then picked by
+    its token), or the row the token's INSERT returned (PostgreSQL, see ``_ISSUE_AND_SHOW``)."""
+    same_query = and_(
+        _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
+        _MINE.c.judge_id == view.c.judge_id,
+        _MINE.c.kind == bindparam("kind"),
+    )
+    stmt = core_select(
         _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url, _GV.c.version,
         _QN.c.version, _QN.c.description, _QN.c.narrative,
-        core_select(func.count()).where(_SAME_QUERY).correlate_except(_MINE).scalar_subquery(),
-        core_select(func.count()).where(_SAME_QUERY, _MINE.c.position <= bindparam("pos"))
+        core_select(func.count()).where(same_query).correlate_except(_MINE).scalar_subquery(),
+        core_select(func.count()).where(same_query, _MINE.c.position <= bindparam("pos"))
         .correlate_except(_MINE).scalar_subquery(),
-    )
-    .select_from(
-        _PV.join(_PP, _PP.c.id == _PV.c.pair_id)
+    ).select_from(
+        view.join(_PP, _PP.c.id == view.c.pair_id)
         .join(_Q, _Q.c.id == _PP.c.query_id)
         .join(_D, _D.c.id == _PP.c.document_id)
-        .outerjoin(_GV, _GV.c.id == _PV.c.guidelines_version_id)
-        .outerjoin(_QN, _QN.c.id == _PV.c.need_version_id)
+        .outerjoin(_GV, _GV.c.id == view.c.guidelines_version_id)
+        .outerjoin(_QN, _QN.c.id == view.c.need_version_id)
     )
-    .where(_PV.c.token == bindparam("token"))
-)
+    return stmt.where(view.c.token == bindparam("token")) if view is _PV else stmt
+
+
+_SHOWN = _shown_of(_PV)
+# On PostgreSQL the token is issued and the page read in one statement (a data-modifying WITH): the
+# page's joins start from the row the INSERT returns, so the new row is never looked up again by its
+# token (one statement less a pair, and no plan that depends on the statistics of a table that
+# grows by a row a pair). SQLite has no INSERT inside WITH: there it is the two statements above.
+_ISSUE_AND_SHOW = _shown_of(_ISSUE_TOKEN.returning(
+    _PV.c.pair_id, _PV.c.judge_id, _PV.c.guidelines_version_id, _PV.c.need_version_id,
+).cte("issued"))
 _LATEST_OWN = (
     core_select(_J.c.grade, _J.c.unsure, _J.c.note, _J.c.skipped)
     .where(_J.c.judge_id == bindparam("jid"), _J.c.pair_id == bindparam("pair_id"), _J.c.skipped == false())
@@ -341,6 +354,7 @@ class _Row(tuple):
 _FIRST_OPEN_D = {k: Statement(v, prepare=True) for k, v in _FIRST_OPEN.items()}
 _ISSUE_TOKEN_D = Statement(_ISSUE_TOKEN, prepare=True)
 _SHOWN_D = Statement(_SHOWN, prepare=True)
+_ISSUE_AND_SHOW_D = Statement(_ISSUE_AND_SHOW, prepare=True)
 _LATEST_OWN_D = Statement(_LATEST_OWN, prepare=True)
 
 
@@ -386,9 +400,13 @@ def _send_show(session: Session, proj: Project, jid: int, a, now: datetime, tx, 
     progress is read in the same transaction too (its cursor is the last item returned)."""
     token = secrets.token_urlsafe(24)
     conn = connection_of(session)
-    _ISSUE_TOKEN_D.run(conn, {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid,
-                              "now": now})
-    shown = _SHOWN_D.run(conn, {"token": token, "kind": a.kind, "pos": a.position})
+    params = {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid, "now": now,
+              "kind": a.kind, "pos": a.position}
+    if conn.dialect.name == "postgresql":
+        shown = _ISSUE_AND_SHOW_D.run(conn, params)
+    else:
+        _ISSUE_TOKEN_D.run(conn, params)
+        shown = _SHOWN_D.run(conn, params)
     # An open pair that was never skipped has no answer from this judge (answers set done_at or
     # skipped on the judge's own row), so only a revisited pair needs the look-up.
     fresh = a.done_at is None and not a.skipped
@@ -617,24 +635,32 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
         with batch(conn) as tx:
             # Write first: this takes the assignment row's lock, which serialises with a stale move.
             # An answered pair is never moved, so skipping one needs no write to the assignment. The
-            # judgment is written only while the row is still the judge's (a guarded insert), so
-            # nothing is recorded when the update found it moved, though both are sent together.
-            answered = None if keep_answer else _ANSWER_D.run(
-                conn, {"aid": assignment_id, "jid": jid, "done_at": None if skip else now, "skipped": skip})
-            recorded = _RECORD_D.run(conn, {
-                "aid": assignment_id, "project_id": project_id, "pair_id": pair_id, "judge_id": jid, "grade": grade,
-                "unsure": unsure, "skipped": skip, "note": note, "guidelines_version_id": gv_id,
-                "need_version_id": need_id, "source": "human", "shown_at": shown_at, "answered_at": now,
-                "client_token": token,
-            })
+            # judgment is written only while the row is still the judge's (a guarded insert, or on
+            # PostgreSQL from the update's own row), so nothing is recorded when the update found it
+            # moved, though everything is sent together.
+            params = {
+                "aid": assignment_id, "jid": jid, "done_at": None if skip else now, "project_id": project_id,
+                "pair_id": pair_id, "judge_id": jid, "grade": grade, "unsure": unsure, "skipped": skip, "note": note,
+                "guidelines_version_id": gv_id, "need_version_id": need_id, "source": "human", "shown_at": shown_at,
+                "answered_at": now, "client_token": token,
+            }
+            answered = None
+            if keep_answer:
+                recorded = _RECORD_D.run(conn, params)
+            elif conn.dialect.name == "postgresql":
+                recorded = _ANSWER_AND_RECORD_D.run(conn, params)  # no row: the update found the pair moved
+            else:
+                answered = _ANSWER_D.run(conn, params)
+                recorded = _RECORD_D.run(conn, params)
             first = None
             if then_show is not None:
                 first = _FIRST_OPEN_D[not main_visible(then_show)].run(conn, {"jid": jid, "pid": then_show.id})
             tx.sync()
-            if answered is not None and answered.rowcount != 1:
+            row = recorded.fetchone()
+            if row is None or (answered is not None and answered.rowcount != 1):
                 tx.rollback()
                 raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
-            judgment_id = recorded.fetchone()[0]
+            judgment_id = row[0]
             a = first.fetchone() if first is not None else None
             # A fresh open pair is shown in this transaction; anything else is next_task's work.
             shown = (_send_show(session, then_show, jid, _Row(a), now, tx, progress=True)
@@ -712,10 +738,18 @@ _VIEW_D = Statement(_VIEW, prepare=True)
 _ANSWER_D = Statement(_ANSWER, prepare=True)
 # The judgment row, written only while the assignment is still the judge's, its id returned by the
 # INSERT (RETURNING: SQLite 3.35+, PostgreSQL).
-_RECORD_D = Statement(_guarded_insert(_J, {c: _bound(_J.c[c]) for c in (
+_JUDGMENT_VALUES = {c: _bound(_J.c[c]) for c in (
     "project_id", "pair_id", "judge_id", "grade", "unsure", "skipped", "note", "guidelines_version_id",
-    "need_version_id", "source", "shown_at", "answered_at", "client_token")},
-    exists().where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("judge_id"))).returning(_J.c.id),
+    "need_version_id", "source", "shown_at", "answered_at", "client_token")}
+_RECORD_D = Statement(_guarded_insert(_J, _JUDGMENT_VALUES, exists().where(
+    _A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("judge_id"))).returning(_J.c.id), prepare=True)
+# On PostgreSQL the answer's update and the judgment are one statement (a data-modifying WITH): the
+# judgment is inserted from the row the update returns, so it is written exactly when the update
+# found the assignment still the judge's, and a missing row says the pair was moved. SQLite runs
+# the two statements above.
+_ANSWERED = _ANSWER.returning(_A.c.id).cte("answered")
+_ANSWER_AND_RECORD_D = Statement(insert(_J).from_select(
+    list(_JUDGMENT_VALUES), core_select(*_JUDGMENT_VALUES.values()).select_from(_ANSWERED)).returning(_J.c.id),
     prepare=True)
 _EXISTING = core_select(_J.c.id).where(_J.c.judge_id == bindparam("jid"), _J.c.client_token == bindparam("token"))
 

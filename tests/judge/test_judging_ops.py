@@ -11,8 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
 from sqlmodel import select
 
+from curation.judge import judging
 from curation.judge.assignment import assign, release
 from curation.judge.judging import (
     AccessDenied,
@@ -27,7 +29,17 @@ from curation.judge.judging import (
     task_at,
 )
 from curation.store.engine import make_engine, session
-from curation.store.models import MAIN_BASE, Assignment, Document, GuidelinesVersion, Judgment, PoolPair, Query, utcnow
+from curation.store.models import (
+    MAIN_BASE,
+    Assignment,
+    Document,
+    GuidelinesVersion,
+    Judgment,
+    PairView,
+    PoolPair,
+    Query,
+    utcnow,
+)
 from curation.store.projects import set_guidelines
 from curation.store.users import add_user
 from tests.support.projects import counts_project
@@ -233,6 +245,25 @@ def test_submit_and_next_of_a_pair_moved_meanwhile_records_nothing(setup):
         assert s.exec(select(Judgment)).all() == before
         nxt = next_task(s, project, alice)
         assert nxt is not None and nxt.position != t.position
+
+
+def test_a_pair_moved_before_it_is_shown_gets_no_token_and_no_page(setup):
+    """Showing a pair writes its token only while the pair is still the judge's, and the page is
+    read from that token (on PostgreSQL in one statement, from the row the INSERT returned): a pair
+    moved between the look-up and the show gives no page and leaves no token behind."""
+    engine, project, alice, bob, lena = setup
+    with session(engine) as s:
+        a = judging._first_open(s, project, alice.id)
+        s.exec(update(Assignment).where(Assignment.id == a.id).values(judge_id=lena.id))
+        s.commit()
+        assert judging._show(s, project, alice.id, a, utcnow()) is None
+        assert s.exec(select(PairView).where(PairView.assignment_id == a.id)).all() == []
+        s.exec(update(Assignment).where(Assignment.id == a.id).values(judge_id=alice.id))
+        s.commit()
+        shown = judging._show(s, project, alice.id, a, utcnow())
+        view = s.exec(select(PairView).where(PairView.assignment_id == a.id)).one()
+        assert (shown.token, shown.position) == (view.token, a.position) and view.judge_id == alice.id
+        assert task_at(s, project, alice, a.position).qid == shown.qid
 
 
 def test_invalid_answers_are_refused(setup_sqlite):
