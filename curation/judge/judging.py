@@ -277,19 +277,28 @@ def _guarded_insert(table, values: dict, guard):
 # guidelines version in force (the project's newest) and the query's information need in force
 # (its newest version) in the same statement. Its shown_at is when the pair was shown.
 _STILL_MINE = exists().where(_A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("jid"))
-_ISSUE_TOKEN = _guarded_insert(_PV, {
-    "token": bindparam("token", type_=_PV.c.token.type),
-    "project_id": bindparam("pid", type_=_PV.c.project_id.type),
-    "assignment_id": bindparam("aid", type_=_PV.c.assignment_id.type),
-    "pair_id": _bound(_PV.c.pair_id),
-    "judge_id": bindparam("jid", type_=_PV.c.judge_id.type),
-    "shown_at": bindparam("now", type_=_PV.c.shown_at.type),
-    "guidelines_version_id": core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
-    .order_by(_GV.c.version.desc()).limit(_ONE).scalar_subquery(),
-    "need_version_id": core_select(_QN.c.id).where(
-        _QN.c.query_id == core_select(_PP.c.query_id).where(_PP.c.id == bindparam("pair_id")).scalar_subquery()
-    ).order_by(_QN.c.version.desc()).limit(_ONE).scalar_subquery(),
-}, _STILL_MINE)
+
+
+def _token_insert(aid, pair_id, guard):
+    """The token row of assignment ``aid`` (pair ``pair_id``): bound parameters, or the columns of
+    the row a statement found (``_ANSWER_THEN_SHOW``), written only while ``guard`` holds."""
+    return _guarded_insert(_PV, {
+        "token": bindparam("token", type_=_PV.c.token.type),
+        "project_id": bindparam("pid", type_=_PV.c.project_id.type),
+        "assignment_id": aid,
+        "pair_id": pair_id,
+        "judge_id": bindparam("jid", type_=_PV.c.judge_id.type),
+        "shown_at": bindparam("now", type_=_PV.c.shown_at.type),
+        "guidelines_version_id": core_select(_GV.c.id).where(_GV.c.project_id == bindparam("pid"))
+        .order_by(_GV.c.version.desc()).limit(_ONE).scalar_subquery(),
+        "need_version_id": core_select(_QN.c.id).where(
+            _QN.c.query_id == core_select(_PP.c.query_id).where(_PP.c.id == pair_id).correlate_except(_PP)
+            .scalar_subquery()
+        ).order_by(_QN.c.version.desc()).limit(_ONE).scalar_subquery(),
+    }, guard)
+
+
+_ISSUE_TOKEN = _token_insert(bindparam("aid", type_=_PV.c.assignment_id.type), _bound(_PV.c.pair_id), _STILL_MINE)
 # Everything the page shows of a freshly issued token, in one statement: the query, the document,
 # the guidelines version, and where the pair stands among the judge's pairs of the same query.
 # The counts go from the query's few pairs through the (pair_id, judge_id) unique index, which is
@@ -298,27 +307,33 @@ _MINE = _A.alias("mine")
 _QP = _PP.alias("query_pairs")
 
 
-def _shown_of(view):
+def _shown_of(view, kind=None, pos=None, first=None):
     """The page's read of the token row ``view``: the ``pairview`` table (the row is then picked by
-    its token), or the row the token's INSERT returned (PostgreSQL, see ``_ISSUE_AND_SHOW``)."""
+    its token), or the row the token's INSERT returned (PostgreSQL, see ``_ISSUE_AND_SHOW``). The
+    pair's kind and queue position are bound parameters, or with ``first`` (the judge's first open
+    row, ``_ANSWER_THEN_SHOW``) its columns, returned first, with the page's NULL when no token
+    was issued."""
+    kind = bindparam("kind") if kind is None else kind
+    pos = bindparam("pos") if pos is None else pos
     same_query = and_(
         _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
         _MINE.c.judge_id == view.c.judge_id,
-        _MINE.c.kind == bindparam("kind"),
+        _MINE.c.kind == kind,
     )
-    stmt = core_select(
-        _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url, _GV.c.version,
-        _QN.c.version, _QN.c.description, _QN.c.narrative,
-        core_select(func.count()).where(same_query).correlate_except(_MINE).scalar_subquery(),
-        core_select(func.count()).where(same_query, _MINE.c.position <= bindparam("pos"))
-        .correlate_except(_MINE).scalar_subquery(),
-    ).select_from(
+    page = (
         view.join(_PP, _PP.c.id == view.c.pair_id)
         .join(_Q, _Q.c.id == _PP.c.query_id)
         .join(_D, _D.c.id == _PP.c.document_id)
         .outerjoin(_GV, _GV.c.id == view.c.guidelines_version_id)
         .outerjoin(_QN, _QN.c.id == view.c.need_version_id)
     )
+    stmt = core_select(
+        *(first.c if first is not None else ()),
+        _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url, _GV.c.version,
+        _QN.c.version, _QN.c.description, _QN.c.narrative,
+        core_select(func.count()).where(same_query).correlate_except(_MINE).scalar_subquery(),
+        core_select(func.count()).where(same_query, _MINE.c.position <= pos).correlate_except(_MINE).scalar_subquery(),
+    ).select_from(page if first is None else first.outerjoin(page, true()))
     return stmt.where(view.c.token == bindparam("token")) if view is _PV else stmt
 
 
@@ -336,6 +351,25 @@ _LATEST_OWN = (
     .order_by(_J.c.id.desc())
     .limit(_ONE)
 )
+
+
+def _answer_then_show(overlap_only: bool):
+    """PostgreSQL's last statement of an answer but the progress: the judge's first open row (as
+    ``_FIRST_OPEN``), and when it is a fresh one, its token issued and its page read, in one
+    statement. Sent in the answer's transaction right after the judgment (``_submit``), so the
+    answer's own row is no longer open, and written only once that judgment is there (nothing is
+    issued for an answer that recorded nothing). Returns the open row's columns, then the page's,
+    NULL when no token was issued (a skipped pair: ``next_task`` decides); no row when none is open."""
+    first = _FIRST_OPEN[overlap_only].cte("open_row")
+    answered = exists().where(_J.c.judge_id == bindparam("jid"),
+                              _J.c.client_token == bindparam("answered_token", type_=_J.c.client_token.type))
+    issued = _token_insert(first.c.id, first.c.pair_id, and_(first.c.skipped == false(), answered)).returning(
+        _PV.c.pair_id, _PV.c.judge_id, _PV.c.guidelines_version_id, _PV.c.need_version_id,
+    ).cte("issued")
+    return Statement(_shown_of(issued, first.c.kind, first.c.position, first=first), prepare=True)
+
+
+_ANSWER_THEN_SHOW_D = {k: _answer_then_show(k) for k in (False, True)}
 
 
 class _Row(tuple):
@@ -381,48 +415,32 @@ def _first_open(session: Session, proj: Project, jid: int):
     return _Row(rows[0]) if rows else None
 
 
-def _show(session: Session, proj: Project, jid: int, a, now: datetime, tx=None) -> Task | None:
+def _show(session: Session, proj: Project, jid: int, a, now: datetime) -> Task | None:
     """Issue a token for assignment ``a`` (a row with id, pair_id, position, kind) and build its
     Task; None when ``a`` is no longer the judge's (moved to another judge meanwhile). One short
     write transaction, one round trip on PostgreSQL: record the token (only while the row is the
-    judge's) and read what the page shows. Inside the :func:`~curation.store.direct.batch` ``tx``
-    when given (its transaction is committed with the pair's)."""
-    if tx is None:
-        with batch(connection_of(session)) as tx:
-            cursors = _send_show(session, proj, jid, a, now, tx)
-    else:
-        cursors = _send_show(session, proj, jid, a, now, tx)
-    return _shown_task(a, *cursors[:3])
-
-
-def _send_show(session: Session, proj: Project, jid: int, a, now: datetime, tx, progress: bool = False) -> tuple:
-    """Send :func:`_show`'s statements in ``tx`` and commit it; with ``progress``, the judge's
-    progress is read in the same transaction too (its cursor is the last item returned)."""
+    judge's) and read what the page shows."""
     token = secrets.token_urlsafe(24)
     conn = connection_of(session)
     params = {"token": token, "pid": proj.id, "aid": a.id, "pair_id": a.pair_id, "jid": jid, "now": now,
               "kind": a.kind, "pos": a.position}
-    if conn.dialect.name == "postgresql":
-        shown = _ISSUE_AND_SHOW_D.run(conn, params)
-    else:
-        _ISSUE_TOKEN_D.run(conn, params)
-        shown = _SHOWN_D.run(conn, params)
-    # An open pair that was never skipped has no answer from this judge (answers set done_at or
-    # skipped on the judge's own row), so only a revisited pair needs the look-up.
-    fresh = a.done_at is None and not a.skipped
-    latest = None if fresh else _LATEST_OWN_D.run(conn, {"jid": jid, "pair_id": a.pair_id})
-    counts = None
-    if progress:
-        statement, params = _progress_read(conn, proj, jid)
-        counts = statement.run(conn, params)
-    tx.commit()
-    return token, shown, latest, counts
+    with batch(conn) as tx:
+        if conn.dialect.name == "postgresql":
+            shown = _ISSUE_AND_SHOW_D.run(conn, params)
+        else:
+            _ISSUE_TOKEN_D.run(conn, params)
+            shown = _SHOWN_D.run(conn, params)
+        # An open pair that was never skipped has no answer from this judge (answers set done_at or
+        # skipped on the judge's own row), so only a revisited pair needs the look-up.
+        fresh = a.done_at is None and not a.skipped
+        latest = None if fresh else _LATEST_OWN_D.run(conn, {"jid": jid, "pair_id": a.pair_id})
+        tx.commit()
+    return _shown_task(a, token, shown.fetchone(), latest)
 
 
-def _shown_task(a, token: str, shown, latest) -> Task | None:
-    """The Task of a pair whose statements (:func:`_send_show`) have run; None when the pair was
+def _shown_task(a, token: str, row, latest) -> Task | None:
+    """The Task of a pair from the page's ``row`` (its read: ``_SHOWN``); None when the pair was
     no longer the judge's (no token was recorded, so the page read found nothing)."""
-    row = shown.fetchone()
     if row is None:
         return None
     (qid, qtext, docid, title, text, url, gv_version, need_version, description, narrative, count, place) = row
@@ -582,10 +600,11 @@ def submit_and_next(
 ) -> Answered:
     """:func:`submit`, then :func:`next_task` in ``project`` and the judge's :func:`progress`: the
     judging page's answer. The same outcome as the three calls, with the answer, the next pair's
-    token and the progress read in one transaction on PostgreSQL, in two round trips instead of
-    about ten (:func:`curation.store.direct.batch`): record the answer and look up the next open
-    pair; then issue its token, read what the page shows and the progress, and commit (on SQLite
-    the answer is committed first, as :func:`submit` does, and :func:`next_task` follows). When
+    token and the progress read in one transaction on PostgreSQL, sent in one round trip
+    (:func:`curation.store.direct.batch`): record the answer; find the next open pair, issue its
+    token and read what the page shows (one statement, ``_ANSWER_THEN_SHOW``); read the progress;
+    commit (on SQLite the answer is committed first, as :func:`submit` does, and
+    :func:`next_task` follows). When
     the next pair needs more (the queue is done, or only skipped pairs are left, so a walked-away
     judge's work may be taken first; or it was moved meanwhile), the answer is committed on its
     own, :func:`next_task` finds the pair, and the progress is left to the caller (None).
@@ -652,21 +671,21 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
             else:
                 answered = _ANSWER_D.run(conn, params)
                 recorded = _RECORD_D.run(conn, params)
-            first = None
-            if then_show is not None:
-                first = _FIRST_OPEN_D[not main_visible(then_show)].run(conn, {"jid": jid, "pid": then_show.id})
-            tx.sync()
+            nxt = counts = None
+            if then_show is None:
+                tx.sync()
+                row = recorded.fetchone()
+            else:
+                # Sent with the answer, one round trip for all (the block commits): the judge's
+                # next open pair, its token (issued only once this answer's judgment is there) and
+                # page, and the progress.
+                next_token = secrets.token_urlsafe(24)
+                nxt = _ANSWER_THEN_SHOW_D[not main_visible(then_show)].run(conn, {
+                    "jid": jid, "pid": then_show.id, "token": next_token, "now": now, "answered_token": token})
+                statement, progress_params = _progress_read(conn, then_show, jid)
+                counts = statement.run(conn, progress_params)
+        if then_show is not None:
             row = recorded.fetchone()
-            if row is None or (answered is not None and answered.rowcount != 1):
-                tx.rollback()
-                raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
-            judgment_id = row[0]
-            a = first.fetchone() if first is not None else None
-            # A fresh open pair is shown in this transaction; anything else is next_task's work.
-            shown = (_send_show(session, then_show, jid, _Row(a), now, tx, progress=True)
-                     if a is not None and not a[4] else None)
-    except PairReassigned:
-        raise
     except BaseException as exc:
         if not isinstance(exc, (IntegrityError, conn.dialect.loaded_dbapi.IntegrityError)):
             raise
@@ -675,12 +694,15 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
         if done is None:
             raise
         return Answered(SubmitResult(done, True, position), None, None, then_show)
-    result = SubmitResult(judgment_id, False, position)
-    if shown is None:
+    if row is None or (answered is not None and answered.rowcount != 1):
+        # Nothing was written: the judgment and the next token are both guarded by the assignment.
+        raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
+    result = SubmitResult(row[0], False, position)
+    a = nxt.fetchone() if nxt is not None else None
+    if a is None or a[6] is None:  # nothing open, or a skipped pair (next_task's work)
         return Answered(result, None, None, then_show)
-    task = _shown_task(_Row(a), *shown[:3])
-    progress_now = _progress_of(session, then_show, jid, shown[3].fetchall()) if task else None
-    return Answered(result, task, progress_now, then_show)
+    task = _shown_task(_Row(a[:6]), next_token, a[6:], None)
+    return Answered(result, task, _progress_of(session, then_show, jid, counts.fetchall()), then_show)
 
 
 def _checked_answer(grades_json: str, scale: str, *, grade, note, skip, unsure) -> tuple:
