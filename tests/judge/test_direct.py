@@ -161,6 +161,36 @@ def test_prepared_statements_outlive_each_answer_on_postgresql(engine, tmp_path)
     assert max(prepared.values()) >= 8, prepared
 
 
+def test_on_postgresql_an_answer_and_the_next_pair_are_one_round_trip(engine, tmp_path, monkeypatch):
+    """The judging page's answer on PostgreSQL: the project and the token read together (one round
+    trip), then the answer, the next pair's token and page, the progress and the COMMIT sent as
+    one pipeline (one more): counted as the Syncs psycopg sends. The outcome is the same as the
+    calls one by one: the judgment recorded, the next open pair shown with a token of its own."""
+    if engine.dialect.name != "postgresql":
+        return
+    from psycopg._pipeline_base import BasePipeline  # psycopg's own class: where a Sync is queued
+
+    setup = assigned_project(engine, tmp_path / "p", n_queries=3, docs_per_query=4, overlap=0, judges=("alice",))
+    with new_session(engine) as s:
+        alice = users.get_user(s, "alice")
+        task = judging.next_task(s, setup.project_id, alice)
+        syncs = []
+        real = BasePipeline._enqueue_sync
+        monkeypatch.setattr(BasePipeline, "_enqueue_sync", lambda self: (syncs.append(1), real(self))[1])
+        answered = judging.submit_and_next(s, setup.project_id, alice.id, task.token, grade=2)
+        monkeypatch.setattr(BasePipeline, "_enqueue_sync", real)
+        assert len(syncs) == 2
+        assert answered.task is not None and answered.task.position > task.position
+        assert answered.progress == judging.progress(s, setup.project_id, alice)
+        judging.end_reads(s)
+        rows = s.connection().execute(text(
+            "SELECT grade, client_token FROM judgment WHERE judge_id = :j"), {"j": alice.id}).all()
+        assert rows == [(2, task.token)]
+        shown = s.connection().execute(text("SELECT count(*) FROM pairview WHERE token = :t"),
+                                       {"t": answered.task.token}).scalar()
+        assert shown == 1
+
+
 def _numbered(sql: str) -> tuple[str, list[str]]:
     """psycopg's %(name)s placeholders as PREPARE's $1, $2, ...; and the names in that order."""
     names: list[str] = []
