@@ -1,9 +1,5 @@
 """The judge's operations, atomic under concurrency: show a pair, record a label, go back.
 
-One module (about 920 lines) because showing, submitting, going back and releasing share the
-same guarded statements (the judge's own assignments, the one-time tokens) whose correctness
-under concurrency is argued below in one place.
-
 Every function here takes the judge's identity and only ever reads or writes that judge's own
 assignments; what it returns (:class:`Task`, :class:`Progress`, :class:`SubmitResult`) carries no
 provenance (which system retrieved a document, its rank) and no other judge's label.
@@ -26,7 +22,7 @@ How it stays correct with many judges at once, on SQLite and PostgreSQL alike:
   PostgreSQL the judgment inserted from the row the answer's UPDATE returns, in one statement), and
   nothing is written for a pair that was moved meanwhile.
 
-One module of about 920 lines on purpose: the prebuilt Core statements and the functions that run
+One module of about 980 lines on purpose: the prebuilt Core statements and the functions that run
 them share the table aliases, the access rules (``_project``, ``_visible``) and the rule of which
 pairs are retired (``_RETIRED``), and the argument above holds only for all of them together
 (showing, submitting, the progress count and the stale move must agree on the same rows).
