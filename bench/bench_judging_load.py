@@ -151,8 +151,8 @@ def preload(engine, project_id: int, judges: list[str], n: int) -> int:
         # its statistics at start. Only the tables that hold rows: statistics saying "empty" for a
         # table the run fills (the shown pairs) would make each connection's cached plans scan it
         # whole on every request until autovacuum analyzes it again (a minute or more, longer than
-        # the run), which is not a store's steady state (see bench/README.md, "Plans made on an
-        # empty table").
+        # the run), which is not a store's steady state (bench/README.md, "PostgreSQL: plans made
+        # on an empty table, and an answer in one round trip").
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             tables = conn.exec_driver_sql(
                 "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
