@@ -303,14 +303,13 @@ _MINE = _A.alias("mine")
 _QP = _PP.alias("query_pairs")
 
 
-def _shown_of(view, kind=None, pos=None, first=None):
+def _shown_of(view, first=None):
     """The page's read of the token row ``view``: the ``pairview`` table (the row is then picked by
     its token), or the row the token's INSERT returned (PostgreSQL, see ``_ISSUE_AND_SHOW``). The
     pair's kind and queue position are bound parameters, or with ``first`` (the judge's first open
     row, ``_ANSWER_THEN_SHOW``) its columns, returned first, with the page's NULL when no token
     was issued."""
-    kind = bindparam("kind") if kind is None else kind
-    pos = bindparam("pos") if pos is None else pos
+    kind, pos = (bindparam("kind"), bindparam("pos")) if first is None else (first.c.kind, first.c.position)
     same_query = and_(
         _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
         _MINE.c.judge_id == view.c.judge_id,
@@ -362,7 +361,7 @@ def _answer_then_show(overlap_only: bool):
     issued = _token_insert(first.c.id, first.c.pair_id, and_(first.c.skipped == false(), answered)).returning(
         _PV.c.pair_id, _PV.c.judge_id, _PV.c.guidelines_version_id, _PV.c.need_version_id,
     ).cte("issued")
-    return Statement(_shown_of(issued, first.c.kind, first.c.position, first=first), prepare=True)
+    return Statement(_shown_of(issued, first=first), prepare=True)
 
 
 _ANSWER_THEN_SHOW_D = {k: _answer_then_show(k) for k in (False, True)}
