@@ -1,0 +1,159 @@
+"""A Hugging Face ``datasets`` folder of an export's qrels: the one writer and reader.
+
+The folder is what ``datasets.load_dataset(folder)`` reads without any code of golden's (Hugging
+Face's "manual configuration": the dataset card's YAML front matter names the data files):
+
+* ``README.md``: the dataset card; its front matter lists the ``configs`` (one, ``default``, whose
+  ``test`` split is ``data/test-*.parquet``) and a ``golden`` object (version, scale, relevance
+  level, agreement); its text says the same for a person;
+* ``data/test-00000-of-0000N.parquet``: the rows of ``qrels.jsonl``, in its order, in shards of
+  :data:`SHARD_ROWS` rows, written with pyarrow (the schema is :func:`qrels_schema`; the golden
+  object is kept in the Parquet schema's metadata too, so :func:`read_hf_dataset` needs no YAML).
+
+A key that a ``qrels.jsonl`` record leaves out (``unsure``, a vote's ``need_version``) is null in
+the Parquet rows. Writing needs only pyarrow, not ``datasets``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from curation.formats.fileio import InputError, atomic_write
+
+SHARD_ROWS = 1_000_000
+SPLIT = "test"  # a golden set is evaluation data
+_META_KEY = b"golden"
+
+
+def qrels_schema(extra: dict | None = None):
+    """The Arrow schema of an export's ``qrels.jsonl`` records; ``extra``: name -> Arrow type of keys
+    beyond the usual ones (a machine-filled export's ``machine``)."""
+    import pyarrow as pa
+
+    vote = pa.struct([("judge", pa.string()), ("grade", pa.int64()), ("unsure", pa.bool_()),
+                      ("guidelines_version", pa.int64()), ("need_version", pa.int64())])
+    fields = [
+        ("qid", pa.string()), ("docid", pa.string()), ("grade", pa.int64()), ("source", pa.string()),
+        ("seed_only", pa.bool_()), ("judgments", pa.list_(vote)),
+        ("adjudication", pa.struct([("lead", pa.string()), ("grade", pa.int64()), ("reason", pa.string()),
+                                    ("guidelines_version", pa.int64())])),
+        ("seeds", pa.list_(pa.struct([("source", pa.string()), ("grade", pa.int64())]))),
+        ("pooled", pa.bool_()), ("guidelines_version", pa.int64()), ("unsure", pa.bool_()),
+    ]
+    return pa.schema(fields + list((extra or {}).items()))
+
+
+def shard_names(rows: int, shard_rows: int = SHARD_ROWS) -> list[str]:
+    """The Parquet files of ``rows`` rows, relative to the folder (at least one, even for no row)."""
+    n = max(1, -(-rows // shard_rows))
+    return [f"data/{SPLIT}-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
+
+
+def _yaml_scalar(value) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON scalar is a YAML scalar
+
+
+def _yaml(obj, indent: int = 0) -> list[str]:
+    """YAML block lines of plain JSON data (dicts, lists, scalars): JSON's scalars, YAML's layout."""
+    pad = " " * indent
+    out = []
+    for key, value in obj.items():
+        if isinstance(value, dict) and value:
+            out.append(f"{pad}{key}:")
+            out += _yaml(value, indent + 2)
+        elif isinstance(value, list) and value:
+            out.append(f"{pad}{key}:")
+            for item in value:
+                if isinstance(item, dict) and item:
+                    lines = _yaml(item, indent + 4)
+                    out.append(f"{pad}  - {lines[0].lstrip()}")
+                    out += lines[1:]
+                else:
+                    out.append(f"{pad}  - {_yaml_scalar(item)}")
+        else:
+            out.append(f"{pad}{key}: {_yaml_scalar(value if value or value in (0, False) else None)}")
+    return out
+
+
+def card_text(golden: dict, *, rows: int, shards: list[str], title: str) -> str:
+    """The dataset card (README.md): YAML front matter with ``configs`` and ``golden``, then a short
+    description for a person."""
+    front = {
+        "pretty_name": title,
+        "configs": [{"config_name": "default", "data_files": [{"split": SPLIT, "path": "data/test-*.parquet"}]}],
+        "golden": golden,
+    }
+    level = golden.get("relevance_level")
+    scale = golden.get("scale")
+    lines = ["---", *_yaml(front), "---", "", f"# {title}", "",
+             f"Relevance judgments (qrels) exported by golden: version `{golden.get('version')}`, "
+             f"{rows} judged pairs in {len(shards)} Parquet file(s), split `{SPLIT}`.", "",
+             f"- Scale: `{scale}`.",
+             f"- Relevance level: a grade of {level} or more counts as relevant for binary metrics.",
+             "- Agreement between judges: " + _agreement_line(golden.get("agreement")),
+             "", "Each row is one line of the version's `qrels.jsonl` (the final grade, its source, each judge's "
+             "vote, the adjudication and seeds); a key a line leaves out is null here.", "",
+             "```python", "import datasets", "", "qrels = datasets.load_dataset(\"path/to/this/folder\")[\"test\"]",
+             "```", ""]
+    return "\n".join(lines)
+
+
+def _agreement_line(agreement) -> str:
+    if not isinstance(agreement, dict) or not agreement:
+        return "not measured."
+    parts = []
+    for key, value in agreement.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            parts.append(f"{key} {value}")
+        elif isinstance(value, dict) and isinstance(value.get("value"), (int, float)):
+            parts.append(f"{key} {value['value']}")
+    return (", ".join(parts) + ".") if parts else "see the `golden.agreement` entry of the card's front matter."
+
+
+def write_hf_dataset(records: list[dict], folder: str | os.PathLike, *, golden: dict, title: str,
+                     shard_rows: int = SHARD_ROWS) -> dict[str, Path]:
+    """Write ``records`` (``qrels.jsonl``'s, in order) as the folder's Parquet shards and its card;
+    each file whole or not at all. Returns relative name -> path of every file written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    known = set(qrels_schema().names)
+    extra_keys = list(dict.fromkeys(k for r in records for k in r if k not in known))
+    extra = {k: pa.array([r.get(k) for r in records]).type for k in extra_keys}
+    schema = qrels_schema(extra).with_metadata({_META_KEY: json.dumps(golden, sort_keys=True).encode()})
+    names = shard_names(len(records), shard_rows)
+    written: dict[str, Path] = {}
+    for i, name in enumerate(names):
+        part = records[i * shard_rows:(i + 1) * shard_rows]
+        table = pa.Table.from_pylist(part, schema=schema)
+        with atomic_write(folder / name, "wb", encoding=None) as fh:
+            pq.write_table(table, fh, compression="zstd")
+        written[name] = folder / name
+    with atomic_write(folder / "README.md") as fh:
+        fh.write(card_text(golden, rows=len(records), shards=names, title=title))
+    written["README.md"] = folder / "README.md"
+    return written
+
+
+def read_hf_dataset(folder: str | os.PathLike) -> tuple[dict, list[dict]]:
+    """The golden object and the rows (in shard order) of a folder :func:`write_hf_dataset` wrote;
+    InputError naming the folder when it has no shard or a shard lacks golden's metadata."""
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    shards = sorted((folder / "data").glob(f"{SPLIT}-*.parquet"))
+    if not shards:
+        raise InputError(folder, None, f"no data/{SPLIT}-*.parquet file: not a golden Hugging Face folder")
+    rows: list[dict] = []
+    golden = None
+    for shard in shards:
+        table = pq.read_table(shard)
+        meta = (table.schema.metadata or {}).get(_META_KEY)
+        if meta is None:
+            raise InputError(shard, None, "no golden metadata in the Parquet schema")
+        golden = json.loads(meta)
+        rows += table.to_pylist()
+    return golden, rows
