@@ -72,8 +72,8 @@ def _yaml(obj, indent: int = 0) -> list[str]:
                     out += lines[1:]
                 else:
                     out.append(f"{pad}  - {_yaml_scalar(item)}")
-        else:
-            out.append(f"{pad}{key}: {_yaml_scalar(value if value or value in (0, False) else None)}")
+        else:  # a scalar, or an empty or nested container in JSON's flow form (YAML reads it as such)
+            out.append(f"{pad}{key}: {_yaml_scalar(value)}")
     return out
 
 
@@ -102,14 +102,13 @@ def card_text(golden: dict, *, rows: int, shards: list[str], title: str) -> str:
 
 def _agreement_line(agreement) -> str:
     if not isinstance(agreement, dict) or not agreement:
-        return "not measured."
-    parts = []
-    for key, value in agreement.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            parts.append(f"{key} {value}")
-        elif isinstance(value, dict) and isinstance(value.get("value"), (int, float)):
-            parts.append(f"{key} {value['value']}")
-    return (", ".join(parts) + ".") if parts else "see the `golden.agreement` entry of the card's front matter."
+        return "not measured (no pair was labelled by two judges)."
+    measures = agreement.get("measures") or {}
+    shown = ", ".join(f"{k} {v:.3f}" for k, v in measures.items() if isinstance(v, (int, float)))
+    pairs = agreement.get("pairs")
+    return (f"{shown} on {pairs} pairs labelled by two or more judges" if shown else
+            f"measured on {pairs} pairs") + (f" (verdict: {agreement['verdict']})." if agreement.get("verdict")
+                                             else ".")
 
 
 def write_hf_dataset(records: list[dict], folder: str | os.PathLike, *, golden: dict, title: str,
