@@ -26,9 +26,8 @@ class ForeignLabel:
 
     def query(self) -> str:
         """The query as the file names it, for messages."""
-        if self.qid is not None:
-            return f"qid {self.qid}"
-        return repr(self.texts[0]) if self.texts else "(no query)"
+        parts = ([f"qid {self.qid}"] if self.qid is not None else []) + ([repr(self.texts[0])] if self.texts else [])
+        return " ".join(parts) or "(no query)"
 
 
 @dataclass

@@ -94,7 +94,8 @@ def test_quepid_book_is_read_rater_by_rater_and_empty_cells_are_no_judgement(tmp
     read = read_quepid(_write(tmp_path, "book.csv", QUEPID_BOOK))
     assert read.raters == ["alice@example.com", "Bob"]
     assert [(lab.line, lab.docid, lab.grade, lab.rater) for lab in read.labels] == [
-        (2, "11", 3, "alice@example.com"), (2, "11", 2, "Bob"), (3, "1891", 1, "Bob"), (4, "193", 0, "alice@example.com")]
+        (2, "11", 3, "alice@example.com"), (2, "11", 2, "Bob"), (3, "1891", 1, "Bob"),
+        (4, "193", 0, "alice@example.com")]
 
 
 @pytest.mark.parametrize("text, line, message", [
