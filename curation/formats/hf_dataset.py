@@ -45,9 +45,10 @@ def qrels_schema(extra: dict | None = None):
     return pa.schema(fields + list((extra or {}).items()))
 
 
-def shard_names(rows: int, shard_rows: int = SHARD_ROWS) -> list[str]:
-    """The Parquet files of ``rows`` rows, relative to the folder (at least one, even for no row)."""
-    n = max(1, -(-rows // shard_rows))
+def shard_names(rows: int, shard_rows: int | None = None) -> list[str]:
+    """The Parquet files of ``rows`` rows (``shard_rows`` a file, default :data:`SHARD_ROWS`), relative to
+    the folder (at least one, even for no row)."""
+    n = max(1, -(-rows // (shard_rows or SHARD_ROWS)))
     return [f"data/{SPLIT}-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
 
 
@@ -112,7 +113,7 @@ def _agreement_line(agreement) -> str:
 
 
 def write_hf_dataset(records: list[dict], folder: str | os.PathLike, *, golden: dict, title: str,
-                     shard_rows: int = SHARD_ROWS) -> dict[str, Path]:
+                     shard_rows: int | None = None) -> dict[str, Path]:
     """Write ``records`` (``qrels.jsonl``'s, in order) as the folder's Parquet shards and its card;
     each file whole or not at all. Returns relative name -> path of every file written."""
     import pyarrow as pa
@@ -123,6 +124,7 @@ def write_hf_dataset(records: list[dict], folder: str | os.PathLike, *, golden: 
     extra_keys = list(dict.fromkeys(k for r in records for k in r if k not in known))
     extra = {k: pa.array([r.get(k) for r in records]).type for k in extra_keys}
     schema = qrels_schema(extra).with_metadata({_META_KEY: json.dumps(golden, sort_keys=True).encode()})
+    shard_rows = shard_rows or SHARD_ROWS
     names = shard_names(len(records), shard_rows)
     written: dict[str, Path] = {}
     for i, name in enumerate(names):
