@@ -54,9 +54,6 @@ def import_judgments_cmd(file, judge, project_name, fmt, group, clip, create_jud
        "rationale", "sample": 0, "model", "prompt_version"}
     """
     if machine:
-        if fmt != "trec":
-            raise click.UsageError("--format is for human judges' files; a machine judge's labels are TREC qrels "
-                                   "or JSONL")
         if group is not None or create_judge:
             raise click.UsageError("--group and --create-judge are for human judges; a machine judge is "
                                    "created by its first --machine import")
@@ -65,7 +62,7 @@ def import_judgments_cmd(file, judge, project_name, fmt, group, clip, create_jud
         with store_session(db_url) as s:
             report = import_machine_labels(s, file, machine=judge, project=project_name, model=model,
                                            prompt_version=prompt_version, clip=clip, allow_empty=allow_empty,
-                                           on_conflict=on_conflict)
+                                           on_conflict=on_conflict, fmt=fmt)
         click.echo(report.summary())
         return
     if model is not None or prompt_version is not None:

@@ -188,3 +188,25 @@ def test_a_text_shared_by_two_queries_matches_neither(engine, tmp_path):
     out = _run(engine, ["import-judgments", str(path), "--format", "quepid", "--judge", "x", "--create-judge"])
     assert f"{path}:2: 'jazz bass': its text is the text of several queries (a, b)" in out
     assert _labels(engine) == {}
+
+
+def test_a_machine_judges_rre_file_is_imported_apart_from_people(engine, tmp_path):
+    _project(engine, tmp_path)
+    path = tmp_path / "llm.json"
+    # compact JSON: every rating on one line, and one group whose variants are two different queries
+    path.write_text('{"index": "m", "id_field": "id", "query_groups": [{"name": "g", "queries": ['
+                    '{"placeholders": {"$query": "star wars"}}, {"placeholders": {"$query": "star trek"}}], '
+                    '"relevant_documents": {"2": ["11", "193"]}}, {"name": "x", "queries": [{"placeholders": '
+                    '{"$query": "blade runner"}}], "relevant_documents": {"78": {"gain": 1}}}]}', encoding="utf-8")
+    out = _run(engine, ["import-judgments", str(path), "--format", "rre", "--judge", "llm", "--machine"])
+    assert "3 lines -> 2 labels by machine judge llm" in out  # 11 goes to star wars, 193 to star trek
+    assert "2 pairs are not in the pool" in out  # star wars/193 and star trek/11
+    assert f"{path}:1: qid x 'blade runner': no query of the project has this id or text" in out
+    from curation.machine.labels import load_machine_rows, machine_grades
+
+    with new_session(engine) as s:
+        got = machine_grades(load_machine_rows(s, get_project(s, "p"), "llm"))
+    assert got == {("m1", "11"): 2, ("m2", "193"): 2}
+    assert _labels(engine) == {}  # a machine's labels are never a person's
+    again = _run(engine, ["import-judgments", str(path), "--format", "rre", "--judge", "llm", "--machine"])
+    assert "-> 0 labels" in again and "2 lines were imported before" in again
