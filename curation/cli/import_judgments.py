@@ -81,5 +81,5 @@ def import_judgments_cmd(file, judge, project_name, fmt, group, clip, create_jud
             from curation.judge.importing import import_foreign
 
             report = import_foreign(s, file, fmt=fmt, judge=judge, project=project_name, group=group, clip=clip,
-                                    create_judge=create_judge, on_conflict=on_conflict)
+                                    create_judge=create_judge, allow_empty=allow_empty, on_conflict=on_conflict)
     click.echo(report.summary())

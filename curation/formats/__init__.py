@@ -20,6 +20,7 @@ Hugging Face folder    :mod:`curation.formats.hf_dataset`          dict (a qrels
 Each reader streams and reports bad input as ``file:line: what is wrong``
 (:class:`curation.formats.fileio.InputError`); every command and the app go through them.
 Other tools' judgment files give :class:`curation.formats.foreign.ForeignLabel` rows, matched to a
-project's queries by :mod:`curation.judge.importing`. Search logs are read by :mod:`curation.formats.logs` (CSV, TSV, JSONL, Parquet) and collapsed to
-distinct queries by :mod:`curation.sample.logs`.
+project's queries by :mod:`curation.judge.importing`. Search logs are read by
+:mod:`curation.formats.logs` (CSV, TSV, JSONL, Parquet) and collapsed to distinct queries by
+:mod:`curation.sample.logs`.
 """

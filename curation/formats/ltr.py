@@ -42,13 +42,14 @@ def _feature(token: str, path: str, lineno: int) -> None:
         raise InputError(path, lineno, f"{token[:40]!r} is not a feature (<positive integer>:<finite number>)")
 
 
-def read_ltr(path: str | os.PathLike) -> ForeignFile:
+def read_ltr(path: str | os.PathLike, *, allow_empty: bool = False) -> ForeignFile:
     """Every judgment of a learning-to-rank judgment list, in file order: a
     :class:`~curation.formats.foreign.ForeignLabel` a line, with the query's id (mapped back through
     golden's ``# qid:N = QID`` headers) and its text when the comment gives one. ``meta`` holds the
     settings of a ``# golden ...`` header (``relevance_level`` as an integer). :class:`InputError`
     naming ``file:line`` for a line without ``qid:``, without ``# docid``, with a grade that is not an
-    integer or a malformed feature; ``path: no records`` for a file without a judgment."""
+    integer or a malformed feature; ``path: no records`` for a file without a judgment unless
+    ``allow_empty``."""
     path = str(path)
     out = ForeignFile(path, "ltr")
     numbers: dict[str, str] = {}
@@ -81,7 +82,7 @@ def read_ltr(path: str | os.PathLike) -> ForeignFile:
             number = fields[1][4:]
             out.labels.append(ForeignLabel(lineno, info[0], grade, qid=numbers.get(number, number),
                                            texts=(text,) if text else ()))
-    if not out.labels:
+    if not out.labels and not allow_empty:
         raise no_records(path, "expected '<grade> qid:<qid> # <docid>' lines")
     return out
 

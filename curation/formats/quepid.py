@@ -34,12 +34,12 @@ _DOCID_NAMES = ("docid", "doc_id")
 _UNSAFE_START = ("-", "=", "+", "@")  # what a spreadsheet reads as a formula
 
 
-def read_quepid(path: str | os.PathLike) -> ForeignFile:
+def read_quepid(path: str | os.PathLike, *, allow_empty: bool = False) -> ForeignFile:
     """Every rating of a Quepid judgements CSV (either layout, see the module docstring), in file order:
     a :class:`~curation.formats.foreign.ForeignLabel` each, with the query's text and, in a book's
     layout, the rater. :class:`InputError` naming ``file:line`` for a missing header, a row with a
     rating but no document, or a rating that is not an integer; ``path: no records`` for a file
-    without a rating."""
+    without a rating unless ``allow_empty``."""
     path = str(path)
     out = ForeignFile(path, "quepid")
     with open_text(path) as fh:
@@ -77,7 +77,7 @@ def read_quepid(path: str | os.PathLike) -> ForeignFile:
                                                texts=(query,), rater=rater))
             if not rated:
                 out.unrated += 1
-    if not out.labels:
+    if not out.labels and not allow_empty:
         raise no_records(path, "expected query,docid,rating rows")
     return out
 

@@ -95,12 +95,12 @@ def _documents(rel, path: str, lineno: int | None) -> Iterator[tuple[str, object
                                                f"documents, got {value!r:.40}")
 
 
-def read_rre(path: str | os.PathLike) -> ForeignFile:
+def read_rre(path: str | os.PathLike, *, allow_empty: bool = False) -> ForeignFile:
     """Every rating of an RRE ratings file, in file order: a
     :class:`~curation.formats.foreign.ForeignLabel` per (query group, document), named by the group's
     name (``qid``) and its queries' texts. ``meta`` holds the file's ``golden`` object when it has one.
     :class:`InputError` naming ``file:line`` for a gain that is not an integer or a malformed group;
-    ``path: no records`` for a file without a rating."""
+    ``path: no records`` for a file without a rating unless ``allow_empty``."""
     path = str(path)
     data = load_json(path)
     if not isinstance(data, dict):
@@ -129,7 +129,7 @@ def read_rre(path: str | os.PathLike) -> ForeignFile:
                 lineno = _line_at(text, at) if at >= 0 else unit_line
             out.labels.append(ForeignLabel(lineno or 1, docid, parse_grade(raw, path, lineno),
                                            qid=qid, texts=tuple(dict.fromkeys(texts))))
-    if not out.labels:
+    if not out.labels and not allow_empty:
         raise no_records(path, "expected query groups with relevant_documents")
     return out
 

@@ -283,7 +283,7 @@ def _store_labels(session: Session, proj: Project, user: User, path: str, report
 FOREIGN_FORMATS = ("quepid", "rre", "ltr")  # the --format choices of import-judgments besides trec
 
 
-def read_foreign(path: str | os.PathLike, fmt: str):
+def read_foreign(path: str | os.PathLike, fmt: str, *, allow_empty: bool = False):
     """The labels of another tool's judgment file (``fmt``: one of :data:`FOREIGN_FORMATS`), read by
     that format's one reader in :mod:`curation.formats`."""
     if fmt == "quepid":
@@ -294,7 +294,7 @@ def read_foreign(path: str | os.PathLike, fmt: str):
         from curation.formats.ltr import read_ltr as reader
     else:
         raise ValueError(f"format: {fmt!r} is not one of trec, {', '.join(FOREIGN_FORMATS)}")
-    return reader(path)
+    return reader(path, allow_empty=allow_empty)
 
 
 def import_foreign(
@@ -307,6 +307,7 @@ def import_foreign(
     group: str | None = None,
     clip: bool = False,
     create_judge: bool = False,
+    allow_empty: bool = False,
     on_conflict: str = "error",
 ) -> ImportReport:
     """Load another tool's judgment file (``fmt``: ``quepid``, ``rre`` or ``ltr``) as judgments by
@@ -320,7 +321,7 @@ def import_foreign(
     proj: Project = get_project(session, project)
     if not create_judge:
         _judge(session, judge, False)
-    read = read_foreign(path, fmt)
+    read = read_foreign(path, fmt, allow_empty=allow_empty)
     raters = read.raters
     if group is None and len(raters) > 1:
         raise ValueError(f"group: {path} holds the judgements of raters {', '.join(raters)}; import one at a time "

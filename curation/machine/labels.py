@@ -153,7 +153,7 @@ def import_machine_labels(
         lines = read_machine_labels(path, allow_empty=allow_empty, dedup=dedup)
         read_rows = len(lines) + dedup.repeats + dedup.conflicts
     elif fmt in FOREIGN_FORMATS:
-        read = read_foreign(path, fmt)
+        read = read_foreign(path, fmt, allow_empty=allow_empty)
         if len(read.raters) > 1:
             raise ValueError(f"judge: {path} holds the judgements of raters {', '.join(read.raters)}; a machine "
                              "judge's file names one")

@@ -111,7 +111,7 @@ def test_quepid_errors_name_the_line(tmp_path, text, line, message):
         read_quepid(path)
 
 
-def test_quepid_file_with_only_unrated_queries_has_no_records(tmp_path):
+def test_quepid_file_with_only_unrated_queries_has_no_records_named_as_such(tmp_path):
     path = _write(tmp_path, "empty.csv", "query,docid,rating\nthe matrix\n")
     with pytest.raises(InputError, match=rf"^{path}: no records"):
         read_quepid(path)
@@ -200,3 +200,13 @@ def test_golden_writers_are_read_back_by_the_readers(tmp_path):
 def test_ltr_keeps_numeric_qids_as_they_are(tmp_path):
     text = ltr_text([("7", "a b", "d1", 1), ("12", "c\td", "d2", 0)], header={"relevance_level": 1})
     assert text == "# golden relevance_level=1\n1 qid:7 # d1 a b\n0 qid:12 # d2 c d\n"
+
+
+@pytest.mark.parametrize("reader, text", [(read_quepid, "query,docid,rating\nthe matrix\n"),
+                                          (read_rre, '{"index": "i", "id_field": "id", "query_groups": []}'),
+                                          (read_ltr, "# nothing yet\n")])
+def test_a_file_without_a_rating_is_refused_unless_allowed(tmp_path, reader, text):
+    path = _write(tmp_path, "empty", text)
+    with pytest.raises(InputError, match=rf"^{path}: no records"):
+        reader(path)
+    assert reader(path, allow_empty=True).labels == []
