@@ -153,3 +153,20 @@ def test_ranx_and_ir_measures_read_the_qrels_of_an_export_with_formats(complete,
     assert {(x.query_id, x.doc_id, x.relevance) for x in ir_measures.read_trec_qrels(path)} == expected
     qrels = Qrels.from_file(path, kind="trec").to_dict()
     assert {(q, d, g) for q, docs in qrels.items() for d, g in docs.items()} == expected
+
+
+def test_a_format_that_fails_leaves_no_folder_and_no_version(complete, tmp_path, monkeypatch):  # noqa: F811
+    from sqlmodel import select
+
+    from curation.store.models import ExportVersion
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("curation.formats.hf_dataset.write_hf_dataset", broken)
+    (tmp_path / "out").mkdir()  # the spool goes beside the target: it must be gone too
+    with pytest.raises(OSError, match="No space left"):
+        _export(complete, tmp_path / "out", formats=["quepid", "hf"])
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []  # no version folder, no temporary one
+    with new_session(complete) as s:
+        assert list(s.exec(select(ExportVersion))) == []
