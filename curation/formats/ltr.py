@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from curation.formats.fileio import InputError, no_records, open_text
+from curation.formats.fileio import InputError, identifier, no_records, open_text
 from curation.formats.foreign import ForeignFile, ForeignLabel
 from curation.formats.limits import check_size
 from curation.formats.qrels import parse_grade
@@ -80,8 +80,9 @@ def read_ltr(path: str | os.PathLike, *, allow_empty: bool = False) -> ForeignFi
             text = info[1].strip() if len(info) > 1 else ""
             check_size(text, "GOLDEN_MAX_QUERY_BYTES", path, lineno, "the query's text")
             number = fields[1][4:]
-            out.labels.append(ForeignLabel(lineno, info[0], grade, qid=numbers.get(number, number),
-                                           texts=(text,) if text else ()))
+            docid = identifier({"docid": info[0]}, "docid", path, lineno)  # the one rule for ids (formats.fileio)
+            qid = identifier({"qid": numbers.get(number, number)}, "qid", path, lineno)
+            out.labels.append(ForeignLabel(lineno, docid, grade, qid=qid, texts=(text,) if text else ()))
     if not out.labels and not allow_empty:
         raise no_records(path, "expected '<grade> qid:<qid> # <docid>' lines")
     return out

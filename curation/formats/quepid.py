@@ -24,7 +24,7 @@ import io
 import os
 from collections.abc import Iterable
 
-from curation.formats.fileio import InputError, no_records, open_text
+from curation.formats.fileio import InputError, identifier, no_records, open_text
 from curation.formats.foreign import ForeignFile, ForeignLabel
 from curation.formats.limits import check_size, csv_reader
 from curation.formats.qrels import parse_grade
@@ -68,6 +68,7 @@ def read_quepid(path: str | os.PathLike, *, allow_empty: bool = False) -> Foreig
                     raise InputError(path, lineno, "a rating without a document id (second column)")
                 out.unrated += 1  # a query Quepid lists without any rating
                 continue
+            docid = identifier({"docid": docid}, "docid", path, lineno)  # the one rule for ids (formats.fileio)
             rated = False
             for rater, cell in zip(raters, cells):
                 if not cell.strip():

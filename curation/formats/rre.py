@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 
-from curation.formats.fileio import InputError, load_json, no_records, open_text
+from curation.formats.fileio import InputError, identifier, load_json, no_records, open_text
 from curation.formats.foreign import ForeignFile, ForeignLabel
 from curation.formats.qrels import parse_grade
 
@@ -81,15 +81,11 @@ def _documents(rel, path: str, lineno: int | None) -> Iterator[tuple[str, object
         for key, value in entry.items():
             if isinstance(value, list):  # gain -> [documents]
                 for docid in value:
-                    if isinstance(docid, (dict, list, bool)) or docid is None or not str(docid).strip():
-                        raise InputError(path, lineno, f"gain {key}: {docid!r:.40} is not a document id")
-                    yield str(docid), key
+                    yield identifier({"docid": docid}, "docid", path, lineno), key
             elif isinstance(value, dict):  # document -> {"gain": N}
                 if "gain" not in value:
                     raise InputError(path, lineno, f"document {key!r}: no \"gain\"")
-                if not key.strip():
-                    raise InputError(path, lineno, "an empty document id")
-                yield key, value["gain"]
+                yield identifier({"docid": key}, "docid", path, lineno), value["gain"]
             else:
                 raise InputError(path, lineno, f"relevant_documents: {key!r}: expected {{\"gain\": N}} or a list of "
                                                f"documents, got {value!r:.40}")

@@ -210,3 +210,10 @@ def test_a_file_without_a_rating_is_refused_unless_allowed(tmp_path, reader, tex
     with pytest.raises(InputError, match=rf"^{path}: no records"):
         reader(path)
     assert reader(path, allow_empty=True).labels == []
+
+
+def test_rre_document_ids_go_through_the_shared_id_rule(tmp_path):
+    path = _write(tmp_path, "bad.json", '{"index": "i", "id_field": "id",\n "query_groups": [{"name": "g",\n'
+                                        '  "relevant_documents": {"1": ["d1", null]}}]}')
+    with pytest.raises(InputError, match=rf"^{path}:3: missing or empty 'docid'"):
+        read_rre(path)
