@@ -84,8 +84,8 @@ def write_formats(chosen: tuple[str, ...], *, qrels_jsonl: Path, queries: dict[s
     """Write the ``chosen`` formats of a version into ``spool`` (each file whole or not at all), from its
     ``qrels.jsonl`` (path) and its queries (qid -> record with ``text``). Returns relative name -> path
     of every file, and format -> its file names."""
-    with open_text(qrels_jsonl) as fh:
-        records = list(parse_label_records(fh, qrels_jsonl))
+    with open_text(qrels_jsonl) as fh:  # one pass for the three text formats; the records are not kept
+        triples = [(r["qid"], r["docid"], int(r["grade"])) for r in parse_label_records(fh, qrels_jsonl)]
     golden = {"version": version, "project": project, "scale": scale, "relevance_level": relevance_level}
     text = {qid: (q.get("text") or "") for qid, q in queries.items()}
     files: dict[str, Path] = {}
@@ -96,7 +96,6 @@ def write_formats(chosen: tuple[str, ...], *, qrels_jsonl: Path, queries: dict[s
             out.write(content)
         files[name] = spool / name
 
-    triples = [(r["qid"], r["docid"], int(r["grade"])) for r in records]
     if "quepid" in chosen:
         from curation.formats.quepid import quepid_csv_text
 
@@ -120,8 +119,10 @@ def write_formats(chosen: tuple[str, ...], *, qrels_jsonl: Path, queries: dict[s
     if "hf" in chosen:
         from curation.formats.hf_dataset import write_hf_dataset
 
-        written = write_hf_dataset(records, spool / "hf", golden={**golden, "agreement": card_agreement(agreement)},
-                                   title=f"{project} {version} (golden qrels)")
+        with open_text(qrels_jsonl) as fh:  # a second pass, streamed into the Parquet shards
+            written = write_hf_dataset(parse_label_records(fh, qrels_jsonl), spool / "hf", rows=len(triples),
+                                       golden={**golden, "agreement": card_agreement(agreement)},
+                                       title=f"{project} {version} (golden qrels)")
         names["hf"] = [f"hf/{n}" for n in sorted(written, key=lambda n: (n != "README.md", n))]
         files.update({f"hf/{n}": p for n, p in written.items()})
     return files, names

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from curation.formats.fileio import InputError, atomic_write
@@ -27,9 +28,9 @@ SPLIT = "test"  # a golden set is evaluation data
 _META_KEY = b"golden"
 
 
-def qrels_schema(extra: dict | None = None):
-    """The Arrow schema of an export's ``qrels.jsonl`` records; ``extra``: name -> Arrow type of keys
-    beyond the usual ones (a machine-filled export's ``machine``)."""
+def qrels_schema(machine: bool = False):
+    """The Arrow schema of an export's ``qrels.jsonl`` records (``machine``: with the ``machine`` column
+    of a machine-filled export)."""
     import pyarrow as pa
 
     vote = pa.struct([("judge", pa.string()), ("grade", pa.int64()), ("unsure", pa.bool_()),
@@ -42,7 +43,11 @@ def qrels_schema(extra: dict | None = None):
         ("seeds", pa.list_(pa.struct([("source", pa.string()), ("grade", pa.int64())]))),
         ("pooled", pa.bool_()), ("guidelines_version", pa.int64()), ("unsure", pa.bool_()),
     ]
-    return pa.schema(fields + list((extra or {}).items()))
+    if machine:  # curation.machine.fill's label of the pair
+        fields.append(("machine", pa.struct([
+            ("judge", pa.string()), ("kind", pa.string()), ("grade", pa.int64()), ("samples", pa.int64()),
+            ("model", pa.string()), ("prompt_version", pa.string()), ("confidence", pa.float64())])))
+    return pa.schema(fields)
 
 
 def shard_names(rows: int, shard_rows: int | None = None) -> list[str]:
@@ -112,29 +117,55 @@ def _agreement_line(agreement) -> str:
                                              else ".")
 
 
-def write_hf_dataset(records: list[dict], folder: str | os.PathLike, *, golden: dict, title: str,
+BATCH_ROWS = 50_000  # records converted to Arrow at a time
+
+
+def write_hf_dataset(records: Iterable[dict], folder: str | os.PathLike, *, rows: int, golden: dict, title: str,
                      shard_rows: int | None = None) -> dict[str, Path]:
-    """Write ``records`` (``qrels.jsonl``'s, in order) as the folder's Parquet shards and its card;
-    each file whole or not at all. Returns relative name -> path of every file written."""
+    """Write ``records`` (``qrels.jsonl``'s, in order; ``rows`` of them) as the folder's Parquet shards
+    and its card, each file whole or not at all; the records are converted :data:`BATCH_ROWS` at a time,
+    so memory holds one batch. Returns relative name -> path of every file written. ValueError for a
+    record key the schema has no column for (nothing is dropped silently)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     folder = Path(folder)
-    known = set(qrels_schema().names)
-    extra_keys = list(dict.fromkeys(k for r in records for k in r if k not in known))
-    extra = {k: pa.array([r.get(k) for r in records]).type for k in extra_keys}
-    schema = qrels_schema(extra).with_metadata({_META_KEY: json.dumps(golden, sort_keys=True).encode()})
     shard_rows = shard_rows or SHARD_ROWS
-    names = shard_names(len(records), shard_rows)
+    names = shard_names(rows, shard_rows)
+    records = iter(records)
+    first = next(records, None)
+    schema = qrels_schema(machine=first is not None and "machine" in first)
+    schema = schema.with_metadata({_META_KEY: json.dumps(golden, sort_keys=True).encode()})
+    known = set(schema.names)
+    pending = [] if first is None else [first]
     written: dict[str, Path] = {}
-    for i, name in enumerate(names):
-        part = records[i * shard_rows:(i + 1) * shard_rows]
-        table = pa.Table.from_pylist(part, schema=schema)
-        with atomic_write(folder / name, "wb", encoding=None) as fh:
-            pq.write_table(table, fh, compression="zstd")
+    seen = 0
+    for name in names:
+        with atomic_write(folder / name, "wb", encoding=None) as fh, \
+                pq.ParquetWriter(fh, schema, compression="zstd") as writer:
+            left = shard_rows
+            while left:
+                want = min(left, BATCH_ROWS)
+                batch = pending[:want]
+                pending = pending[len(batch):]
+                while len(batch) < want:
+                    record = next(records, None)
+                    if record is None:
+                        break
+                    batch.append(record)
+                if not batch:
+                    break
+                unknown = set().union(*(r.keys() for r in batch)) - known
+                if unknown:
+                    raise ValueError(f"records: no column for key(s) {', '.join(sorted(unknown))}")
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                left -= len(batch)
+                seen += len(batch)
         written[name] = folder / name
+    if seen != rows or next(records, None) is not None or pending:
+        raise ValueError(f"rows: {rows} records announced, {seen} or more given")
     with atomic_write(folder / "README.md") as fh:
-        fh.write(card_text(golden, rows=len(records), shards=names, title=title))
+        fh.write(card_text(golden, rows=rows, shards=names, title=title))
     written["README.md"] = folder / "README.md"
     return written
 

@@ -217,3 +217,22 @@ def test_rre_document_ids_go_through_the_shared_id_rule(tmp_path):
                                         '  "relevant_documents": {"1": ["d1", null]}}]}')
     with pytest.raises(InputError, match=rf"^{path}:3: missing or empty 'docid'"):
         read_rre(path)
+
+
+@pytest.mark.parametrize("rows, shard_rows, batch_rows", [(0, 3, 2), (1, 1, 1), (7, 3, 2), (7, 7, 50), (6, 2, 4)])
+def test_hf_shards_hold_every_record_in_order_whatever_the_batch(tmp_path, monkeypatch, rows, shard_rows, batch_rows):
+    from curation.formats.hf_dataset import read_hf_dataset, shard_names, write_hf_dataset
+
+    monkeypatch.setattr("curation.formats.hf_dataset.BATCH_ROWS", batch_rows)
+    records = [{"qid": f"q{i}", "docid": "d", "grade": i % 3, "source": "single", "seed_only": False,
+                "judgments": [], "adjudication": None, "seeds": [], "pooled": True, "guidelines_version": None}
+               for i in range(rows)]
+    written = write_hf_dataset(iter(records), tmp_path, rows=rows, golden={"version": "v"}, title="t",
+                               shard_rows=shard_rows)
+    assert sorted(written) == sorted(shard_names(rows, shard_rows) + ["README.md"])
+    meta, got = read_hf_dataset(tmp_path)
+    assert meta == {"version": "v"}
+    assert [(r["qid"], r["grade"]) for r in got] == [(r["qid"], r["grade"]) for r in records]
+    with pytest.raises(ValueError, match="^records: no column for key"):
+        write_hf_dataset(iter([{**records[0], "extra": 1}] if records else [{"qid": "x", "extra": 1}]),
+                         tmp_path / "x", rows=1, golden={}, title="t")
