@@ -12,7 +12,7 @@ name        files                           written by
             ``hf/data/test-*.parquet``
 ==========  ==============================  ===================================================
 
-Each is built from the version's own ``qrels.jsonl`` and ``queries.jsonl`` (the same pairs, grades
+Each is built from the version's own ``qrels.txt``, ``qrels.jsonl`` and ``queries.jsonl`` (the same pairs, grades
 and order), so it is a function of the version. The qrels' relevance level (the lowest grade binary
 metrics count as relevant) is recorded in every format that can hold it (the LTR header, RRE's
 ``golden`` object, the dataset card), and in the manifest's ``formats`` entry, which also says what
@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from curation.formats.fileio import atomic_write, open_text
-from curation.formats.qrels import parse_label_records
+from curation.formats.qrels import parse_label_records, parse_qrels
 
 FORMATS = ("quepid", "rre", "ltr", "hf")  # the --format choices, in the manifest's order
 TOP_NAMES = {"quepid": "quepid.csv", "rre": "rre.json", "ltr": "ltr.txt", "hf": "hf"}  # what each adds to the folder
@@ -78,14 +78,14 @@ def summary_lines(entry: dict | None) -> list[str]:
     return out
 
 
-def write_formats(chosen: tuple[str, ...], *, qrels_jsonl: Path, queries: dict[str, dict], spool: Path,
+def write_formats(chosen: tuple[str, ...], *, qrels_txt: Path, qrels_jsonl: Path, queries: dict[str, dict], spool: Path,
                   version: str, project: str, scale: str, relevance_level: int, agreement: dict | None
                   ) -> tuple[dict[str, Path], dict[str, list[str]]]:
     """Write the ``chosen`` formats of a version into ``spool`` (each file whole or not at all), from its
-    ``qrels.jsonl`` (path) and its queries (qid -> record with ``text``). Returns relative name -> path
-    of every file, and format -> its file names."""
-    with open_text(qrels_jsonl) as fh:  # one pass for the three text formats; the records are not kept
-        triples = [(r["qid"], r["docid"], int(r["grade"])) for r in parse_label_records(fh, qrels_jsonl)]
+    ``qrels.txt`` and ``qrels.jsonl`` (paths: the same pairs in the same order) and its queries (qid ->
+    record with ``text``). Returns relative name -> path of every file, and format -> its file names."""
+    with open_text(qrels_txt) as fh:  # the three text formats need (qid, docid, grade) only
+        triples = [(q.qid, q.docid, q.grade) for q in parse_qrels(fh, qrels_txt)]
     golden = {"version": version, "project": project, "scale": scale, "relevance_level": relevance_level}
     text = {qid: (q.get("text") or "") for qid, q in queries.items()}
     files: dict[str, Path] = {}

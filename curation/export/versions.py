@@ -237,7 +237,8 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         from curation.formats.fileio import sha256_file
 
         written, names = write_formats(
-            formats, qrels_jsonl=state.files["qrels.jsonl"].path, queries=state.queries,
+            formats, qrels_txt=state.files["qrels.txt"].path, qrels_jsonl=state.files["qrels.jsonl"].path,
+            queries=state.queries,
             spool=spool / "formats", version=version, project=project.name,
             scale=state.body["label_scale"]["scale"], relevance_level=relevance_level,
             agreement=state.body.get("agreement"))
