@@ -236,3 +236,17 @@ def test_hf_shards_hold_every_record_in_order_whatever_the_batch(tmp_path, monke
     with pytest.raises(ValueError, match="^records: no column for key"):
         write_hf_dataset(iter([{**records[0], "extra": 1}] if records else [{"qid": "x", "extra": 1}]),
                          tmp_path / "x", rows=1, golden={}, title="t")
+
+
+def test_hf_rows_of_a_machine_filled_export_keep_the_machine_label(tmp_path):
+    from curation.formats.hf_dataset import read_hf_dataset, write_hf_dataset
+
+    base = {"qid": "q1", "source": "machine", "seed_only": False, "judgments": [], "adjudication": None,
+            "seeds": [], "pooled": True, "guidelines_version": None}
+    machine = {"judge": "llm", "kind": "machine", "grade": 2, "samples": 3, "model": "m", "prompt_version": "v3",
+               "confidence": 0.75}
+    records = [{**base, "docid": "d1", "grade": 2, "machine": machine},
+               {**base, "docid": "d2", "grade": 0, "source": "single", "machine": None}]
+    write_hf_dataset(records, tmp_path, rows=2, golden={}, title="t")
+    _, rows = read_hf_dataset(tmp_path)
+    assert [r["machine"] for r in rows] == [machine, None]
