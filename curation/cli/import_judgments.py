@@ -36,8 +36,10 @@ from curation.cli.base import db_option, domain_errors, main, on_conflict_option
 @domain_errors
 def import_judgments_cmd(file, judge, project_name, fmt, group, clip, create_judge, allow_empty, machine, model,
                          prompt_version, on_conflict, db_url):
-    """Load TREC qrels (qid iter docid grade) as judgments by NAME (source "import"); pairs that
-    are not in the pool are reported and skipped. Running it again adds nothing.
+    """Load TREC qrels (qid iter docid grade), or with --format a Quepid CSV, an RRE ratings file or a
+    learning-to-rank judgment list, as judgments by NAME (source "import"); pairs that are not in the
+    pool are reported and skipped, and so are rows whose query matches none of the project's (by id
+    or text), each listed with its file:line. Running it again adds nothing.
 
     \b
     Example:
@@ -49,7 +51,7 @@ def import_judgments_cmd(file, judge, project_name, fmt, group, clip, create_jud
       golden import-judgments judgments.txt --format ltr --judge ltr --create-judge
 
     \b
-    With --machine, FILE is TREC qrels or JSONL (.jsonl), one label a line:
+    With --machine, FILE is TREC qrels or JSONL (.jsonl), one label a line (or a --format file):
       {"qid", "docid", "grade", "probability": {"0": .1, "1": .9} or "confidence",
        "rationale", "sample": 0, "model", "prompt_version"}
     """
