@@ -13,7 +13,7 @@ import unicodedata
 from flask import Blueprint, abort, g, render_template, send_file
 
 from curation.evaluate.version_compare import COVERAGE_WARN_BELOW, version_coverage
-from curation.export.manifest import ALL_FILES, MANIFEST
+from curation.export.manifest import MANIFEST, folder_order
 from curation.export.versions_page import version_files, versions_overview
 from curation.store.audit import record_audit
 
@@ -49,7 +49,7 @@ def detail(project: str, version: str):
         manifest_text=files[MANIFEST].decode("utf-8"),
         changes_text=files.get("CHANGES.md", b"").decode("utf-8"),
         files=[(name, files.size(name), info.manifest.get("files", {}).get(name, {}).get("sha256"))
-               for name in ALL_FILES if name in files],
+               for name in folder_order(files)],
     )
 
 

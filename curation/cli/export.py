@@ -37,6 +37,13 @@ def _whoami() -> str | None:
 @click.option("--fill-unjudged", "fill_unjudged", metavar="machine:NAME", default=None,
               help="Fill pooled pairs no person labelled with that machine judge's labels: flagged per pair in "
                    "qrels.jsonl (source machine) and counted in the manifest with its calibration figures.")
+@click.option("--format", "formats", multiple=True, type=click.Choice(["quepid", "rre", "ltr", "hf"]),
+              help="Also write the version for another tool (repeatable): quepid (quepid.csv), rre (rre.json), "
+                   "ltr (ltr.txt, a RankLib/SVMrank judgment list), hf (hf/: a Hugging Face datasets folder of "
+                   "Parquet shards and a dataset card). Listed with checksums in the manifest.")
+@click.option("--relevance-level", type=int, default=1, show_default=True, metavar="GRADE",
+              help="With --format: the lowest grade binary metrics count as relevant (trec_eval's -l), recorded "
+                   "in every format that can hold it.")
 @click.option("--frozen", is_flag=True,
               help="Write an already exported version as frozen, whatever the store holds now.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
@@ -44,7 +51,8 @@ def _whoami() -> str | None:
 @click.option("--by", "created_by", metavar="NAME", default=None, help="Who exports (default: your login name).")
 @db_option
 @domain_errors
-def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, frozen, out_dir, created_by, db_url):
+def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, formats, relevance_level, frozen,
+               out_dir, created_by, db_url):
     """Export the golden set as an immutable version: OUT/VERSION/{qrels.txt, qrels.jsonl,
     queries.jsonl, manifest.json, CHANGES.md}.
 
@@ -55,6 +63,7 @@ def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, f
     Example:
       golden export --version v5 --project news --policy adjudicated --out exports
       golden verify exports/v5
+      golden export --version v6 --project news --out exports --format hf --format ltr --relevance-level 2
     """
     from curation.export.versions import export_version, write_frozen
 
@@ -65,7 +74,8 @@ def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, f
         else:
             res = export_version(s, proj, version, policy=policy, out_dir=out_dir,
                                  allow_incomplete=allow_incomplete, created_by=created_by or _whoami(),
-                                 progress=sys.stderr.isatty(), fill_unjudged=fill_unjudged)
+                                 progress=sys.stderr.isatty(), fill_unjudged=fill_unjudged,
+                                 formats=formats, relevance_level=relevance_level)
     m = res.manifest
     c = m["counts"]
     how = "new version" if res.new else "frozen version written again"
@@ -91,5 +101,9 @@ def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, f
     if undecided.get("findings"):
         click.echo(f"  LEAK CHECK UNDECIDED: {undecided['findings']} findings on {undecided['chunks']} chunks of "
                    f"{undecided['queries']} queries have no lead's decision (the Leak check page decides them)")
+    from curation.export.formats import summary_lines
+
+    for line in summary_lines(m.get("formats")):
+        click.echo(line)
     for name, info in m["files"].items():
         click.echo(f"  {name:<14} {info['bytes']:>10} bytes  sha256 {info['sha256'][:16]}")

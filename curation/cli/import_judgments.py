@@ -1,5 +1,6 @@
-"""``golden import-judgments``: labels from earlier campaigns (TREC qrels) as judgments, or a machine
-judge's labels (``--machine``: TREC qrels or JSONL, stored apart from human judgments)."""
+"""``golden import-judgments``: labels from earlier campaigns (TREC qrels, or another tool's judgment
+file with ``--format``: Quepid CSV, RRE ratings, a learning-to-rank judgment list) as judgments, or a
+machine judge's labels (``--machine``: TREC qrels or JSONL, stored apart from human judgments)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,14 @@ from curation.cli.base import db_option, domain_errors, main, on_conflict_option
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--judge", required=True, metavar="NAME", help="The user the labels are recorded for.")
 @project_option
+@click.option("--format", "fmt", type=click.Choice(["trec", "quepid", "rre", "ltr"]), default="trec",
+              show_default=True,
+              help="FILE's format: TREC qrels, Quepid's judgements CSV, RRE's ratings JSON, or a learning-to-rank "
+                   "judgment list (grade qid:N # docid). Queries are matched by id or text; rows that match none "
+                   "are listed with their line.")
 @click.option("--group", default=None, metavar="G",
-              help="Import only lines whose second column is G (multi-assessor files such as qrels.123).")
+              help="Import only lines whose second column is G (multi-assessor files such as qrels.123), or, "
+                   "with --format quepid, the judgements of rater G (a Quepid book's column).")
 @click.option("--clip", is_flag=True, help="Map grades outside the project's scale to its ends instead of skipping.")
 @click.option("--create-judge", is_flag=True, help="Add NAME as a judge without a login when there is no such user.")
 @click.option("--allow-empty", is_flag=True,
@@ -27,19 +34,24 @@ from curation.cli.base import db_option, domain_errors, main, on_conflict_option
 @on_conflict_option
 @db_option
 @domain_errors
-def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, allow_empty, machine, model,
+def import_judgments_cmd(file, judge, project_name, fmt, group, clip, create_judge, allow_empty, machine, model,
                          prompt_version, on_conflict, db_url):
-    """Load TREC qrels (qid iter docid grade) as judgments by NAME (source "import"); pairs that
-    are not in the pool are reported and skipped. Running it again adds nothing.
+    """Load TREC qrels (qid iter docid grade), or with --format a Quepid CSV, an RRE ratings file or a
+    learning-to-rank judgment list, as judgments by NAME (source "import"); pairs that are not in the
+    pool are reported and skipped, and so are rows whose query matches none of the project's (by id
+    or text), each listed with its file:line. Running it again adds nothing.
 
     \b
     Example:
       golden import-judgments qrels.trec2019.txt --judge nist --project news
       golden import-judgments qrels.123 --group 1 --judge assessor1 --create-judge --clip
       golden import-judgments llm.jsonl --judge llm --machine --model m-large --prompt-version v3
+      golden import-judgments book_7_export.csv --format quepid --group alice@example.com --judge alice
+      golden import-judgments ratings.json --format rre --judge rre-team --create-judge
+      golden import-judgments judgments.txt --format ltr --judge ltr --create-judge
 
     \b
-    With --machine, FILE is TREC qrels or JSONL (.jsonl), one label a line:
+    With --machine, FILE is TREC qrels or JSONL (.jsonl), one label a line (or a --format file):
       {"qid", "docid", "grade", "probability": {"0": .1, "1": .9} or "confidence",
        "rationale", "sample": 0, "model", "prompt_version"}
     """
@@ -52,7 +64,7 @@ def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, a
         with store_session(db_url) as s:
             report = import_machine_labels(s, file, machine=judge, project=project_name, model=model,
                                            prompt_version=prompt_version, clip=clip, allow_empty=allow_empty,
-                                           on_conflict=on_conflict)
+                                           on_conflict=on_conflict, fmt=fmt)
         click.echo(report.summary())
         return
     if model is not None or prompt_version is not None:
@@ -64,6 +76,12 @@ def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, a
         if get_machine(s, judge) is not None:
             raise click.ClickException(f"judge: {judge!r} is a machine judge; its labels are imported with --machine "
                                        "(a person needs a name of their own)")
-        report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
-                                  create_judge=create_judge, allow_empty=allow_empty, on_conflict=on_conflict)
+        if fmt == "trec":
+            report = import_judgments(s, file, judge=judge, project=project_name, group=group, clip=clip,
+                                      create_judge=create_judge, allow_empty=allow_empty, on_conflict=on_conflict)
+        else:
+            from curation.judge.importing import import_foreign
+
+            report = import_foreign(s, file, fmt=fmt, judge=judge, project=project_name, group=group, clip=clip,
+                                    create_judge=create_judge, allow_empty=allow_empty, on_conflict=on_conflict)
     click.echo(report.summary())

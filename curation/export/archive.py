@@ -15,20 +15,18 @@ import zipfile
 from collections.abc import Callable
 from typing import BinaryIO
 
-from curation.export.manifest import ALL_FILES
+from curation.export.manifest import folder_order
 
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 def write_archive(out: BinaryIO, version: str, files: dict[str, bytes | os.PathLike]) -> None:
     """Write the deterministic zip of a version into the seekable file ``out``: entries
-    ``<version>/<name>`` in :data:`ALL_FILES` order, a fixed timestamp (1980-01-01) and permissions,
-    deflate level 6 (Python's ``zipfile``). A file is given as its bytes or as a path, which is
-    compressed as it is read (the same bytes)."""
+    ``<version>/<name>`` in :func:`~curation.export.manifest.folder_order`, a fixed timestamp
+    (1980-01-01) and permissions, deflate level 6 (Python's ``zipfile``). A file is given as its
+    bytes or as a path, which is compressed as it is read (the same bytes)."""
     with zipfile.ZipFile(out, "w") as zf:
-        for name in ALL_FILES:
-            if name not in files:
-                continue
+        for name in folder_order(files):
             info = zipfile.ZipInfo(f"{version}/{name}", date_time=_ZIP_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.create_system = 3

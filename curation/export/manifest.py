@@ -14,6 +14,13 @@ MANIFEST = "manifest.json"
 ALL_FILES = DATA_FILES + (MANIFEST,)
 
 
+def folder_order(names) -> list[str]:
+    """The files of a version folder in a fixed order: :data:`ALL_FILES` first, then the other formats'
+    files (:mod:`curation.export.formats`) by name."""
+    names = list(names)
+    return [n for n in ALL_FILES if n in names] + sorted(n for n in names if n not in ALL_FILES)
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -27,7 +34,8 @@ def iso_utc(t: datetime | None) -> str | None:
 
 
 _META_KEYS = ("version", "parent", "created_at", "created_by", "generator", "state_sha256", "files", "manifest_sha256")
-_UNHASHED = ("agreement", "judging_order")  # manifest facts outside the state hash
+# manifest facts outside the state hash; "formats" (curation.export.formats) are derived from the hashed files
+_UNHASHED = ("agreement", "judging_order", "formats")
 _SEAL = "0" * 64
 _SEAL_RE = re.compile(rb'"manifest_sha256": "([0-9a-f]{64})"')
 

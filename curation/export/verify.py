@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from curation.export.formats import is_format_file
 from curation.export.manifest import ALL_FILES, DATA_FILES, MANIFEST, manifest_seal_ok, state_hash
 from curation.formats.fileio import InputError, decode_text, open_text, sha256_file
 from curation.formats.qrels import format_qrel, parse_label_records, parse_qrel_line
@@ -40,7 +41,7 @@ def _shape_problems(manifest: dict) -> list[str]:
         out.append(f'"files" should be an object of file name -> {{"sha256", "bytes"}}, got {files!r:.60}')
     else:
         for name, info in files.items():
-            if name not in ALL_FILES or name == MANIFEST:
+            if (name not in ALL_FILES and not is_format_file(name)) or name == MANIFEST:
                 out.append(f'"files" lists {name!r:.60}, not a file of an exported version ({", ".join(DATA_FILES)})')
             elif not isinstance(info, dict) or not isinstance(info.get("sha256"), str) \
                     or isinstance(info.get("bytes"), bool) or not isinstance(info.get("bytes"), int):
@@ -100,7 +101,7 @@ def verify(path: str | os.PathLike) -> VerifyReport:
     for name in DATA_FILES:
         if name not in listed:
             problems.append(f"{mpath}: no checksum for {name}")
-    present = sorted(p.name for p in path.iterdir())
+    present = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if not p.is_dir())
     for name in present:
         if name not in listed and name != MANIFEST:
             problems.append(f"{path / name}: not listed in the manifest")

@@ -150,6 +150,8 @@ def export_version(
     created_by: str | None = None,
     progress: bool = False,
     fill_unjudged: str | None = None,
+    formats: tuple[str, ...] | list[str] = (),
+    relevance_level: int = 1,
 ) -> ExportResult:
     """Export ``project``'s golden set as ``version`` into ``out_dir/version`` and freeze it.
 
@@ -161,11 +163,18 @@ def export_version(
     ``allow_incomplete`` is off. Queries that arrived since ``golden split`` are assigned first.
     ``progress``: show the steps as a tqdm bar on stderr. ``fill_unjudged`` (``machine:NAME``): pooled
     pairs no person labelled take that machine judge's labels, flagged per pair and counted in the
-    manifest with its calibration figures (:mod:`curation.machine.fill`).
+    manifest with its calibration figures (:mod:`curation.machine.fill`). ``formats``: other tools'
+    formats written beside the qrels (:mod:`curation.export.formats`: quepid, rre, ltr, hf), recording
+    ``relevance_level`` (the lowest grade binary metrics count as relevant, a grade of the scale); a
+    frozen version is written again only with the formats it was exported with.
     """
+    from curation.export.formats import check_formats
+    from curation.store.projects import grades
+
     _check_version(version)
     if policy not in POLICIES:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    chosen = check_formats(formats, relevance_level, [g.grade for g in grades(project)])
     out_dir = Path(out_dir)
 
     # The data files are written as they are computed into a spool folder beside the target when
@@ -181,13 +190,15 @@ def export_version(
             state_sha = state.sha256
             progress_step(bar, "write")
             return _store_and_write(session, project, version, state, state_sha, out_dir=out_dir,
-                                    allow_incomplete=allow_incomplete, created_by=created_by)
+                                    allow_incomplete=allow_incomplete, created_by=created_by,
+                                    formats=chosen, relevance_level=relevance_level, spool=spool)
     finally:
         shutil.rmtree(spool, ignore_errors=True)
 
 
 def _store_and_write(session: Session, project: Project, version: str, state: VersionState, state_sha: str, *,
-                     out_dir: Path, allow_incomplete: bool, created_by: str | None) -> ExportResult:
+                     out_dir: Path, allow_incomplete: bool, created_by: str | None, formats: tuple[str, ...] = (),
+                     relevance_level: int = 1, spool: Path | None = None) -> ExportResult:
     """The second half of :func:`export_version`: compare with a stored version, or freeze a new one.
     Under the project's write lock, so that exports run one after the other and the history is
     linear: a concurrent export of another new version waits, then takes this one as its parent."""
@@ -199,6 +210,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         if row.state_sha256 != state_sha:
             raise VersionFrozen(_frozen_message(session, project, row, state))
         manifest = json.loads(row.manifest_json)
+        _same_formats(row, manifest, formats, relevance_level)
         path = write_folder(out_dir, version, stored_openers(session, row))
         session.commit()  # ends the transaction, and with it the lock
         return ExportResult(version, path, False, manifest, state_sha,
@@ -218,6 +230,23 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     hashes = {n: (f.sha256, f.size) for n, f in state.files.items()}
     files["CHANGES.md"] = changes_md(version, parent, parent_files, state).encode("utf-8")
     hashes["CHANGES.md"] = (sha256_bytes(files["CHANGES.md"]), len(files["CHANGES.md"]))
+    extra: dict = {}
+    listed = list(DATA_FILES)
+    if formats:
+        from curation.export.formats import formats_entry, write_formats
+        from curation.formats.fileio import sha256_file
+
+        written, names = write_formats(
+            formats, qrels_txt=state.files["qrels.txt"].path, qrels_jsonl=state.files["qrels.jsonl"].path,
+            queries=state.queries,
+            spool=spool / "formats", version=version, project=project.name,
+            scale=state.body["label_scale"]["scale"], relevance_level=relevance_level,
+            agreement=state.body.get("agreement"))
+        extra["formats"] = formats_entry(formats, relevance_level, names)
+        for name, fpath in written.items():
+            files[name] = fpath
+            hashes[name] = (sha256_file(fpath), fpath.stat().st_size)
+        listed += [n for f in formats for n in names[f]]
     manifest = {
         "version": version,
         "parent": parent,
@@ -225,8 +254,9 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         "created_by": created_by,
         "generator": f"golden {__version__}",
         **state.body,
+        **extra,
         "state_sha256": state_sha,
-        "files": {n: {"sha256": hashes[n][0], "bytes": hashes[n][1]} for n in DATA_FILES},
+        "files": {n: {"sha256": hashes[n][0], "bytes": hashes[n][1]} for n in listed},
     }
     files[MANIFEST] = sealed_manifest(manifest)
     manifest = json.loads(files[MANIFEST])
@@ -255,6 +285,24 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         raise
     session.commit()
     return ExportResult(version, path, True, manifest, state_sha, {n: hashes[n][0] for n in DATA_FILES})
+
+
+def _same_formats(row: ExportVersion, manifest: dict, formats: tuple[str, ...], relevance_level: int) -> None:
+    """Refuse to write a frozen version again with other formats (or another relevance level) than
+    it was exported with: its manifest, stored and sealed, lists them. No formats asked: written as
+    it was."""
+    if not formats:
+        return
+    stored = manifest.get("formats") or {}
+    had = tuple(f for f in stored if f != "relevance_level")
+    if had == tuple(formats) and stored.get("relevance_level") == relevance_level:
+        return
+    was = (f"with formats {', '.join(had)} (relevance level {stored.get('relevance_level')})" if had
+           else "without other formats")
+    raise VersionFrozen(
+        f"version {row.name!r} is frozen and was exported {was}; write it again with those (or with no "
+        f"--format), or export the current state with --format {' --format '.join(formats)} under a new name"
+    )
 
 
 def _blocked_message(state: VersionState) -> str:

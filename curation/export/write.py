@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from curation.export.manifest import ALL_FILES, MANIFEST
+from curation.export.manifest import ALL_FILES, MANIFEST, folder_order
 from curation.formats.fileio import default_mode, write_error
 
 
@@ -30,7 +30,8 @@ def write_folder(out_dir: Path, version: str, files: dict) -> Path:
         names = sorted(p.name for p in target.iterdir())
         # Only a folder holding nothing but export files, whose manifest (when readable) names this
         # version of this project, is replaced: a damaged export is restored, anything else is kept.
-        ours = set(names) <= set(ALL_FILES)
+        tops = {name.split("/", 1)[0] for name in files}  # the other formats' files and folders too
+        ours = set(names) <= set(ALL_FILES) | tops
         if ours and MANIFEST in names:
             try:
                 old = json.loads((target / MANIFEST).read_bytes())
@@ -51,8 +52,13 @@ def write_folder(out_dir: Path, version: str, files: dict) -> Path:
     writing = target
     try:
         os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it 0700
-        for name in ALL_FILES:
+        for name in folder_order(files):
             writing = target / name
+            if "/" in name:  # a format's folder (hf/data/...)
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                for sub in (tmp / name).relative_to(tmp).parents:
+                    if str(sub) != ".":
+                        os.chmod(tmp / sub, default_mode(directory=True))
             _put(files[name], tmp / name)
         writing = target
         if target.exists():

@@ -14,6 +14,15 @@ the project's own judges (``golden agreement``) and enter the final labels (:mod
   is ``first`` or ``last`` (:mod:`curation.formats.conflicts`).
 - Importing the same file again adds nothing: each line's judgment carries a token made of the
   file's SHA-256 and the line's position, unique per judge in the store.
+
+Other tools' judgment files (:func:`import_foreign`: Quepid's CSV, RRE's ratings, a learning-to-rank
+judgment list; read by :mod:`curation.formats.quepid`, :mod:`curation.formats.rre` and
+:mod:`curation.formats.ltr`) go through the same steps, after their queries are matched to the
+project's (:func:`match_query`): by id when the file gives one the project has, else by text
+(:func:`curation.formats.normalize.normalize_text`). A row whose query matches none, or whose text
+matches several queries, is listed in the summary with its ``file:line``; nothing is dropped silently.
+A file naming several raters (a Quepid book) is imported one rater at a time (``group=``), each as a
+different judge, as a multi-assessor qrels file is.
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ from sqlmodel import Session, select
 
 from curation.formats.conflicts import Dedup
 from curation.formats.fileio import sha256_file
+from curation.formats.foreign import ForeignLabel
+from curation.formats.normalize import normalize_text
 from curation.formats.qrels import iter_numbered_qrels
 from curation.store import lookups
 from curation.store.models import Assignment, Judgment, Project, User, utcnow
@@ -56,7 +67,10 @@ class ImportReport:
     on_conflict: str = "error"
     grades: dict[int, int] = field(default_factory=dict)  # imported grade -> count
     queries: int = 0  # distinct queries imported
-    groups: list[str] = field(default_factory=list)  # judgment groups seen in the file
+    groups: list[str] = field(default_factory=list)  # judgment groups (or raters) seen in the file
+    format: str = "trec"  # the file's format: trec, quepid, rre or ltr
+    unmatched: list[tuple[int, str, str]] = field(default_factory=list)  # (line, query as named, why)
+    unrated: int = 0  # rows naming a query but giving no rating (Quepid)
 
     def summary(self) -> str:
         """Lines a person reads after the import."""
@@ -66,7 +80,60 @@ class ImportReport:
         if self.grades:
             out.append("grades: " + ", ".join(f"{k}: {v}" for k, v in sorted(self.grades.items())))
         out += skipped_lines(self, self.judge, unit="pair")
+        if self.unrated:
+            out.append(f"{self.unrated} rows name a query but give no rating: nothing to import from them")
+        out += unmatched_lines(self.path, self.unmatched, self.project)
         return "\n".join(out)
+
+
+def _line_list(lines: list[int]) -> str:
+    """``3,5-7,9``: line numbers, runs shortened."""
+    runs: list[list[int]] = []
+    for n in sorted(set(lines)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def unmatched_lines(path: str, unmatched: list[tuple[int, str, str]], project: str) -> list[str]:
+    """The summary's lines for rows whose query matched no query of the project: a count, then each
+    query as the file names it with its lines (``file:3,5-7``) and why."""
+    if not unmatched:
+        return []
+    by_query: dict[tuple[str, str], list[int]] = {}
+    for line, query, why in unmatched:
+        by_query.setdefault((query, why), []).append(line)
+    out = [f"{len(unmatched)} rows were not imported: their query matches no single query of project {project}"]
+    out += [f"  {path}:{_line_list(lines)}: {query}: {why}" for (query, why), lines in by_query.items()]
+    return out
+
+
+def match_query(label: ForeignLabel, qids: set[str], by_text: dict[str, list[str]]) -> tuple[list[str], str | None]:
+    """The project's queries a row of another tool's file is for, and why none when there is none.
+
+    By id when the row gives an id the project has; else by each text it gives, compared in
+    :func:`~curation.formats.normalize.normalize_text` form (``by_text``: normalised text -> qids). A
+    text that several queries share matches none of them (which one was meant cannot be told). An RRE
+    group whose query variants are different queries of the project applies to each.
+    """
+    if label.qid is not None and label.qid in qids:
+        return [label.qid], None
+    found: list[str] = []
+    shared = None
+    for text in label.texts:
+        hits = by_text.get(normalize_text(text), [])
+        if len(hits) == 1:
+            found.append(hits[0])
+        elif hits:
+            shared = hits
+    if found:
+        return list(dict.fromkeys(found)), None
+    if shared:
+        return [], f"its text is the text of several queries ({', '.join(shared[:5])})"
+    named = "id or text" if label.qid is not None and label.texts else ("id" if label.qid is not None else "text")
+    return [], f"no query of the project has this {named}"
 
 
 def place_label(report, pool: dict[tuple[str, str], int], qid: str, docid: str, grade: int, lo: int, hi: int, *,
@@ -132,8 +199,6 @@ def import_judgments(
     imported)."""
     path = str(path)
     proj: Project = get_project(session, project)
-    scale = [g.grade for g in grades(proj)]
-    lo, hi = min(scale), max(scale)
     if not create_judge:
         _judge(session, judge, False)  # an unknown judge is named before the file is read
 
@@ -161,6 +226,17 @@ def import_judgments(
     report = ImportReport(path, proj.name, user.name, group, groups=groups, on_conflict=on_conflict)
     report.lines = read
     report.repeats, report.conflicts = dedup.repeats, dedup.conflicts
+    entries = [(str(i), lines[i].qid, lines[i].docid, lines[i].grade) for i in sorted(kept.values())]
+    return _store_labels(session, proj, user, path, report, entries, clip=clip)
+
+
+def _store_labels(session: Session, proj: Project, user: User, path: str, report: ImportReport,
+                  entries: list[tuple[str, str, str, int]], *, clip: bool) -> ImportReport:
+    """Record ``entries`` ((token, qid, docid, grade): the token names the row within the file) as
+    ``user``'s judgments of ``proj`` and commit; rows imported before (same file, same judge, same
+    token), pairs not in the pool and grades off the scale are counted in ``report``."""
+    scale = [g.grade for g in grades(proj)]
+    lo, hi = min(scale), max(scale)
     pool = lookups.pair_ids(session, proj)
     prefix = f"import:{sha256_file(path)[:20]}:"
     done = set(
@@ -174,20 +250,19 @@ def import_judgments(
     rows = []
     grade_counts: Counter[int] = Counter()
     qids = set()
-    for i in sorted(kept.values()):  # the index in the file keeps each line's token stable
-        line = lines[i]
-        placed = place_label(report, pool, line.qid, line.docid, line.grade, lo, hi, clip=clip)
+    for suffix, qid, docid, raw_grade in entries:  # the row's place in the file keeps its token stable
+        placed = place_label(report, pool, qid, docid, raw_grade, lo, hi, clip=clip)
         if placed is None:
             continue
         pair_id, grade = placed
-        token = f"{prefix}{i}"
+        token = f"{prefix}{suffix}"
         if token in done:
             report.already += 1
             continue
         rows.append(dict(project_id=proj.id, pair_id=pair_id, judge_id=user.id, grade=grade, unsure=False,
                          skipped=False, source="import", answered_at=now, client_token=token))
         grade_counts[grade] += 1
-        qids.add(line.qid)
+        qids.add(qid)
     for start in range(0, len(rows), 5000):
         session.execute(insert(Judgment), rows[start:start + 5000])
     pair_ids = sorted({r["pair_id"] for r in rows})
@@ -203,6 +278,87 @@ def import_judgments(
     report.grades = dict(sorted(grade_counts.items()))
     report.queries = len(qids)
     return report
+
+
+FOREIGN_FORMATS = ("quepid", "rre", "ltr")  # the --format choices of import-judgments besides trec
+
+
+def read_foreign(path: str | os.PathLike, fmt: str, *, allow_empty: bool = False):
+    """The labels of another tool's judgment file (``fmt``: one of :data:`FOREIGN_FORMATS`), read by
+    that format's one reader in :mod:`curation.formats`."""
+    if fmt == "quepid":
+        from curation.formats.quepid import read_quepid as reader
+    elif fmt == "rre":
+        from curation.formats.rre import read_rre as reader
+    elif fmt == "ltr":
+        from curation.formats.ltr import read_ltr as reader
+    else:
+        raise ValueError(f"format: {fmt!r} is not one of trec, {', '.join(FOREIGN_FORMATS)}")
+    return reader(path, allow_empty=allow_empty)
+
+
+def import_foreign(
+    session: Session,
+    path: str | os.PathLike,
+    *,
+    fmt: str,
+    judge: str,
+    project: str | None = None,
+    group: str | None = None,
+    clip: bool = False,
+    create_judge: bool = False,
+    allow_empty: bool = False,
+    on_conflict: str = "error",
+) -> ImportReport:
+    """Load another tool's judgment file (``fmt``: ``quepid``, ``rre`` or ``ltr``) as judgments by
+    ``judge`` in ``project`` and commit, as :func:`import_judgments` loads TREC qrels (same options,
+    same report). Each row's query is matched to the project's by :func:`match_query`; rows that match
+    none are listed in the report with their line. ``group``: the rater to import, required when the
+    file names several (a Quepid book's columns). ``InputError`` (path:line) for a malformed file."""
+    path = str(path)
+    if fmt not in FOREIGN_FORMATS:
+        raise ValueError(f"format: {fmt!r} is not one of trec, {', '.join(FOREIGN_FORMATS)}")
+    proj: Project = get_project(session, project)
+    if not create_judge:
+        _judge(session, judge, False)
+    read = read_foreign(path, fmt, allow_empty=allow_empty)
+    raters = read.raters
+    if group is None and len(raters) > 1:
+        raise ValueError(f"group: {path} holds the judgements of raters {', '.join(raters)}; import one at a time "
+                         "with --group RATER, each as a different --judge")
+    if group is not None and group not in raters:
+        raise ValueError(f"group: {group!r} is not a rater of {path} (raters: {', '.join(raters) or 'none'})")
+    labels = [(i, lab) for i, lab in enumerate(read.labels) if group is None or lab.rater == group]
+    dedup = Dedup(path, policy=on_conflict, what="pair")
+    entries, unmatched = matched_labels(session, proj, labels, dedup)
+    user = _judge(session, judge, create_judge)  # after the file is read whole, as import_judgments does
+    report = ImportReport(path, proj.name, user.name, group, groups=raters, on_conflict=on_conflict, format=fmt,
+                          unmatched=unmatched, unrated=read.unrated)
+    report.lines = len(labels)
+    report.repeats, report.conflicts = dedup.repeats, dedup.conflicts
+    return _store_labels(session, proj, user, path, report, entries, clip=clip)
+
+
+def matched_labels(session: Session, proj: Project, labels: list[tuple[int, ForeignLabel]], dedup: Dedup
+                   ) -> tuple[list[tuple[str, str, str, int]], list[tuple[int, str, str]]]:
+    """The rows of another tool's file (``(index in the file, label)``) matched to ``proj``'s queries
+    (:func:`match_query`), as ``(token, qid, docid, grade)`` entries (a pair repeated follows
+    ``dedup``), and the rows that match no query as ``(line, query as named, why)``."""
+    texts = lookups.query_texts(session, proj)
+    by_text: dict[str, list[str]] = {}
+    for qid, text in texts.items():
+        by_text.setdefault(normalize_text(text), []).append(qid)
+    qid_set = set(texts)
+    unmatched: list[tuple[int, str, str]] = []
+    kept: dict[tuple[str, str], tuple[str, str, str, int]] = {}
+    for i, lab in labels:
+        matched, why = match_query(lab, qid_set, by_text)
+        if not matched:
+            unmatched.append((lab.line, lab.query(), why or "no match"))
+        for qid in matched:
+            if dedup.add((qid, lab.docid), lab.grade, lab.line):
+                kept[(qid, lab.docid)] = (f"{i}:{qid}", qid, lab.docid, lab.grade)
+    return list(kept.values()), unmatched
 
 
 def _judge(session: Session, name: str, create: bool) -> User:

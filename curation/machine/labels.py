@@ -25,8 +25,15 @@ from sqlmodel import Session, select
 
 from curation.formats.conflicts import Dedup
 from curation.formats.fileio import sha256_file
-from curation.formats.machine_labels import read_machine_labels
-from curation.judge.importing import place_label, skipped_lines
+from curation.formats.machine_labels import MachineLabelLine, read_machine_labels
+from curation.judge.importing import (
+    FOREIGN_FORMATS,
+    matched_labels,
+    place_label,
+    read_foreign,
+    skipped_lines,
+    unmatched_lines,
+)
 from curation.store import lookups
 from curation.store.models import Document, MachineJudge, MachineLabel, PoolPair, Project, Query, utcnow
 from curation.store.projects import get_project, grades
@@ -70,6 +77,7 @@ class MachineImportReport:
     models: list[str] = field(default_factory=list)
     with_probabilities: int = 0
     created: bool = False
+    unmatched: list[tuple[int, str, str]] = field(default_factory=list)  # --format: rows matching no query
 
     def summary(self) -> str:
         out = [f"{self.path}: {self.lines} lines -> {self.imported} labels by machine judge {self.machine} "
@@ -81,6 +89,7 @@ class MachineImportReport:
         out.append(f"prompt versions: {pv}; models: {md}; samples per pair: {self.samples or 1}; "
                    f"{self.with_probabilities} labels with a probability or confidence")
         out += skipped_lines(self, self.machine, unit="label")
+        out += unmatched_lines(self.path, self.unmatched, self.project)
         out.append(f"next: golden calibrate --project {self.project} --machine {self.machine}")
         return "\n".join(out)
 
@@ -120,11 +129,15 @@ def import_machine_labels(
     clip: bool = False,
     allow_empty: bool = False,
     on_conflict: str = "error",
+    fmt: str = "trec",
 ) -> MachineImportReport:
     """Load the labels of the machine judge ``machine`` from ``path`` (JSONL or TREC qrels; see
     :mod:`curation.formats.machine_labels`) into ``project`` and commit. ``model`` and
     ``prompt_version`` fill the lines that do not name theirs. A user of that name is refused: a
-    machine judge is its own kind and needs its own name."""
+    machine judge is its own kind and needs its own name. ``fmt``: ``trec`` (TREC qrels or JSONL, by
+    the file's name) or another tool's judgment file (``quepid``, ``rre``, ``ltr``), whose queries are
+    matched as a human import matches them (:func:`curation.judge.importing.match_query`); rows
+    matching no query are listed in the report with their line."""
     path = str(path)
     proj = get_project(session, project)
     scale = [g.grade for g in grades(proj)]
@@ -135,9 +148,24 @@ def import_machine_labels(
         raise ValueError(f"judge: {machine!r} is a human user; give the machine judge a name of its own "
                          "(its labels must never be taken for a person's)")
     dedup = Dedup(path, policy=on_conflict, what="label")
-    lines = read_machine_labels(path, allow_empty=allow_empty, dedup=dedup)
-    report = MachineImportReport(path, proj.name, machine, on_conflict=on_conflict)
-    report.lines = len(lines) + dedup.repeats + dedup.conflicts
+    unmatched: list[tuple[int, str, str]] = []
+    if fmt == "trec":
+        lines = read_machine_labels(path, allow_empty=allow_empty, dedup=dedup)
+        read_rows = len(lines) + dedup.repeats + dedup.conflicts
+    elif fmt in FOREIGN_FORMATS:
+        read = read_foreign(path, fmt, allow_empty=allow_empty)
+        if len(read.raters) > 1:
+            raise ValueError(f"judge: {path} holds the judgements of raters {', '.join(read.raters)}; a machine "
+                             "judge's file names one")
+        entries, unmatched = matched_labels(session, proj, list(enumerate(read.labels)), dedup)
+        # a row's place among the matched ones stands for its line in the token (an RRE group's rows
+        # may share a line, and one row may give labels to several queries)
+        lines = [MachineLabelLine(qid, docid, grade, n) for n, (_, qid, docid, grade) in enumerate(entries, 1)]
+        read_rows = len(read.labels)
+    else:
+        raise ValueError(f"format: {fmt!r} is not one of trec, {', '.join(FOREIGN_FORMATS)}")
+    report = MachineImportReport(path, proj.name, machine, on_conflict=on_conflict, unmatched=unmatched)
+    report.lines = read_rows
     report.repeats, report.conflicts = dedup.repeats, dedup.conflicts
     mj = get_machine(session, machine)
     if mj is None:

@@ -33,6 +33,13 @@ def pair_ids(session: Session, project: Project | int) -> dict[tuple[str, str], 
     return {(qid, docid): pid for pid, qid, docid in rows}
 
 
+def query_texts(session: Session, project: Project | int) -> dict[str, str]:
+    """``{qid: text}`` for every query of ``project`` (dropped ones included), for importers that name
+    a query by its text."""
+    rows = session.exec(select(Query.qid, Query.text).where(Query.project_id == project_id(project))).all()
+    return {qid: text for qid, text in rows}
+
+
 def pair_keys(session: Session, ids: list[int], *, batch: int = 1000) -> dict[int, tuple[str, str]]:
     """``{pair id: (qid, docid)}`` for the pool pairs ``ids`` (fetched ``batch`` ids a statement, so
     a long list stays under the stores' limits on bound parameters)."""
