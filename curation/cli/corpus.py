@@ -1,4 +1,4 @@
-"""``golden corpus-sample``: a small comparison corpus that still tells systems apart."""
+"""``golden sample corpus``: a small comparison corpus that still tells systems apart."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict, dask
 
     \b
     Example:
-      golden corpus-sample corpus.jsonl.gz --size 200000 --keep pool.jsonl --seed 7 --out sample.jsonl.gz
+      golden sample corpus corpus.jsonl.gz --size 200000 --keep pool.jsonl --seed 7 --out sample.jsonl.gz
     """
     from tqdm import tqdm
 

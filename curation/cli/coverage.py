@@ -1,4 +1,4 @@
-"""``golden coverage``: the share of each run's top results that nobody judged."""
+"""``golden stats coverage``: the share of each run's top results that nobody judged."""
 
 from __future__ import annotations
 
@@ -81,8 +81,8 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
 
     \b
     Example:
-      golden coverage runs/bm25.trec runs/new-dense.trec --qrels qrels.txt --depth 10
-      golden coverage runs/new-dense.trec --project news --db golden.db
+      golden stats coverage runs/bm25.trec runs/new-dense.trec --qrels qrels.txt --depth 10
+      golden stats coverage runs/new-dense.trec --project news --db golden.db
     """
     from curation.evaluate.coverage import judged_from_qrels, judged_from_store, unjudged
     from curation.formats.runs import read_run

@@ -1,4 +1,4 @@
-"""``golden db``: create or migrate the project store's schema."""
+"""``golden admin db``: create or migrate the project store's schema."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ def db():
 
     \b
     Example:
-      golden db upgrade                      # ./golden.db, or $DATABASE_URL
-      golden db current --db postgresql://postgres@127.0.0.1/golden
+      golden admin db upgrade                      # ./golden.db, or $DATABASE_URL
+      golden admin db current --db postgresql://postgres@127.0.0.1/golden
     """
 
 
@@ -25,7 +25,7 @@ def upgrade(db_url):
 
     \b
     Example:
-      golden db upgrade --db golden.db
+      golden admin db upgrade --db golden.db
     """
     from curation.store.migrate import upgrade as do_upgrade
 
@@ -48,7 +48,7 @@ def current(db_url):
 
     \b
     Example:
-      golden db current --db golden.db
+      golden admin db current --db golden.db
     """
     from curation.store.migrate import current_revision, head_revision
 
@@ -58,5 +58,5 @@ def current(db_url):
     finally:
         engine.dispose()
     head = head_revision()
-    state = "up to date" if cur == head else "out of date: run `golden db upgrade`"
+    state = "up to date" if cur == head else "out of date: run `golden admin db upgrade`"
     click.echo(f"current: {cur or 'empty'}\nhead:    {head}\n{state}")

@@ -1,4 +1,4 @@
-"""``golden guidelines``: version the written definition of relevance."""
+"""``golden project guidelines``: version the written definition of relevance."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def guidelines():
 
     \b
     Example:
-      golden guidelines set GUIDELINES.md --project news --note "clarify partial answers"
+      golden project guidelines set GUIDELINES.md --project news --note "clarify partial answers"
     """
 
 
@@ -29,7 +29,7 @@ def set_(path, project_name, note, db_url):
 
     \b
     Example:
-      golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
+      golden project guidelines set GUIDELINES.md --project news --note "tables count as answers"
     """
     from curation.formats.guidelines import read_guidelines
     from curation.store.projects import get_project, set_guidelines

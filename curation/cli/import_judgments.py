@@ -1,4 +1,4 @@
-"""``golden import-judgments``: labels from earlier campaigns (TREC qrels) as judgments, or a machine
+"""``golden judging import``: labels from earlier campaigns (TREC qrels) as judgments, or a machine
 judge's labels (``--machine``: TREC qrels or JSONL, stored apart from human judgments)."""
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def import_judgments_cmd(file, judge, project_name, group, clip, create_judge, a
 
     \b
     Example:
-      golden import-judgments qrels.trec2019.txt --judge nist --project news
-      golden import-judgments qrels.123 --group 1 --judge assessor1 --create-judge --clip
-      golden import-judgments llm.jsonl --judge llm --machine --model m-large --prompt-version v3
+      golden judging import qrels.trec2019.txt --judge nist --project news
+      golden judging import qrels.123 --group 1 --judge assessor1 --create-judge --clip
+      golden judging import llm.jsonl --judge llm --machine --model m-large --prompt-version v3
 
     \b
     With --machine, FILE is TREC qrels or JSONL (.jsonl), one label a line:

@@ -91,7 +91,7 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
 
 @main.command()
 @click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Golden queries (JSONL with qid and text, as written by `golden sample`).")
+              help="Golden queries (JSONL with qid and text, as written by `golden sample queries`).")
 @click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Corpus files (JSONL, TSV or Parquet, gzip allowed); several may follow one --corpus.")
 @click.argument("more_corpus", nargs=-1, type=click.Path(exists=True, dir_okay=False))

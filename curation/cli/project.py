@@ -24,7 +24,7 @@ def project():
 @project.command()
 @click.argument("name")
 @click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Query set from `golden sample` (queries.jsonl).")
+              help="Query set from `golden sample queries` (queries.jsonl).")
 @click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Judging pool from `golden pool` (pool.jsonl).")
 @click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -69,7 +69,7 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
         click.echo(f"{rep.needs} queries carry an information need (description / narrative): judges see it")
     for line in rep.repeats:
         click.echo(line)
-    click.echo(f"next: golden assign --project {rep.name} --judges NAME,NAME")
+    click.echo(f"next: golden judging assign --project {rep.name} --judges NAME,NAME")
 
 
 @project.command()
@@ -91,7 +91,7 @@ def extend(name, pool_path, corpus_paths, allow_missing, queries_path, on_confli
     \b
     Example:
       golden project extend news --pool pool.v2.jsonl --corpus corpus.jsonl
-      golden assign --project news --judges alice,bob     # hands out only the new pairs
+      golden judging assign --project news --judges alice,bob     # hands out only the new pairs
     """
     from curation.store.projects import extend_pool, get_project
 

@@ -1,4 +1,4 @@
-"""``golden settle``: is each compared pair of runs settled yet, with a guarantee? (and ``--release``)"""
+"""``golden decisive settle``: is each compared pair of runs settled yet, with a guarantee? (and ``--release``)"""
 
 from __future__ import annotations
 
@@ -61,9 +61,9 @@ def settle(project_name, compare, metric, tie, release, lead_name, as_json, db_u
 
     \b
     Example:
-      golden settle --project news
-      golden settle --project news --compare bm25,dense --json
-      golden settle --project news --release bm25,dense --lead lena
+      golden decisive settle --project news
+      golden decisive settle --project news --compare bm25,dense --json
+      golden decisive settle --project news --release bm25,dense --lead lena
     """
     from curation.judge.decisive import release_settled, settlement_report
     from curation.store.projects import get_project

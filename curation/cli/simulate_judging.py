@@ -1,4 +1,4 @@
-"""``golden simulate-judging``: replay judging with a qrels file as the judges, to see what an order saves."""
+"""``golden decisive simulate``: replay judging with a qrels file as the judges, to see what an order saves."""
 
 from __future__ import annotations
 
@@ -63,8 +63,8 @@ def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step
 
     \b
     Example:
-      golden simulate-judging runs/*.trec --qrels qrels.txt --depth 20 --order decisive --compare bm25,dense
-      golden simulate-judging runs/*.trec --qrels qrels.txt --order shuffled --compare all --json
+      golden decisive simulate runs/*.trec --qrels qrels.txt --depth 20 --order decisive --compare bm25,dense
+      golden decisive simulate runs/*.trec --qrels qrels.txt --order shuffled --compare all --json
     """
     from curation.evaluate.simulate import pool_from_runs, simulate
     from curation.formats.qrels import read_qrels

@@ -1,6 +1,6 @@
-"""``golden user``: add judges, leads and admins, list them, change a password or role, disable or
+"""``golden admin user``: add judges, leads and admins, list them, change a password or role, disable or
 enable a login, and end a user's sessions in the judging app. Every change is in the audit trail
-(``golden audit``); a password or role change, disable and enable end the user's sessions."""
+(``golden admin audit``); a password or role change, disable and enable end the user's sessions."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ def user():
 
     \b
     Example:
-      golden user add alice --role judge
-      golden user list
-      golden user role alice lead
-      golden user disable alice
+      golden admin user add alice --role judge
+      golden admin user list
+      golden admin user role alice lead
+      golden admin user disable alice
     """
 
 
@@ -38,8 +38,8 @@ def add(name, role, password, generate, db_url):
 
     \b
     Example:
-      golden user add alice --role judge --generate
-      golden user add lena --role lead          # asks for the password
+      golden admin user add alice --role judge --generate
+      golden admin user add lena --role lead          # asks for the password
     """
     from curation.store.users import add_user, generate_password
 
@@ -65,8 +65,8 @@ def list_(db_url, as_json):
 
     \b
     Example:
-      golden user list
-      golden user list --json
+      golden admin user list
+      golden admin user list --json
     """
     from curation.store.sessions import open_sessions
 
@@ -78,7 +78,7 @@ def list_(db_url, as_json):
                         last_address=r.last_address) for r in rows])
         return
     if not rows:
-        click.echo("no users yet: add one with `golden user add NAME --role judge`")
+        click.echo("no users yet: add one with `golden admin user add NAME --role judge`")
     for r in rows:
         sessions = f"  {r.sessions} session{'s' if r.sessions != 1 else ''}" if r.sessions else ""
         click.echo(f"{r.name:<20} {r.role:<6}{'' if r.active else '  (disabled)'}{sessions}")
@@ -94,7 +94,7 @@ def passwd(name, password, db_url):
 
     \b
     Example:
-      golden user passwd alice
+      golden admin user passwd alice
     """
     from curation.store.users import require_user, set_password
 
@@ -116,7 +116,7 @@ def role(name, role, db_url):
 
     \b
     Example:
-      golden user role alice lead
+      golden admin user role alice lead
     """
     from curation.store.users import require_user, set_role
 
@@ -134,11 +134,11 @@ def role(name, role, db_url):
 @domain_errors
 def disable(name, db_url):
     """Disable NAME's login: they are logged out at their next request and cannot log in again
-    until `golden user enable`. Their judgments stay.
+    until `golden admin user enable`. Their judgments stay.
 
     \b
     Example:
-      golden user disable alice
+      golden admin user disable alice
     """
     from curation.store.users import require_user, set_active
 
@@ -156,7 +156,7 @@ def enable(name, db_url):
 
     \b
     Example:
-      golden user enable alice
+      golden admin user enable alice
     """
     from curation.store.users import require_user, set_active
 
@@ -175,7 +175,7 @@ def logout(name, db_url):
 
     \b
     Example:
-      golden user logout alice
+      golden admin user logout alice
     """
     from curation.store.users import end_user_sessions, require_user
 
