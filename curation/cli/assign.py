@@ -33,7 +33,7 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @seed_option
 @db_option
 @domain_errors
-def assign(judges, overlap, project_name, hold, machine, accept_above, audit, order, compare, metric, tie, seed,
+def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit, order, compare, metric, tie, seed,
            db_url):
     """Assign the project's unassigned pairs to judges: an overlap set every judge labels first,
     drawn across queries and strata, then the rest split evenly, a query's pairs with one judge.
@@ -101,7 +101,7 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, or
 @project_option
 @db_option
 @domain_errors
-def release(lead_name, agreement, force, reason, project_name, db_url):
+def release_cmd(lead_name, agreement, force, reason, project_name, db_url):
     """Release the held-back main pairs to their judges, recording who did it and at what agreement.
 
     The agreement is measured on the overlap set (as `golden labels agreement` reports it). The release

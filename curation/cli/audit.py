@@ -21,7 +21,7 @@ ACTION_NAMES = (
 @json_option
 @db_option
 @domain_errors
-def audit(action, who, limit, locked, as_json, db_url):
+def audit_cmd(action, who, limit, locked, as_json, db_url):
     """Show the audit trail: logins (and failed ones, and lock-outs after repeated failures),
     logouts and ended sessions, users added, password and role changes, disables and enables,
     releases, exports, adjudications and version downloads, with who, when (UTC) and from where

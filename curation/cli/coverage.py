@@ -73,7 +73,7 @@ def format_coverage(results, *, per_query: bool = False) -> str:
 @json_option
 @on_conflict_option
 @domain_errors
-def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json, on_conflict):
+def coverage_cmd(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json, on_conflict):
     """Share of each run's top-DEPTH results with no judgment, per query and in total.
 
     A run with a large unjudged share is measured on holes: its metrics count the holes as

@@ -20,7 +20,7 @@ def db():
 
 @db.command()
 @db_option
-def upgrade(db_url):
+def upgrade_cmd(db_url):
     """Create the store's tables, or migrate them to this version of golden.
 
     \b
@@ -43,7 +43,7 @@ def upgrade(db_url):
 
 @db.command()
 @db_option
-def current(db_url):
+def current_cmd(db_url):
     """Show the store's schema revision and the one this golden needs.
 
     \b

@@ -38,7 +38,7 @@ def demo_commands(result) -> dict[str, str]:
 @click.option("--force", is_flag=True,
               help="Replace the folder's store even when it holds work (judgments, adjudications, versions...).")
 @domain_errors
-def demo_command(folder, seed, no_serve, port, force):
+def demo_cmd(folder, seed, no_serve, port, force):
     """Generate a realistic demo data set in --dir, sample, pool, load and serve it for judging.
 
     The data imitate a help-centre search: a search log with a heavy head and a long tail

@@ -23,7 +23,7 @@ def guidelines():
 @click.option("--note", default=None, help="What changed, for the history.")
 @db_option
 @domain_errors
-def set_(path, project_name, note, db_url):
+def set_cmd(path, project_name, note, db_url):
     """Make the text of PATH the project's guidelines: a changed text becomes a new version, and
     judgments made from now on record it.
 

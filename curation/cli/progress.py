@@ -48,7 +48,7 @@ def format_progress(r) -> str:
 @json_option
 @db_option
 @domain_errors
-def progress(project_name, idle_minutes, as_json, db_url):
+def progress_cmd(project_name, idle_minutes, as_json, db_url):
     """Where the judging stands: per judge, pairs done / assigned / held, answers per hour over
     the last hour and day, median seconds per pair, share unsure and skipped, last active (idle
     judges marked); for the project, pairs done and to go, the pace, an estimated finish and the

@@ -39,8 +39,8 @@ def project():
 @on_conflict_option
 @db_option
 @domain_errors
-def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, grades_path, allow_missing, on_conflict,
-           db_url):
+def create_cmd(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, grades_path, allow_missing,
+               on_conflict, db_url):
     """Create project NAME from a query set, a pool, the corpus and the guidelines.
 
     \b
@@ -85,7 +85,7 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
 @on_conflict_option
 @db_option
 @domain_errors
-def extend(name, pool_path, corpus_paths, allow_missing, queries_path, on_conflict, db_url):
+def extend_cmd(name, pool_path, corpus_paths, allow_missing, queries_path, on_conflict, db_url):
     """Add the new pairs of an extended pool to project NAME (existing judgments are untouched).
 
     \b
@@ -111,7 +111,7 @@ def extend(name, pool_path, corpus_paths, allow_missing, queries_path, on_confli
 
 @project.command("list")
 @db_option
-def list_(db_url):
+def list_cmd(db_url):
     """List the projects in the store.
 
     \b

@@ -58,8 +58,8 @@ def format_strata_table(strata) -> str:
               help="Read and group the log on a Dask cluster: a scheduler (tcp://host:8786), or local[:N] for "
                    "N local worker processes. Same output as without, byte for byte.")
 @domain_errors
-def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude, out,
-           dask_address):
+def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude,
+               out, dask_address):
     """Sample a stratified query set from a search LOG (CSV, TSV, JSONL or Parquet; gzip too).
 
     LOG may be files, folders (a partitioned dataset: every log file under it) or quoted glob

@@ -53,7 +53,7 @@ def format_report(rep: dict) -> str:
 @json_option
 @db_option
 @domain_errors
-def settle(project_name, compare, metric, tie, release, lead_name, as_json, db_url):
+def settle_cmd(project_name, compare, metric, tie, release, lead_name, as_json, db_url):
     """Is each comparison settled? For every compared pair of runs: the verdict so far, settled
     (no labelling of the pairs still unjudged can change it) or open, the share of the pool
     judged, the pairs that can still change it, and an ESTIMATE of the chance the verdict flips and

@@ -54,7 +54,7 @@ def _pct(x) -> str:
 @json_option
 @on_conflict_option
 @domain_errors
-def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step, tie, estimate, seed, as_json,
+def simulate_judging_cmd(runs, qrels_path, depth, order, compare, metric, mode, step, tie, estimate, seed, as_json,
                      on_conflict):
     """Replay judging the pool of RUNS in an order, the qrels answering as judges, and report for
     each comparison the share of the pool judged when it was settled with the guarantee (no

@@ -33,7 +33,7 @@ def user():
 @click.option("--generate", is_flag=True, help="Generate a random password and print it.")
 @db_option
 @domain_errors
-def add(name, role, password, generate, db_url):
+def add_cmd(name, role, password, generate, db_url):
     """Add a user NAME with a role and a password (hashed with werkzeug; never stored in clear).
 
     \b
@@ -60,7 +60,7 @@ def add(name, role, password, generate, db_url):
 @user.command("list")
 @db_option
 @json_option
-def list_(db_url, as_json):
+def list_cmd(db_url, as_json):
     """List the users, their roles and their open sessions in the judging app.
 
     \b
@@ -89,7 +89,7 @@ def list_(db_url, as_json):
 @click.option("--password", default=None, help="The new password; without it you are asked.")
 @db_option
 @domain_errors
-def passwd(name, password, db_url):
+def passwd_cmd(name, password, db_url):
     """Set NAME's password; their sessions in the judging app end (they log in with the new one).
 
     \b
@@ -110,7 +110,7 @@ def passwd(name, password, db_url):
 @click.argument("role", type=click.Choice(["judge", "lead", "admin"]))
 @db_option
 @domain_errors
-def role(name, role, db_url):
+def role_cmd(name, role, db_url):
     """Give NAME another ROLE (judge, lead or admin); their sessions end, so the next page they
     open is seen with the new role after logging in again.
 
@@ -132,7 +132,7 @@ def role(name, role, db_url):
 @click.argument("name")
 @db_option
 @domain_errors
-def disable(name, db_url):
+def disable_cmd(name, db_url):
     """Disable NAME's login: they are logged out at their next request and cannot log in again
     until `golden admin user enable`. Their judgments stay.
 
@@ -151,7 +151,7 @@ def disable(name, db_url):
 @click.argument("name")
 @db_option
 @domain_errors
-def enable(name, db_url):
+def enable_cmd(name, db_url):
     """Enable NAME's login again (they log in afresh: sessions from before are not revived).
 
     \b
@@ -169,7 +169,7 @@ def enable(name, db_url):
 @click.argument("name")
 @db_option
 @domain_errors
-def logout(name, db_url):
+def logout_cmd(name, db_url):
     """End every session of NAME in the judging app (e.g. a laptop left logged in); they can log
     in again.
 
