@@ -14,10 +14,10 @@ import click
 
 from curation import __version__
 
-# The exit codes of every command (README, "Exit codes"): 0 done; 1 an error in the input, the store's
-# state or the environment (a file, the disk, the database); 2 a usage error (click's); 3 a leak found
-# with `golden leakcheck --fail-on-leak`; 4 the null arm of `golden stats noise` failed; 70 a bug in golden
-# (EX_SOFTWARE of sysexits.h), asking for a report.
+# The exit codes of every command (docs/reference/exit-codes-and-limits.md): 0 done; 1 an error in the
+# input, the store's state or the environment (a file, the disk, the database); 2 a usage error
+# (click's); 3 a leak found with `golden leakcheck --fail-on-leak`; 4 the null arm of `golden stats
+# noise` failed; 70 a bug in golden (EX_SOFTWARE of sysexits.h), asking for a report.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LEAK, EXIT_NULL_ARM, EXIT_BUG = 0, 1, 2, 3, 4, 70
 DEBUG_ENV = "GOLDEN_DEBUG"
 

@@ -172,7 +172,7 @@ def serve_cmd(host: str, port: int, db_url: str | None, workers: int | None, thr
     processes so that every core answers judges. The app refuses to start on a store whose schema
     is out of date and says which command to run. Put it behind a reverse proxy (nginx, Caddy)
     that terminates HTTPS when it is reachable from outside your network, and serve with
-    --secure-cookies --proxy-headers there (README: "Deployment behind HTTPS").
+    --secure-cookies --proxy-headers there (docs/deployment.md: "Deployment behind HTTPS").
 
     Sessions, login throttling, the audit trail and the cookie-signing key live in the store, so
     several `golden serve` processes on one PostgreSQL store act as one.

@@ -1,5 +1,5 @@
 """The one error path: whatever a command raises reaches the user as one line and a documented exit
-code (README, "Exit codes"), never a traceback unless GOLDEN_DEBUG=1; OS errors name the path and
+code (docs/reference/exit-codes-and-limits.md), never a traceback unless GOLDEN_DEBUG=1; OS errors name the path and
 the cause and leave nothing partial behind."""
 
 from __future__ import annotations
@@ -183,13 +183,13 @@ def test_verify_reports_other_malformed_manifest_fields(exported, field, value):
     assert f"FAIL {mpath}: " in res.stderr
 
 
-def test_the_exit_codes_are_the_ones_the_readme_documents():
+def test_the_exit_codes_are_the_ones_the_docs_document():
     import re
 
     from curation.cli import base, leakcheck
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "exit-codes-and-limits.md"
+    section = page.read_text(encoding="utf-8").split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     documented = {int(c) for c in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
     assert documented == {base.EXIT_OK, base.EXIT_ERROR, base.EXIT_USAGE, base.EXIT_LEAK, base.EXIT_NULL_ARM,
                           base.EXIT_BUG} == {0, 1, 2, 3, 4, 70}
