@@ -36,8 +36,8 @@ def test_the_readme_is_short_and_starts_with_the_demo_and_the_tests():
 def test_ci_runs_the_readmes_test_command_verbatim_and_builds_the_docs():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert TESTS in ci
-    build = next(i for i, line in enumerate(ci) if "mkdocs build --strict" in line and not line.lstrip().startswith(("#",
-                                                                                                                    "echo")))
+    build = next(i for i, line in enumerate(ci)
+                 if "mkdocs build --strict" in line and not line.lstrip().startswith(("#", "echo")))
     assert next(i for i, line in enumerate(ci) if line.startswith("ruff check")) < build < ci.index(TESTS)
 
 

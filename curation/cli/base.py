@@ -108,11 +108,11 @@ class GoldenGroup(click.Group):
             raise error from None
 
     def list_commands(self, ctx):
-        return list(self.commands) if self.table is None else [*self.table.children(self.path),
-                                                                *(n for n in self.commands if n not in
-                                                                  self.table.children(self.path))]
+        return list(self.commands)  # in the table's order, not sorted
 
     def get_command(self, ctx, cmd_name):
+        """The command ``cmd_name`` under this group; at the top, an old name gives the command it
+        became, after the note."""
         command = super().get_command(ctx, cmd_name)
         if command is None and self.table is not None and not self.path and cmd_name in self.table.aliases:
             new = self.table.aliases[cmd_name]
@@ -121,8 +121,9 @@ class GoldenGroup(click.Group):
         return command
 
     def parse_args(self, ctx, args):
-        """An old command whose name is now this group's (``golden export create --version v5``, ``golden
-        sample log.csv ...``) runs the command it became, after the note."""
+        """An old command whose name is now this group's (``golden export --version v5``, ``golden
+        sample log.csv ...``) runs the command it became, after the note: arguments that do not start
+        with one of the group's commands, or its help option, are the old command's."""
         new = self.table.aliases.get(self.path) if self.table is not None and self.path else None
         if new and args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             note_new_name(self.path, new)
