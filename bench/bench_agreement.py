@@ -9,9 +9,9 @@ on each resample (timed on ``--naive`` resamples and scaled to 1,000). Also chec
 vectorised replicates equal the libraries' on those resamples.
 
 Part 2 (store): a project of ``--queries x --docs`` pairs on SQLite (``--db URL`` for another
-database) with two judges' labels imported from qrels (``golden import-judgments``), then times
+database) with two judges' labels imported from qrels (``golden judging import``), then times
 the import, loading the judgments, the agreement report (on the loaded records, then whole as
-``golden agreement`` and the dashboard build it: :func:`curation.agree.agreement.build_agreement_report`),
+``golden labels agreement`` and the dashboard build it: :func:`curation.agree.agreement.build_agreement_report`),
 the adjudication queue, the final labels, and the lead's dashboard and queue pages through Flask's
 test client.
 
@@ -169,7 +169,7 @@ def part2(queries: int, docs: int, db: str | None) -> None:
         project = projects.get_project(s, "bench")
         recs = timed("load_judgments (overlap)", lambda: load_judgments(s, project, overlap_only=True))
         timed("agreement_report, 1000 resamples", lambda: agreement_report(recs, scale=[0, 1, 2], cut=1))
-        timed("build_agreement_report (golden agreement's and /lead's: loads + report)",
+        timed("build_agreement_report (golden labels agreement's and /lead's: loads + report)",
               lambda: build_agreement_report(s, project))
         queue = timed("disagreements (queue)", lambda: disagreements(s, project))
         labels = timed("final_labels", lambda: final_labels(s, project))

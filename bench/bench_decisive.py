@@ -6,7 +6,7 @@
 
 For every pair of runs (136 comparisons, "is B higher than A?", 95% paired percentile bootstrap,
 10,000 resamples), judging is replayed in the decisive order (whole blocks of a query's 10 most
-decisive pairs, as `golden assign --order decisive` queues them; and single pairs, the bound of any
+decisive pairs, as `golden judging assign --order decisive` queues them; and single pairs, the bound of any
 order), the shuffled order and the depth order, and the share of the pool judged when the
 guarantee settles the comparison is recorded (``curation.evaluate.simulate``):
 

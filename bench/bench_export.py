@@ -1,4 +1,4 @@
-"""Export benchmark: `golden export` / `golden verify` on a large project.
+"""Export benchmark: `golden export create` / `golden export verify` on a large project.
 
     python bench/bench_export.py --queries 18200 --docs 50              # 1,001,000 judgments, SQLite
     python bench/bench_export.py --queries 18200 --docs 50 --postgres   # the same on PostgreSQL
@@ -9,9 +9,9 @@ Builds a project of QUERIES x DOCS pooled pairs (a SQLite file in a temporary fo
 PostgreSQL database with ``--postgres``, or ``--db`` pointing at an empty database): judge alice
 labels every pair, bob the overlap (``--overlap``, a share of the pairs, or ``--overlap-pairs``, a
 fixed number as a real overlap set is) disagreeing on 2 % of it, and the lead adjudicates those.
-The rows are bulk-inserted (``--via-import``: through the code of ``golden import-judgments``, as
-before, slow beyond 100,000 pairs). Then it runs, each as its own process (``golden export``,
-``golden verify``), and reports wall time, CPU time (user + system of the child) and peak memory
+The rows are bulk-inserted (``--via-import``: through the code of ``golden judging import``, as
+before, slow beyond 100,000 pairs). Then it runs, each as its own process (``golden export create``,
+``golden export verify``), and reports wall time, CPU time (user + system of the child) and peak memory
 (the child's max RSS):
 
 * the first export of a version (final labels, agreement, every file, the state hash, the zip
@@ -276,7 +276,7 @@ def main() -> None:
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--db", default=None, help="an EMPTY database URL (default: a temporary SQLite file)")
     where.add_argument("--postgres", action="store_true", help="a fresh database on 127.0.0.1:5432")
-    ap.add_argument("--via-import", action="store_true", help="load labels with golden import-judgments' code")
+    ap.add_argument("--via-import", action="store_true", help="load labels with the code of golden judging import")
     ap.add_argument("--no-peers", action="store_true", help="skip reading the qrels with ir_measures and ranx")
     ap.add_argument("--keep", default=None, metavar="PATH_OR_NAME",
                     help="build the store once and keep it there (a SQLite file; a database name with --postgres); "
@@ -376,7 +376,7 @@ def run_report(tmp: Path, url: str, judgments: int, args) -> None:
 
     load0 = os.getloadavg()[0]
     floor = run_child([sys.executable, "-c", FLOOR, url, str(tmp / "floor.txt")])
-    first = run_child(golden("export", "--db", url, "--project", "bench", "--version", "v1", "--out",
+    first = run_child(golden("export", "create", "--db", url, "--project", "bench", "--version", "v1", "--out",
                              str(tmp / "out"), "--allow-incomplete", "--by", "bench"))
     folder = tmp / "out" / "v1"
     size = sum(p.stat().st_size for p in folder.iterdir())
@@ -389,11 +389,11 @@ def run_report(tmp: Path, url: str, judgments: int, args) -> None:
         print(f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
         return
     before = digests(folder)
-    again = run_child(golden("export", "--db", url, "--project", "bench", "--version", "v1", "--out",
+    again = run_child(golden("export", "create", "--db", url, "--project", "bench", "--version", "v1", "--out",
                              str(tmp / "again"), "--allow-incomplete", "--by", "bench"))
     same = before == digests(tmp / "again" / "v1")
     line("export again (frozen)", again, f"  byte-identical: {same}")
-    ver = run_child(golden("verify", str(folder)))
+    ver = run_child(golden("export", "verify", str(folder)))
     line("verify", ver)
     print(f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
     manifest = json.loads((folder / "manifest.json").read_text())

@@ -1,5 +1,5 @@
 """The lead's progress report on a large store: :func:`curation.judge.progress.build_progress`
-(behind ``golden progress`` and ``/lead/<id>/progress``) against its floor, fetching the same rows
+(behind ``golden judging progress`` and ``/lead/<id>/progress``) against its floor, fetching the same rows
 from the same database with plain SQL and doing nothing with them.
 
 The store is built with bulk inserts (it is the report that is timed, not the judging): ``--judges``

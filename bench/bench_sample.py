@@ -1,10 +1,10 @@
-"""Benchmark: `golden sample` on a generated 10-million-row search log.
+"""Benchmark: `golden sample queries` on a generated 10-million-row search log.
 
 Generates a CSV log (gzip optional) with a heavy head and a long tail: queries drawn from a
 Zipf-like law over ~1M distinct queries (some written in several raw forms that normalise to one),
 users from a skewed pool, a `market` column of three values (a property of the query, mostly)
 and a `device` column of two (a property of each search, so not a stratum). Then runs
-`golden sample --stratum market --shape` on it in a fresh process, which reports its own
+`golden sample queries --stratum market --shape` on it in a fresh process, which reports its own
 peak memory (getrusage ru_maxrss); prints wall time, CPU time and peak memory. With --baseline it
 also times the obvious pandas version (read_csv, map normalize_text, groupby) on the same log.
 
@@ -175,7 +175,7 @@ def main() -> None:
           f"({log.name}); {made}")
 
     out = folder / "queries.jsonl"
-    cmd = [sys.executable, "-c", GOLDEN, "sample", str(log),
+    cmd = [sys.executable, "-c", GOLDEN, "sample", "queries", str(log),
            "--query-col", "query", "--user-col", "user_id", "--stratum", "market",
            "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7", "--out", str(out)]
     load = os.getloadavg()[0]
@@ -194,7 +194,7 @@ def main() -> None:
     f_wall, f_cpu, f_peak = min(f[0] for f in floors), min(f[1] for f in floors), max(f[2] for f in floors)
     wall, cpu, peak_mib = min(g[0] for g in goldens), min(g[1] for g in goldens), max(g[2] for g in goldens)
     best = f"best of {args.repeat} runs each: " if args.repeat > 1 else ""
-    print(f"golden sample: {best}{wall:.1f} s wall ({cpu:.1f} s CPU), peak memory {peak_mib:,.0f} MiB "
+    print(f"golden sample queries: {best}{wall:.1f} s wall ({cpu:.1f} s CPU), peak memory {peak_mib:,.0f} MiB "
           f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
     print(f"bare pyarrow.csv.read_csv of the log: {best}{f_wall:.1f} s wall ({f_cpu:.1f} s CPU), "
           f"peak {f_peak:,.0f} MiB; "

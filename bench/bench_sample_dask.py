@@ -1,4 +1,4 @@
-"""Benchmark: `golden sample` on a partitioned Parquet log, one process against a local Dask cluster.
+"""Benchmark: `golden sample queries` on a partitioned Parquet log, one process against a local Dask cluster.
 
     python bench/bench_sample_dask.py --rows 100000000 --dir /data/bench     # the issue's size
     python bench/bench_sample_dask.py --rows 20000000                          # what fits a busy machine
@@ -7,7 +7,7 @@ Generates (once, kept with --dir) a log as a folder of Parquet files of uneven s
 queries over ``--distinct`` queries, some in several raw forms, a `market` stratum, skewed users;
 the generator of ``bench_sample.py``), then runs, each in a fresh process:
 
-1. ``golden sample FOLDER ...`` in one process;
+1. ``golden sample queries FOLDER ...`` in one process;
 2. the same with ``--dask local:2`` (a local cluster of 2 worker processes).
 
 Prints wall time, CPU time (the process and its children, so the Dask workers are counted), the
@@ -124,7 +124,7 @@ def main() -> None:
     size = sum(f.stat().st_size for f in files)
     print(f"log: {args.rows:,} rows in {len(files)} Parquet files ({size / 2**20:,.0f} MiB), ~{args.distinct:,} "
           f"distinct queries; {made}; {os.cpu_count()} cores")
-    common = [sys.executable, "-c", GOLDEN, "sample", str(folder), "--query-col", "query",
+    common = [sys.executable, "-c", GOLDEN, "sample", "queries", str(folder), "--query-col", "query",
               *([] if args.no_users else ["--user-col", "user_id"]),
               "--stratum", "market", "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7"]
     one, many = base / "one.jsonl", base / "dask.jsonl"

@@ -88,7 +88,7 @@ def pg_url(pg_reason):
 
 @pytest.fixture
 def engine(db_url):
-    """An engine on a fresh database migrated to head by the code behind `golden db upgrade`."""
+    """An engine on a fresh database migrated to head by the code behind `golden admin db upgrade`."""
     from curation.store.engine import make_engine
     from curation.store.migrate import upgrade
 

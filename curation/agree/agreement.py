@@ -444,7 +444,7 @@ def agreement_core(
         overall = compare_all(labels, judges, scale=scale, cut=cut, resamples=resamples, seed=seed,
                               confidence=confidence)
     if judges and len(judges) >= 2 and overall.pairs == 0:
-        notes.append("no pair was labelled by two judges: assign an overlap set (golden assign --overlap)")
+        notes.append("no pair was labelled by two judges: assign an overlap set (golden judging assign --overlap)")
     on = verdict_on if len(scale) > 2 else "graded"
     return Core(scale, cut, judges, pairwise, overall,
                 read_verdict(overall, thresholds=thresholds, on=on, cut=cut), notes)

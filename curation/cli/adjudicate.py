@@ -1,4 +1,4 @@
-"""``golden adjudicate``: the queue of disagreements (or, with ``--unsure``, of unsure answers), and a
+"""``golden labels adjudicate``: the queue of disagreements (or, with ``--unsure``, of unsure answers), and a
 lead's final label for one."""
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ def adjudicate_cmd(project_name, lead_name, pair_ref, grade, reason, guidelines_
 
     \b
     Example:
-      golden adjudicate --project news
-      golden adjudicate --project news --lead lena --pair q12/doc7 --grade 2 \\
+      golden labels adjudicate --project news
+      golden labels adjudicate --project news --lead lena --pair q12/doc7 --grade 2 \\
           --reason "answers the question in the second paragraph"
-      golden adjudicate --project news --unsure
-      golden adjudicate --project news --unsure --lead lena --pair q12/doc9 --grade 1
+      golden labels adjudicate --project news --unsure
+      golden labels adjudicate --project news --unsure --lead lena --pair q12/doc9 --grade 1
     """
     from curation.agree.adjudication import adjudicate, disagreements, pair_id_of, resolve_unsure, unsure_answers
     from curation.store.projects import get_project

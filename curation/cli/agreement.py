@@ -1,4 +1,4 @@
-"""``golden agreement``: the lead's numbers on how far judges agree, from the command line.
+"""``golden labels agreement``: the lead's numbers on how far judges agree, from the command line.
 
 The report is :func:`curation.agree.agreement.build_agreement_report`, the one the ``/lead``
 dashboard shows, with the same defaults (:mod:`curation.agree.settings`); this module only formats it."""
@@ -65,7 +65,7 @@ def print_report(proj_name: str, report) -> None:
         click.echo(f"note: {note}")
     if report.disagreements is not None:
         d = report.disagreements
-        click.echo(f"disagreements: {d.open} wait for a lead (golden adjudicate), {d.resolved} adjudicated")
+        click.echo(f"disagreements: {d.open} wait for a lead (golden labels adjudicate), {d.resolved} adjudicated")
     comps = ([report.overall] if len(report.judges) > 2 else []) + report.pairwise
     for c in comps:
         who = " + ".join(c.judges) if len(c.judges) == 2 else f"all {len(c.judges)} judges"
@@ -127,8 +127,8 @@ def agreement_cmd(project_name, cut, as_json, resamples, usable, marginal, min_p
 
     \b
     Example:
-      golden agreement --project news
-      golden agreement --project news --cut 2 --json > agreement.json
+      golden labels agreement --project news
+      golden labels agreement --project news --cut 2 --json > agreement.json
     """
 
     from curation.agree.agreement import build_agreement_report

@@ -1,4 +1,4 @@
-"""``golden assign`` and ``golden release``: hand the pool out to judges."""
+"""``golden judging assign`` and ``golden judging release``: hand the pool out to judges."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
               help="Pairs every listed judge labels first (calibration and agreement); 0 for none.")
 @project_option
 @click.option("--hold/--no-hold", default=None,
-              help="Hold the main pairs back until a lead runs `golden release` "
+              help="Hold the main pairs back until a lead runs `golden judging release` "
                    "(default: hold when there is an overlap set).")
 @click.option("--machine", "machine", metavar="NAME", default=None,
               help="A machine judge whose confident labels are accepted: people get only the pairs below "
@@ -33,7 +33,7 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @seed_option
 @db_option
 @domain_errors
-def assign(judges, overlap, project_name, hold, machine, accept_above, audit, order, compare, metric, tie, seed,
+def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit, order, compare, metric, tie, seed,
            db_url):
     """Assign the project's unassigned pairs to judges: an overlap set every judge labels first,
     drawn across queries and strata, then the rest split evenly, a query's pairs with one judge.
@@ -41,13 +41,13 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, or
 
     With --order decisive, each judge's main pairs come in blocks of a query's most decisive
     pairs (the most unsettled weight first; shuffled within a block, nothing reveals a rank or a
-    system); `golden settle` says when each comparison is settled.
+    system); `golden decisive settle` says when each comparison is settled.
 
     \b
     Example:
-      golden assign --project news --judges alice,bob,carol --overlap 100 --seed 7
-      golden assign --project news --judges alice,bob --machine llm --accept-above 0.9 --audit 0.05
-      golden assign --project news --judges alice,bob --order decisive --compare bm25,dense --metric ndcg@10
+      golden judging assign --project news --judges alice,bob,carol --overlap 100 --seed 7
+      golden judging assign --project news --judges alice,bob --machine llm --accept-above 0.9 --audit 0.05
+      golden judging assign --project news --judges alice,bob --order decisive --compare bm25,dense --metric ndcg@10
     """
     from curation.judge.assignment import assign as do_assign
     from curation.store.projects import get_project
@@ -83,35 +83,35 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, or
     if esc is not None:
         click.echo(esc.summary())
         click.echo(f"{rep.withheld_pairs} new pairs withheld from people; export them with "
-                   f"golden export --fill-unjudged machine:{machine}")
+                   f"golden export create --fill-unjudged machine:{machine}")
     if order == "decisive":
         click.echo(f"main pairs queued in the decisive order for {', '.join(compare)} ({metric}); "
-                   "see `golden settle --project NAME`")
+                   "see `golden decisive settle --project NAME`")
     if rep.held:
-        click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME")
+        click.echo("main pairs are held back until a lead reviews agreement: golden judging release --lead NAME")
 
 
 @main.command()
 @click.option("--lead", "lead_name", required=True, help="The lead releasing the work (role lead or admin).")
 @click.option("--agreement", type=float, default=None,
-              help="The agreement you reviewed (percent agreement as `golden agreement` reads it); it must "
+              help="The agreement you reviewed (percent agreement as `golden labels agreement` reads it); it must "
                    "match the one measured now on the overlap set, which is what is recorded.")
 @click.option("--force", is_flag=True, help="Release although the verdict is not usable (needs --reason).")
 @click.option("--reason", default=None, help="Why you release anyway (with --force); recorded with the release.")
 @project_option
 @db_option
 @domain_errors
-def release(lead_name, agreement, force, reason, project_name, db_url):
+def release_cmd(lead_name, agreement, force, reason, project_name, db_url):
     """Release the held-back main pairs to their judges, recording who did it and at what agreement.
 
-    The agreement is measured on the overlap set (as `golden agreement` reports it). The release
+    The agreement is measured on the overlap set (as `golden labels agreement` reports it). The release
     goes ahead when the verdict is usable; otherwise (no labels yet, too few shared pairs, a
     marginal or poor agreement) it is refused unless --force with a --reason, which is recorded.
 
     \b
     Example:
-      golden release --project news --lead lena
-      golden release --project news --lead lena --force --reason "pilot: judges trained together"
+      golden judging release --project news --lead lena
+      golden judging release --project news --lead lena --force --reason "pilot: judges trained together"
     """
     from curation.agree.release import review_and_release
     from curation.store.projects import get_project

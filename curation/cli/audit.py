@@ -1,4 +1,4 @@
-"""``golden audit``: the audit trail of the store (who did what, when and from where)."""
+"""``golden admin audit``: the audit trail of the store (who did what, when and from where)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ ACTION_NAMES = (
 @json_option
 @db_option
 @domain_errors
-def audit(action, who, limit, locked, as_json, db_url):
+def audit_cmd(action, who, limit, locked, as_json, db_url):
     """Show the audit trail: logins (and failed ones, and lock-outs after repeated failures),
     logouts and ended sessions, users added, password and role changes, disables and enables,
     releases, exports, adjudications and version downloads, with who, when (UTC) and from where
@@ -29,9 +29,9 @@ def audit(action, who, limit, locked, as_json, db_url):
 
     \\b
     Example:
-      golden audit
-      golden audit --action login_failed --limit 20
-      golden audit --user alice --json
+      golden admin audit
+      golden admin audit --action login_failed --limit 20
+      golden admin audit --user alice --json
     """
     from curation.store.audit import list_audit
     from curation.store.throttle import current_locks

@@ -14,10 +14,10 @@ import click
 
 from curation import __version__
 
-# The exit codes of every command (README, "Exit codes"): 0 done; 1 an error in the input, the store's
-# state or the environment (a file, the disk, the database); 2 a usage error (click's); 3 a leak found
-# with `golden leakcheck --fail-on-leak`; 4 the null arm of `golden noise` failed; 70 a bug in golden
-# (EX_SOFTWARE of sysexits.h), asking for a report.
+# The exit codes of every command (docs/reference/exit-codes-and-limits.md): 0 done; 1 an error in the
+# input, the store's state or the environment (a file, the disk, the database); 2 a usage error
+# (click's); 3 a leak found with `golden leakcheck --fail-on-leak`; 4 the null arm of `golden stats
+# noise` failed; 70 a bug in golden (EX_SOFTWARE of sysexits.h), asking for a report.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LEAK, EXIT_NULL_ARM, EXIT_BUG = 0, 1, 2, 3, 4, 70
 DEBUG_ENV = "GOLDEN_DEBUG"
 
@@ -70,10 +70,28 @@ def _debug_traceback() -> None:
         traceback.print_exc(file=sys.stderr)
 
 
+def _command_words(ctx: click.Context) -> list[str]:
+    """The words of the command being run, as typed: ``golden stats compare`` (an old name as given)."""
+    words = []
+    while ctx is not None:
+        words.append(ctx.info_name if ctx.parent is not None else "golden")
+        ctx = ctx.parent
+    return words[::-1]
+
+
+def note_new_name(old: str, new: str) -> None:
+    """Tell the user, once on stderr, the new name of a command they ran by its old one."""
+    click.echo(f"golden: `golden {old}` is now `golden {new}`; the old name still works for now.", err=True)
+
+
 class GoldenGroup(click.Group):
-    """The root group, the one error path of every command: whatever a command raises reaches the
-    user as one line and an exit code (:func:`error_line`), never a traceback, unless
-    ``GOLDEN_DEBUG=1`` asks for it."""
+    """The one error path of every command: whatever a command raises reaches the user as one line
+    and an exit code (:func:`error_line`), never a traceback, unless ``GOLDEN_DEBUG=1`` asks for it.
+    Its commands come from a :class:`CommandTable`, listed in the table's order."""
+
+    def __init__(self, *args, table: CommandTable | None = None, path: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.table, self.path = table, path
 
     def invoke(self, ctx: click.Context):
         try:
@@ -84,62 +102,141 @@ class GoldenGroup(click.Group):
             if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
                 raise  # `golden ... | head`: click ends quietly
             _debug_traceback()
-            command = " ".join(["golden", *([ctx.invoked_subcommand] if ctx.invoked_subcommand else [])])
+            command = " ".join(_command_words(ctx) + ([ctx.invoked_subcommand] if ctx.invoked_subcommand else []))
             message, code = error_line(exc, command)
             error = BugError(message) if code == EXIT_BUG else click.ClickException(message)
             raise error from None
 
+    def list_commands(self, ctx):
+        return list(self.commands)  # in the table's order, not sorted
+
+    def get_command(self, ctx, cmd_name):
+        """The command ``cmd_name`` under this group; at the top, an old name gives the command it
+        became, after the note."""
+        command = super().get_command(ctx, cmd_name)
+        if command is None and self.table is not None and not self.path and cmd_name in self.table.aliases:
+            new = self.table.aliases[cmd_name]
+            note_new_name(cmd_name, new)
+            command = self.table.command(new)
+        return command
+
+    def parse_args(self, ctx, args):
+        """An old command whose name is now this group's (``golden export --version v5``, ``golden
+        sample log.csv ...``) runs the command it became, after the note: arguments that do not start
+        with one of the group's commands, or its help option, are the old command's."""
+        new = self.table.aliases.get(self.path) if self.table is not None and self.path else None
+        if new and args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            note_new_name(self.path, new)
+            args = [new.split()[-1], *args]
+        return super().parse_args(ctx, args)
+
+
+class CommandTable:
+    """Where each command sits under ``golden`` (``curation.cli.COMMANDS``), and the commands
+    themselves, each imported when it is first asked for.
+
+    ``commands`` maps a command's path (``"stats compare"``, ``"demo"``) to the module of
+    curation/cli that defines it and the name the module registers it under
+    (``@main.command("compare")``, which lands here through :meth:`place`); ``groups`` gives the
+    help of each group of the pipeline; ``aliases`` maps each old name to its path."""
+
+    def __init__(self, package: str, commands: dict[str, tuple[str, str]], groups: dict[str, str],
+                 aliases: dict[str, str]):
+        self.package, self.paths, self.groups, self.aliases = package, commands, groups, aliases
+        self._path_of = {registered: path for path, (_, registered) in commands.items()}
+        self._placed: dict[str, click.Command] = {}
+        self._built: dict[str, click.Command] = {}
+
+    def children(self, path: str) -> list[str]:
+        """The names directly under ``path`` ("" for the top), in the table's order."""
+        depth = len(path.split())
+        return list(dict.fromkeys(p.split()[depth] for p in self.paths
+                                  if p.split()[:depth] == path.split() and len(p.split()) > depth))
+
+    def place(self, registered: str, command: click.Command) -> bool:
+        """Keep a command a module registered; False when the table does not know its name."""
+        if registered not in self._path_of:
+            return False
+        path = self._path_of[registered]
+        command.name = path.split()[-1]  # the name the help and the docs show
+        self._placed[path] = command
+        return True
+
+    def command(self, path: str) -> click.Command | None:
+        """The command (or group) at ``path``, importing its module the first time."""
+        if path in self._built:
+            return self._built[path]
+        if path in self.groups:
+            built = GoldenGroup(path, help=self.groups[path], table=self, path=path,
+                                context_settings={"max_content_width": 100})
+            built.commands = LazyCommands(self, path)
+        elif path in self.paths:
+            import importlib
+
+            importlib.import_module(f"{self.package}.{self.paths[path][0]}")
+            built = self._placed[path]
+            for child in self.children(path):  # a group a module defines, with commands of other modules
+                built.add_command(self.command(f"{path} {child}"), child)
+        else:
+            return None
+        self._built[path] = built
+        return built
+
 
 class LazyCommands(dict):
-    """``main.commands``: each command module is imported when one of its commands is asked for by
-    name (``golden pool`` imports curation/cli/pool.py and no other command's module), and every
-    module when the commands are listed (``golden --help``, iterating, ``len``). The module of each
-    command is named in ``curation.cli.COMMAND_MODULES``; importing it attaches its commands."""
+    """The ``commands`` of ``golden`` and of each group: the names under its path in the
+    :class:`CommandTable`, each command's module imported when the command is asked for by name
+    (``golden pool`` imports curation/cli/pool.py and no other command's module), and the modules
+    of its commands when they are listed (``golden stats --help``, iterating, ``len``). A module
+    registering a command on ``main`` (``@main.command(NAME)``) puts it in its place in the table;
+    a command the table does not know stays where it was registered."""
 
-    def __init__(self, package: str, modules: dict[str, str]):
+    def __init__(self, table: CommandTable, path: str = ""):
         super().__init__()
-        self._package = package
-        self._pending = dict(modules)  # command name -> module not imported yet
+        self.table, self.path = table, path
 
-    def _load(self, name: str | None = None) -> None:
-        import importlib
+    def _path(self, name: str) -> str:
+        return f"{self.path} {name}".strip()
 
-        wanted = [self._pending[name]] if name in self._pending else [] if name else list(self._pending.values())
-        for module in dict.fromkeys(wanted):
-            importlib.import_module(f"{self._package}.{module}")
-            for command in [c for c, m in self._pending.items() if m == module]:
-                del self._pending[command]
+    def _names(self) -> list[str]:
+        placed = self.table.children(self.path)
+        return [*placed, *(n for n in dict.keys(self) if n not in placed)]
+
+    def __setitem__(self, name, command):
+        if self.path or not self.table.place(name, command):
+            super().__setitem__(name, command)
 
     def __getitem__(self, name):
-        self._load(name)
-        return super().__getitem__(name)
+        if dict.__contains__(self, name):
+            return super().__getitem__(name)
+        command = self.table.command(self._path(name)) if name in self.table.children(self.path) else None
+        if command is None:
+            raise KeyError(name)
+        return command
 
     def get(self, name, default=None):
-        self._load(name)
-        return super().get(name, default)
+        try:
+            return self[name]
+        except KeyError:
+            return default
 
     def __contains__(self, name):
-        return name in self._pending or super().__contains__(name)
+        return name in self.table.children(self.path) or super().__contains__(name)
 
     def __iter__(self):
-        self._load()
-        return super().__iter__()
+        return iter(self._names())
 
     def __len__(self):
-        self._load()
-        return super().__len__()
+        return len(self._names())
 
     def keys(self):
-        self._load()
-        return super().keys()
+        return self._names()
 
     def values(self):
-        self._load()
-        return super().values()
+        return [self[n] for n in self._names()]
 
     def items(self):
-        self._load()
-        return super().items()
+        return [(n, self[n]) for n in self._names()]
 
 
 @click.group(cls=GoldenGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -149,13 +246,13 @@ def main():
 
     \b
     The path, in order:
-      golden sample      search log   -> stratified query set (queries.jsonl)
-      golden pool        system runs  -> blind judging pool (pool.jsonl)
-      golden serve       judges label pairs in the browser
-      golden export      versioned, immutable qrels with a manifest
+      golden sample queries  search log   -> stratified query set (queries.jsonl)
+      golden pool            system runs  -> blind judging pool (pool.jsonl)
+      golden serve           judges label pairs in the browser
+      golden export create   versioned, immutable qrels with a manifest
 
     Run `golden demo` to see the whole path on generated data, and
-    `golden COMMAND --help` for each command, with an example.
+    `golden COMMAND --help` for each command or group, with an example.
     """
 
 

@@ -1,4 +1,4 @@
-"""``golden calibrate``: can this machine judge label our pairs, and where does it go wrong?
+"""``golden labels calibrate``: can this machine judge label our pairs, and where does it go wrong?
 
 The report is :func:`curation.machine.calibrate.build_calibration_report`, the one the lead's
 "Machine judges" panel shows; this module only formats it (text, ``--json``, ``--html``)."""
@@ -173,9 +173,9 @@ def calibrate_cmd(project_name, machine, metric, resamples, as_json, html_path, 
 
     \b
     Example:
-      golden import-judgments llm.jsonl --judge llm --machine --prompt-version v3
-      golden calibrate --project demo --machine llm
-      golden calibrate --project demo --machine llm --json > llm-calibration.json
+      golden judging import llm.jsonl --judge llm --machine --prompt-version v3
+      golden labels calibrate --project demo --machine llm
+      golden labels calibrate --project demo --machine llm --json > llm-calibration.json
     """
     from curation.machine.calibrate import build_calibration_report
     from curation.store.projects import get_project

@@ -1,4 +1,4 @@
-"""``golden corpus-sample``: a small comparison corpus that still tells systems apart."""
+"""``golden sample corpus``: a small comparison corpus that still tells systems apart."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from curation.cli.base import domain_errors, main, on_conflict_option, seed_opti
               help="Read the corpus files on a Dask cluster: a scheduler (tcp://host:8786), or local[:N] for N "
                    "local worker processes; its workers must see the same paths. Same sample as without.")
 @domain_errors
-def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict, dask_address):
+def corpus_sample_cmd(corpus, size, keep_files, seed, out, on_conflict, dask_address):
     """Sample a comparison corpus of SIZE records from CORPUS (JSONL, TSV or Parquet files).
 
     Every judged or pooled document (--keep) is kept, so the sample can still score and
@@ -39,7 +39,7 @@ def corpus_sample_command(corpus, size, keep_files, seed, out, on_conflict, dask
 
     \b
     Example:
-      golden corpus-sample corpus.jsonl.gz --size 200000 --keep pool.jsonl --seed 7 --out sample.jsonl.gz
+      golden sample corpus corpus.jsonl.gz --size 200000 --keep pool.jsonl --seed 7 --out sample.jsonl.gz
     """
     from tqdm import tqdm
 

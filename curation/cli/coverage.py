@@ -1,4 +1,4 @@
-"""``golden coverage``: the share of each run's top results that nobody judged."""
+"""``golden stats coverage``: the share of each run's top results that nobody judged."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def format_coverage(results, *, per_query: bool = False) -> str:
 @json_option
 @on_conflict_option
 @domain_errors
-def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json, on_conflict):
+def coverage_cmd(runs, qrels_path, project_name, db_url, depth, holes_at, per_query, as_json, on_conflict):
     """Share of each run's top-DEPTH results with no judgment, per query and in total.
 
     A run with a large unjudged share is measured on holes: its metrics count the holes as
@@ -81,8 +81,8 @@ def coverage(runs, qrels_path, project_name, db_url, depth, holes_at, per_query,
 
     \b
     Example:
-      golden coverage runs/bm25.trec runs/new-dense.trec --qrels qrels.txt --depth 10
-      golden coverage runs/new-dense.trec --project news --db golden.db
+      golden stats coverage runs/bm25.trec runs/new-dense.trec --qrels qrels.txt --depth 10
+      golden stats coverage runs/new-dense.trec --project news --db golden.db
     """
     from curation.evaluate.coverage import judged_from_qrels, judged_from_store, unjudged
     from curation.formats.runs import read_run

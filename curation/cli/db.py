@@ -1,4 +1,4 @@
-"""``golden db``: create or migrate the project store's schema."""
+"""``golden admin db``: create or migrate the project store's schema."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ def db():
 
     \b
     Example:
-      golden db upgrade                      # ./golden.db, or $DATABASE_URL
-      golden db current --db postgresql://postgres@127.0.0.1/golden
+      golden admin db upgrade                      # ./golden.db, or $DATABASE_URL
+      golden admin db current --db postgresql://postgres@127.0.0.1/golden
     """
 
 
 @db.command()
 @db_option
-def upgrade(db_url):
+def upgrade_cmd(db_url):
     """Create the store's tables, or migrate them to this version of golden.
 
     \b
     Example:
-      golden db upgrade --db golden.db
+      golden admin db upgrade --db golden.db
     """
     from curation.store.migrate import upgrade as do_upgrade
 
@@ -43,12 +43,12 @@ def upgrade(db_url):
 
 @db.command()
 @db_option
-def current(db_url):
+def current_cmd(db_url):
     """Show the store's schema revision and the one this golden needs.
 
     \b
     Example:
-      golden db current --db golden.db
+      golden admin db current --db golden.db
     """
     from curation.store.migrate import current_revision, head_revision
 
@@ -58,5 +58,5 @@ def current(db_url):
     finally:
         engine.dispose()
     head = head_revision()
-    state = "up to date" if cur == head else "out of date: run `golden db upgrade`"
+    state = "up to date" if cur == head else "out of date: run `golden admin db upgrade`"
     click.echo(f"current: {cur or 'empty'}\nhead:    {head}\n{state}")

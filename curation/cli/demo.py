@@ -17,7 +17,7 @@ def demo_commands(result) -> dict[str, str]:
     seed = result.pool.seed
     q = shlex.quote
     sample = (
-        f"golden sample {q(str(p.log))} --query-col query --user-col user_id --stratum surface --shape "
+        f"golden sample queries {q(str(p.log))} --query-col query --user-col user_id --stratum surface --shape "
         f"--size {SAMPLE_SIZE} --floor {SAMPLE_FLOOR} --seed {seed} --handwritten {q(str(p.handwritten))} "
         f"--out {q(str(p.queries))}"
     )
@@ -38,13 +38,13 @@ def demo_commands(result) -> dict[str, str]:
 @click.option("--force", is_flag=True,
               help="Replace the folder's store even when it holds work (judgments, adjudications, versions...).")
 @domain_errors
-def demo_command(folder, seed, no_serve, port, force):
+def demo_cmd(folder, seed, no_serve, port, force):
     """Generate a realistic demo data set in --dir, sample, pool, load and serve it for judging.
 
     The data imitate a help-centre search: a search log with a heavy head and a long tail
     over three surfaces (web, app, chat), a corpus of a few thousand chunks, three candidate
     systems of clearly different quality built from a hidden ground truth, relevance
-    guidelines on a 0-2 scale and a few hand-written queries. Then it runs `golden sample`
+    guidelines on a 0-2 scale and a few hand-written queries. Then it runs `golden sample queries`
     and `golden pool` on them (it prints the equivalent commands), loads the project into
     DIR/golden.db with two judges and a lead (their logins are printed), assigns the pool
     with an overlap set, and serves the judging app with gunicorn on 127.0.0.1:PORT.
@@ -109,12 +109,12 @@ def demo_command(folder, seed, no_serve, port, force):
     echo("")
     echo(f"Loaded project {store.project!r} into {rel(store.path)} and assigned it, as:")
     q, db = shlex.quote, shlex.quote(str(store.path))
-    echo(f"  golden db upgrade --db {db}")
+    echo(f"  golden admin db upgrade --db {db}")
     echo(f"  golden project create {store.project} --queries {q(str(paths.queries))} --pool {q(str(paths.pool))} "
          f"--corpus {q(str(paths.corpus))} --guidelines {q(str(paths.guidelines))} --scale 0-2 --db {db}")
     judges = [name for name, role, _ in store.logins if role == "judge"]
-    echo(f"  golden user add NAME --role judge|lead --db {db}   (for {', '.join(n for n, _, _ in store.logins)})")
-    echo(f"  golden assign --project {store.project} --judges {','.join(judges)} --overlap {a.overlap_pairs} "
+    echo(f"  golden admin user add NAME --role judge|lead --db {db}   (for {', '.join(n for n, _, _ in store.logins)})")
+    echo(f"  golden judging assign --project {store.project} --judges {','.join(judges)} --overlap {a.overlap_pairs} "
          f"--seed {seed} --db {db}")
     echo(f"  overlap set: {a.overlap_pairs} pairs over {a.overlap_queries} queries, labelled by every judge first;"
          f" the other {a.new_main_pairs} pairs are split by query"
@@ -124,8 +124,8 @@ def demo_command(folder, seed, no_serve, port, force):
         echo("")
         echo(f"Imported a simulated machine judge (the hidden truth with {m.imported // max(m.samples, 1):,} pairs x "
              f"{m.samples} samples, a few errors and a lean towards long documents), as:")
-        echo(f"  golden import-judgments {q(str(paths.machine))} --judge {m.machine} --machine --db {db}")
-        echo(f"  then, once people have labelled pairs: golden calibrate --project {store.project} --machine "
+        echo(f"  golden judging import {q(str(paths.machine))} --judge {m.machine} --machine --db {db}")
+        echo(f"  then, once people have labelled pairs: golden labels calibrate --project {store.project} --machine "
              f"{m.machine} --db {db}")
     echo("")
     echo("Log in as (the passwords are new each run):")

@@ -1,4 +1,4 @@
-"""``golden export``: the golden set as a versioned, immutable folder of qrels with a manifest."""
+"""``golden export create``: the golden set as a versioned, immutable folder of qrels with a manifest."""
 
 from __future__ import annotations
 
@@ -61,9 +61,9 @@ def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, f
 
     \b
     Example:
-      golden export --version v5 --project news --policy adjudicated --out exports
-      golden verify exports/v5
-      golden export --version v6 --project news --out exports --format hf --format ltr --relevance-level 2
+      golden export create --version v5 --project news --policy adjudicated --out exports
+      golden export verify exports/v5
+      golden export create --version v6 --project news --out exports --format hf --format ltr --relevance-level 2
     """
     from curation.export.versions import export_version, write_frozen
 

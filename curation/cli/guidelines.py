@@ -1,4 +1,4 @@
-"""``golden guidelines``: version the written definition of relevance."""
+"""``golden project guidelines``: version the written definition of relevance."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def guidelines():
 
     \b
     Example:
-      golden guidelines set GUIDELINES.md --project news --note "clarify partial answers"
+      golden project guidelines set GUIDELINES.md --project news --note "clarify partial answers"
     """
 
 
@@ -23,13 +23,13 @@ def guidelines():
 @click.option("--note", default=None, help="What changed, for the history.")
 @db_option
 @domain_errors
-def set_(path, project_name, note, db_url):
+def set_cmd(path, project_name, note, db_url):
     """Make the text of PATH the project's guidelines: a changed text becomes a new version, and
     judgments made from now on record it.
 
     \b
     Example:
-      golden guidelines set GUIDELINES.md --project news --note "tables count as answers"
+      golden project guidelines set GUIDELINES.md --project news --note "tables count as answers"
     """
     from curation.formats.guidelines import read_guidelines
     from curation.store.projects import get_project, set_guidelines

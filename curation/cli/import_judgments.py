@@ -1,4 +1,4 @@
-"""``golden import-judgments``: labels from earlier campaigns (TREC qrels, or another tool's judgment
+"""``golden judging import``: labels from earlier campaigns (TREC qrels, or another tool's judgment
 file with ``--format``: Quepid CSV, RRE ratings, a learning-to-rank judgment list) as judgments, or a
 machine judge's labels (``--machine``: TREC qrels or JSONL, stored apart from human judgments)."""
 
@@ -43,12 +43,12 @@ def import_judgments_cmd(file, judge, project_name, fmt, group, clip, create_jud
 
     \b
     Example:
-      golden import-judgments qrels.trec2019.txt --judge nist --project news
-      golden import-judgments qrels.123 --group 1 --judge assessor1 --create-judge --clip
-      golden import-judgments llm.jsonl --judge llm --machine --model m-large --prompt-version v3
-      golden import-judgments book_7_export.csv --format quepid --group alice@example.com --judge alice
-      golden import-judgments ratings.json --format rre --judge rre-team --create-judge
-      golden import-judgments judgments.txt --format ltr --judge ltr --create-judge
+      golden judging import qrels.trec2019.txt --judge nist --project news
+      golden judging import qrels.123 --group 1 --judge assessor1 --create-judge --clip
+      golden judging import llm.jsonl --judge llm --machine --model m-large --prompt-version v3
+      golden judging import book_7_export.csv --format quepid --group alice@example.com --judge alice
+      golden judging import ratings.json --format rre --judge rre-team --create-judge
+      golden judging import judgments.txt --format ltr --judge ltr --create-judge
 
     \b
     With --machine, FILE is TREC qrels or JSONL (.jsonl), one label a line (or a --format file):

@@ -91,7 +91,7 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
 
 @main.command()
 @click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Golden queries (JSONL with qid and text, as written by `golden sample`).")
+              help="Golden queries (JSONL with qid and text, as written by `golden sample queries`).")
 @click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Corpus files (JSONL, TSV or Parquet, gzip allowed); several may follow one --corpus.")
 @click.argument("more_corpus", nargs=-1, type=click.Path(exists=True, dir_okay=False))
@@ -118,7 +118,7 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
 @on_conflict_option
 @db_option
 @domain_errors
-def leakcheck(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, workers, dask_address,
+def leakcheck_cmd(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, workers, dask_address,
               boilerplate_share, discount_boilerplate, max_matches, fail_on_leak, out_path, project_name, on_conflict,
               db_url):
     """Find golden queries whose text sits in the corpus (exact, Jaccard or containment of n-grams).

@@ -127,7 +127,7 @@ def _overlap_table(stats) -> list[str]:
 )
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Pool file to write (JSONL).")
 @domain_errors
-def pool_command(runs, queries, depth, seed, extend, out):
+def pool_cmd(runs, queries, depth, seed, extend, out):
     """Pool the top DEPTH documents of each RUN into one blind judging pool.
 
     Each RUN is a TREC run file (`qid Q0 docid rank score tag`, gzip allowed) or JSONL
@@ -244,4 +244,4 @@ def pool_summary(pool, *, queries: str | None = None, extend: str | None = None)
         lines.append(f"{pool.already_pooled:,} of these pairs are already in {extend}; {len(pool.pairs):,} are new.")
     return lines
 
-__all__ = ["pool_command", "pool_summary"]
+__all__ = ["pool_cmd", "pool_summary"]

@@ -1,4 +1,4 @@
-"""``golden progress``: where the judging stands, per judge and for the project."""
+"""``golden judging progress``: where the judging stands, per judge and for the project."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def format_progress(r) -> str:
         lines.append(f"{j.judge:<14}{j.done:>6}{j.assigned:>9}{j.held:>6}{j.per_hour_hour:>7.0f}{j.per_hour_day:>8.1f}"
                      f"{median:>9}{_share(j.unsure_share):>8}{_share(j.skipped_share):>8}  {last}{idle}")
     if not r.judges:
-        lines.append("(no judge has pairs assigned: run golden assign)")
+        lines.append("(no judge has pairs assigned: run golden judging assign)")
     return "\n".join(lines)
 
 
@@ -48,7 +48,7 @@ def format_progress(r) -> str:
 @json_option
 @db_option
 @domain_errors
-def progress(project_name, idle_minutes, as_json, db_url):
+def progress_cmd(project_name, idle_minutes, as_json, db_url):
     """Where the judging stands: per judge, pairs done / assigned / held, answers per hour over
     the last hour and day, median seconds per pair, share unsure and skipped, last active (idle
     judges marked); for the project, pairs done and to go, the pace, an estimated finish and the
@@ -56,7 +56,7 @@ def progress(project_name, idle_minutes, as_json, db_url):
 
     \b
     Example:
-      golden progress --project news --idle-minutes 20
+      golden judging progress --project news --idle-minutes 20
     """
     from datetime import timedelta
 

@@ -24,7 +24,7 @@ def project():
 @project.command()
 @click.argument("name")
 @click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Query set from `golden sample` (queries.jsonl).")
+              help="Query set from `golden sample queries` (queries.jsonl).")
 @click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Judging pool from `golden pool` (pool.jsonl).")
 @click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -39,8 +39,8 @@ def project():
 @on_conflict_option
 @db_option
 @domain_errors
-def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, grades_path, allow_missing, on_conflict,
-           db_url):
+def create_cmd(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, grades_path, allow_missing,
+               on_conflict, db_url):
     """Create project NAME from a query set, a pool, the corpus and the guidelines.
 
     \b
@@ -69,7 +69,7 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
         click.echo(f"{rep.needs} queries carry an information need (description / narrative): judges see it")
     for line in rep.repeats:
         click.echo(line)
-    click.echo(f"next: golden assign --project {rep.name} --judges NAME,NAME")
+    click.echo(f"next: golden judging assign --project {rep.name} --judges NAME,NAME")
 
 
 @project.command()
@@ -85,13 +85,13 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
 @on_conflict_option
 @db_option
 @domain_errors
-def extend(name, pool_path, corpus_paths, allow_missing, queries_path, on_conflict, db_url):
+def extend_cmd(name, pool_path, corpus_paths, allow_missing, queries_path, on_conflict, db_url):
     """Add the new pairs of an extended pool to project NAME (existing judgments are untouched).
 
     \b
     Example:
       golden project extend news --pool pool.v2.jsonl --corpus corpus.jsonl
-      golden assign --project news --judges alice,bob     # hands out only the new pairs
+      golden judging assign --project news --judges alice,bob     # hands out only the new pairs
     """
     from curation.store.projects import extend_pool, get_project
 
@@ -111,7 +111,7 @@ def extend(name, pool_path, corpus_paths, allow_missing, queries_path, on_confli
 
 @project.command("list")
 @db_option
-def list_(db_url):
+def list_cmd(db_url):
     """List the projects in the store.
 
     \b

@@ -1,4 +1,4 @@
-"""``golden sample``: a stratified, traffic-weighted query set from a search log."""
+"""``golden sample queries``: a stratified, traffic-weighted query set from a search log."""
 
 from __future__ import annotations
 
@@ -58,8 +58,8 @@ def format_strata_table(strata) -> str:
               help="Read and group the log on a Dask cluster: a scheduler (tcp://host:8786), or local[:N] for "
                    "N local worker processes. Same output as without, byte for byte.")
 @domain_errors
-def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude, out,
-           dask_address):
+def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude,
+               out, dask_address):
     """Sample a stratified query set from a search LOG (CSV, TSV, JSONL or Parquet; gzip too).
 
     LOG may be files, folders (a partitioned dataset: every log file under it) or quoted glob
@@ -73,15 +73,15 @@ def sample(log, query_col, count_col, user_col, strata, shape, size, floor, seed
     traffic, users, stratum_share, inclusion, weight (what it stands for in a traffic-weighted
     mean: (traffic / total) / inclusion, Horvitz-Thompson), pii (flags for e-mail, phone and long
     digit runs, for a person to check), the stratum's known totals (stratum_traffic,
-    stratum_size, stratum_drawn: golden compare divides by them) and, with --user-col,
-    user_weight and stratum_user_share (for golden compare --unit user).
+    stratum_size, stratum_drawn: golden stats compare divides by them) and, with --user-col,
+    user_weight and stratum_user_share (for golden stats compare --unit user).
     Several LOG files are read as one log. Same inputs and --seed, same file, byte for byte.
 
     \b
     Example:
-      golden sample searches.csv.gz --query-col query --user-col user_id \\
+      golden sample queries searches.csv.gz --query-col query --user-col user_id \\
           --stratum market --shape --size 300 --floor 20 --seed 7 --out queries.jsonl
-      golden sample logs/2026-11/ --query-col query --stratum market --size 300 \\
+      golden sample queries logs/2026-11/ --query-col query --stratum market --size 300 \\
           --dask local:4 --out queries.jsonl
     """
     from curation.formats.fileio import InputError

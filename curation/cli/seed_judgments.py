@@ -1,4 +1,4 @@
-"""``golden seed-judgments``: pairs known from support tickets or clicks, kept apart from human judgments."""
+"""``golden judging seed``: pairs known from support tickets or clicks, kept apart from human judgments."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def seed_judgments_cmd(file, source, project_name, add_to_pool, seed, allow_empt
 
     \b
     Example:
-      golden seed-judgments tickets.jsonl --source ticket --project news --add-to-pool
-      golden seed-judgments clicks.tsv --source click
+      golden judging seed tickets.jsonl --source ticket --project news --add-to-pool
+      golden judging seed clicks.tsv --source click
     """
     from curation.pool.seeds import import_seeds
     from curation.store.projects import get_project

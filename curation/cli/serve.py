@@ -164,7 +164,7 @@ def build_app(db_url: str | None, **config):
 @click.option("--session-max-hours", type=click.FloatRange(0, 24 * 366, min_open=True), default=None,
               envvar="GOLDEN_SESSION_MAX_HOURS",
               help="A login ends this long after logging in, however active [default: 168, a week].")
-def serve(host: str, port: int, db_url: str | None, workers: int | None, threads: int, secure_cookies: bool,
+def serve_cmd(host: str, port: int, db_url: str | None, workers: int | None, threads: int, secure_cookies: bool,
           proxy_headers: bool, session_idle_hours: float | None, session_max_hours: float | None):
     """Serve the judging app so judges can label pairs in the browser.
 
@@ -172,7 +172,7 @@ def serve(host: str, port: int, db_url: str | None, workers: int | None, threads
     processes so that every core answers judges. The app refuses to start on a store whose schema
     is out of date and says which command to run. Put it behind a reverse proxy (nginx, Caddy)
     that terminates HTTPS when it is reachable from outside your network, and serve with
-    --secure-cookies --proxy-headers there (README: "Deployment behind HTTPS").
+    --secure-cookies --proxy-headers there (docs/deployment.md: "Deployment behind HTTPS").
 
     Sessions, login throttling, the audit trail and the cookie-signing key live in the store, so
     several `golden serve` processes on one PostgreSQL store act as one.

@@ -1,4 +1,4 @@
-"""``golden settle``: is each compared pair of runs settled yet, with a guarantee? (and ``--release``)"""
+"""``golden decisive settle``: is each compared pair of runs settled yet, with a guarantee? (and ``--release``)"""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def format_report(rep: dict) -> str:
 @json_option
 @db_option
 @domain_errors
-def settle(project_name, compare, metric, tie, release, lead_name, as_json, db_url):
+def settle_cmd(project_name, compare, metric, tie, release, lead_name, as_json, db_url):
     """Is each comparison settled? For every compared pair of runs: the verdict so far, settled
     (no labelling of the pairs still unjudged can change it) or open, the share of the pool
     judged, the pairs that can still change it, and an ESTIMATE of the chance the verdict flips and
@@ -61,9 +61,9 @@ def settle(project_name, compare, metric, tie, release, lead_name, as_json, db_u
 
     \b
     Example:
-      golden settle --project news
-      golden settle --project news --compare bm25,dense --json
-      golden settle --project news --release bm25,dense --lead lena
+      golden decisive settle --project news
+      golden decisive settle --project news --compare bm25,dense --json
+      golden decisive settle --project news --release bm25,dense --lead lena
     """
     from curation.judge.decisive import release_settled, settlement_report
     from curation.store.projects import get_project

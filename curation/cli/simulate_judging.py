@@ -1,4 +1,4 @@
-"""``golden simulate-judging``: replay judging with a qrels file as the judges, to see what an order saves."""
+"""``golden decisive simulate``: replay judging with a qrels file as the judges, to see what an order saves."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _pct(x) -> str:
 @json_option
 @on_conflict_option
 @domain_errors
-def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step, tie, estimate, seed, as_json,
+def simulate_judging_cmd(runs, qrels_path, depth, order, compare, metric, mode, step, tie, estimate, seed, as_json,
                      on_conflict):
     """Replay judging the pool of RUNS in an order, the qrels answering as judges, and report for
     each comparison the share of the pool judged when it was settled with the guarantee (no
@@ -63,8 +63,8 @@ def simulate_judging(runs, qrels_path, depth, order, compare, metric, mode, step
 
     \b
     Example:
-      golden simulate-judging runs/*.trec --qrels qrels.txt --depth 20 --order decisive --compare bm25,dense
-      golden simulate-judging runs/*.trec --qrels qrels.txt --order shuffled --compare all --json
+      golden decisive simulate runs/*.trec --qrels qrels.txt --depth 20 --order decisive --compare bm25,dense
+      golden decisive simulate runs/*.trec --qrels qrels.txt --order shuffled --compare all --json
     """
     from curation.evaluate.simulate import pool_from_runs, simulate
     from curation.formats.qrels import read_qrels

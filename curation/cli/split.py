@@ -1,4 +1,4 @@
-"""``golden split``: assign each query once to the tune or the held-out split."""
+"""``golden export split``: assign each query once to the tune or the held-out split."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from curation.cli.base import FiniteFloat, db_option, domain_errors, main, proje
 @domain_errors
 def split_cmd(project_name, holdout, seed, db_url):
     """Assign each query once to `tune` or `holdout`, stratified; a query's split never changes.
-    Run it again (without options) to assign queries that arrived since; `golden export` does too.
+    Run it again (without options) to assign queries that arrived since; `golden export create` does too.
 
     \b
     Example:
-      golden split --project news --holdout 0.35 --seed 7
-      golden split --project news          # later: assigns only the new queries
+      golden export split --project news --holdout 0.35 --seed 7
+      golden export split --project news          # later: assigns only the new queries
     """
     from curation.export.split import split_project
     from curation.store.projects import get_project

@@ -1,4 +1,4 @@
-"""``golden metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics.
+"""``golden stats metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics.
 
 One module for six commands (about 500 lines) because they share their options (qrels, metric,
 relevance level, resamples) and their loading of qrels, queries and runs, defined once here.
@@ -185,7 +185,7 @@ def _no_results_line(scores_by_run) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# golden metrics
+# golden stats metrics
 
 
 @main.command("metrics")
@@ -209,7 +209,7 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
 
     \b
     Example:
-      golden metrics runs/bm25.trec runs/rerank.trec --qrels exports/v3 -m ndcg@10 -m recall@100
+      golden stats metrics runs/bm25.trec runs/rerank.trec --qrels exports/v3 -m ndcg@10 -m recall@100
     """
     from curation.evaluate.metrics import QrelsIndex, evaluate
 
@@ -257,11 +257,11 @@ def metrics_cmd(runs, qrels_path, metrics, rel_level, per_query, as_json):
         click.echo(line)
     if len(index.qids) < FEW_QUERIES:
         click.echo(f"note: only {len(index.qids)} queries: means over so few are rough estimates "
-                   "(golden compare gives their interval)")
+                   "(golden stats compare gives their interval)")
 
 
 # ---------------------------------------------------------------------------------------------
-# golden compare
+# golden stats compare
 
 
 def _print_comparison(c) -> None:
@@ -314,7 +314,7 @@ def _print_comparison(c) -> None:
 @_qrels_option(from_store=True)
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
-              help="queries.jsonl (golden sample / export): strata, weights, split, cluster columns.")
+              help="queries.jsonl (golden sample queries / export): strata, weights, split, cluster columns.")
 @_rel_level_option
 @_resamples_option
 @seed_option
@@ -352,7 +352,7 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
 
     \b
     Example:
-      golden compare runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 \\
+      golden stats compare runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 \\
           --weighting traffic --split holdout --tie 0.02 --html report.html
     """
     from curation.evaluate.metrics import QrelsIndex
@@ -385,7 +385,7 @@ def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resam
 
 
 # ---------------------------------------------------------------------------------------------
-# golden power
+# golden stats power
 
 
 @main.command("power")
@@ -414,8 +414,8 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
 
     \b
     Examples:
-      golden power runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 --delta 0.02
-      golden power --sd-diff 0.18 --queries 250 --delta 0.03
+      golden stats power runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 --delta 0.02
+      golden stats power --sd-diff 0.18 --queries 250 --delta 0.03
     """
     from curation.evaluate.metrics import QrelsIndex
     from curation.evaluate.power import power
@@ -452,7 +452,7 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
 
 
 # ---------------------------------------------------------------------------------------------
-# golden noise
+# golden stats noise
 
 
 @main.command("noise")
@@ -477,7 +477,7 @@ def noise_cmd(runs, qrels_path, metric, rel_level, rule, resamples, seed, as_jso
 
     \b
     Example:
-      golden noise runs/ann-seed1.trec runs/ann-seed2.trec runs/ann-seed3.trec --qrels exports/v3
+      golden stats noise runs/ann-seed1.trec runs/ann-seed2.trec runs/ann-seed3.trec --qrels exports/v3
     """
     from curation.evaluate.metrics import QrelsIndex
     from curation.evaluate.noise import noise
@@ -519,7 +519,7 @@ def noise_cmd(runs, qrels_path, metric, rel_level, rule, resamples, seed, as_jso
 
 
 # ---------------------------------------------------------------------------------------------
-# golden sweep
+# golden stats sweep
 
 
 @main.command("sweep")
@@ -543,7 +543,7 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
 
     \b
     Example:
-      golden sweep runs/bm25-k1-*.trec --qrels exports/v3 --metric ndcg@10
+      golden stats sweep runs/bm25-k1-*.trec --qrels exports/v3 --metric ndcg@10
     """
     from curation.evaluate.metrics import QrelsIndex
     from curation.evaluate.noise import sweep
@@ -580,7 +580,7 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
 
 
 # ---------------------------------------------------------------------------------------------
-# golden attribute
+# golden stats attribute
 
 
 @main.command("attribute")
@@ -605,7 +605,7 @@ def attribute_cmd(base, a_only, b_only, both, qrels_path, metric, a_name, b_name
 
     \b
     Example:
-      golden attribute base.trec rerank.trec expand.trec both.trec --qrels exports/v3 \\
+      golden stats attribute base.trec rerank.trec expand.trec both.trec --qrels exports/v3 \\
           --a-name rerank --b-name expansion
     """
     from curation.evaluate.attribution import attribute

@@ -1,6 +1,6 @@
-"""``golden user``: add judges, leads and admins, list them, change a password or role, disable or
+"""``golden admin user``: add judges, leads and admins, list them, change a password or role, disable or
 enable a login, and end a user's sessions in the judging app. Every change is in the audit trail
-(``golden audit``); a password or role change, disable and enable end the user's sessions."""
+(``golden admin audit``); a password or role change, disable and enable end the user's sessions."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ def user():
 
     \b
     Example:
-      golden user add alice --role judge
-      golden user list
-      golden user role alice lead
-      golden user disable alice
+      golden admin user add alice --role judge
+      golden admin user list
+      golden admin user role alice lead
+      golden admin user disable alice
     """
 
 
@@ -33,13 +33,13 @@ def user():
 @click.option("--generate", is_flag=True, help="Generate a random password and print it.")
 @db_option
 @domain_errors
-def add(name, role, password, generate, db_url):
+def add_cmd(name, role, password, generate, db_url):
     """Add a user NAME with a role and a password (hashed with werkzeug; never stored in clear).
 
     \b
     Example:
-      golden user add alice --role judge --generate
-      golden user add lena --role lead          # asks for the password
+      golden admin user add alice --role judge --generate
+      golden admin user add lena --role lead          # asks for the password
     """
     from curation.store.users import add_user, generate_password
 
@@ -60,13 +60,13 @@ def add(name, role, password, generate, db_url):
 @user.command("list")
 @db_option
 @json_option
-def list_(db_url, as_json):
+def list_cmd(db_url, as_json):
     """List the users, their roles and their open sessions in the judging app.
 
     \b
     Example:
-      golden user list
-      golden user list --json
+      golden admin user list
+      golden admin user list --json
     """
     from curation.store.sessions import open_sessions
 
@@ -78,7 +78,7 @@ def list_(db_url, as_json):
                         last_address=r.last_address) for r in rows])
         return
     if not rows:
-        click.echo("no users yet: add one with `golden user add NAME --role judge`")
+        click.echo("no users yet: add one with `golden admin user add NAME --role judge`")
     for r in rows:
         sessions = f"  {r.sessions} session{'s' if r.sessions != 1 else ''}" if r.sessions else ""
         click.echo(f"{r.name:<20} {r.role:<6}{'' if r.active else '  (disabled)'}{sessions}")
@@ -89,12 +89,12 @@ def list_(db_url, as_json):
 @click.option("--password", default=None, help="The new password; without it you are asked.")
 @db_option
 @domain_errors
-def passwd(name, password, db_url):
+def passwd_cmd(name, password, db_url):
     """Set NAME's password; their sessions in the judging app end (they log in with the new one).
 
     \b
     Example:
-      golden user passwd alice
+      golden admin user passwd alice
     """
     from curation.store.users import require_user, set_password
 
@@ -110,13 +110,13 @@ def passwd(name, password, db_url):
 @click.argument("role", type=click.Choice(["judge", "lead", "admin"]))
 @db_option
 @domain_errors
-def role(name, role, db_url):
+def role_cmd(name, role, db_url):
     """Give NAME another ROLE (judge, lead or admin); their sessions end, so the next page they
     open is seen with the new role after logging in again.
 
     \b
     Example:
-      golden user role alice lead
+      golden admin user role alice lead
     """
     from curation.store.users import require_user, set_role
 
@@ -132,13 +132,13 @@ def role(name, role, db_url):
 @click.argument("name")
 @db_option
 @domain_errors
-def disable(name, db_url):
+def disable_cmd(name, db_url):
     """Disable NAME's login: they are logged out at their next request and cannot log in again
-    until `golden user enable`. Their judgments stay.
+    until `golden admin user enable`. Their judgments stay.
 
     \b
     Example:
-      golden user disable alice
+      golden admin user disable alice
     """
     from curation.store.users import require_user, set_active
 
@@ -151,12 +151,12 @@ def disable(name, db_url):
 @click.argument("name")
 @db_option
 @domain_errors
-def enable(name, db_url):
+def enable_cmd(name, db_url):
     """Enable NAME's login again (they log in afresh: sessions from before are not revived).
 
     \b
     Example:
-      golden user enable alice
+      golden admin user enable alice
     """
     from curation.store.users import require_user, set_active
 
@@ -169,13 +169,13 @@ def enable(name, db_url):
 @click.argument("name")
 @db_option
 @domain_errors
-def logout(name, db_url):
+def logout_cmd(name, db_url):
     """End every session of NAME in the judging app (e.g. a laptop left logged in); they can log
     in again.
 
     \b
     Example:
-      golden user logout alice
+      golden admin user logout alice
     """
     from curation.store.users import end_user_sessions, require_user
 

@@ -1,4 +1,4 @@
-"""``golden verify``: re-check an exported version folder against its manifest."""
+"""``golden export verify``: re-check an exported version folder against its manifest."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def verify_cmd(folder):
 
     \b
     Example:
-      golden verify exports/v5
+      golden export verify exports/v5
     """
     from curation.export.verify import verify
 
@@ -24,7 +24,7 @@ def verify_cmd(folder):
     if not rep.ok:
         for p in rep.problems:
             click.echo(f"FAIL {p}", err=True)
-        raise click.ClickException(f"{folder}: {len(rep.problems)} problem(s); re-export with `golden export --version "
-                                   f"{rep.version or 'NAME'} --frozen --out DIR` to restore the frozen files")
+        raise click.ClickException(f"{folder}: {len(rep.problems)} problem(s); re-export with `golden export create "
+                                   f"--version {rep.version or 'NAME'} --frozen --out DIR` to restore the frozen files")
     click.echo(f"{folder}: OK, version {rep.version}; {len(rep.checked)} files match the manifest "
                f"({', '.join(rep.checked)})")

@@ -201,7 +201,7 @@ def render_comparison(c: Comparison, *, title: str | None = None, coverage=None,
         out.append(bootstrap_svg(c.replicates, delta=c.delta, low=c.low, high=c.high, tie=c.tie))
     if back is not None:
         out.append(f"<p><a href=\"{e(back[0])}\">{e(back[1])}</a></p>")
-    out.append("<p class=\"sub\">Made by golden compare. Delta = mean over queries of (B − A); "
+    out.append("<p class=\"sub\">Made by golden stats compare. Delta = mean over queries of (B − A); "
                "the interval is described at the top; the bootstrap resamples queries with replacement."
                "</p></body></html>")
     return "\n".join(out)

@@ -161,7 +161,7 @@ def sweep(
     if len(scores) < 2:
         raise ValueError("scores: a sweep needs at least 2 configurations")
     if not any(r.split for r in queries.values()):
-        raise ValueError("queries: the queries file has no 'split' field; run `golden split` and export again")
+        raise ValueError("queries: the queries file has no 'split' field; run `golden export split` and export again")
     tune_q = [q for q, r in queries.items() if r.split == tune]
     hold_q = [q for q, r in queries.items() if r.split == holdout]
     qt, xt = align_scores(scores, tune_q)

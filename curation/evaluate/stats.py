@@ -135,7 +135,7 @@ def pair_scores(
     if split is not None and queries is None:
         raise ValueError("split: needs the queries file (--queries) that says each query's split")
     if split is not None and not any(r.split is not None for r in queries.values()):
-        raise ValueError("split: the queries file has no 'split' field; run `golden split` and export again")
+        raise ValueError("split: the queries file has no 'split' field; run `golden export split` and export again")
     va, vb = a.as_dict(), b.as_dict()
     ja, jb = dict(zip(a.qids, a.judged)), dict(zip(b.qids, b.judged))
     universe = sorted(set(va) | set(vb) | set(a.dropped) | set(b.dropped))
@@ -203,7 +203,7 @@ def query_weights(
         if missing:
             raise ValueError(
                 f"weighting 'traffic': {len(missing)} queries have no weight (first {missing[0]!r}); "
-                "use queries.jsonl from `golden sample` or choose --weighting unweighted"
+                "use queries.jsonl from `golden sample queries` or choose --weighting unweighted"
             )
         w = np.array([queries[q].weight for q in qids], dtype=np.float64)
     if not (w > 0).any():
@@ -461,7 +461,7 @@ def design(
             if missing:
                 raise ValueError(
                     f"unit 'user': {len(missing)} queries have no user_weight (first {missing[0]!r}); "
-                    "sample with a user column (golden sample --user-col) or use --unit query"
+                    "sample with a user column (golden sample queries --user-col) or use --unit query"
                 )
             w = np.array([0.0 if v is None else float(v) for v in uw])
         elif weighting == "unweighted":
@@ -497,7 +497,7 @@ def design(
                 notes.append(
                     f"the largest weight is {positive.max() / np.median(positive):.0f} times the median (queries "
                     "drawn alike but with very unequal traffic): the traffic-weighted mean is unbiased but noisy; "
-                    "a sample drawn by traffic (golden sample's default) estimates it far more precisely")
+                    "a sample drawn by traffic (the default of golden sample queries) estimates it far more precisely")
             who = "searches" if unit == "query" else "users"
             estimator = (f"Horvitz-Thompson: sum(weight x value) / the strata's known share of {who} "
                          f"({total:.4g})")

@@ -140,12 +140,14 @@ def split_project(
         if holdout is not None and not math.isclose(holdout, stored_h, rel_tol=0, abs_tol=1e-12):
             raise ValueError(
                 f"holdout: project {project.name!r} is already split with holdout {stored_h} (seed {stored_s}); "
-                "a query's split never changes. Run `golden split` without --holdout/--seed to assign new queries."
+                "a query's split never changes. Run `golden export split` without --holdout/--seed to assign new "
+                "queries."
             )
         if seed is not None and seed != stored_s:
             raise ValueError(
                 f"seed: project {project.name!r} is already split with seed {stored_s} (holdout {stored_h}); "
-                "a query's split never changes. Run `golden split` without --holdout/--seed to assign new queries."
+                "a query's split never changes. Run `golden export split` without --holdout/--seed to assign new "
+                "queries."
             )
         holdout, seed = stored_h, stored_s
 

@@ -157,7 +157,7 @@ def parse_queries(
         if dedup.policy != "last" and not dedup.repeats and not dedup.conflicts:
             yield records.pop(qid)  # stream while nothing repeats; "last" must see every line first
     if not any_line:
-        raise no_records(path, "no queries: is this the file `golden sample` wrote?")
+        raise no_records(path, "no queries: is this the file `golden sample queries` wrote?")
     yield from records.values()
 
 

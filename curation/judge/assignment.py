@@ -184,7 +184,7 @@ def _resolve_judges(session: Session, judges: Sequence[User | str]) -> list[User
             user = session.exec(select(User).where(User.name == j.strip())).first()
             if user is None:
                 raise ValueError(
-                    f"judges: no user {j.strip()!r}; add them with `golden user add {j.strip()} --role judge`"
+                    f"judges: no user {j.strip()!r}; add them with `golden admin user add {j.strip()} --role judge`"
                 )
         else:
             user = j

@@ -283,7 +283,7 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
         chosen = stored
     if not chosen:
         raise ValueError(f"project {project.name!r}: no comparison to settle; give --compare A,B, or assign with "
-                         "`golden assign --order decisive --compare A,B`")
+                         "`golden judging assign --order decisive --compare A,B`")
     pm, grades, _ids = load_pool(session, project)
     G = max_grade(project)
     pace = _pace_seconds(session, project)

@@ -367,7 +367,7 @@ def _judge(session: Session, name: str, create: bool) -> User:
         return user
     if not create:
         raise ValueError(
-            f"judge: no user {name!r}; add them with `golden user add {name} --role judge`, "
+            f"judge: no user {name!r}; add them with `golden admin user add {name} --role judge`, "
             "or pass --create-judge to add a judge account without a login"
         )
     from curation.store.users import add_user, generate_password, set_active

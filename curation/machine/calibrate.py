@@ -92,7 +92,7 @@ def machine_verdict(machine: Estimate | None, humans: Estimate | None, pairs: in
                               VERDICT_RULE)
     if humans is None or humans.value is None:
         return MachineVerdict("no human baseline", "no human-human agreement on an overlap set to compare with; "
-                              "assign an overlap set (golden assign --overlap N)", VERDICT_RULE)
+                              "assign an overlap set (golden judging assign --overlap N)", VERDICT_RULE)
     h_low = humans.low if humans.low is not None else humans.value
     m, mh = machine.value, machine.high if machine.high is not None else machine.value
     detail = f"machine {100 * m:.1f}% vs humans {100 * humans.value:.1f}% (interval from {100 * h_low:.1f}%)"

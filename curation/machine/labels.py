@@ -90,7 +90,7 @@ class MachineImportReport:
                    f"{self.with_probabilities} labels with a probability or confidence")
         out += skipped_lines(self, self.machine, unit="label")
         out += unmatched_lines(self.path, self.unmatched, self.project)
-        out.append(f"next: golden calibrate --project {self.project} --machine {self.machine}")
+        out.append(f"next: golden labels calibrate --project {self.project} --machine {self.machine}")
         return "\n".join(out)
 
 
@@ -105,7 +105,7 @@ def require_machine(session: Session, name: str, project: Project | None = None)
         known = sorted(session.exec(select(MachineJudge.name)).all())
         hint = f" (machine judges: {', '.join(known)})" if known else " (none imported yet)"
         raise ValueError(f"machine: no machine judge {name!r}{hint}; import its labels with "
-                         f"`golden import-judgments FILE --judge {name} --machine`")
+                         f"`golden judging import FILE --judge {name} --machine`")
     return m
 
 

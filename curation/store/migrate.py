@@ -92,10 +92,10 @@ def schema_problem(engine: Engine) -> str | None:
     is_other_file = engine.url.get_backend_name() == "sqlite" and Path(engine.url.database or "").resolve() != default
     flag = f" --db {where}" if is_other_file else ""
     if current is None:
-        return f"the database at {where} has no golden schema yet: run `golden db upgrade{flag}`"
+        return f"the database at {where} has no golden schema yet: run `golden admin db upgrade{flag}`"
     return (
         f"the database at {where} is at schema revision {current}, this golden needs {head}: "
-        f"run `golden db upgrade{flag}`"
+        f"run `golden admin db upgrade{flag}`"
     )
 
 
@@ -118,7 +118,8 @@ def open_store(url: str | None = None, *, check: bool = True, refuse_missing: bo
         parsed = make_url(normalize_url(url or default_url()))
         database = parsed.database or ""
         if parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:") and not Path(database).exists():
-            raise SchemaError(f"there is no store at {database}: create it with `golden db upgrade --db {database}`")
+            raise SchemaError(f"there is no store at {database}: create it with "
+                              f"`golden admin db upgrade --db {database}`")
     engine = make_engine(url, **engine_kwargs)
     if check:
         try:

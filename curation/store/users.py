@@ -65,7 +65,7 @@ def add_user(session: Session, name: str, *, role: str = "judge", password: str,
     _check_role(role)
     _check_password(password)
     if get_user(session, name) is not None:
-        raise ValueError(f"name {name!r} is taken: choose another name, or use `golden user passwd {name}`")
+        raise ValueError(f"name {name!r} is taken: choose another name, or use `golden admin user passwd {name}`")
     user = User(name=name, role=role, password_hash=hash_password(password))
     session.add(user)
     session.flush()
@@ -107,7 +107,7 @@ def require_user(session: Session, name: str) -> User:
     """The user called ``name``; ValueError saying how to add them when there is none."""
     user = get_user(session, name)
     if user is None:
-        raise ValueError(f"no user {name!r}: add them with `golden user add {name} --role judge`")
+        raise ValueError(f"no user {name!r}: add them with `golden admin user add {name} --role judge`")
     return user
 
 

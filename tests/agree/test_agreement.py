@@ -187,7 +187,7 @@ def test_degenerate_inputs_are_undefined_with_a_reason_not_nan():
     for est in c.measures.values():
         assert est.value is None and est.undefined
     assert r.verdict.band == "undefined"
-    assert "golden assign" in " ".join(r.notes)
+    assert "golden judging assign" in " ".join(r.notes)
     json.dumps(r.as_dict(), allow_nan=False)
     # Both judges give the same single grade everywhere: kappa and alpha undefined.
     recs = [Label(f"q{i}", "d", j, 0) for i in range(5) for j in "ab"]
@@ -390,7 +390,7 @@ def test_interval_alpha_reads_grades_as_numbers_and_equals_krippendorff():
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
 def test_kappa_is_sklearns_float_to_the_last_bit(weights):
-    # golden computes Cohen's kappa itself (scikit-learn costs ~2 s of imports in `golden export`), in
+    # golden computes Cohen's kappa itself (scikit-learn costs ~2 s of imports in `golden export create`), in
     # the steps sklearn's cohen_kappa_score takes: the two agree exactly, not within a tolerance, on
     # scales of 2-5 grades (some unused), small and large samples, one-sided and degenerate ones.
     rng = np.random.default_rng(17)

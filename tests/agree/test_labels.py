@@ -141,18 +141,20 @@ def test_adjudicate_command_lists_and_decides(store):
 
     db = ["--db", store.url.render_as_string(hide_password=False)]
     runner = CliRunner()
-    res = runner.invoke(main, ["adjudicate", *db])
+    res = runner.invoke(main, ["labels", "adjudicate", *db])
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[0] == "q1/d2  distance 2  alice=0, bob=2"
-    res = runner.invoke(main, ["adjudicate", "--lead", "lena", "--pair", "q1/d2", "--grade", "1",
+    res = runner.invoke(main, ["labels", "adjudicate", "--lead", "lena", "--pair", "q1/d2", "--grade", "1",
                                "--reason", "partly answers", *db])
     assert res.exit_code == 0 and "final grade 1 (adjudicated by lena)" in res.output
-    res = runner.invoke(main, ["adjudicate", "--json", *db])
+    res = runner.invoke(main, ["labels", "adjudicate", "--json", *db])
     assert [d["docid"] for d in __import__("json").loads(res.output)] == ["d6", "d3", "d4"]
-    res = runner.invoke(main, ["adjudicate", "--lead", "alice", "--pair", "q1/d3", "--grade", "1", "--reason", "x",
+    res = runner.invoke(main, ["labels", "adjudicate", "--lead", "alice", "--pair", "q1/d3", "--grade", "1",
+                               "--reason", "x",
                                *db])
     assert res.exit_code == 1 and "only a lead or admin" in res.output
-    res = runner.invoke(main, ["adjudicate", "--lead", "lena", "--pair", "q9/d1", "--grade", "1", "--reason", "x", *db])
+    res = runner.invoke(main, ["labels", "adjudicate", "--lead", "lena", "--pair", "q9/d1", "--grade", "1",
+                               "--reason", "x", *db])
     assert res.exit_code == 1 and "is not a pair of project p" in res.output
     with new_session(store) as s:
         assert _by_pair(final_labels(s, get_project(s, "p")))["d2"] == (1, "adjudicated")

@@ -1,5 +1,5 @@
 """Releasing the held-back pool needs an agreement measured on the overlap set (issue 14:
-`golden release --agreement 0.71` was accepted with no label in the store), or --force with a
+`golden judging release --agreement 0.71` was accepted with no label in the store), or --force with a
 reason, which is recorded. Real stores (SQLite and PostgreSQL), labels through the importer."""
 
 from __future__ import annotations
@@ -47,15 +47,16 @@ def test_no_labels_no_release_unless_forced_with_a_reason(held, db_url):
             review_and_release(s, _project(s), lena, claimed=0.71)
         assert s.get(Project, _project(s).id).released_at is None
     runner = CliRunner()
-    res = runner.invoke(main, ["release", "--lead", "lena", "--agreement", "0.71", "--db", db_url])
+    res = runner.invoke(main, ["judging", "release", "--lead", "lena", "--agreement", "0.71", "--db", db_url])
     assert res.exit_code == 1 and "no agreement can be measured" in res.output
-    res = runner.invoke(main, ["release", "--lead", "lena", "--db", db_url])
+    res = runner.invoke(main, ["judging", "release", "--lead", "lena", "--db", db_url])
     assert res.exit_code == 1 and "no agreement is measured" in res.output and "force" in res.output
-    res = runner.invoke(main, ["release", "--lead", "lena", "--force", "--db", db_url])
+    res = runner.invoke(main, ["judging", "release", "--lead", "lena", "--force", "--db", db_url])
     assert res.exit_code == 2 and "--force needs --reason" in res.output
     with session(held) as s:
         assert s.get(Project, _project(s).id).released_at is None
-    res = runner.invoke(main, ["release", "--lead", "lena", "--force", "--reason", "pilot run", "--db", db_url])
+    res = runner.invoke(main, ["judging", "release", "--lead", "lena", "--force", "--reason", "pilot run", "--db",
+                               db_url])
     assert res.exit_code == 0, res.output
     assert "released by lena (forced: pilot run)" in res.output
     with session(held) as s:
@@ -74,9 +75,10 @@ def test_a_usable_measured_agreement_releases_and_records_the_measured_value(hel
         report = build_agreement_report(s, _project(s))
     assert report.verdict.band == "usable" and report.verdict.pairs == 32
     measured = report.verdict.value
-    res = CliRunner().invoke(main, ["release", "--lead", "lena", "--agreement", "0.5", "--db", db_url])
+    res = CliRunner().invoke(main, ["judging", "release", "--lead", "lena", "--agreement", "0.5", "--db", db_url])
     assert res.exit_code == 1 and f"measured agreement is {measured:.3f}" in res.output
-    res = CliRunner().invoke(main, ["release", "--lead", "lena", "--agreement", f"{measured:.3f}", "--db", db_url])
+    res = CliRunner().invoke(main, ["judging", "release", "--lead", "lena", "--agreement", f"{measured:.3f}", "--db",
+                                    db_url])
     assert res.exit_code == 0, res.output
     assert f"at agreement {measured:.3f}" in res.output and "forced" not in res.output
     with session(held) as s:

@@ -3,7 +3,7 @@ stops working after logout, a password change, a role change, disable and enable
 sessions"; sessions expire when idle and absolutely; a cookie of another store is refused; failed
 logins are throttled per account and per address (429 + Retry-After, back-off doubling, no password
 hash while locked, the same for unknown names); --secure-cookies and --proxy-headers; and every
-one of these lands in the audit trail that admins see in the app and with `golden audit`."""
+one of these lands in the audit trail that admins see in the app and with `golden admin audit`."""
 
 from __future__ import annotations
 
@@ -91,16 +91,16 @@ def test_user_commands_end_the_users_sessions(app, staff, change):
     bob = login(app.test_client(), "bob")
     url = db_url_of(staff)
     if change == "passwd":
-        cli(url, "user", "passwd", "alice", "--password", "a-new-long-password")
+        cli(url, "admin", "user", "passwd", "alice", "--password", "a-new-long-password")
     elif change == "role":
-        cli(url, "user", "role", "alice", "lead")
+        cli(url, "admin", "user", "role", "alice", "lead")
     elif change == "disable":
-        cli(url, "user", "disable", "alice")
+        cli(url, "admin", "user", "disable", "alice")
     elif change == "enable":
-        cli(url, "user", "disable", "alice")
-        cli(url, "user", "enable", "alice")
+        cli(url, "admin", "user", "disable", "alice")
+        cli(url, "admin", "user", "enable", "alice")
     else:
-        assert "ended 1 session of alice" in cli(url, "user", "logout", "alice")
+        assert "ended 1 session of alice" in cli(url, "admin", "user", "logout", "alice")
     assert not signed_in(client) and not signed_in(with_cookie(app, stolen))
     assert signed_in(bob)  # other users are untouched
     if change == "passwd":
@@ -231,7 +231,7 @@ def test_each_store_has_its_own_key_and_refuses_anothers_cookie(tmp_path, monkey
 
 def test_db_upgrade_makes_the_key(tmp_path):
     url = f"sqlite:///{tmp_path / 'golden.db'}"
-    cli(url, "db", "upgrade")
+    cli(url, "admin", "db", "upgrade")
     from curation.store.engine import make_engine
     from curation.store.settings import store_secret
 
@@ -323,7 +323,7 @@ def test_failures_and_lockouts_are_audited_and_shown_to_admins(app, staff):
     assert page.count("audit-login_failed") == 5 and "audit-login_locked" in page
     assert "10.0.0.9" in page  # root's own login, from where
     assert login(app.test_client(), "lena").get("/admin/audit").status_code == 403
-    out = json.loads(cli(db_url_of(staff), "audit", "--json", "--locked", "--action", "login_failed"))
+    out = json.loads(cli(db_url_of(staff), "admin", "audit", "--json", "--locked", "--action", "login_failed"))
     assert len(out["events"]) == 5 and {e["target"] for e in out["events"]} == {"alice"}
     assert sorted(e["detail"]["failures"] for e in out["events"]) == [1, 2, 3, 4, 5]
     assert {e["address"] for e in out["events"]} == {"127.0.0.1"}

@@ -335,12 +335,12 @@ def test_errors_render_as_pages_or_htmx_messages(app, setup):
 def test_the_app_refuses_an_out_of_date_schema(db_url):
     engine = make_engine(db_url)
     try:
-        with pytest.raises(SchemaError, match="golden db upgrade"):
+        with pytest.raises(SchemaError, match="golden admin db upgrade"):
             create_app({"DATABASE_URL": db_url, "SECRET_KEY": "x"})
     finally:
         engine.dispose()
     result = CliRunner().invoke(main, ["serve", "--db", db_url, "--port", "0"])
-    assert result.exit_code == 1 and "golden db upgrade" in result.output
+    assert result.exit_code == 1 and "golden admin db upgrade" in result.output
 
 
 def test_serve_help_has_an_example():
@@ -368,5 +368,5 @@ def test_serving_a_missing_store_says_how_to_create_it_and_creates_nothing(tmp_p
     missing = tmp_path / "old.db"
     result = CliRunner().invoke(main, ["serve", "--db", str(missing), "--port", "0"])
     assert result.exit_code != 0
-    assert "golden db upgrade" in result.output
+    assert "golden admin db upgrade" in result.output
     assert not missing.exists()

@@ -1,4 +1,4 @@
-"""The lead dashboard's Comparisons panel: the same figures as `golden settle --json` (one report,
+"""The lead dashboard's Comparisons panel: the same figures as `golden decisive settle --json` (one report,
 curation.judge.decisive.settlement_report), for leads only, and the release form is CSRF-protected
 and recorded."""
 
@@ -30,7 +30,8 @@ def test_panel_shows_the_settle_report(app, engine, tmp_path):
         decisive.record_comparisons(db, proj, [f"{a},{b}"])
         db.commit()
     judge_queue(engine, s.project_id, "alice", lambda docid: int(docid[-1]) % 3, start=T0, seconds=6.0)
-    out = CliRunner().invoke(main, ["settle", "--project", "recipes", "--db", engine.url.render_as_string(False),
+    out = CliRunner().invoke(main, ["decisive", "settle", "--project", "recipes", "--db",
+                                    engine.url.render_as_string(False),
                                     "--json"])
     assert out.exit_code == 0, out.output
     want = json.loads(out.output)["comparisons"][0]

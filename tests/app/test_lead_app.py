@@ -272,7 +272,7 @@ def test_cli_json_and_dashboard_show_the_same_figures_on_a_1_to_3_scale(engine, 
     judge_queue(engine, s.project_id, "alice", alice, start=T0, seconds=6.0)
     judge_queue(engine, s.project_id, "bob", bob, start=T0, seconds=1.5)
     url = engine.url.render_as_string(hide_password=False)
-    result = CliRunner().invoke(main, ["agreement", "--project", "one3", "--json", "--db", url])
+    result = CliRunner().invoke(main, ["labels", "agreement", "--project", "one3", "--json", "--db", url])
     assert result.exit_code == 0, result.output
     cli = json.loads(result.output)
     with app_on(engine) as app:

@@ -115,11 +115,11 @@ def test_a_logged_in_browser_is_sent_to_the_login_page(server, browser, who, cha
             other.click("text=Log out")
             other.wait_for_load_state("load")
         elif change == "passwd":
-            _cli(server, "user", "passwd", who, "--password", "a-brand-new-password")
+            _cli(server, "admin", "user", "passwd", who, "--password", "a-brand-new-password")
         elif change == "role":
-            _cli(server, "user", "role", who, "lead")
+            _cli(server, "admin", "user", "role", who, "lead")
         elif change == "disable":
-            _cli(server, "user", "disable", who)
+            _cli(server, "admin", "user", "disable", who)
         else:  # a lead, in her browser, ends the judge's sessions
             log_in(other, base, "lena")
             other.goto(base + "/admin/users")

@@ -1,6 +1,6 @@
 """The lead's "Machine judges" panel in a real Chromium against `golden serve`: a machine judge
 derived from the robust03 qrels with a lean towards long documents shows its agreement next to the
-humans' on the overlap set (the same figures `golden calibrate --json` gives), the verdict and its
+humans' on the overlap set (the same figures `golden labels calibrate --json` gives), the verdict and its
 rule, and the bias checks with the length check flagged; a judge gets 403."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def server(tmp_path_factory):
             import_machine_labels(s, write_machine(folder / "long.jsonl", machine_rows(truth, facts, "long")),
                                   machine="llm-<b>long</b>", project="r3")
             pid = get_project(s, "r3").id
-        report = json.loads(CliRunner().invoke(main, ["calibrate", "--machine", "llm-<b>long</b>", "--json",
+        report = json.loads(CliRunner().invoke(main, ["labels", "calibrate", "--machine", "llm-<b>long</b>", "--json",
                                                       "--db", url]).output)
         with golden_serve(url, folder, secret="browser-machine-secret", threads=4) as base:
             yield {"base": base, "pid": pid, "report": report}

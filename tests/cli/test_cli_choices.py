@@ -21,11 +21,11 @@ def _choices(path: str, option: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("path", "option", "domain"), [
-    ("export", "--policy", POLICIES),
+    ("export create", "--policy", POLICIES),
     ("project create", "--scale", SCALES),
-    ("seed-judgments", "--source", SEED_SOURCES),
-    ("user add", "--role", ROLES),
-    ("sample", "--weighting", SAMPLE_WEIGHTINGS),
+    ("judging seed", "--source", SEED_SOURCES),
+    ("admin user add", "--role", ROLES),
+    ("sample queries", "--weighting", SAMPLE_WEIGHTINGS),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_cli_choices_are_the_domains(path, option, domain):
     assert _choices(path, option) == list(domain)

@@ -1,7 +1,10 @@
-"""Each `golden` command lives in the module named after it (or after its group), so the code of a
-command is found from its name."""
+"""Each `golden` command lives in the module named after it (or after its family), and one table
+(curation.cli.COMMANDS) says where it sits under `golden`, so the code of a command is found from
+its name."""
 
-from curation.cli import main
+import click
+
+from curation.cli import ALIASES, COMMANDS, GROUPS, main
 
 # Modules that hold a small family of commands, named after the family.
 FAMILIES = {
@@ -12,24 +15,52 @@ FAMILIES = {
 
 
 def _module_of(command) -> str:
-    return command.callback.__module__.rpartition(".")[2]
+    return (command.callback or command.__class__).__module__.rpartition(".")[2]
+
+
+def _at(path: str) -> click.Command:
+    command = main
+    for name in path.split():
+        command = command.get_command(click.Context(command), name)
+        assert command is not None, path
+    return command
 
 
 def test_every_command_lives_in_the_module_of_its_name_or_family():
     misplaced = {}
-    for name, command in main.commands.items():
-        module = _module_of(command)
-        own = name.replace("-", "_")
-        if module != own and name not in FAMILIES.get(module, set()):
-            misplaced[name] = module
+    for path, (module, registered) in COMMANDS.items():
+        command = _at(path)
+        if _module_of(command) != module:
+            misplaced[path] = _module_of(command)
+        if module != registered.replace("-", "_") and registered not in FAMILIES.get(module, set()):
+            misplaced[path] = module
     assert misplaced == {}
 
 
-def test_the_moved_commands_have_their_own_modules():
-    # Before: split, seed-judgments and verify sat in cli/export.py; import-judgments and adjudicate
-    # in cli/agreement.py; guidelines in cli/project.py.
-    moved = ["split", "seed-judgments", "verify", "import-judgments", "adjudicate", "guidelines"]
-    assert {name: _module_of(main.commands[name]) for name in moved} == {
-        "split": "split", "seed-judgments": "seed_judgments", "verify": "verify",
-        "import-judgments": "import_judgments", "adjudicate": "adjudicate", "guidelines": "guidelines",
-    }
+def test_the_table_places_every_command_under_its_group_with_its_last_word():
+    for path in COMMANDS:
+        *group, name = path.split()
+        assert group == [] or group[0] in GROUPS or " ".join(group) in COMMANDS, path
+        assert _at(path).name == name
+
+
+def test_every_command_function_follows_the_naming_rule():
+    """A command's function is the name its module registers, in snake case, then ``_cmd``; a group's
+    function is the group's name (its commands are declared with ``@group.command``)."""
+    wrong = {}
+    for path, (_, registered) in COMMANDS.items():
+        command = _at(path)
+        expected = registered.replace("-", "_") + ("" if isinstance(command, click.Group) else "_cmd")
+        if command.callback.__name__ != expected:
+            wrong[path] = command.callback.__name__
+        if isinstance(command, click.Group):
+            for sub_name, sub in command.commands.items():
+                own = f"{sub_name.replace('-', '_')}_cmd"
+                if f"{path} {sub_name}" not in COMMANDS and sub.callback.__name__ != own:
+                    wrong[f"{path} {sub_name}"] = sub.callback.__name__
+    assert wrong == {}
+
+
+def test_every_old_name_points_at_a_command_of_the_table():
+    assert set(ALIASES.values()) <= set(COMMANDS)
+    assert {registered for _, registered in COMMANDS.values()} - {p for p in COMMANDS if " " not in p} == set(ALIASES)

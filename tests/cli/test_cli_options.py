@@ -25,7 +25,7 @@ def _options(dest: str):
 
 
 # The two commands where naming a project switches something on say what it switches on.
-PURPOSE = {"coverage", "leakcheck"}
+PURPOSE = {"stats coverage", "leakcheck"}
 
 
 def test_project_is_one_option_with_one_wording():
@@ -41,8 +41,8 @@ def test_project_is_one_option_with_one_wording():
 
 def test_json_is_one_flag_with_one_wording():
     found = _options("as_json")
-    assert {"agreement", "adjudicate", "coverage", "metrics", "compare", "power", "noise", "sweep",
-            "attribute"} <= set(found)
+    assert {"labels agreement", "labels adjudicate", "stats coverage", "stats metrics", "stats compare", "stats power",
+            "stats noise", "stats sweep", "stats attribute"} <= set(found)
     assert {(tuple(p.opts), p.is_flag, p.help) for p in found.values()} == {
         (("--json",), True, "Print the result as JSON instead of text, for scripts.")}
 
@@ -60,7 +60,7 @@ def test_echo_json_writes_valid_json_for_nan_numpy_and_non_ascii():
     assert "réponse" in out  # UTF-8, not \u escapes
 
 
-@pytest.mark.parametrize("path", ["coverage", "adjudicate"])
+@pytest.mark.parametrize("path", ["stats coverage", "labels adjudicate"])
 def test_json_help_reads_the_same_in_every_command(path):
     text = CliRunner().invoke(main, [*path.split(), "--help"]).output
     assert "Print the result as JSON instead of text, for scripts." in " ".join(text.split())
@@ -68,6 +68,7 @@ def test_json_help_reads_the_same_in_every_command(path):
 
 def test_every_seed_defaults_to_zero_and_shows_it():
     found = _options("seed")
-    assert {"split", "seed-judgments", "assign", "pool", "sample", "compare", "demo"} <= set(found)
+    assert {"export split", "judging seed", "judging assign", "pool", "sample queries", "stats compare",
+            "demo"} <= set(found)
     for path, p in found.items():
         assert (p.opts, p.type, p.default, p.show_default) == (["--seed"], click.INT, 0, True), path

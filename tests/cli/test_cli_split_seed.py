@@ -1,4 +1,4 @@
-"""`golden split --seed` defaults to 0 like every other --seed (it used to default to None and show
+"""`golden export split --seed` defaults to 0 like every other --seed (it used to default to None and show
 no default); on a project already split, leaving --seed out keeps the project's seed."""
 
 from click.testing import CliRunner
@@ -22,16 +22,16 @@ def test_split_seed_defaults_to_0_and_a_split_project_keeps_its_seed(engine, tmp
     pairs_project(engine, tmp_path / "in", PAIRS)
     url = engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
-    assert "[default: 0]" in " ".join(runner.invoke(main, ["split", "--help"]).output.split())
-    res = runner.invoke(main, ["split", "--db", url, "--holdout", "0.35"])
+    assert "[default: 0]" in " ".join(runner.invoke(main, ["export", "split", "--help"]).output.split())
+    res = runner.invoke(main, ["export", "split", "--db", url, "--holdout", "0.35"])
     assert res.exit_code == 0 and "holdout 0.35, seed 0;" in res.output, res.output
     # The split assign_splits draws with seed 0 for the same queries, computed apart from the CLI.
     with new_session(engine) as s:
         queries = [SplitQuery(q.qid, q.stratum_key or "", None) for q in s.exec(select(Query))]
     assert _splits(engine) == assign_splits(queries, holdout=0.35, seed=0)
-    res = runner.invoke(main, ["split", "--db", url])
+    res = runner.invoke(main, ["export", "split", "--db", url])
     assert res.exit_code == 0 and "seed 0; assigned 0 new queries" in res.output, res.output
-    res = runner.invoke(main, ["split", "--db", url, "--seed", "5"])
+    res = runner.invoke(main, ["export", "split", "--db", url, "--seed", "5"])
     assert res.exit_code == 1 and "already split with seed 0" in res.output
 
 
@@ -39,9 +39,9 @@ def test_a_project_split_with_another_seed_keeps_it_when_seed_is_left_out(engine
     pairs_project(engine, tmp_path / "in", PAIRS)
     url = engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
-    res = runner.invoke(main, ["split", "--db", url, "--holdout", "0.35", "--seed", "3"])
+    res = runner.invoke(main, ["export", "split", "--db", url, "--holdout", "0.35", "--seed", "3"])
     assert res.exit_code == 0, res.output
     before = _splits(engine)
-    res = runner.invoke(main, ["split", "--db", url])  # the default 0 must not contradict the stored 3
+    res = runner.invoke(main, ["export", "split", "--db", url])  # the default 0 must not contradict the stored 3
     assert res.exit_code == 0 and "seed 3; assigned 0 new queries" in res.output, res.output
     assert _splits(engine) == before

@@ -1,4 +1,4 @@
-"""Numbers from the command line and repeated qrels pairs in golden metrics / compare: non-finite or
+"""Numbers from the command line and repeated qrels pairs in golden stats metrics / compare: non-finite or
 unbounded values refused with the option's name, conflicting pairs with both lines, repeats counted."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _files(tmp_path, qrels_lines):
 @pytest.mark.parametrize("tie", ["inf", "-inf", "nan", "1e400", "-0.1"])
 def test_compare_refuses_a_tie_that_is_not_a_finite_non_negative_number(tmp_path, tie):
     qrels, (a, b) = _files(tmp_path, ["q1 0 d1 1", "q2 0 d2 1"])
-    result = CliRunner().invoke(main, ["compare", a, b, "--qrels", qrels, "--tie", tie, "--resamples", "100"])
+    result = CliRunner().invoke(main, ["stats", "compare", a, b, "--qrels", qrels, "--tie", tie, "--resamples", "100"])
     assert result.exit_code == 2, result.output
     assert "--tie" in result.output and "finite" in result.output
     assert "equivalent" not in result.output
@@ -32,7 +32,7 @@ def test_compare_refuses_a_tie_that_is_not_a_finite_non_negative_number(tmp_path
 @pytest.mark.parametrize("metric", ["ndcg@99999999999999999999", "p@1000001"])
 def test_metric_cutoff_beyond_the_limit_is_a_usage_error(tmp_path, metric):
     qrels, (a, b) = _files(tmp_path, ["q1 0 d1 1", "q2 0 d2 1"])
-    result = CliRunner().invoke(main, ["compare", a, b, "--qrels", qrels, "--metric", metric])
+    result = CliRunner().invoke(main, ["stats", "compare", a, b, "--qrels", qrels, "--metric", metric])
     assert result.exit_code == 2, result.output
     assert "cutoff k must be between 1 and 1000000" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -40,16 +40,17 @@ def test_metric_cutoff_beyond_the_limit_is_a_usage_error(tmp_path, metric):
 
 def test_conflicting_qrels_pair_is_refused_and_identical_repeats_are_reported(tmp_path):
     qrels, (a, b) = _files(tmp_path, ["q1 0 d1 1", "q2 0 d2 1", "q1 0 d1 0"])
-    result = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels, "-m", "p@1"])
+    result = CliRunner().invoke(main, ["stats", "metrics", a, b, "--qrels", qrels, "-m", "p@1"])
     assert result.exit_code == 1, result.output
     assert f"{qrels}:3: pair q1/d1 has 0 here but 1 on line 1" in result.output
-    first = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels, "-m", "p@1", "--on-conflict", "first"])
+    first = CliRunner().invoke(main, ["stats", "metrics", a, b, "--qrels", qrels, "-m", "p@1", "--on-conflict",
+                                      "first"])
     assert first.exit_code == 0, first.output
     # first keeps q1/d1 = 1: run a ranks d1 first for both queries -> P@1 = (1 + 0) / 2
     assert "0.5000" in first.output
     assert "conflicting repeat(s) resolved by --on-conflict first" in first.output
     qrels2, _ = _files(tmp_path, ["q1 0 d1 1", "q1 0 d1 1", "q2 0 d2 1"])
-    again = CliRunner().invoke(main, ["metrics", a, b, "--qrels", qrels2, "-m", "p@1"])
+    again = CliRunner().invoke(main, ["stats", "metrics", a, b, "--qrels", qrels2, "-m", "p@1"])
     assert again.exit_code == 0, again.output
     assert "1 identical duplicate pair line(s) dropped" in again.output
 
@@ -62,12 +63,12 @@ def test_guidelines_over_the_limit_are_refused_with_the_file_and_the_limit(engin
     path = tmp_path / "GUIDELINES.md"
     path.write_text("Relevant: answers the question.\n" * 40)  # 1280 bytes
     monkeypatch.setenv("GOLDEN_MAX_GUIDELINES_BYTES", "1000")
-    result = CliRunner().invoke(main, ["guidelines", "set", str(path), "--db", db])
+    result = CliRunner().invoke(main, ["project", "guidelines", "set", str(path), "--db", db])
     assert result.exit_code == 1, result.output
     assert f"{path}: the guidelines text is 1280 bytes, over the limit of 1000 bytes" in result.output
     assert "GOLDEN_MAX_GUIDELINES_BYTES=N" in result.output
     monkeypatch.setenv("GOLDEN_MAX_GUIDELINES_BYTES", "2000")
-    result = CliRunner().invoke(main, ["guidelines", "set", str(path), "--db", db])
+    result = CliRunner().invoke(main, ["project", "guidelines", "set", str(path), "--db", db])
     assert result.exit_code == 0, result.output
 
 
@@ -107,7 +108,7 @@ def test_corpus_sample_refuses_a_kept_id_with_two_texts_and_counts_identical_rep
     keep = tmp_path / "keep.txt"
     keep.write_text("d1\nd2\n")
     out = tmp_path / "sample.jsonl"
-    args = ["corpus-sample", str(corpus), "--size", "2", "--keep", str(keep), "--out", str(out)]
+    args = ["sample", "corpus", str(corpus), "--size", "2", "--keep", str(keep), "--out", str(out)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1, result.output
     assert f"{corpus}:3: document 'd1' has 'ONE' here but 'one' on line 1" in result.output
@@ -172,16 +173,16 @@ def test_leakcheck_reports_identical_repeated_queries_and_refuses_conflicting_on
 ])
 def test_power_refuses_values_it_cannot_plan_with_and_prints_no_traceback(args, words):
     """A delta of 1e-320 was an OverflowError traceback."""
-    result = CliRunner().invoke(main, ["power", "--queries", "50", *args])
+    result = CliRunner().invoke(main, ["stats", "power", "--queries", "50", *args])
     assert result.exit_code in (1, 2), result.output
     assert words in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 @pytest.mark.parametrize("args", [
-    ["split", "--holdout", "nan"], ["split", "--holdout", "inf"],
-    ["agreement", "--usable", "nan"], ["agreement", "--marginal", "-inf"],
-    ["coverage", "--qrels", "{qrels}", "--holes-at", "nan", "{run}"],
+    ["export", "split", "--holdout", "nan"], ["export", "split", "--holdout", "inf"],
+    ["labels", "agreement", "--usable", "nan"], ["labels", "agreement", "--marginal", "-inf"],
+    ["stats", "coverage", "--qrels", "{qrels}", "--holes-at", "nan", "{run}"],
 ])
 def test_float_options_refuse_non_finite_values_as_usage_errors(tmp_path, args):
     """NaN compares false with every bound, so a range check after parsing let it through."""

@@ -59,11 +59,11 @@ def _commands(demo, mnt) -> dict[str, tuple[list[str], object]]:
     return {
         "sample": (_demo_args(demo, "sample", mnt / "queries.jsonl"), mnt / "queries.jsonl"),
         "pool": (_demo_args(demo, "pool", mnt / "pool.jsonl"), mnt / "pool.meta.json"),  # written with pool.jsonl
-        "corpus-sample": (["corpus-sample", str(p.corpus), "--size", "50", "--out", str(mnt / "s.jsonl")],
+        "corpus-sample": (["sample", "corpus", str(p.corpus), "--size", "50", "--out", str(mnt / "s.jsonl")],
                           mnt / "s.jsonl"),
         "leakcheck": (["leakcheck", "--queries", str(p.queries), "--corpus", str(p.corpus), "--workers", "1",
                        "--out", str(mnt / "leaks.jsonl")], mnt / "leaks.jsonl"),
-        "compare --html": (["compare", str(p.runs[0]), str(p.runs[1]), "--qrels", str(p.hidden_qrels),
+        "compare --html": (["stats", "compare", str(p.runs[0]), str(p.runs[1]), "--qrels", str(p.hidden_qrels),
                             "--resamples", "200", "--html", str(mnt / "report.html")], mnt / "report.html"),
     }
 
@@ -92,7 +92,8 @@ def test_a_full_disk_during_export_leaves_no_folder_and_no_version(full_disk, tm
         judge(engine, tmp_path, "alice", ALICE)
         judge(engine, tmp_path, "bob", BOB)
         adjudicate(engine, "10", "d1", 1)
-        res = CliRunner().invoke(main, ["export", "--db", url, "--version", "v5", "--out", str(full_disk / "ex")])
+        res = CliRunner().invoke(main, ["export", "create", "--db", url, "--version", "v5", "--out",
+                                        str(full_disk / "ex")])
         assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"Error: cannot write {full_disk / 'ex' / 'v5'}")

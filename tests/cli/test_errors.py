@@ -1,5 +1,5 @@
 """The one error path: whatever a command raises reaches the user as one line and a documented exit
-code (README, "Exit codes"), never a traceback unless GOLDEN_DEBUG=1; OS errors name the path and
+code (docs/reference/exit-codes-and-limits.md), never a traceback unless GOLDEN_DEBUG=1; OS errors name the path and
 the cause and leave nothing partial behind."""
 
 from __future__ import annotations
@@ -108,14 +108,15 @@ def exported(tmp_path):
         judge(engine, tmp_path, "alice", ALICE)
         judge(engine, tmp_path, "bob", BOB)
         adjudicate(engine, "10", "d1", 1)
-        res = CliRunner().invoke(main, ["export", "--db", url, "--version", "v1", "--out", str(tmp_path / "ex")])
+        res = CliRunner().invoke(main, ["export", "create", "--db", url, "--version", "v1", "--out",
+                                        str(tmp_path / "ex")])
         assert res.exit_code == 0, res.output
     return tmp_path / "ex" / "v1"
 
 
 def test_exit_0_when_done_and_2_on_a_usage_error(exported):
-    assert golden("verify", str(exported)).returncode == 0
-    res = golden("verify", "--no-such-option", str(exported))
+    assert golden("export", "verify", str(exported)).returncode == 0
+    res = golden("export", "verify", "--no-such-option", str(exported))
     assert res.returncode == 2 and "No such option" in res.stderr and "Traceback" not in res.stderr
 
 
@@ -129,7 +130,7 @@ def test_exit_1_and_one_line_for_bad_input(tmp_path):
 
 
 def test_an_unreachable_store_is_one_line(tmp_path):
-    res = golden("assign", "--judges", "alice", "--db", "postgresql://nobody@127.0.0.1:1/golden")
+    res = golden("judging", "assign", "--judges", "alice", "--db", "postgresql://nobody@127.0.0.1:1/golden")
     assert res.returncode == 1 and "Traceback" not in res.stderr and res.stderr.count("\n") == 1
     assert res.stderr.startswith("Error: cannot use the store: ") and "127.0.0.1" in res.stderr
 
@@ -139,7 +140,7 @@ def _crash_verify(folder: Path, env: dict | None = None) -> subprocess.Completed
             "def boom(path): raise KeyError('files')\n"
             "v.verify = boom\n"
             "from curation.cli import main; main(sys.argv[1:], prog_name='golden')")
-    return subprocess.run([sys.executable, "-c", code, "verify", str(folder)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", code, "export", "verify", str(folder)], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=120)
 
 
@@ -148,7 +149,7 @@ def test_an_unexpected_exception_is_one_line_asking_for_a_bug_report_and_exit_70
     res = _crash_verify(tmp_path, env)
     assert res.returncode == EXIT_BUG == 70
     assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1
-    assert "golden verify: unexpected KeyError" in res.stderr and "bug" in res.stderr
+    assert "golden export verify: unexpected KeyError" in res.stderr and "bug" in res.stderr
     assert "GOLDEN_DEBUG=1" in res.stderr
 
 
@@ -158,7 +159,7 @@ def test_golden_debug_shows_the_traceback(tmp_path):
     assert "Traceback (most recent call last)" in res.stderr and "KeyError: 'files'" in res.stderr
 
 
-# ------------------------------------------------------------------------------ golden verify
+# ------------------------------------------------------------------------------ golden export verify
 
 
 @pytest.mark.parametrize("files", ["[]", '"x"', "1", '{"qrels.txt": "abc"}', '{"qrels.txt": {"sha256": 5}}',
@@ -167,7 +168,7 @@ def test_verify_refuses_a_malformed_manifest_with_a_problem_line(exported, files
     mpath = exported / "manifest.json"
     manifest = json.loads(mpath.read_text(encoding="utf-8"))
     mpath.write_text(json.dumps({**manifest, "files": json.loads(files)}), encoding="utf-8")
-    res = golden("verify", str(exported))
+    res = golden("export", "verify", str(exported))
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert f"FAIL {mpath}: " in res.stderr and '"files"' in res.stderr
 
@@ -177,18 +178,18 @@ def test_verify_reports_other_malformed_manifest_fields(exported, field, value):
     mpath = exported / "manifest.json"
     manifest = json.loads(mpath.read_text(encoding="utf-8"))
     mpath.write_text(json.dumps({**manifest, field: json.loads(value)}), encoding="utf-8")
-    res = golden("verify", str(exported))
+    res = golden("export", "verify", str(exported))
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert f"FAIL {mpath}: " in res.stderr
 
 
-def test_the_exit_codes_are_the_ones_the_readme_documents():
+def test_the_exit_codes_are_the_ones_the_docs_document():
     import re
 
     from curation.cli import base, leakcheck
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "exit-codes-and-limits.md"
+    section = page.read_text(encoding="utf-8").split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     documented = {int(c) for c in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
     assert documented == {base.EXIT_OK, base.EXIT_ERROR, base.EXIT_USAGE, base.EXIT_LEAK, base.EXIT_NULL_ARM,
                           base.EXIT_BUG} == {0, 1, 2, 3, 4, 70}

@@ -62,7 +62,7 @@ class Input:
         return MANIFEST if self.file == MANIFEST_FILE else {**FILES, **EXPORTED}[self.file]
 
 
-SAMPLE = ("sample {d}/log.csv --query-col query --count-col count --size 3 --floor 0 --seed 1 "
+SAMPLE = ("sample queries {d}/log.csv --query-col query --count-col count --size 3 --floor 0 --seed 1 "
           "--handwritten {d}/handwritten.txt --exclude {d}/exclude.txt --out {d}/out.jsonl")
 POOL = "pool {d}/run_a.trec {d}/run_b.trec --queries {d}/queries.jsonl --depth 5 --out {d}/out.jsonl"
 EXTEND = "pool {d}/run_c.trec --extend {d}/pool.jsonl --depth 5 --out {d}/out.jsonl"
@@ -70,11 +70,11 @@ CREATE = ("project create new --queries {d}/queries.jsonl --pool {d}/pool.jsonl 
           "--guidelines {d}/GUIDELINES.md --grades {d}/grades.json " + DB)
 PROJECT_EXTEND = "project extend p --pool {d}/pool_ext.jsonl --corpus {d}/corpus.jsonl " + DB
 LEAK = "leakcheck --queries {d}/queries.jsonl --corpus {d}/corpus.jsonl --workers 1 --out {d}/out.jsonl"
-CORPUS_SAMPLE = "corpus-sample {d}/corpus.tsv --size 4 --keep {d}/pool.jsonl --seed 1 --out {d}/out.jsonl"
-COMPARE = ("compare {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/queries.jsonl --resamples 200 "
+CORPUS_SAMPLE = "sample corpus {d}/corpus.tsv --size 4 --keep {d}/pool.jsonl --seed 1 --out {d}/out.jsonl"
+COMPARE = ("stats compare {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/queries.jsonl --resamples 200 "
            "--html {d}/out.html")
-ATTRIBUTE = "attribute {d}/run_a.trec {d}/run_b.trec {d}/run_c.trec {d}/run_d.trec " + STATS + " --resamples 200"
-SIMULATE = "simulate-judging {d}/run_a.trec {d}/run_b.trec --qrels {d}/qrels.txt --depth 5 --step 0.5"
+ATTRIBUTE = "stats attribute {d}/run_a.trec {d}/run_b.trec {d}/run_c.trec {d}/run_d.trec " + STATS + " --resamples 200"
+SIMULATE = "decisive simulate {d}/run_a.trec {d}/run_b.trec --qrels {d}/qrels.txt --depth 5 --step 0.5"
 MANIFEST_FILE = "v1/manifest.json"
 
 INPUTS = (
@@ -92,38 +92,38 @@ INPUTS = (
     Input("project-create-grades", "grades.json", CREATE, store=True),
     Input("project-extend-pool", "pool_ext.jsonl", PROJECT_EXTEND, store=True),
     Input("project-extend-corpus", "corpus.jsonl", PROJECT_EXTEND, store=True),
-    Input("guidelines-set", "GUIDELINES.md", "guidelines set {d}/GUIDELINES.md --project p " + DB, store=True),
+    Input("guidelines-set", "GUIDELINES.md", "project guidelines set {d}/GUIDELINES.md --project p " + DB, store=True),
     Input("import-judgments", "qrels.txt",
-          "import-judgments {d}/qrels.txt --judge nist --create-judge --project p " + DB, store=True),
-    Input("seed-judgments", "seeds.csv", "seed-judgments {d}/seeds.csv --source ticket --project p " + DB,
+          "judging import {d}/qrels.txt --judge nist --create-judge --project p " + DB, store=True),
+    Input("seed-judgments", "seeds.csv", "judging seed {d}/seeds.csv --source ticket --project p " + DB,
           store=True),
-    Input("seed-judgments-jsonl", "seeds.jsonl", "seed-judgments {d}/seeds.jsonl --source click --project p " + DB,
+    Input("seed-judgments-jsonl", "seeds.jsonl", "judging seed {d}/seeds.jsonl --source click --project p " + DB,
           store=True),
     Input("leakcheck-queries", "queries.jsonl", LEAK, out="out.jsonl"),
     Input("leakcheck-corpus", "corpus.jsonl", LEAK, out="out.jsonl"),
     Input("corpus-sample-corpus", "corpus.tsv", CORPUS_SAMPLE, out="out.jsonl"),
     Input("corpus-sample-keep", "pool.jsonl", CORPUS_SAMPLE, out="out.jsonl"),
-    Input("coverage-run", "run_a.trec", "coverage {d}/run_a.trec " + STATS),
-    Input("coverage-qrels", "qrels.txt", "coverage {d}/run_a.trec " + STATS),
-    Input("metrics-run", "run_a.trec", "metrics {d}/run_a.trec " + STATS),
-    Input("metrics-qrels", "qrels.txt", "metrics {d}/run_a.trec " + STATS),
+    Input("coverage-run", "run_a.trec", "stats coverage {d}/run_a.trec " + STATS),
+    Input("coverage-qrels", "qrels.txt", "stats coverage {d}/run_a.trec " + STATS),
+    Input("metrics-run", "run_a.trec", "stats metrics {d}/run_a.trec " + STATS),
+    Input("metrics-qrels", "qrels.txt", "stats metrics {d}/run_a.trec " + STATS),
     Input("compare-run-a", "run_a.trec", COMPARE, out="out.html"),
     Input("compare-run-b", "run_b.trec", COMPARE, out="out.html"),
     Input("compare-qrels", "qrels.txt", COMPARE, out="out.html"),
     Input("compare-queries", "queries.jsonl", COMPARE, out="out.html"),
-    Input("metrics-export-qrels", "v1/qrels.txt", "metrics {d}/run_a.trec --qrels {d}/v1"),
-    Input("compare-export-queries", "v1/queries.jsonl", "compare {d}/run_a.trec {d}/run_b.trec --qrels {d}/v1 "
+    Input("metrics-export-qrels", "v1/qrels.txt", "stats metrics {d}/run_a.trec --qrels {d}/v1"),
+    Input("compare-export-queries", "v1/queries.jsonl", "stats compare {d}/run_a.trec {d}/run_b.trec --qrels {d}/v1 "
           "--resamples 200"),
-    Input("power-run", "run_a.trec", "power {d}/run_a.trec {d}/run_b.trec " + STATS),
-    Input("power-qrels", "qrels.txt", "power {d}/run_a.trec {d}/run_b.trec " + STATS),
-    Input("noise-run", "run_a.trec", "noise {d}/run_a.trec {d}/run_c.trec " + STATS + " --resamples 200"),
-    Input("noise-qrels", "qrels.txt", "noise {d}/run_a.trec {d}/run_c.trec " + STATS + " --resamples 200"),
+    Input("power-run", "run_a.trec", "stats power {d}/run_a.trec {d}/run_b.trec " + STATS),
+    Input("power-qrels", "qrels.txt", "stats power {d}/run_a.trec {d}/run_b.trec " + STATS),
+    Input("noise-run", "run_a.trec", "stats noise {d}/run_a.trec {d}/run_c.trec " + STATS + " --resamples 200"),
+    Input("noise-qrels", "qrels.txt", "stats noise {d}/run_a.trec {d}/run_c.trec " + STATS + " --resamples 200"),
     Input("sweep-run", "run_a.trec",
-          "sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
+          "stats sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
     Input("sweep-qrels", "qrels.txt",
-          "sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
+          "stats sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
     Input("sweep-queries", "split.jsonl",
-          "sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
+          "stats sweep {d}/run_a.trec {d}/run_b.trec " + STATS + " --queries {d}/split.jsonl --simulations 100"),
     Input("simulate-judging-run", "run_a.trec", SIMULATE),
     Input("simulate-judging-qrels", "qrels.txt", SIMULATE),
     Input("attribute-base", "run_a.trec", ATTRIBUTE),
@@ -131,7 +131,7 @@ INPUTS = (
     Input("attribute-b-only", "run_c.trec", ATTRIBUTE),
     Input("attribute-both", "run_d.trec", ATTRIBUTE),
     Input("attribute-qrels", "qrels.txt", ATTRIBUTE),
-    Input("verify-manifest", MANIFEST_FILE, "verify {d}/v1"),
+    Input("verify-manifest", MANIFEST_FILE, "export verify {d}/v1"),
 )
 
 # verify reads the manifest of an exported version (made once, see `world`); a manifest is a sealed JSON
@@ -209,7 +209,7 @@ def world(tmp_path_factory):
     and v1/ (a version of p exported after importing the qrels as judgments)."""
     root = tmp_path_factory.mktemp("world")
     write_clean(root)
-    for argv in ("db upgrade " + DB,
+    for argv in ("admin db upgrade " + DB,
                  "project create p --queries {d}/queries.jsonl --pool {d}/pool.jsonl --corpus {d}/corpus.jsonl "
                  "--guidelines {d}/GUIDELINES.md " + DB):
         result = invoke(argv, root)
@@ -217,8 +217,8 @@ def world(tmp_path_factory):
     exporting = tmp_path_factory.mktemp("exporting")
     write_clean(exporting)
     shutil.copy(root / "golden.db", exporting / "golden.db")
-    for argv in ("import-judgments {d}/qrels.txt --judge nist --create-judge --project p " + DB,
-                 "export --version v1 --policy majority --allow-incomplete --by tester --project p "
+    for argv in ("judging import {d}/qrels.txt --judge nist --create-judge --project p " + DB,
+                 "export create --version v1 --policy majority --allow-incomplete --by tester --project p "
                  "--out {d}/exports " + DB):
         result = invoke(argv, exporting)
         assert result.exit_code == 0, result.output
@@ -367,13 +367,13 @@ def _commands(group, prefix=()):
 
 
 def test_every_command_that_reads_files_is_in_the_table():
-    """A command with an existing-path parameter (or `golden sample`, whose LOG may be a glob) has a row."""
+    """A command with an existing-path parameter (or `golden sample queries`, whose LOG may be a glob) has a row."""
     import click
 
     readers = {name for name, cmd in _commands(main)
                if any(isinstance(p.type, click.Path) and p.type.exists for p in cmd.params)}
     covered = {name for name, _ in _commands(main) for inp in INPUTS if inp.argv.startswith(name + " ")}
-    assert readers | {"sample"} <= covered, sorted(readers - covered)
+    assert readers | {"sample queries"} <= covered, sorted(readers - covered)
 
 
 @pytest.mark.parametrize("fmt", sorted({*FILES.values()}, key=lambda f: f.name), ids=lambda f: f.name)

@@ -13,14 +13,9 @@ import curation.cli
 HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarrow", "flask", "gunicorn", "alembic",
          "tqdm")
 
-# Every top-level command, as the README and the commands' docstrings name them.
-COMMANDS = {
-    "adjudicate", "agreement", "assign", "attribute", "audit", "calibrate", "compare", "corpus-sample", "coverage",
-    "db", "demo",
-    "export", "guidelines", "import-judgments", "leakcheck", "metrics", "noise", "pool", "power", "project",
-    "progress", "release", "sample", "seed-judgments", "serve", "settle", "simulate-judging", "split", "sweep",
-    "user", "verify",
-}
+# What `golden --help` lists: the groups of the pipeline and the commands at the top.
+TOP = {"demo", "sample", "pool", "project", "judging", "serve", "labels", "leakcheck", "export", "stats", "decisive",
+       "admin"}
 
 PROBE = """
 import json, sys
@@ -57,7 +52,7 @@ def test_help_and_version_of_every_command_load_no_heavy_library():
     res = _python(f"HEAVY = {HEAVY!r}\n" + PROBE)
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout.splitlines()[-1])
-    assert len(report) > len(COMMANDS)  # import, --help, --version, and each command and subcommand
+    assert len(report) > len(curation.cli.COMMANDS)  # import, --help, --version, and each command and subcommand
     assert {what: heavy for what, heavy in report.items() if heavy} == {}
 
 
@@ -65,26 +60,27 @@ def test_golden_help_lists_every_command():
     res = _python("from curation.cli import main; main()", "--help")
     assert res.returncode == 0, res.stderr
     listed = {line.split()[0] for line in res.stdout.split("Commands:")[1].splitlines() if line.startswith("  ")}
-    assert listed == COMMANDS
+    assert listed == TOP
 
 
 def test_every_command_module_is_registered():
-    """A module added to curation/cli/ but not named in curation.cli.COMMAND_MODULES would attach no
-    command: each one must be named there, and importing it must attach exactly the commands named
-    with it."""
+    """A module added to curation/cli/ but not named in curation.cli.COMMANDS would attach no
+    command: each one must be named there, and importing it must register exactly the commands named
+    with it (each put in its place by the table, none left at the top under its own name)."""
     folder = Path(curation.cli.__file__).parent
     modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "base"}
-    assert set(curation.cli.COMMAND_MODULES.values()) == modules
-    assert set(curation.cli.COMMAND_MODULES) == COMMANDS
-    res = _python("import json, sys\nfrom curation.cli import COMMAND_MODULES, main\nout = {}\n"
-                  "for module in sorted(set(COMMAND_MODULES.values())):\n"
-                  "    before = set(dict.keys(main.commands))\n"
+    assert {module for module, _ in curation.cli.COMMANDS.values()} == modules
+    res = _python("import json, sys\nfrom curation.cli import COMMANDS, main\nout = {}\n"
+                  "for module in sorted({m for m, _ in COMMANDS.values()}):\n"
+                  "    before = set(main.table._placed)\n"
                   "    __import__(f'curation.cli.{module}')\n"
-                  "    out[module] = sorted(set(dict.keys(main.commands)) - before)\n"
+                  "    out[module] = sorted(set(main.table._placed) - before)\n"
+                  "out['left at the top'] = sorted(dict.keys(main.commands))\n"
                   "print(json.dumps(out))")
     assert res.returncode == 0, res.stderr
     attached = json.loads(res.stdout)
-    assert attached == {m: sorted(c for c, mm in curation.cli.COMMAND_MODULES.items() if mm == m) for m in modules}
+    expected = {m: sorted(p for p, (mm, _) in curation.cli.COMMANDS.items() if mm == m) for m in modules}
+    assert attached == {**expected, "left at the top": []}
 
 
 def test_a_command_imports_its_own_module_only():
@@ -95,3 +91,18 @@ def test_a_command_imports_its_own_module_only():
     assert res.returncode == 0, res.stderr
     assert "Pool the top DEPTH documents" in res.stdout
     assert res.stdout.splitlines()[-1].split() == ["curation.cli.base", "curation.cli.pool"]
+
+
+def test_a_command_in_a_group_imports_its_own_module_only():
+    """`golden stats compare --help` imports curation/cli/stats.py only; `golden --help` lists the
+    groups without importing the modules of their commands."""
+    res = _python("import sys\nfrom curation.cli import main\n"
+                  "for args in (['--help'], ['stats', 'compare', '--help']):\n"
+                  "    try:\n        main(args, prog_name='golden')\n    except SystemExit:\n        pass\n"
+                  "    print('loaded:', *sorted(m for m in sys.modules if m.startswith('curation.cli.')))")
+    assert res.returncode == 0, res.stderr
+    after_help, after_compare = [line.split()[1:] for line in res.stdout.splitlines() if line.startswith("loaded:")]
+    top = ["curation.cli.base", "curation.cli.demo", "curation.cli.guidelines", "curation.cli.leakcheck",
+           "curation.cli.pool", "curation.cli.project", "curation.cli.serve"]  # guidelines: under project
+    assert after_help == top
+    assert after_compare == sorted([*top, "curation.cli.stats"])

@@ -76,7 +76,7 @@ def test_parameters_are_checked(files):
 
 def test_cli_table_says_plainly_which_run_is_on_holes(files):
     res = CliRunner().invoke(
-        main, ["coverage", str(files / "new.run"), str(files / "old.run"), "--qrels", str(files / "qrels.txt"),
+        main, ["stats", "coverage", str(files / "new.run"), str(files / "old.run"), "--qrels", str(files / "qrels.txt"),
                "--depth", "2"])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
@@ -88,18 +88,19 @@ def test_cli_table_says_plainly_which_run_is_on_holes(files):
 
 def test_cli_json_and_errors(files):
     runner = CliRunner()
-    res = runner.invoke(main, ["coverage", str(files / "new.run"), "--qrels", str(files / "qrels.txt"), "--json"])
+    res = runner.invoke(main, ["stats", "coverage", str(files / "new.run"), "--qrels", str(files / "qrels.txt"),
+                               "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data[0]["per_query"]["1"] == {"retrieved": 4, "unjudged": 2}
     assert data[0]["holes"] is True
-    res = runner.invoke(main, ["coverage", str(files / "new.run")])
+    res = runner.invoke(main, ["stats", "coverage", str(files / "new.run")])
     assert res.exit_code == 2 and "exactly one of --qrels" in res.output
     bad = files / "bad.run"
     bad.write_text("1 Q0 a 1 3.0\n")
-    res = runner.invoke(main, ["coverage", str(bad), "--qrels", str(files / "qrels.txt")])
+    res = runner.invoke(main, ["stats", "coverage", str(bad), "--qrels", str(files / "qrels.txt")])
     assert res.exit_code == 1 and "bad.run:1: has 5 fields, expected 6" in res.output
-    res = runner.invoke(main, ["coverage", "--help"])
+    res = runner.invoke(main, ["stats", "coverage", "--help"])
     assert "Example:" in res.output
 
 
@@ -156,6 +157,7 @@ def test_against_a_projects_judgments(engine, tmp_path):
     )
     cov = unjudged(read_run(run), judged, depth=10)
     assert [(q.qid, q.retrieved, q.unjudged) for q in cov.queries] == [("q000", 3, 2), ("q001", 1, 0)]
-    res = CliRunner().invoke(main, ["coverage", str(run), "--project", setup.project_name, "--db", str(engine.url)])
+    res = CliRunner().invoke(main, ["stats", "coverage", str(run), "--project", setup.project_name, "--db",
+                                    str(engine.url)])
     assert res.exit_code == 0, res.output
     assert "dense is measured on holes: 50.0% of its top-10" in res.output

@@ -118,14 +118,15 @@ def test_compare_at_level_2_pairs_every_query_for_ndcg(robust03, tmp_path):
 
     root = shared_path("robust03")
     res = CliRunner().invoke(main, [
-        "compare", str(root / "runs" / "input.NLPR03vb10.gz"), str(root / "runs" / "input.uic0301.gz"),
+        "stats", "compare", str(root / "runs" / "input.NLPR03vb10.gz"), str(root / "runs" / "input.uic0301.gz"),
         "--qrels", str(root / "qrels" / "robust03_qrels.txt"), "--metric", "ndcg@5", "--rel-level", "2",
         "--resamples", "200", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["n"] == 100 and out["dropped"] == 0
     res = CliRunner().invoke(main, [
-        "metrics", str(root / "runs" / "input.uic0301.gz"), "--qrels", str(root / "qrels" / "robust03_qrels.txt"),
+        "stats", "metrics", str(root / "runs" / "input.uic0301.gz"),
+        "--qrels", str(root / "qrels" / "robust03_qrels.txt"),
         "-m", "ndcg@5", "-m", "recall@100", "--rel-level", "2"])
     assert res.exit_code == 0, res.output
     assert "recall@100: 57 queries with no relevant document (grade >= 2) left out (mean over 43)" in res.output

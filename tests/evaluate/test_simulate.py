@@ -74,7 +74,7 @@ def test_orders_never_make_a_wrong_call(robust4):
 @pytest.mark.slow
 def test_simulate_judging_cli(robust4):
     _, _, paths, qrels = robust4
-    args = ["simulate-judging", *map(str, paths[:3]), "--qrels", str(qrels), "--step", "0.1"]
+    args = ["decisive", "simulate", *map(str, paths[:3]), "--qrels", str(qrels), "--step", "0.1"]
     out = CliRunner().invoke(main, args + ["--json"])
     assert out.exit_code == 0, out.output
     import json

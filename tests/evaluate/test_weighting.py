@@ -1,4 +1,4 @@
-"""How queries count in golden compare's mean (issue 13, items 2 and 8): Horvitz-Thompson weights
+"""How queries count in golden stats compare's mean (issue 13, items 2 and 8): Horvitz-Thompson weights
 over the strata's known shares (unbiased under uniform and traffic sampling), user-weighted means
 and a stated target mix of strata."""
 
@@ -23,7 +23,7 @@ SPEC = parse_metric("ndcg@10")
 
 
 def records(rows):
-    """Rows as golden sample writes them, read back by the one queries reader."""
+    """Rows as golden sample queries writes them, read back by the one queries reader."""
     return {r.qid: r for r in parse_queries(json.dumps(r) for r in rows)}
 
 
@@ -67,7 +67,7 @@ def test_uniform_rows_carry_horvitz_thompson_weights_and_their_strata_totals(tmp
 
 def test_every_possible_uniform_sample_averages_to_the_traffic_weighted_truth():
     # Two strata of 7 queries, 3 and 2 drawn: over all 35 x 21 equally likely samples, the
-    # estimate golden compare makes averages to the truth exactly; the old ratio weights do not.
+    # estimate golden stats compare makes averages to the truth exactly; the old ratio weights do not.
     traffic = {"us": [400, 90, 30, 12, 5, 2, 1], "de": [200, 40, 9, 3, 2, 1, 1]}
     value = {"us": [0.9, 0.7, 0.5, 0.4, 0.2, 0.1, 0.3], "de": [0.8, 0.6, 0.2, 0.3, 0.1, 0.5, 0.2]}
     k = {"us": 3, "de": 2}
@@ -117,7 +117,7 @@ def test_some_queries_left_out_of_a_stratum_scale_the_rest():
 @pytest.mark.slow
 @pytest.mark.parametrize("weighting", ["traffic", "uniform"])
 def test_both_sample_weightings_are_unbiased_on_a_zipf_log(tmp_path, weighting):
-    # 200 seeded samples of 100 of 5,700 queries: the mean of golden compare's estimates is within
+    # 200 seeded samples of 100 of 5,700 queries: the mean of golden stats compare's estimates is within
     # 2 standard errors of the traffic-weighted truth. (The earlier uniform weights, a ratio,
     # missed it by -0.098, 22 standard errors, on this log: bench/bench_weighting.py.)
     path, value, truth = zipf_log(tmp_path / "log.csv")
@@ -247,14 +247,14 @@ def test_compare_cli_records_unit_and_mix_in_json(tmp_path):
     qrels.write_text("".join(ql))
     run_a.write_text("".join(la))
     run_b.write_text("".join(lb))
-    res = CliRunner().invoke(main, ["compare", str(run_a), str(run_b), "--qrels", str(qrels), "--queries",
+    res = CliRunner().invoke(main, ["stats", "compare", str(run_a), str(run_b), "--qrels", str(qrels), "--queries",
                                     str(queries), "--metric", "mrr@10", "--mix", "us=0.25,de=0.75",
                                     "--resamples", "300", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["mix"] == {"us": 0.25, "de": 0.75} and out["unit"] == "query"
     assert "stated mix" in out["estimator"]
-    res = CliRunner().invoke(main, ["compare", str(run_a), str(run_b), "--qrels", str(qrels), "--queries",
+    res = CliRunner().invoke(main, ["stats", "compare", str(run_a), str(run_b), "--qrels", str(qrels), "--queries",
                                     str(queries), "--metric", "mrr@10", "--mix", "us=0.25"])
     assert res.exit_code != 0 and "sum to 0.25" in res.output
 

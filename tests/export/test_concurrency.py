@@ -1,4 +1,4 @@
-"""Two ``golden export`` of different new versions at once, on SQLite and PostgreSQL: the version
+"""Two ``golden export create`` of different new versions at once, on SQLite and PostgreSQL: the version
 history stays linear (the second records the first as its parent and diffs CHANGES.md against it)."""
 
 from __future__ import annotations

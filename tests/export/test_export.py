@@ -1,4 +1,4 @@
-"""``golden export`` / ``golden verify`` on SQLite and PostgreSQL (the ``engine`` fixture): TREC
+"""``golden export create`` / ``golden export verify`` on SQLite and PostgreSQL (the ``engine`` fixture): TREC
 format read by ir_measures and ranx, provenance, determinism, immutability, the blocking rules,
 ``verify`` catching a changed byte, and CHANGES between versions. Expected values are written out
 by hand from the labels each test gives."""
@@ -493,30 +493,31 @@ def test_cli_export_verify_and_refusals(complete, tmp_path):
     url = complete.url.render_as_string(hide_password=False)
     runner = CliRunner()
     out = tmp_path / "exports"
-    res = runner.invoke(main, ["export", "--db", url, "--version", "v1", "--out", str(out), "--by", "ana"])
+    res = runner.invoke(main, ["export", "create", "--db", url, "--version", "v1", "--out", str(out), "--by", "ana"])
     assert res.exit_code == 0, res.output
     assert "v1 of project p" in res.output and "new version" in res.output and "6 judged pairs" in res.output
-    res = runner.invoke(main, ["verify", str(out / "v1")])
+    res = runner.invoke(main, ["export", "verify", str(out / "v1")])
     assert res.exit_code == 0 and "OK, version v1" in res.output
 
     (out / "v1" / "qrels.txt").write_bytes((out / "v1" / "qrels.txt").read_bytes().replace(b"d4 2", b"d4 1"))
-    res = runner.invoke(main, ["verify", str(out / "v1")])
+    res = runner.invoke(main, ["export", "verify", str(out / "v1")])
     assert res.exit_code == 1 and "qrels.txt" in res.output and "--frozen" in res.output
-    res = runner.invoke(main, ["export", "--db", url, "--version", "v1", "--out", str(out), "--frozen"])
+    res = runner.invoke(main, ["export", "create", "--db", url, "--version", "v1", "--out", str(out), "--frozen"])
     assert res.exit_code == 0 and "frozen version written again" in res.output
-    assert runner.invoke(main, ["verify", str(out / "v1")]).exit_code == 0
+    assert runner.invoke(main, ["export", "verify", str(out / "v1")]).exit_code == 0
 
     judge(complete, tmp_path, "bob", {("9", "d4"): 0})  # a new disagreement
-    res = runner.invoke(main, ["export", "--db", url, "--version", "v1", "--out", str(out)])
+    res = runner.invoke(main, ["export", "create", "--db", url, "--version", "v1", "--out", str(out)])
     assert res.exit_code == 1 and "frozen" in res.output and "--version v2" in res.output
-    res = runner.invoke(main, ["export", "--db", url, "--version", "v2", "--out", str(out)])
+    res = runner.invoke(main, ["export", "create", "--db", url, "--version", "v2", "--out", str(out)])
     assert res.exit_code == 1 and "export blocked" in res.output and "--allow-incomplete" in res.output
-    res = runner.invoke(main, ["export", "--db", url, "--version", "v2", "--out", str(out), "--allow-incomplete"])
+    res = runner.invoke(main, ["export", "create", "--db", url, "--version", "v2", "--out", str(out),
+                               "--allow-incomplete"])
     assert res.exit_code == 0 and "INCOMPLETE: 0 pooled pairs unjudged, 1 disagreements unresolved" in res.output
 
 
 def test_the_export_folder_feeds_the_statistics_as_is(engine, tmp_path):
-    """`golden compare --qrels DIR/v1 --split holdout` reads qrels.txt and queries.jsonl unchanged."""
+    """`golden stats compare --qrels DIR/v1 --split holdout` reads qrels.txt and queries.jsonl unchanged."""
     from curation.export.split import split_project
 
     pairs = [(f"q{i:02d}", f"d{j}") for i in range(12) for j in range(3)]
@@ -528,7 +529,7 @@ def test_the_export_folder_feeds_the_statistics_as_is(engine, tmp_path):
     run_a, run_b = tmp_path / "a.trec", tmp_path / "b.trec"
     run_a.write_text("".join(f"q{i:02d} Q0 d{j} {j + 1} {3 - j} a\n" for i in range(12) for j in range(3)))
     run_b.write_text("".join(f"q{i:02d} Q0 d{j} {3 - j} {j + 1} b\n" for i in range(12) for j in range(3)))
-    res = CliRunner().invoke(main, ["compare", str(run_a), str(run_b), "--qrels", str(tmp_path / "out" / "v1"),
+    res = CliRunner().invoke(main, ["stats", "compare", str(run_a), str(run_b), "--qrels", str(tmp_path / "out" / "v1"),
                                     "--split", "holdout"])
     assert res.exit_code == 0, res.output
     assert "6 queries paired" in res.output and "split holdout" in res.output
@@ -536,8 +537,8 @@ def test_the_export_folder_feeds_the_statistics_as_is(engine, tmp_path):
 
 def test_every_command_has_help_with_an_example():
     runner = CliRunner()
-    for cmd in ("export", "verify", "split", "seed-judgments"):
-        res = runner.invoke(main, [cmd, "--help"])
+    for cmd in ("export create", "export verify", "export split", "judging seed"):
+        res = runner.invoke(main, [*cmd.split(), "--help"])
         assert res.exit_code == 0 and "Example:" in res.output, cmd
 
 

@@ -1,7 +1,7 @@
 """The export writes most lines of qrels.txt and qrels.jsonl through plain_label_lines (a list
 comprehension per file) and reads the agreement's labels from its own pass over the judgments: the
 lines must be the bytes qrel_text and label_record_line write one at a time, and the manifest's
-agreement the summary of what `golden agreement` computes from load_judgments (the earlier path)."""
+agreement the summary of what `golden labels agreement` computes from load_judgments (the earlier path)."""
 
 from __future__ import annotations
 

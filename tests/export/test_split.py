@@ -177,14 +177,14 @@ def test_cli_split(engine, tmp_path):
     pairs_project(engine, tmp_path / "in", PAIRS)
     url = engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
-    res = runner.invoke(main, ["split", "--db", url])
+    res = runner.invoke(main, ["export", "split", "--db", url])
     assert res.exit_code == 1 and "give the share to hold out" in res.output
-    res = runner.invoke(main, ["split", "--db", url, "--holdout", "0.35", "--seed", "3"])
+    res = runner.invoke(main, ["export", "split", "--db", url, "--holdout", "0.35", "--seed", "3"])
     assert res.exit_code == 0, res.output
     held = Counter(_splits(engine).values())["holdout"]
     assert f"assigned 20 new queries ({20 - held} tune, {held} holdout)" in res.output
     assert "freq=head" in res.output and "freq=tail" in res.output
-    res = runner.invoke(main, ["split", "--db", url, "--holdout", "0.4"])
+    res = runner.invoke(main, ["export", "split", "--db", url, "--holdout", "0.4"])
     assert res.exit_code == 1 and "never changes" in res.output
-    res = runner.invoke(main, ["split", "--db", url])
+    res = runner.invoke(main, ["export", "split", "--db", url])
     assert res.exit_code == 0 and "assigned 0 new queries" in res.output

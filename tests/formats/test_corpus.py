@@ -1,4 +1,4 @@
-"""Corpus: snapshot fingerprint, fetching pooled documents, the reservoir sample, golden corpus-sample."""
+"""Corpus: snapshot fingerprint, fetching pooled documents, the reservoir sample, golden sample corpus."""
 
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def test_corpus_sample_cli(tmp_path):
     pool.write_text('{"qid":"1","docid":"d7","order":1}\n{"qid":"1","docid":"nope","order":2}\n')
     out = tmp_path / "sample.jsonl.gz"
     res = CliRunner().invoke(
-        main, ["corpus-sample", str(corpus), "--size", "20", "--keep", str(pool), "--seed", "4", "--out", str(out)]
+        main, ["sample", "corpus", str(corpus), "--size", "20", "--keep", str(pool), "--seed", "4", "--out", str(out)]
     )
     assert res.exit_code == 0, res.output
     assert "Kept  1 judged or pooled documents (of 2 listed)" in res.output
@@ -210,7 +210,7 @@ def test_corpus_sample_cli(tmp_path):
     assert f"Wrote {out}: 20 records, fingerprint {fp.sha256}" in res.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "text": "x"}\n{"text": "no id"}\n')
-    res = CliRunner().invoke(main, ["corpus-sample", str(bad), "--size", "1", "--out", str(tmp_path / "o.jsonl")])
+    res = CliRunner().invoke(main, ["sample", "corpus", str(bad), "--size", "1", "--out", str(tmp_path / "o.jsonl")])
     assert res.exit_code == 1 and f"{bad}:2: record has no id" in res.output
     assert not (tmp_path / "o.jsonl").exists()
 

@@ -298,7 +298,7 @@ def test_leak_check_corpus_reader(tmp_path, variant):
 
 
 # ---------------------------------------------------------------------------------------------
-# The guidelines file (read in curation/store/projects.py and by `golden guidelines set`)
+# The guidelines file (read in curation/store/projects.py and by `golden project guidelines set`)
 
 
 def test_guidelines_file_bom_is_dropped_and_bad_bytes_named(engine, db_url, tmp_path):
@@ -329,9 +329,9 @@ def test_guidelines_file_bom_is_dropped_and_bad_bytes_named(engine, db_url, tmp_
     # The same text without the mark is the same guidelines; invalid bytes are named by `guidelines set` too.
     clean = tmp_path / "clean.md"
     clean.write_bytes(GUIDELINES.encode("utf-8"))
-    res = runner.invoke(main, ["guidelines", "set", str(clean), "--db", db_url])
+    res = runner.invoke(main, ["project", "guidelines", "set", str(clean), "--db", db_url])
     assert res.exit_code == 0 and "unchanged (still v1)" in res.output, res.output
-    res = runner.invoke(main, ["guidelines", "set", str(bad), "--db", db_url])
+    res = runner.invoke(main, ["project", "guidelines", "set", str(bad), "--db", db_url])
     assert res.exit_code == 1 and f"{bad}:2: not valid UTF-8" in res.output and "Traceback" not in res.output
 
 
@@ -365,7 +365,7 @@ def test_pool_meta_and_grades_file_are_decoded_strictly(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Where an empty file is legitimate, a named flag allows it: `golden import-judgments --allow-empty`
+# Where an empty file is legitimate, a named flag allows it: `golden judging import --allow-empty`
 
 
 def test_import_judgments_refuses_an_empty_qrels_file_unless_allow_empty(engine, db_url, tmp_path):
@@ -382,9 +382,9 @@ def test_import_judgments_refuses_an_empty_qrels_file_unless_allow_empty(engine,
     empty = tmp_path / "qrels.txt"
     empty.write_bytes(b"\xef\xbb\xbf# no judgments this week\r\n\r\n")
     runner = CliRunner()
-    res = runner.invoke(main, ["import-judgments", str(empty), "--judge", "alice", "--db", db_url])
+    res = runner.invoke(main, ["judging", "import", str(empty), "--judge", "alice", "--db", db_url])
     assert res.exit_code == 1 and f"{empty}: no records" in res.output and "Traceback" not in res.output
-    res = runner.invoke(main, ["import-judgments", str(empty), "--judge", "alice", "--allow-empty", "--db", db_url])
+    res = runner.invoke(main, ["judging", "import", str(empty), "--judge", "alice", "--allow-empty", "--db", db_url])
     assert res.exit_code == 0, res.output
     with session(engine) as s:
         assert s.exec(select(Judgment)).all() == []
@@ -453,9 +453,9 @@ def test_seed_judgments_refuses_an_empty_file_unless_allow_empty(engine, db_url,
     empty = tmp_path / "tickets.tsv"
     empty.write_bytes(b"\xef\xbb\xbfqid\tdocid\r\n")  # a header only
     runner = CliRunner()
-    res = runner.invoke(main, ["seed-judgments", str(empty), "--source", "ticket", "--db", db_url])
+    res = runner.invoke(main, ["judging", "seed", str(empty), "--source", "ticket", "--db", db_url])
     assert res.exit_code == 1 and f"{empty}: no records" in res.output and "Traceback" not in res.output
-    res = runner.invoke(main, ["seed-judgments", str(empty), "--source", "ticket", "--allow-empty", "--db", db_url])
+    res = runner.invoke(main, ["judging", "seed", str(empty), "--source", "ticket", "--allow-empty", "--db", db_url])
     assert res.exit_code == 0 and "0 lines" in res.output, res.output
     with session(engine) as s:
         assert s.exec(select(SeedJudgment)).all() == []

@@ -193,7 +193,7 @@ def test_assign_validates_its_inputs(sqlite_engine, tmp_path):
     with session(sqlite_engine) as s:
         project, _ = counts_project(s, tmp_path)
         _users(s, "alice")
-        with pytest.raises(ValueError, match="no user 'zed'.*golden user add zed"):
+        with pytest.raises(ValueError, match="no user 'zed'.*golden admin user add zed"):
             assign(s, project, ["alice", "zed"])
         with pytest.raises(ValueError, match="listed twice"):
             assign(s, project, ["alice", "alice"])
@@ -231,21 +231,23 @@ def test_cli_assign_and_release(engine, db_url, tmp_path):
         _users(s, "alice", "bob")
         _users(s, "lena", role="lead")
     runner = CliRunner()
-    res = runner.invoke(main, ["assign", "--judges", "alice,bob", "--overlap", "4", "--seed", "2", "--db", db_url])
+    res = runner.invoke(main, ["judging", "assign", "--judges", "alice,bob", "--overlap", "4", "--seed", "2", "--db",
+                               db_url])
     assert res.exit_code == 0, res.output
     assert "overlap set of 4 pairs over 4 queries and 2 strata; 10 new main pairs" in res.output
     assert "alice" in res.output and "held back" in res.output
-    res = runner.invoke(main, ["assign", "--judges", "alice,bob", "--overlap", "4", "--seed", "2", "--db", db_url])
+    res = runner.invoke(main, ["judging", "assign", "--judges", "alice,bob", "--overlap", "4", "--seed", "2", "--db",
+                               db_url])
     assert res.exit_code == 0, res.output
     assert "overlap set of 4 pairs over 4 queries and 2 strata (assigned before" in res.output
     assert "0 new main pairs" in res.output
-    res = runner.invoke(main, ["assign", "--judges", "alice,zed", "--db", db_url])
+    res = runner.invoke(main, ["judging", "assign", "--judges", "alice,zed", "--db", db_url])
     assert res.exit_code == 1 and "no user 'zed'" in res.output
-    res = runner.invoke(main, ["release", "--lead", "alice", "--db", db_url])
+    res = runner.invoke(main, ["judging", "release", "--lead", "alice", "--db", db_url])
     assert res.exit_code == 1 and "only a lead or admin" in res.output
-    res = runner.invoke(main, ["release", "--lead", "lena", "--agreement", "0.7", "--db", db_url])
+    res = runner.invoke(main, ["judging", "release", "--lead", "lena", "--agreement", "0.7", "--db", db_url])
     assert res.exit_code == 1 and "no agreement can be measured" in res.output  # nobody has judged yet
-    res = runner.invoke(main, ["release", "--lead", "lena", "--force", "--reason", "trial", "--db", db_url])
+    res = runner.invoke(main, ["judging", "release", "--lead", "lena", "--force", "--reason", "trial", "--db", db_url])
     assert res.exit_code == 0 and "10 main pairs released by lena (forced: trial)" in res.output
 
 
@@ -316,7 +318,7 @@ def test_three_concurrent_assigns_keep_the_store_intact(engine, tmp_path, monkey
 
 
 def test_three_concurrent_assign_commands_exit_cleanly(engine, tmp_path):
-    """Three `golden assign` processes at once: every one exits 0 (it waited for the lock) or 1 with
+    """Three `golden judging assign` processes at once: every one exits 0 (it waited for the lock) or 1 with
     the documented message, none with a traceback, and the pairs are handed out once."""
     import os
     import subprocess
@@ -328,7 +330,7 @@ def test_three_concurrent_assign_commands_exit_cleanly(engine, tmp_path):
         pid = proj.id
     url = engine.url.render_as_string(hide_password=False)
     code = "import sys; from curation.cli import main; main(sys.argv[1:], prog_name='golden')"
-    args = ["assign", "--judges", "ann,ben,cid", "--overlap", "3", "--seed", "1", "--db", url]
+    args = ["judging", "assign", "--judges", "ann,ben,cid", "--overlap", "3", "--seed", "1", "--db", url]
     procs = [subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=dict(os.environ)) for _ in range(3)]
     results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]

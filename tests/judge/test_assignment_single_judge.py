@@ -46,7 +46,7 @@ def test_cli_says_why_a_single_judge_has_no_overlap_set(engine, db_url, tmp_path
     with session(engine) as s:
         counts_project(s, tmp_path, name="solo")
         add_user(s, "alice", role="judge", password="password1")
-    res = CliRunner().invoke(main, ["assign", "--project", "solo", "--judges", "alice", "--overlap", "5",
+    res = CliRunner().invoke(main, ["judging", "assign", "--project", "solo", "--judges", "alice", "--overlap", "5",
                                     "--db", db_url])
     assert res.exit_code == 0, res.output
     assert "overlap set of 0 pairs" in res.output and "14 new main pairs" in res.output

@@ -1,5 +1,5 @@
 """The decisive order: priorities against hand-computed weights, blindness of the displayed order
-within a query, the recorded comparisons, and `golden settle` on a small project."""
+within a query, the recorded comparisons, and `golden decisive settle` on a small project."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_assign_decisive_records_comparisons_and_orders_queries(engine, tmp_path
 
 
 def test_settle_cli_json_and_settling_when_judged(sqlite_engine, tmp_path):
-    """`golden settle --json` is settlement_report; judging every pair settles or leaves it open
+    """`golden decisive settle --json` is settlement_report; judging every pair settles or leaves it open
     exactly as the fully judged verdict says."""
     from curation.store.models import Judgment
 
@@ -134,7 +134,7 @@ def test_settle_cli_json_and_settling_when_judged(sqlite_engine, tmp_path):
         add_user(s, "lena", role="lead", password="password1")
         assign(s, proj, ["alice"], overlap=0, order="decisive", compare=["bm25,dense"], hold=False)
         want = settlement_report(s, proj, record=False)
-    out = CliRunner().invoke(main, ["settle", "--project", "demo", "--db", db, "--json"])
+    out = CliRunner().invoke(main, ["decisive", "settle", "--project", "demo", "--db", db, "--json"])
     assert out.exit_code == 0, out.output
     got = json.loads(out.output)
     assert got["comparisons"][0]["status"] == want["comparisons"][0]["status"] == "open"
@@ -146,7 +146,7 @@ def test_settle_cli_json_and_settling_when_judged(sqlite_engine, tmp_path):
             grade = 2 if json.loads(systems)["dense"] == 1 else 0
             s.add(Judgment(project_id=proj.id, pair_id=pid, judge_id=judge.id, grade=grade))
         s.commit()
-    out = CliRunner().invoke(main, ["settle", "--project", "demo", "--db", db])
+    out = CliRunner().invoke(main, ["decisive", "settle", "--project", "demo", "--db", db])
     assert out.exit_code == 0, out.output
     assert "settled" in out.output and "B higher" in out.output
     with session(sqlite_engine) as s:
@@ -159,7 +159,7 @@ def test_settle_cli_json_and_settling_when_judged(sqlite_engine, tmp_path):
         rec = state.body["judging_order"]
         assert rec["order"] == "decisive" and rec["comparisons"][0]["settled_share"] == 1.0
         assert rec["comparisons"][0]["verdict"] == "B higher" and rec["comparisons"][0]["settled_at"]
-    out = CliRunner().invoke(main, ["settle", "--project", "demo", "--db", db, "--release", "bm25,dense",
+    out = CliRunner().invoke(main, ["decisive", "settle", "--project", "demo", "--db", db, "--release", "bm25,dense",
                                     "--lead", "lena"])
     assert out.exit_code == 0, out.output
     with session(sqlite_engine) as s:

@@ -37,7 +37,7 @@ def _counts_agree(engine):
 def test_queue_counts_follow_every_writer_of_assignments(engine, tmp_path):
     setup = assigned_project(engine, tmp_path / "p", n_queries=5, docs_per_query=4, overlap=4,
                              judges=("alice", "bob", "carol"))
-    truth = _counts_agree(engine)  # after `golden assign` (bulk insert)
+    truth = _counts_agree(engine)  # after `golden judging assign` (bulk insert)
     assert sum(v[0] for v in truth.values()) == 4 * 3 + (20 - 4)
     t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     with new_session(engine) as s:

@@ -1,4 +1,4 @@
-"""golden import-judgments: TREC qrels loaded as a judge's labels, on SQLite and PostgreSQL."""
+"""golden judging import: TREC qrels loaded as a judge's labels, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
     runner = CliRunner()
     outs = {}
     for g in ("0", "1", "2"):
-        res = runner.invoke(main, ["import-judgments", str(path), "--judge", f"assessor{g}", "--group", g,
+        res = runner.invoke(main, ["judging", "import", str(path), "--judge", f"assessor{g}", "--group", g,
                                    "--project", "trec", "--clip", "--create-judge",
                                    "--db", engine.url.render_as_string(hide_password=False)])
         assert res.exit_code == 0, res.output
@@ -83,7 +83,7 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
     n_missing0 = sum(p in groups["0"] for p in left_out)
     assert f"{n_missing0} pairs are not in the pool" in outs["0"]
     assert "clipped to its ends" in outs["0"]
-    res = runner.invoke(main, ["import-judgments", str(path), "--judge", "x", "--create-judge", "--db",
+    res = runner.invoke(main, ["judging", "import", str(path), "--judge", "x", "--create-judge", "--db",
                                engine.url.render_as_string(hide_password=False)])
     assert res.exit_code == 1 and "--group G" in res.output
 
@@ -107,8 +107,8 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
         assert c.pairs == len(units)
         assert abs(c.measures["kappa_linear"].value - expected) < 1e-9
 
-    # golden agreement --json prints the same numbers for scripts.
-    res = runner.invoke(main, ["agreement", "--project", "trec", "--json", "--resamples", "50",
+    # golden labels agreement --json prints the same numbers for scripts.
+    res = runner.invoke(main, ["labels", "agreement", "--project", "trec", "--json", "--resamples", "50",
                                "--db", engine.url.render_as_string(hide_password=False)])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
@@ -117,7 +117,7 @@ def test_qrels_123_imported_group_by_group_gives_the_libraries_kappa(engine, tmp
     assert abs(first["measures"]["kappa_linear"]["value"] - report.pairwise[0].measures["kappa_linear"].value) < 1e-12
     assert data["verdict"]["thresholds"] == {"usable": 0.7, "marginal": 0.6, "min_pairs": 30, "chance_alpha": 0.2}
     assert data["bootstrap"] == {"resamples": 50, "seed": 0, "confidence": 0.95, "unit": "query"}
-    res = runner.invoke(main, ["agreement", "--project", "trec", "--resamples", "50",
+    res = runner.invoke(main, ["labels", "agreement", "--project", "trec", "--resamples", "50",
                                "--db", engine.url.render_as_string(hide_password=False)])
     assert res.exit_code == 0, res.output
     assert "verdict: USABLE" in res.output and "Cohen's kappa, linear weights" in res.output
@@ -145,7 +145,7 @@ def test_import_refuses_a_pair_given_two_grades_and_counts_identical_repeats(eng
     add_users(engine, alice="judge")
     qrels = write_qrels(tmp_path / "qrels.txt", [("q1", 0, "d1", 2), ("q1", 0, "d2", 0), ("q1", 0, "d1", 1)])
     db = engine.url.render_as_string(hide_password=False)
-    result = CliRunner().invoke(main, ["import-judgments", str(qrels), "--judge", "alice", "--db", db])
+    result = CliRunner().invoke(main, ["judging", "import", str(qrels), "--judge", "alice", "--db", db])
     assert result.exit_code == 1, result.output
     assert f"{qrels}:3: pair q1/d1 has 1 here but 2 on line 1" in result.output
     assert "Traceback" not in result.output

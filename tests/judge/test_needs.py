@@ -117,7 +117,7 @@ def test_needs_from_create_to_judgment_to_export(engine, tmp_path):
 def test_cli_create_and_extend_report_the_needs(db_url, tmp_path):
     runner = CliRunner()
     paths = _files(tmp_path / "a")
-    assert runner.invoke(main, ["db", "upgrade", "--db", db_url]).exit_code == 0
+    assert runner.invoke(main, ["admin", "db", "upgrade", "--db", db_url]).exit_code == 0
     out = runner.invoke(main, ["project", "create", "p", "--queries", str(paths["queries"]), "--pool",
                                str(paths["pool"]), "--corpus", str(paths["corpus"]), "--guidelines",
                                str(paths["guidelines"]), "--db", db_url])

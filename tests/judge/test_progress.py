@@ -1,4 +1,4 @@
-"""The progress report (curation.judge.progress.build_progress, behind `golden progress` and the
+"""The progress report (curation.judge.progress.build_progress, behind `golden judging progress` and the
 lead's progress page): figures worked out by hand from answers given at known times through the
 judging API, and counts taken independently from the store's tables with plain SQL."""
 
@@ -115,19 +115,19 @@ def test_format_duration():
 
 
 def test_cli_prints_the_same_report(engine, db_url, judged):
-    res = CliRunner().invoke(main, ["progress", "--project", "recipes", "--json", "--db", db_url])
+    res = CliRunner().invoke(main, ["judging", "progress", "--project", "recipes", "--json", "--db", db_url])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     counts, _ = _independent(engine, judged.project_id)
     assert {j["judge"]: (j["assigned"], j["done"]) for j in data["judges"]} == {
         name: (n, done) for name, (n, done, _) in counts.items()}
     assert data["overlap_pairs"] == 12 and data["idle_after"] == 1800
-    res = CliRunner().invoke(main, ["progress", "--project", "recipes", "--db", db_url])
+    res = CliRunner().invoke(main, ["judging", "progress", "--project", "recipes", "--db", db_url])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert lines[0] == "project recipes: 0 of 30 assigned pairs done, 30 to go"
     assert "overlap set: 0 of 12 pairs labelled by all 3 judges; main work held" in res.output
     carol = next(line for line in lines if line.startswith("carol"))
     assert "never" in carol and "IDLE (over 30 min)" in carol
-    res = CliRunner().invoke(main, ["progress", "--project", "nope", "--db", db_url])
+    res = CliRunner().invoke(main, ["judging", "progress", "--project", "nope", "--db", db_url])
     assert res.exit_code == 1

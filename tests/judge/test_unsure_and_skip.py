@@ -140,13 +140,13 @@ def test_golden_adjudicate_unsure_lists_and_decides(project, engine):
         task = next_task(s, proj, alice)
         submit(s, alice, task.token, grade=1, unsure=True, note="which reset?")
     runner = CliRunner()
-    listed = runner.invoke(main, ["adjudicate", "--unsure", "--project", proj.name, "--db", url])
+    listed = runner.invoke(main, ["labels", "adjudicate", "--unsure", "--project", proj.name, "--db", url])
     assert listed.exit_code == 0, listed.output
     assert listed.output.strip() == f"{task.qid}/{task.docid}  distance 0  alice=1 (unsure)"
-    done = runner.invoke(main, ["adjudicate", "--unsure", "--project", proj.name, "--lead", "lena", "--pair",
+    done = runner.invoke(main, ["labels", "adjudicate", "--unsure", "--project", proj.name, "--lead", "lena", "--pair",
                                 f"{task.qid}/{task.docid}", "--grade", "1", "--db", url])
     assert done.exit_code == 0, done.output
-    again = runner.invoke(main, ["adjudicate", "--unsure", "--project", proj.name, "--db", url])
+    again = runner.invoke(main, ["labels", "adjudicate", "--unsure", "--project", proj.name, "--db", url])
     assert again.output.strip() == "no unsure answers wait for a lead"
     with session(engine) as s:
         label = {(f.qid, f.docid): f for f in final_labels(s, get_project(s, proj.name))}[(task.qid, task.docid)]

@@ -99,7 +99,7 @@ def test_an_export_with_undecided_findings_says_so(engine, setup, tmp_path):  # 
     for judge_name in setup.judges:  # every pooled pair labelled, so the export is not blocked
         judge_queue(engine, setup.project_id, judge_name, lambda d: 1, start=datetime(2026, 3, 2, tzinfo=UTC))
     url = engine.url.render_as_string(hide_password=False)
-    args = ["export", "--project", setup.project_name, "--out", str(tmp_path / "out"), "--allow-incomplete",
+    args = ["export", "create", "--project", setup.project_name, "--out", str(tmp_path / "out"), "--allow-incomplete",
             "--db", url]
     res = CliRunner().invoke(main, [*args, "--version", "v1"])
     assert res.exit_code == 0, res.output

@@ -1,4 +1,4 @@
-"""``golden calibrate`` on machine judges derived from the robust03 qrels (the humans' labels): the
+"""``golden labels calibrate`` on machine judges derived from the robust03 qrels (the humans' labels): the
 agreement figures equal scikit-learn's and krippendorff's on the same pairs, each planted bias is
 flagged by the check built for it and by no other (a clean machine passes them all), repeats and
 probabilities are measured as the peer libraries measure them, prompt versions are compared with
@@ -164,18 +164,18 @@ def test_probabilities_are_scored_by_sklearn(robust):
 @pytest.mark.slow
 def test_calibrate_cli_text_json_and_html(robust, tmp_path):
     runner = CliRunner()
-    res = runner.invoke(main, ["calibrate", "--machine", "long", "--db", robust["url"], "--html",
+    res = runner.invoke(main, ["labels", "calibrate", "--machine", "long", "--db", robust["url"], "--html",
                                str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert "[FLAG] Document length" in res.output and "failed checks: length" in res.output
     assert "humans vs humans (overlap set, 150 pairs)" in res.output
     html = (tmp_path / "r.html").read_text()
     assert 'data-testid="check-length" class="flagged"' in html
-    res = runner.invoke(main, ["calibrate", "--machine", "lenient", "--json", "--db", robust["url"]])
+    res = runner.invoke(main, ["labels", "calibrate", "--machine", "lenient", "--json", "--db", robust["url"]])
     d = json.loads(res.output)
     assert d["kind"] == "machine" and d["failed_checks"] == ["run"]
     assert d["bias_checks"][0]["key"] == "length" and d["human_human"]["pairs"] == 150
-    res = runner.invoke(main, ["calibrate", "--machine", "nobody", "--db", robust["url"]])
+    res = runner.invoke(main, ["labels", "calibrate", "--machine", "nobody", "--db", robust["url"]])
     assert res.exit_code == 1 and "no machine judge 'nobody'" in res.output
 
 

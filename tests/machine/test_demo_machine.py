@@ -1,5 +1,5 @@
 """The demo's simulated machine judge: three samples of every pooled pair, imported as a machine, and
-its planted lean towards long documents is what `golden calibrate` flags (humans: the hidden truth)."""
+its planted lean towards long documents is what `golden labels calibrate` flags (humans: the hidden truth)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ def test_demo_writes_imports_and_calibrate_finds_the_length_lean(tmp_path):
     store = load_demo_store(result, seed=0)
     assert store.machine.imported == len(labels) and store.machine.samples == MACHINE_SAMPLES
     runner = CliRunner()
-    res = runner.invoke(main, ["import-judgments", str(result.data.paths.hidden_qrels), "--judge", "alice",
+    res = runner.invoke(main, ["judging", "import", str(result.data.paths.hidden_qrels), "--judge", "alice",
                                "--db", store.url])
     assert res.exit_code == 0, res.output
-    res = runner.invoke(main, ["calibrate", "--machine", "llm", "--db", store.url])
+    res = runner.invoke(main, ["labels", "calibrate", "--machine", "llm", "--db", store.url])
     assert res.exit_code == 0, res.output
     assert "[FLAG] Document length" in res.output
     assert "failed checks: length\n" in res.output

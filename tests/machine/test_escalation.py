@@ -1,4 +1,4 @@
-"""``golden assign --machine NAME --accept-above P``: people get the pairs whose machine confidence is
+"""``golden judging assign --machine NAME --accept-above P``: people get the pairs whose machine confidence is
 below P, the pairs the machine did not label, the overlap set and a random audit share of the
 confident pairs; the rest is withheld (and exported as the machine's only with --fill-unjudged)."""
 
@@ -32,7 +32,7 @@ def store(engine, tmp_path):
 
 
 def test_people_get_the_uncertain_pairs_the_overlap_set_and_an_audit_share(store, db_url):
-    res = CliRunner().invoke(main, ["assign", "--judges", "alice,bob", "--overlap", "6", "--machine", "llm",
+    res = CliRunner().invoke(main, ["judging", "assign", "--judges", "alice,bob", "--overlap", "6", "--machine", "llm",
                                     "--accept-above", "0.9", "--audit", "0.25", "--seed", "3", "--db", db_url])
     assert res.exit_code == 0, res.output
     with new_session(store) as s:
@@ -57,5 +57,5 @@ def test_people_get_the_uncertain_pairs_the_overlap_set_and_an_audit_share(store
 
 
 def test_machine_and_accept_above_go_together(store, db_url):
-    res = CliRunner().invoke(main, ["assign", "--judges", "alice", "--machine", "llm", "--db", db_url])
+    res = CliRunner().invoke(main, ["judging", "assign", "--judges", "alice", "--machine", "llm", "--db", db_url])
     assert res.exit_code == 2 and "go together" in res.output

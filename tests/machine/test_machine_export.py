@@ -1,4 +1,4 @@
-"""``golden export --fill-unjudged machine:NAME``: the pooled pairs no person labelled take the
+"""``golden export create --fill-unjudged machine:NAME``: the pooled pairs no person labelled take the
 machine's labels, flagged per pair in qrels.jsonl and counted in the manifest with the calibration
 figures; human labels are never replaced; without the flag the same store exports no machine label."""
 
@@ -68,10 +68,12 @@ def test_fill_flags_each_machine_label_and_counts_it_with_calibration(store, tmp
 
 
 def test_cli_export_fill_says_what_the_machine_labelled(store, db_url, tmp_path):
-    res = CliRunner().invoke(main, ["export", "--version", "v1", "--out", str(tmp_path / "ex"), "--db", db_url,
+    res = CliRunner().invoke(main, ["export", "create", "--version", "v1", "--out", str(tmp_path / "ex"), "--db",
+                                    db_url,
                                     "--fill-unjudged", "machine:llm", "--by", "t"])
     assert res.exit_code == 0, res.output
     assert "MACHINE-FILLED: 24 pairs labelled by machine judge llm (66.7% exact agreement with people" in res.output
-    bad = CliRunner().invoke(main, ["export", "--version", "v2", "--out", str(tmp_path / "ex"), "--db", db_url,
+    bad = CliRunner().invoke(main, ["export", "create", "--version", "v2", "--out", str(tmp_path / "ex"), "--db",
+                                    db_url,
                                     "--fill-unjudged", "llm"])
     assert bad.exit_code == 1 and "not machine:NAME" in bad.output

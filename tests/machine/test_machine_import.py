@@ -1,4 +1,4 @@
-"""Machine labels in (``golden import-judgments --machine``): the reader's errors name file and line,
+"""Machine labels in (``golden judging import --machine``): the reader's errors name file and line,
 labels land in their own table, and a machine label never reaches human agreement, final labels or
 an export unless asked for (each path checked against the same store before and after the import)."""
 
@@ -122,7 +122,7 @@ def test_machine_labels_never_change_agreement_final_labels_or_export(judged, tm
         return finals, records, report, res
 
     before = state()
-    res = CliRunner().invoke(main, ["import-judgments", str(machine_file(tmp_path)), "--judge", "llm", "--machine",
+    res = CliRunner().invoke(main, ["judging", "import", str(machine_file(tmp_path)), "--judge", "llm", "--machine",
                                     "--prompt-version", "v1", "--project", "p", "--db", db_url])
     assert res.exit_code == 0, res.output
     assert "18 labels by machine judge llm" in res.output
@@ -136,19 +136,19 @@ def test_machine_labels_never_change_agreement_final_labels_or_export(judged, tm
 
 
 def test_cli_refuses_machine_options_without_machine(judged, tmp_path, db_url):
-    res = CliRunner().invoke(main, ["import-judgments", str(machine_file(tmp_path)), "--judge", "llm",
+    res = CliRunner().invoke(main, ["judging", "import", str(machine_file(tmp_path)), "--judge", "llm",
                                     "--model", "m", "--db", db_url])
     assert res.exit_code == 2 and "add --machine" in res.output
 
 
 def test_a_machine_judges_name_is_refused_for_human_labels(judged, tmp_path, db_url):
     runner = CliRunner()
-    res = runner.invoke(main, ["import-judgments", str(machine_file(tmp_path)), "--judge", "llm", "--machine",
+    res = runner.invoke(main, ["judging", "import", str(machine_file(tmp_path)), "--judge", "llm", "--machine",
                                "--db", db_url])
     assert res.exit_code == 0, res.output
     qrels = tmp_path / "h.qrels"
     qrels.write_text("q1 0 d1 2\n")
-    res = runner.invoke(main, ["import-judgments", str(qrels), "--judge", "llm", "--create-judge", "--db", db_url])
+    res = runner.invoke(main, ["judging", "import", str(qrels), "--judge", "llm", "--create-judge", "--db", db_url])
     assert res.exit_code == 1 and "'llm' is a machine judge" in res.output
     with new_session(judged) as s:
         assert s.exec(select(User).where(User.name == "llm")).first() is None
@@ -166,4 +166,4 @@ def test_qrels_lines_out_of_scale_and_unpooled_pairs_are_reported(judged, tmp_pa
         assert [(r.qid, r.docid, r.grade, r.model, r.prompt_version) for r in rows] == [("q1", "d1", 2, "mx", "p7")]
         assert {(r.docid, r.grade) for r in load_machine_rows(s, get_project(s, "p"), "m2")} == {
             ("d1", 2), ("d2", 2), ("d3", 0)}
-    assert "1 pairs are not in the pool" in rep.summary() and "golden calibrate" in rep.summary()
+    assert "1 pairs are not in the pool" in rep.summary() and "golden labels calibrate" in rep.summary()

@@ -1,5 +1,5 @@
 """The effect of machine labels on the decision: qrels from human, machine or filled labels
-(``--qrels-from`` of ``golden metrics`` and ``golden compare``), and the runs' ranking under each:
+(``--qrels-from`` of ``golden stats metrics`` and ``golden stats compare``), and the runs' ranking under each:
 Kendall's tau against scipy's, swapped significant pairs against a hand count."""
 
 from __future__ import annotations
@@ -56,13 +56,14 @@ def test_metrics_and_compare_read_the_same_qrels_from_the_store_as_from_a_file(l
     filled = tmp_path / "filled.qrels"
     filled.write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 1\nq2 0 d3 2\n")
     runner = CliRunner()
-    for cmd in (["metrics", str(run_a), str(run_b), "--json"],
-                ["compare", str(run_a), str(run_b), "--json", "--resamples", "200"]):
+    for cmd in (["stats", "metrics", str(run_a), str(run_b), "--json"],
+                ["stats", "compare", str(run_a), str(run_b), "--json", "--resamples", "200"]):
         from_store = runner.invoke(main, [*cmd, "--qrels-from", "filled:llm", "--db", db_url])
         from_file = runner.invoke(main, [*cmd, "--qrels", str(filled)])
         assert from_store.exit_code == 0, from_store.output
         assert json.loads(from_store.stdout) == json.loads(from_file.stdout)
-    both = runner.invoke(main, ["metrics", str(run_a), "--qrels", str(filled), "--qrels-from", "human", "--db", db_url])
+    both = runner.invoke(main, ["stats", "metrics", str(run_a), "--qrels", str(filled), "--qrels-from", "human",
+                                "--db", db_url])
     assert both.exit_code == 2 and "not both" in both.output
 
 

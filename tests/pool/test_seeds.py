@@ -156,9 +156,9 @@ def test_cli_seed_judgments(engine, tmp_path):
     path = tmp_path / "tickets.jsonl"
     path.write_text('{"qid": "007", "docid": "d3"}\n{"qid": "42", "docid": "d1"}\n')
     url = engine.url.render_as_string(hide_password=False)
-    res = CliRunner().invoke(main, ["seed-judgments", str(path), "--source", "ticket", "--add-to-pool", "--db", url])
+    res = CliRunner().invoke(main, ["judging", "seed", str(path), "--source", "ticket", "--add-to-pool", "--db", url])
     assert res.exit_code == 0, res.output
     assert "2 distinct pairs -> 2 new ticket seed judgments" in res.output
     assert "pool: 1 pairs added" in res.output and "1 qids not in the project (e.g. 42)" in res.output
-    res = CliRunner().invoke(main, ["seed-judgments", str(path), "--source", "gossip", "--db", url])
+    res = CliRunner().invoke(main, ["judging", "seed", str(path), "--source", "gossip", "--db", url])
     assert res.exit_code == 2

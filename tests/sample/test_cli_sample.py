@@ -1,4 +1,4 @@
-"""`golden sample` through click's CliRunner on real files."""
+"""`golden sample queries` through click's CliRunner on real files."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def write(tmp_path, name="log.csv", text=LOG):
 
 def test_sample_writes_rows_and_prints_the_strata_table(tmp_path):
     log, out = write(tmp_path), tmp_path / "q.jsonl"
-    result = run(["sample", str(log), "--query-col", "query", "--user-col", "user", "--stratum", "market",
+    result = run(["sample", "queries", str(log), "--query-col", "query", "--user-col", "user", "--stratum", "market",
                   "--size", "6", "--floor", "2", "--seed", "3", "--out", str(out)])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -55,7 +55,7 @@ def test_same_seed_same_file_byte_for_byte(tmp_path):
     outs = []
     for name in ("a.jsonl", "b.jsonl"):
         out = tmp_path / name
-        result = run(["sample", str(log), "--query-col", "query", "--stratum", "market", "--shape",
+        result = run(["sample", "queries", str(log), "--query-col", "query", "--stratum", "market", "--shape",
                       "--size", "8", "--floor", "1", "--seed", "5", "--weighting", "uniform", "--out", str(out)])
         assert result.exit_code == 0, result.output
         outs.append(out.read_bytes())
@@ -65,7 +65,7 @@ def test_same_seed_same_file_byte_for_byte(tmp_path):
 def test_bad_input_stops_with_file_and_line_and_writes_nothing(tmp_path):
     log = write(tmp_path, text="query,n\na,1\nb,2\nc,lots\n")
     out = tmp_path / "q.jsonl"
-    result = CliRunner().invoke(main, ["sample", str(log), "--query-col", "query", "--count-col", "n",
+    result = CliRunner().invoke(main, ["sample", "queries", str(log), "--query-col", "query", "--count-col", "n",
                                        "--size", "1", "--out", str(out)])
     assert result.exit_code == 1
     assert f"{log}:4: count 'lots' is not a number" in result.output
@@ -74,7 +74,7 @@ def test_bad_input_stops_with_file_and_line_and_writes_nothing(tmp_path):
 
 def test_floors_exceeding_size_explain_the_fix(tmp_path):
     log = write(tmp_path)
-    result = CliRunner().invoke(main, ["sample", str(log), "--query-col", "query", "--stratum", "market",
+    result = CliRunner().invoke(main, ["sample", "queries", str(log), "--query-col", "query", "--stratum", "market",
                                        "--size", "5", "--floor", "3", "--out", str(tmp_path / "q.jsonl")])
     assert result.exit_code == 1
     assert "floors alone need 6 queries" in result.output
@@ -85,7 +85,8 @@ def test_warnings_go_to_stderr(tmp_path):
     log = write(tmp_path)
     hand = write(tmp_path, "hand.txt", "my own query\n")
     out = tmp_path / "q.jsonl"
-    result = run(["sample", str(log), "--query-col", "query", "--stratum", "market", "--size", "12", "--floor", "4",
+    result = run(["sample", "queries", str(log), "--query-col", "query", "--stratum", "market", "--size", "12",
+                  "--floor", "4",
                   "--handwritten", str(hand), "--out", str(out)])
     assert result.exit_code == 0
     assert "warning: stratum market=de has only 3 distinct queries, fewer than the floor of 4" in result.stderr
@@ -97,5 +98,5 @@ def test_warnings_go_to_stderr(tmp_path):
 
 
 def test_help_has_an_example():
-    result = run(["sample", "--help"])
-    assert result.exit_code == 0 and "Example:" in result.output and "golden sample" in result.output
+    result = run(["sample", "queries", "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output and "golden sample queries" in result.output

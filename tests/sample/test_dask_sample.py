@@ -1,4 +1,4 @@
-"""`golden sample --dask`: on a local cluster, byte for byte the file one process writes."""
+"""`golden sample queries --dask`: on a local cluster, byte for byte the file one process writes."""
 
 from __future__ import annotations
 
@@ -82,9 +82,9 @@ def test_dask_sample_is_byte_identical_to_one_process(log_parts, cluster, tmp_pa
               str(log_parts / "d.*")]
     runner = CliRunner()
     one, many = tmp_path / "one.jsonl", tmp_path / "dask.jsonl"
-    res1 = runner.invoke(main, ["sample", *inputs, *ARGS, "--weighting", weighting, "--out", str(one)])
+    res1 = runner.invoke(main, ["sample", "queries", *inputs, *ARGS, "--weighting", weighting, "--out", str(one)])
     assert res1.exit_code == 0, res1.output
-    res2 = runner.invoke(main, ["sample", *inputs, *ARGS, "--weighting", weighting, "--out", str(many),
+    res2 = runner.invoke(main, ["sample", "queries", *inputs, *ARGS, "--weighting", weighting, "--out", str(many),
                                 "--dask", cluster.scheduler_address])
     assert res2.exit_code == 0, res2.output
     assert one.read_bytes() == many.read_bytes()
@@ -220,7 +220,7 @@ def test_dask_corpus_sample_is_byte_identical_to_one_process(corpus_parts, clust
     files, keep = corpus_parts
     runner = CliRunner()
     one, many = tmp_path / "one.jsonl", tmp_path / "dask.jsonl"
-    args = ["corpus-sample", *files, "--size", "60", "--keep", str(keep), "--seed", "5"]
+    args = ["sample", "corpus", *files, "--size", "60", "--keep", str(keep), "--seed", "5"]
     res1 = runner.invoke(main, [*args, "--out", str(one)])
     assert res1.exit_code == 0, res1.output
     res2 = runner.invoke(main, [*args, "--out", str(many), "--dask", cluster.scheduler_address])

@@ -1,4 +1,4 @@
-"""The audit trail in the store and through `golden audit` (issue 15), on SQLite and PostgreSQL:
+"""The audit trail in the store and through `golden admin audit` (issue 15), on SQLite and PostgreSQL:
 releases, exports, adjudications and user changes made by commands are recorded with who, when and
 from where (cli:USER@HOST); an event is stored with the change it describes (a failed change leaves
 none); and the store keeps working for a store migrated from before (session versions start at 0,
@@ -51,10 +51,11 @@ def test_release_export_and_adjudication_commands_are_audited(engine, tmp_path):
     judge(engine, tmp_path, "bob", {("q1", "d1"): 0, ("q1", "d2"): 0})
     url = url_of(engine)
     # two shared pairs are too few for a usable verdict: the release is forced, and says why
-    run(url, "release", "--lead", "lena", "--agreement", "0.5", "--force", "--reason", "pilot")
-    run(url, "adjudicate", "--lead", "lena", "--pair", "q1/d1", "--grade", "1", "--reason", "partly")
-    run(url, "export", "--version", "v1", "--out", str(tmp_path / "out"), "--by", "ana")
-    run(url, "export", "--version", "v1", "--out", str(tmp_path / "out2"), "--by", "ana")  # same state: no event
+    run(url, "judging", "release", "--lead", "lena", "--agreement", "0.5", "--force", "--reason", "pilot")
+    run(url, "labels", "adjudicate", "--lead", "lena", "--pair", "q1/d1", "--grade", "1", "--reason", "partly")
+    run(url, "export", "create", "--version", "v1", "--out", str(tmp_path / "out"), "--by", "ana")
+    run(url, "export", "create", "--version", "v1", "--out", str(tmp_path / "out2"), "--by",
+        "ana")  # same state: no event
     rows = {e.action: e for e in events(engine)}
     assert {"release", "adjudicate", "export"} <= set(rows)
     assert rows["release"].actor == "lena" and rows["release"].target == "p"
@@ -72,9 +73,9 @@ def test_release_export_and_adjudication_commands_are_audited(engine, tmp_path):
 
 def test_a_refused_change_leaves_no_event(engine, tmp_path):
     pairs_project(engine, tmp_path / "in", [("q1", "d1")])
-    res = CliRunner().invoke(main, ["release", "--lead", "alice", "--db", url_of(engine)])  # a judge cannot
+    res = CliRunner().invoke(main, ["judging", "release", "--lead", "alice", "--db", url_of(engine)])  # a judge cannot
     assert res.exit_code == 1
-    res = CliRunner().invoke(main, ["adjudicate", "--lead", "lena", "--pair", "q1/d1", "--grade", "7",
+    res = CliRunner().invoke(main, ["labels", "adjudicate", "--lead", "lena", "--pair", "q1/d1", "--grade", "7",
                                     "--reason", "x", "--db", url_of(engine)])
     assert res.exit_code == 1
     assert events(engine, action="release") == [] and events(engine, action="adjudicate") == []
@@ -82,40 +83,40 @@ def test_a_refused_change_leaves_no_event(engine, tmp_path):
 
 def test_user_commands_are_audited_and_golden_audit_shows_them(engine):
     url = url_of(engine)
-    run(url, "user", "add", "alice", "--role", "judge", "--password", PASSWORD)
-    run(url, "user", "role", "alice", "lead")
-    run(url, "user", "role", "alice", "lead")  # no change: no event
-    run(url, "user", "disable", "alice")
-    run(url, "user", "enable", "alice")
-    run(url, "user", "passwd", "alice", "--password", "another-password")
-    run(url, "user", "logout", "alice")
+    run(url, "admin", "user", "add", "alice", "--role", "judge", "--password", PASSWORD)
+    run(url, "admin", "user", "role", "alice", "lead")
+    run(url, "admin", "user", "role", "alice", "lead")  # no change: no event
+    run(url, "admin", "user", "disable", "alice")
+    run(url, "admin", "user", "enable", "alice")
+    run(url, "admin", "user", "passwd", "alice", "--password", "another-password")
+    run(url, "admin", "user", "logout", "alice")
     got = [e.action for e in events(engine, actor="alice")]
     assert got == ["sessions_ended", "password_changed", "user_enabled", "user_disabled", "role_changed",
                    "user_added"]
-    out = json.loads(run(url, "audit", "--json", "--user", "alice"))
+    out = json.loads(run(url, "admin", "audit", "--json", "--user", "alice"))
     role = next(e for e in out["events"] if e["action"] == "role_changed")
     assert role["detail"] == {"from": "judge", "to": "lead"} and role["target"] == "alice"
     assert role["address"].startswith("cli:") and role["at"].endswith("+00:00")
-    text_out = run(url, "audit", "--action", "user_disabled")
+    text_out = run(url, "admin", "audit", "--action", "user_disabled")
     assert "user_disabled" in text_out and "alice" in text_out and "from cli:" in text_out
-    assert run(url, "audit", "--action", "release").strip() == "no audit events of that kind"
-    res = CliRunner().invoke(main, ["audit", "--action", "nonsense", "--db", url])
+    assert run(url, "admin", "audit", "--action", "release").strip() == "no audit events of that kind"
+    res = CliRunner().invoke(main, ["admin", "audit", "--action", "nonsense", "--db", url])
     assert res.exit_code == 2
 
 
 def test_user_list_shows_roles_states_and_sessions(engine):
     url = url_of(engine)
-    run(url, "user", "add", "alice", "--role", "judge", "--password", PASSWORD)
-    run(url, "user", "add", "lena", "--role", "lead", "--password", PASSWORD)
-    run(url, "user", "disable", "alice")
+    run(url, "admin", "user", "add", "alice", "--role", "judge", "--password", PASSWORD)
+    run(url, "admin", "user", "add", "lena", "--role", "lead", "--password", PASSWORD)
+    run(url, "admin", "user", "disable", "alice")
     from curation.store.sessions import start_session
 
     with new_session(engine) as s:
         start_session(s, get_user(s, "lena"), address="10.1.2.3")
-    rows = {r["name"]: r for r in json.loads(run(url, "user", "list", "--json"))}
+    rows = {r["name"]: r for r in json.loads(run(url, "admin", "user", "list", "--json"))}
     assert rows["alice"]["active"] is False and rows["alice"]["sessions"] == 0
     assert rows["lena"]["sessions"] == 1 and rows["lena"]["last_address"] == "10.1.2.3"
-    listing = run(url, "user", "list")
+    listing = run(url, "admin", "user", "list")
     assert "(disabled)" in listing and "1 session" in listing
 
 
@@ -125,7 +126,7 @@ def test_unknown_actions_are_refused(engine):
 
 
 def test_a_store_from_before_upgrades_keeping_its_users(tmp_path):
-    """A store at revision 0001 with users: after `golden db upgrade` the users log in as before
+    """A store at revision 0001 with users: after `golden admin db upgrade` the users log in as before
     (session version 0) and the store has its own signing key."""
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url)
@@ -136,7 +137,7 @@ def test_a_store_from_before_upgrades_keeping_its_users(tmp_path):
                               "VALUES ('old', 'judge', 'x', 1, '2026-01-01 00:00:00.000000')"))
             conn.execute(text("INSERT INTO project (name, scale, grades_json, hold_main, created_at) "
                               "VALUES ('team/old\nname', '0-2', '[]', 0, '2026-01-01 00:00:00.000000')"))
-        run(url, "db", "upgrade")
+        run(url, "admin", "db", "upgrade")
         with engine.connect() as conn:
             assert conn.execute(text("SELECT session_version FROM \"user\" WHERE name = 'old'")).scalar() == 0
             assert len(conn.execute(text("SELECT value FROM storesetting")).scalar()) == 64
@@ -150,7 +151,7 @@ def test_a_store_from_before_upgrades_keeping_its_users(tmp_path):
 def test_golden_audit_prints_one_line_per_event(engine):
     with new_session(engine) as s:
         audit.record_audit(s, "login_failed", target="two\nlines", address="10.0.0.1", commit=True)
-    out = run(url_of(engine), "audit")
+    out = run(url_of(engine), "admin", "audit")
     assert out.count("\n") == 1 and "two\\nlines" in out and "from 10.0.0.1" in out
 
 

@@ -199,9 +199,9 @@ def test_cli_project_create_list_extend_and_guidelines(engine, db_url, tmp_path)
     assert res.exit_code == 0 and "news" in res.output and "0-3" in res.output
     new_text = tmp_path / "G2.md"
     new_text.write_text(GUIDELINES + "More.\n")
-    res = runner.invoke(main, ["guidelines", "set", str(new_text), "--db", db_url, "--note", "more"])
+    res = runner.invoke(main, ["project", "guidelines", "set", str(new_text), "--db", db_url, "--note", "more"])
     assert res.exit_code == 0 and "guidelines v2 recorded" in res.output
-    res = runner.invoke(main, ["guidelines", "set", str(new_text), "--db", db_url])
+    res = runner.invoke(main, ["project", "guidelines", "set", str(new_text), "--db", db_url])
     assert "unchanged (still v2)" in res.output
     bigger = write_inputs(tmp_path / "v2", queries={"q1": 5, "q2": 3, "q3": 5, "q4": 2})
     res = runner.invoke(main, ["project", "extend", "news", "--pool", str(bigger["pool.jsonl"]),

@@ -1,5 +1,5 @@
 """The store itself: migrations (one linear head, in step with the models), the schema check that
-refuses an out-of-date database, SQLite's connection settings, users, and the `golden db` / `golden
+refuses an out-of-date database, SQLite's connection settings, users, and the `golden admin db` / `golden
 user` commands. Each database test runs on SQLite and, when reachable, PostgreSQL."""
 
 from __future__ import annotations
@@ -70,14 +70,14 @@ def test_schema_check_says_which_command_to_run(db_url):
     eng = make_engine(db_url)
     try:
         problem = schema_problem(eng)
-        assert "no golden schema yet" in problem and "golden db upgrade" in problem
+        assert "no golden schema yet" in problem and "golden admin db upgrade" in problem
         if db_url.startswith("sqlite"):  # a file other than ./golden.db is named in the command
-            assert problem.endswith(f"run `golden db upgrade --db {db_url}`")
+            assert problem.endswith(f"run `golden admin db upgrade --db {db_url}`")
         else:  # a server database comes from DATABASE_URL; its URL (password) is not echoed
-            assert problem.endswith("run `golden db upgrade`")
-        with pytest.raises(SchemaError, match="golden db upgrade"):
+            assert problem.endswith("run `golden admin db upgrade`")
+        with pytest.raises(SchemaError, match="golden admin db upgrade"):
             check_schema(eng)
-        with pytest.raises(SchemaError, match="golden db upgrade"):
+        with pytest.raises(SchemaError, match="golden admin db upgrade"):
             open_store(db_url)
         upgrade(eng)
         check_schema(eng)  # at head: no error
@@ -85,7 +85,7 @@ def test_schema_check_says_which_command_to_run(db_url):
             conn.execute(text("UPDATE alembic_version SET version_num = 'old0'"))
         problem = schema_problem(eng)
         assert "at schema revision old0" in problem and f"needs {head_revision()}" in problem
-        assert "golden db upgrade" in problem
+        assert "golden admin db upgrade" in problem
     finally:
         eng.dispose()
 
@@ -142,45 +142,46 @@ def test_user_validation(sqlite_engine):
 
 def test_cli_db_upgrade_and_current(db_url):
     runner = CliRunner()
-    res = runner.invoke(main, ["db", "current", "--db", db_url])
+    res = runner.invoke(main, ["admin", "db", "current", "--db", db_url])
     assert res.exit_code == 0 and "current: empty" in res.output and "out of date" in res.output
-    res = runner.invoke(main, ["user", "list", "--db", db_url])
-    assert res.exit_code == 1 and "golden db upgrade" in res.output
-    res = runner.invoke(main, ["db", "upgrade", "--db", db_url])
+    res = runner.invoke(main, ["admin", "user", "list", "--db", db_url])
+    assert res.exit_code == 1 and "golden admin db upgrade" in res.output
+    res = runner.invoke(main, ["admin", "db", "upgrade", "--db", db_url])
     assert res.exit_code == 0, res.output
     assert f"upgraded from empty to {head_revision()}" in res.output
-    res = runner.invoke(main, ["db", "upgrade", "--db", db_url])
+    res = runner.invoke(main, ["admin", "db", "upgrade", "--db", db_url])
     assert "already at schema revision" in res.output
-    res = runner.invoke(main, ["db", "current", "--db", db_url])
+    res = runner.invoke(main, ["admin", "db", "current", "--db", db_url])
     assert "up to date" in res.output
 
 
 def test_cli_db_reads_database_url_and_plain_paths(tmp_path, monkeypatch):
     path = tmp_path / "store.db"
-    res = CliRunner().invoke(main, ["db", "upgrade", "--db", str(path)])
+    res = CliRunner().invoke(main, ["admin", "db", "upgrade", "--db", str(path)])
     assert res.exit_code == 0, res.output
     assert path.exists()
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{path}")
-    res = CliRunner().invoke(main, ["db", "current"])
+    res = CliRunner().invoke(main, ["admin", "db", "current"])
     assert "up to date" in res.output
 
 
 def test_cli_user_add_generates_or_prompts(engine, db_url):
     runner = CliRunner()
-    res = runner.invoke(main, ["user", "add", "alice", "--role", "judge", "--generate", "--db", db_url])
+    res = runner.invoke(main, ["admin", "user", "add", "alice", "--role", "judge", "--generate", "--db", db_url])
     assert res.exit_code == 0, res.output
     password = res.output.strip().rsplit(" ", 1)[1]
-    res = runner.invoke(main, ["user", "add", "lena", "--role", "lead", "--db", db_url],
+    res = runner.invoke(main, ["admin", "user", "add", "lena", "--role", "lead", "--db", db_url],
                         input="lead-password\nlead-password\n")
     assert res.exit_code == 0, res.output
     assert "added lead lena" in res.output and "lead-password" not in res.output
-    res = runner.invoke(main, ["user", "add", "alice", "--password", "whatever12", "--db", db_url])
+    res = runner.invoke(main, ["admin", "user", "add", "alice", "--password", "whatever12", "--db", db_url])
     assert res.exit_code == 1 and "taken" in res.output
-    res = runner.invoke(main, ["user", "list", "--db", db_url])
+    res = runner.invoke(main, ["admin", "user", "list", "--db", db_url])
     assert "alice" in res.output and "lead" in res.output
-    res = runner.invoke(main, ["user", "passwd", "alice", "--db", db_url], input="new-password\nnew-password\n")
+    res = runner.invoke(main, ["admin", "user", "passwd", "alice", "--db", db_url],
+                        input="new-password\nnew-password\n")
     assert res.exit_code == 0 and "password of alice changed" in res.output
-    res = runner.invoke(main, ["user", "passwd", "nobody", "--password", "whatever12", "--db", db_url])
+    res = runner.invoke(main, ["admin", "user", "passwd", "nobody", "--password", "whatever12", "--db", db_url])
     assert res.exit_code == 1 and "no user 'nobody'" in res.output
     with session(engine) as s:
         assert authenticate(s, "alice", password) is None
@@ -191,9 +192,10 @@ def test_cli_user_add_generates_or_prompts(engine, db_url):
 
 def test_every_store_command_has_help_with_an_example():
     runner = CliRunner()
-    for args in (["db", "upgrade"], ["db", "current"], ["user", "add"], ["user", "list"], ["user", "passwd"],
-                 ["project", "create"],
-                 ["project", "list"], ["project", "extend"], ["guidelines", "set"], ["assign"], ["release"]):
+    for args in (["admin", "db", "upgrade"], ["admin", "db", "current"], ["admin", "user", "add"],
+                 ["admin", "user", "list"], ["admin", "user", "passwd"], ["project", "create"],
+                 ["project", "list"], ["project", "extend"], ["project", "guidelines", "set"], ["judging", "assign"],
+                 ["judging", "release"]):
         res = runner.invoke(main, args + ["--help"])
         assert res.exit_code == 0 and "Example" in res.output, args
 
@@ -219,5 +221,5 @@ def test_a_missing_sqlite_store_is_refused_without_creating_a_file(tmp_path):
     missing = tmp_path / "old.db"
     result = CliRunner().invoke(main, ["project", "list", "--db", str(missing)])
     assert result.exit_code != 0
-    assert "golden db upgrade" in result.output and str(missing) in result.output
+    assert "golden admin db upgrade" in result.output and str(missing) in result.output
     assert not missing.exists()

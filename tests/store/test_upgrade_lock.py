@@ -1,4 +1,4 @@
-"""`golden db upgrade` from several processes at once on one fresh PostgreSQL database (two app
+"""`golden admin db upgrade` from several processes at once on one fresh PostgreSQL database (two app
 servers starting together): the migration lock makes them run one after the other."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _connect(url: str):
 def _upgrade(url: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
     code = "from curation.cli import main; main()"
-    return subprocess.Popen([sys.executable, "-c", code, "db", "upgrade", "--db", url],
+    return subprocess.Popen([sys.executable, "-c", code, "admin", "db", "upgrade", "--db", url],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 

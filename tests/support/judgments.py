@@ -1,5 +1,5 @@
 """Labels for the tests' projects, given the ways golden takes them: qrels files through
-`golden import-judgments`'s code, the judging API a judge's browser drives, and the lead's adjudication."""
+`golden judging import`'s code, the judging API a judge's browser drives, and the lead's adjudication."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ _counter = [0]
 
 
 def judge(engine, folder: Path, who: str, labels: dict[tuple[str, str], int], *, project: str = "p") -> None:
-    """``who`` labels ``labels`` ((qid, docid) -> grade), through `golden import-judgments`'s code."""
+    """``who`` labels ``labels`` ((qid, docid) -> grade), through `golden judging import`'s code."""
     from curation.judge.importing import import_judgments
 
     _counter[0] += 1

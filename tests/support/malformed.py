@@ -296,7 +296,7 @@ GRADES_JSON = Fmt(
     document=True,
 )
 
-# The query set after `golden split` (what `golden sweep` reads): q1 and q3 to tune on, q2 and q4 held out.
+# The query set after `golden export split` (what `golden stats sweep` reads): q1 and q3 to tune on, q2 and q4 held out.
 _SPLITS = ("tune", "holdout", "tune", "holdout")
 QUERIES_SPLIT = Fmt(
     name="queries.jsonl (split)",

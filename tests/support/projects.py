@@ -59,7 +59,7 @@ def write_jsonl(path: Path, rows) -> Path:
 
 
 def write_project_files(folder: Path, queries, pool, corpus) -> dict[str, Path]:
-    """queries.jsonl, pool.jsonl, corpus.jsonl (rows as `golden sample`, `golden pool` and the corpus
+    """queries.jsonl, pool.jsonl, corpus.jsonl (rows as `golden sample queries`, `golden pool` and the corpus
     readers write them) and GUIDELINES.md in ``folder``; returns their paths by kind."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {kind: write_jsonl(folder / f"{kind}.jsonl", rows)
@@ -135,7 +135,7 @@ def assigned_project(
     scale: str = "0-2",
 ) -> Setup:
     """A project of :func:`write_recipe_files`, its judges and lead, and its pairs assigned
-    (`golden assign` with ``overlap`` and ``hold``, seed 7)."""
+    (`golden judging assign` with ``overlap`` and ``hold``, seed 7)."""
     from curation.judge import assignment
 
     create_from_files(engine, name, write_recipe_files(folder, n_queries=n_queries, docs_per_query=docs_per_query),
