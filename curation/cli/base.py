@@ -302,3 +302,97 @@ class FiniteFloat(click.ParamType):
         if self.minimum is not None and number < self.minimum:
             self.fail(f"{value!r} is below {self.minimum:g}; give a finite number >= {self.minimum:g}", param, ctx)
         return number
+
+
+def pool_files(path: str) -> list[str]:
+    """A pool file and the ``pool.meta.json`` beside it (:func:`curation.formats.pool_file.pool_meta_path`)."""
+    from curation.formats.pool_file import pool_meta_path
+
+    return [path, str(pool_meta_path(path))]
+
+
+def run_files(arg: str) -> list[str]:
+    """The file of a ``PATH`` or ``NAME=PATH`` run argument."""
+    if os.path.exists(arg):
+        return [arg]
+    name, sep, path = arg.partition("=")
+    return [path] if sep and name else [arg]
+
+
+def glob_files(arg: str) -> list[str]:
+    """A path, or the files a quoted glob pattern names (``golden sample``'s LOG)."""
+    import glob
+
+    if not os.path.exists(arg) and glob.has_magic(arg):
+        return sorted(glob.glob(arg, recursive=True))
+    return [arg]
+
+
+def checked_paths(*, inputs=(), outputs=(), stdout=()):
+    """Declare a command's input and output path parameters; before the command does any work, an
+    output that is one of its inputs or their side files, another output, a folder, a FIFO or a device
+    node is refused as a usage error (:func:`curation.formats.fileio.check_outputs`).
+
+    ``inputs`` and ``outputs`` name parameters, each either ``"name"`` or ``("name", files)`` where
+    ``files(value)`` gives the paths a value stands for (the file and its side files, e.g.
+    :func:`pool_files`); a parameter may hold one path or several (``multiple``/``nargs``).
+    ``stdout`` names the outputs that may be ``-`` for standard output."""
+
+    def spec(entry):
+        return (entry, None) if isinstance(entry, str) else entry
+
+    def paths(value, files):
+        values = value if isinstance(value, (list, tuple)) else [value]
+        out = []
+        for v in values:
+            if v is None or v == "":
+                continue
+            out.extend(files(str(v)) if files is not None and str(v) != "-" else [str(v)])
+        return out
+
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            from curation.formats.fileio import OutputClash, check_outputs
+
+            labels = {}
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                for p in ctx.command.params:
+                    metavar = (p.metavar or p.name.upper()).rstrip(".")
+                    labels[p.name] = p.opts[0] if isinstance(p, click.Option) else metavar
+
+            def each(entries):
+                for n, f in map(spec, entries):
+                    values = kwargs.get(n)
+                    for v in values if isinstance(values, (list, tuple)) else [values]:
+                        for i, p in enumerate(paths(v, f)):
+                            yield n, (labels.get(n, n) if i == 0 else f"{labels.get(n, n)}'s side file"), p
+
+            ins = [(label, p) for _, label, p in each(inputs)]
+            outs = [(label, p, n in stdout) for n, label, p in each(outputs)]
+            try:
+                check_outputs(outs, ins)
+            except OutputClash as exc:
+                raise click.UsageError(str(exc), ctx) from None
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def db_files(url: str) -> list[str]:
+    """The files of a SQLite store (``--db``: a URL or a plain path), with its journal, WAL and
+    shared-memory side files; none for a server database."""
+    if not url:
+        url = os.environ.get("DATABASE_URL") or "golden.db"
+    if "://" not in url:
+        path = url
+    elif url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):].split("?", 1)[0]
+    else:
+        return []
+    if not path or path == ":memory:":
+        return []
+    return [path] + [path + side for side in ("-journal", "-wal", "-shm")]
