@@ -70,6 +70,54 @@ def _debug_traceback() -> None:
         traceback.print_exc(file=sys.stderr)
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: raised in the main thread, as SIGINT raises ``KeyboardInterrupt``,
+    so that every ``finally`` and ``except BaseException`` on the way out runs (temporary files and
+    spool folders removed, the store's transaction rolled back)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def unwind_on_signals():
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` (SIGINT already raises
+    ``KeyboardInterrupt``); a second one while unwinding is ignored, so the clean-up finishes. When
+    :class:`Terminated` leaves the block, the process ends by the same signal with its default action
+    (exit status 128 + the signal, as without golden's handler). A process forked inside the block (a
+    scan worker) keeps the default action. Outside the main thread the block changes nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = os.getpid()
+    signals = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+
+    def handler(signum, frame):
+        if os.getpid() != owner:  # a forked worker: end as the signal says
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        for s in signals:
+            signal.signal(s, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
+    except Terminated as exc:
+        signal.signal(exc.signum, signal.SIG_DFL)
+        sys.stderr.flush()
+        os.kill(os.getpid(), exc.signum)
+        raise  # not reached when the signal's default action ends the process
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 class GoldenGroup(click.Group):
     """The root group, the one error path of every command: whatever a command raises reaches the
     user as one line and an exit code (:func:`error_line`), never a traceback, unless
@@ -77,7 +125,8 @@ class GoldenGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with unwind_on_signals():
+                return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
             raise
         except Exception as exc:
