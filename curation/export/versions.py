@@ -351,10 +351,12 @@ def _lock_settled(session: Session, project: Project) -> None:
     waited = 0.0
     while True:
         lock_project(session, project)
-        live = settle_pending(session, project)
-        if not live:
+        live, settled = settle_pending(session, project)
+        if not live and not settled:
             return
-        session.commit()  # what was settled, and the lock released for the running export
+        session.commit()  # what was settled (kept whatever this export then does), the lock released
+        if not live:
+            continue
         if waited >= PENDING_WAIT_SECONDS:
             name, owner, folder = live[0]
             raise ValueError(
@@ -366,19 +368,20 @@ def _lock_settled(session: Session, project: Project) -> None:
         waited += 0.1
 
 
-def settle_pending(session: Session, project: Project, *, own: int | None = None) -> list[tuple[str, str, str]]:
+def settle_pending(session: Session, project: Project, *,
+                   own: int | None = None) -> tuple[list[tuple[str, str, str]], int]:
     """Settle the project's pending versions left by exports that stopped (their process is gone, or
     ``own``: this process's version id), under the project's lock: a version whose folder is in place
     holding exactly its stored files is marked complete (its folder was published); one whose folder
     never appeared is removed with its zip (nothing of it was published). A folder there with other
     content is left alone and the version stays pending (``golden verify`` reports it). Returns the
-    pending versions still being written, as (name, owner, folder)."""
+    pending versions still being written, as (name, owner, folder), and how many were settled."""
     from sqlalchemy import delete
 
     from curation.export.write import same_files
     from curation.store.models import ExportChunk
 
-    live = []
+    live, settled = [], 0
     pending = session.exec(select(ExportVersion).where(
         ExportVersion.project_id == project.id, ExportVersion.pending_folder.is_not(None))).all()
     for row in pending:
@@ -392,11 +395,13 @@ def settle_pending(session: Session, project: Project, *, own: int | None = None
                 record_audit(session, "export", actor=row.created_by, target=f"{project.name} {row.name}",
                              project=project, detail={"state_sha256": row.state_sha256, "completed": "after an "
                                                       "interruption"})
+                settled += 1
             continue
         session.execute(delete(ExportChunk).where(ExportChunk.version_id == row.id))
         session.delete(row)
+        settled += 1
     session.flush()
-    return live
+    return live, settled
 
 
 def _blocked_message(state: VersionState) -> str:
