@@ -143,3 +143,40 @@ def test_a_version_folder_the_store_never_recorded_is_refused_not_rewritten(comp
     assert read_files(out / "v1") == before and _rows(complete) == []
     (out / "v1").rename(tmp_path / "v1.orphan")
     assert _export(complete, out).exit_code == 0
+
+
+def test_migration_0021_adds_the_pending_columns_and_its_downgrade_drops_pending_versions(db_url):
+    from sqlalchemy import text
+
+    from curation.store.engine import make_engine
+    from curation.store.migrate import current_revision, head_revision, upgrade
+    from tests.export.test_archive_store import _downgrade
+
+    eng = make_engine(db_url)
+    try:
+        upgrade(eng, "0020")
+        with eng.begin() as conn:
+            conn.execute(text("INSERT INTO project (id, name, scale, grades_json, hold_main, created_at) "
+                              "VALUES (1, 'p', '0-2', '[]', false, CURRENT_TIMESTAMP)"))
+            conn.execute(text("INSERT INTO exportversion (id, project_id, name, state_sha256, manifest_json, "
+                              "created_at) VALUES (1, 1, 'v1', 'x', '{}', CURRENT_TIMESTAMP)"))
+        upgrade(eng)
+        assert current_revision(eng) == head_revision() == "0021"
+        with eng.begin() as conn:
+            assert conn.execute(text("SELECT pending_folder, pending_owner FROM exportversion")).all() == [(None, None)]
+            conn.execute(text("INSERT INTO exportversion (id, project_id, name, state_sha256, manifest_json, "
+                              "created_at, pending_folder, pending_owner) VALUES (2, 1, 'v2', 'y', '{}', "
+                              "CURRENT_TIMESTAMP, '/x/v2', 'h:1')"))
+            conn.execute(text("INSERT INTO exportchunk (version_id, no, data) VALUES (2, 0, :d)"), {"d": b"zip"})
+    finally:
+        eng.dispose()
+    _downgrade(db_url, "0020")
+    eng = make_engine(db_url)
+    try:
+        with eng.connect() as conn:
+            assert conn.execute(text("SELECT id, name FROM exportversion")).all() == [(1, "v1")]
+            assert conn.execute(text("SELECT count(*) FROM exportchunk")).scalar_one() == 0
+        upgrade(eng)
+        assert current_revision(eng) == "0021"
+    finally:
+        eng.dispose()
