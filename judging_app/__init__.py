@@ -166,6 +166,13 @@ def create_app(test_config: dict | None = None) -> Flask:
     )
     if test_config:
         app.config.from_mapping(test_config)
+    if "MAX_FORM_MEMORY_SIZE" not in (test_config or {}):
+        # A form's text fields together: room for guidelines of the CLI's limit (a byte of text may
+        # take 3 on the wire, %XX) and the form's other fields; werkzeug answers a larger one 413.
+        # The fields' own limits (curation/formats/limits.py) are checked by the functions that store them.
+        from curation.formats.limits import limit
+
+        app.config["MAX_FORM_MEMORY_SIZE"] = 3 * limit("GOLDEN_MAX_GUIDELINES_BYTES") + (1 << 20)
     # The cookie outlives no session: the absolute limit is also the cookie's lifetime.
     app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(seconds=app.config["SESSION_MAX_SECONDS"])
     if app.config["SECURE_COOKIES"]:

@@ -140,8 +140,11 @@ def project_or_404(project_id: int) -> Project:
 
 
 def _safe_next(value: str | None) -> str | None:
-    """Only a path on this site (no scheme, no host, no '//' or backslash tricks) is followed."""
+    """Only a path on this site (no scheme, no host, no '//' or backslash tricks, no control character:
+    a newline cannot go into a Location header) is followed; anything else is dropped."""
     if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return None
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
         return None
     parts = urlsplit(value)
     return value if not parts.scheme and not parts.netloc else None

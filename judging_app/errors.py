@@ -7,6 +7,7 @@ where it was; ``templates/base.html`` tells htmx to swap 4xx/5xx responses.
 from __future__ import annotations
 
 import math
+import re
 
 from flask import Flask, abort, render_template, request
 from flask_wtf.csrf import CSRFError
@@ -27,11 +28,26 @@ class NameConverter(PathConverter):
     regex = r"[^/](?s:.)*?"
 
 
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,30}")
+_ASCII_FLOAT = re.compile(r"[+-]?(?:[0-9]{1,400}(?:\.[0-9]{0,400})?|\.[0-9]{1,400})(?:[eE][+-]?[0-9]{1,5})?")
+
+
+def ascii_int(text: str) -> int:
+    """A whole number written in ASCII digits with an optional sign, nothing else: ``int()`` would also
+    take ``١٢`` (Arabic-Indic digits), ``１２`` (full-width), ``1_0`` and spaces, and ``"²".isdigit()``
+    is true while ``int("²")`` raises. ValueError otherwise (``type=ascii_int`` in ``request.args.get``
+    turns it into the default; a view answers 400 or 422)."""
+    if not isinstance(text, str) or not _ASCII_INT.fullmatch(text):
+        raise ValueError(f"{str(text)[:30]!r} is not a whole number in ASCII digits")
+    return int(text)
+
+
 def store_int(text: str) -> int:
     """``type=`` for an id or position in a query string or form (``request.args.get("at",
-    type=store_int)``): an int that fits the store, else ValueError, which werkzeug's ``get`` turns
-    into the default (None), so the view answers as for a missing or unknown id."""
-    value = int(text)
+    type=store_int)``): an int in ASCII digits (:func:`ascii_int`) that fits the store, else
+    ValueError, which werkzeug's ``get`` turns into the default (None), so the view answers as for a
+    missing or unknown id."""
+    value = ascii_int(text)
     if not -MAX_STORE_INT <= value <= MAX_STORE_INT:
         raise ValueError(f"{text[:30]!r} is out of range")
     return value
@@ -41,6 +57,8 @@ def finite_float(text: str, name: str, *, low: float | None = None, high: float 
     """A number from a form or query string: ValueError naming ``name`` when it is not a number,
     not finite (inf, nan, 1e400) or outside ``[low, high]``; views answer that with a 400."""
     try:
+        if not isinstance(text, str) or not _ASCII_FLOAT.fullmatch(text.strip()):
+            raise ValueError(text)  # float() would take 1_0, non-ASCII digits and "infinity"
         value = float(text)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: {str(text)[:30]!r} is not a number") from None
@@ -57,6 +75,8 @@ MESSAGES = {
     403: "You do not have access to this page.",
     404: "There is nothing here.",
     405: "That action is not allowed here.",
+    413: "The form is too large: guidelines and information needs are limited to GOLDEN_MAX_GUIDELINES_BYTES "
+         "(1 MB unless the server sets it higher).",
     500: "Something went wrong on the server. Your earlier judgments are saved.",
 }
 

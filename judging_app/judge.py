@@ -175,7 +175,7 @@ def answer(project_id: int):
     token = form.get("token", "")
     action = form.get("action", "label")
     grade = form.get("grade", "").strip()
-    if grade and not grade.isdigit():
+    if grade and not (grade.isascii() and grade.isdigit() and len(grade) <= 9):  # "²".isdigit() is true
         abort(400, description="The grade must be a number of the project's scale.")
     note_text = (form.get("note") or "").strip() if action == "unsure" else ""
     note = None

@@ -22,6 +22,7 @@ from curation.agree.agreement import build_agreement_report
 from curation.agree.measures import MEASURES, format_estimate
 from curation.agree.release import ReleaseRefused, review_and_release
 from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
+from curation.formats.limits import SizeLimitError
 from curation.judge import assignment
 from curation.judge.progress import IDLE_AFTER, build_progress, format_duration
 from curation.store import projects
@@ -29,7 +30,7 @@ from curation.store.models import Project, User
 
 from .auth import lead_required, project_or_404
 from .db import get_db
-from .errors import is_htmx, store_int
+from .errors import ascii_int, finite_float, is_htmx, store_int
 from .judge import render_guidelines
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
@@ -165,7 +166,7 @@ def _float_arg(name: str, default: float) -> float:
     if raw is None or raw == "":
         return default
     try:
-        value = float(raw)
+        value = finite_float(raw, name)
     except ValueError:
         abort(400, description=f"{name} must be a number between 0 and 1.")
     if value > 1.0:
@@ -179,7 +180,8 @@ def _report(project: Project):
     try:
         thresholds = Thresholds(usable=_float_arg("usable", DEFAULT_THRESHOLDS.usable),
                                 marginal=_float_arg("marginal", DEFAULT_THRESHOLDS.marginal))
-        return build_agreement_report(get_db(), project, cut=request.args.get("cut", type=int), thresholds=thresholds)
+        cut = request.args.get("cut") or None
+        return build_agreement_report(get_db(), project, cut=ascii_int(cut) if cut else None, thresholds=thresholds)
     except ValueError as exc:
         abort(400, description=str(exc))
 
@@ -228,7 +230,11 @@ def progress(project_id: int):
     """Where the judging stands (:func:`curation.judge.progress.build_progress`, as ``golden
     progress`` prints it); ``?idle=MINUTES`` sets when a judge is marked idle."""
     project = project_or_404(project_id)
-    idle = request.args.get("idle", type=int)
+    raw = request.args.get("idle") or None
+    try:
+        idle = ascii_int(raw) if raw else None
+    except ValueError:
+        idle = 0
     if idle is not None and not 1 <= idle <= MAX_IDLE_MINUTES:
         abort(400, description=f"idle must be a whole number of minutes, from 1 to {MAX_IDLE_MINUTES}.")
     idle_after = timedelta(minutes=idle) if idle else IDLE_AFTER
@@ -338,6 +344,8 @@ def _decision(project: Project, record, context_of, endpoint: str, partial: str,
     error = None
     if not grade:
         error = "choose the final grade first (press its digit)"
+    elif not (grade.isascii() and grade.lstrip("+-").isdigit() and len(grade) <= 9):
+        error = f"{grade[:30]!r} is not a grade of the project's scale"
     else:
         try:
             record(pair_id, grade)
@@ -360,7 +368,7 @@ def new_guidelines(project_id: int):
     try:
         version, is_new = adjudication.open_guidelines_version(get_db(), project, lead=g.user, text=text, note=note)
     except ValueError as exc:
-        abort(400, description=str(exc).split(": ", 1)[-1])
+        abort(413 if isinstance(exc, SizeLimitError) else 400, description=str(exc).split(": ", 1)[-1])
     if is_new:
         flash(f"Guidelines version {version.version} is in force; new judgments record it.", "info")
     else:
@@ -434,7 +442,7 @@ def write_need(project_id: int):
                                       description=form.get("description"), narrative=form.get("narrative"),
                                       note=form.get("note"))
     except ValueError as exc:
-        abort(400, description=str(exc).split(": ", 1)[-1])
+        abort(413 if isinstance(exc, SizeLimitError) else 400, description=str(exc).split(": ", 1)[-1])
     if is_new:
         flash(f"Information need of {need.qid}: version {need.version} is in force; new judgments record it.", "info")
     else:

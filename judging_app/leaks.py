@@ -18,7 +18,7 @@ from curation.leak.report import MODES
 
 from .auth import lead_required, project_or_404
 from .db import get_db
-from .errors import is_htmx
+from .errors import ascii_int, finite_float, is_htmx, store_int
 
 bp = Blueprint("leaks", __name__, url_prefix="/lead")
 
@@ -28,8 +28,9 @@ def _filter() -> leaks.LeakFilter:
     args = request.args
     try:
         return leaks.LeakFilter(
-            mode=args.get("mode") or None, min_score=float(args.get("min_score") or 0),
-            show=args.get("show") or "all", page=int(args.get("page") or 1), per_page=int(args.get("per_page") or 20),
+            mode=args.get("mode") or None, min_score=finite_float(args.get("min_score") or "0", "min_score"),
+            show=args.get("show") or "all", page=ascii_int(args.get("page") or "1"),
+            per_page=ascii_int(args.get("per_page") or "20"),
         )
     except ValueError as exc:
         abort(400, description=f"Filter: {exc}")
@@ -112,7 +113,7 @@ def decide_bulk(project_id: int, query_id: int):
             queries = [leaks.decide_query(db, project, query_id, decision, g.user)]
         elif scope == "selected":
             try:
-                ids = [int(v) for v in form.getlist("finding")]
+                ids = [store_int(v) for v in form.getlist("finding")]
             except ValueError:
                 abort(400, description="The selection is not a list of findings.")
             if not ids:

@@ -332,12 +332,17 @@ def adjudicate(
         raise ValueError(f"lead: only a lead or admin can adjudicate (this user is a {role})")
     scale = [g.grade for g in grades(proj)]
     try:
+        if isinstance(grade, str) and not (grade.strip().isascii() and grade.strip().lstrip("+-").isdigit()):
+            raise ValueError(grade)  # int() would take non-ASCII digits and 1_0
         grade = int(grade)
     except (TypeError, ValueError):
-        raise ValueError(f"grade: {grade!r} is not a number of the scale {scale}") from None
+        raise ValueError(f"grade: {str(grade)[:30]!r} is not a number of the scale {scale}") from None
     if grade not in scale:
         raise ValueError(f"grade: {grade} is not on the project's scale {scale}")
     reason = (reason or "").strip()  # optional: a lead deciding by keyboard may give none (issue 14)
+    from curation.formats.limits import check_size
+
+    check_size(reason, "GOLDEN_MAX_REASON_BYTES", "reason", None, "the reason")
     pair = session.get(PoolPair, int(pair_id))
     if pair is None or pair.project_id != pid:
         raise ValueError(f"pair_id: {pair_id} is not a pair of project {proj.name}")

@@ -84,6 +84,54 @@ def note_new_name(old: str, new: str) -> None:
     click.echo(f"golden: `golden {old}` is now `golden {new}`; the old name still works for now.", err=True)
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: raised in the main thread, as SIGINT raises ``KeyboardInterrupt``,
+    so that every ``finally`` and ``except BaseException`` on the way out runs (temporary files and
+    spool folders removed, the store's transaction rolled back)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def unwind_on_signals():
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` (SIGINT already raises
+    ``KeyboardInterrupt``); a second one while unwinding is ignored, so the clean-up finishes. When
+    :class:`Terminated` leaves the block, the process ends by the same signal with its default action
+    (exit status 128 + the signal, as without golden's handler). A process forked inside the block (a
+    scan worker) keeps the default action. Outside the main thread the block changes nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = os.getpid()
+    signals = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+
+    def handler(signum, frame):
+        if os.getpid() != owner:  # a forked worker: end as the signal says
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        for s in signals:
+            signal.signal(s, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
+    except Terminated as exc:
+        signal.signal(exc.signum, signal.SIG_DFL)
+        sys.stderr.flush()
+        os.kill(os.getpid(), exc.signum)
+        raise  # not reached when the signal's default action ends the process
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 class GoldenGroup(click.Group):
     """The one error path of every command: whatever a command raises reaches the user as one line
     and an exit code (:func:`error_line`), never a traceback, unless ``GOLDEN_DEBUG=1`` asks for it.
@@ -95,7 +143,8 @@ class GoldenGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with unwind_on_signals():
+                return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
             raise
         except Exception as exc:
@@ -399,3 +448,97 @@ class FiniteFloat(click.ParamType):
         if self.minimum is not None and number < self.minimum:
             self.fail(f"{value!r} is below {self.minimum:g}; give a finite number >= {self.minimum:g}", param, ctx)
         return number
+
+
+def pool_files(path: str) -> list[str]:
+    """A pool file and the ``pool.meta.json`` beside it (:func:`curation.formats.pool_file.pool_meta_path`)."""
+    from curation.formats.pool_file import pool_meta_path
+
+    return [path, str(pool_meta_path(path))]
+
+
+def run_files(arg: str) -> list[str]:
+    """The file of a ``PATH`` or ``NAME=PATH`` run argument."""
+    if os.path.exists(arg):
+        return [arg]
+    name, sep, path = arg.partition("=")
+    return [path] if sep and name else [arg]
+
+
+def glob_files(arg: str) -> list[str]:
+    """A path, or the files a quoted glob pattern names (``golden sample``'s LOG)."""
+    import glob
+
+    if not os.path.exists(arg) and glob.has_magic(arg):
+        return sorted(glob.glob(arg, recursive=True))
+    return [arg]
+
+
+def checked_paths(*, inputs=(), outputs=(), stdout=()):
+    """Declare a command's input and output path parameters; before the command does any work, an
+    output that is one of its inputs or their side files, another output, a folder, a FIFO or a device
+    node is refused as a usage error (:func:`curation.formats.fileio.check_outputs`).
+
+    ``inputs`` and ``outputs`` name parameters, each either ``"name"`` or ``("name", files)`` where
+    ``files(value)`` gives the paths a value stands for (the file and its side files, e.g.
+    :func:`pool_files`); a parameter may hold one path or several (``multiple``/``nargs``).
+    ``stdout`` names the outputs that may be ``-`` for standard output."""
+
+    def spec(entry):
+        return (entry, None) if isinstance(entry, str) else entry
+
+    def paths(value, files):
+        values = value if isinstance(value, (list, tuple)) else [value]
+        out = []
+        for v in values:
+            if v is None or v == "":
+                continue
+            out.extend(files(str(v)) if files is not None and str(v) != "-" else [str(v)])
+        return out
+
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            from curation.formats.fileio import OutputClash, check_outputs
+
+            labels = {}
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                for p in ctx.command.params:
+                    metavar = (p.metavar or p.name.upper()).rstrip(".")
+                    labels[p.name] = p.opts[0] if isinstance(p, click.Option) else metavar
+
+            def each(entries):
+                for n, f in map(spec, entries):
+                    values = kwargs.get(n)
+                    for v in values if isinstance(values, (list, tuple)) else [values]:
+                        for i, p in enumerate(paths(v, f)):
+                            yield n, (labels.get(n, n) if i == 0 else f"{labels.get(n, n)}'s side file"), p
+
+            ins = [(label, p) for _, label, p in each(inputs)]
+            outs = [(label, p, n in stdout) for n, label, p in each(outputs)]
+            try:
+                check_outputs(outs, ins)
+            except OutputClash as exc:
+                raise click.UsageError(str(exc), ctx) from None
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def db_files(url: str) -> list[str]:
+    """The files of a SQLite store (``--db``: a URL or a plain path), with its journal, WAL and
+    shared-memory side files; none for a server database."""
+    if not url:
+        url = os.environ.get("DATABASE_URL") or "golden.db"
+    if "://" not in url:
+        path = url
+    elif url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):].split("?", 1)[0]
+    else:
+        return []
+    if not path or path == ":memory:":
+        return []
+    return [path] + [path + side for side in ("-journal", "-wal", "-shm")]

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 import click
 
-from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, project_option, store_session
+from curation.cli.base import (
+    checked_paths,
+    db_files,
+    db_option,
+    domain_errors,
+    echo_json,
+    json_option,
+    main,
+    project_option,
+    store_session,
+)
 
 
 def _pct(e) -> str:
@@ -163,6 +173,7 @@ def _echo_text(d: dict) -> None:
               help="Also write the report as a self-contained HTML page (the lead panel's fragment).")
 @db_option
 @domain_errors
+@checked_paths(inputs=[("db_url", db_files)], outputs=["html_path"])
 def calibrate_cmd(project_name, machine, metric, resamples, as_json, html_path, db_url):
     """Measure a machine judge against the final human labels, with 95% query-bootstrap intervals:
     agreement next to the humans' own on the overlap set and a verdict, the confusion matrix and

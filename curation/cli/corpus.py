@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from curation.cli.base import domain_errors, main, on_conflict_option, seed_option
+from curation.cli.base import checked_paths, domain_errors, main, on_conflict_option, seed_option
 
 
 @main.command("corpus-sample")
@@ -27,6 +27,7 @@ from curation.cli.base import domain_errors, main, on_conflict_option, seed_opti
               help="Read the corpus files on a Dask cluster: a scheduler (tcp://host:8786), or local[:N] for N "
                    "local worker processes; its workers must see the same paths. Same sample as without.")
 @domain_errors
+@checked_paths(inputs=["corpus", "keep_files"], outputs=["out"])
 def corpus_sample_cmd(corpus, size, keep_files, seed, out, on_conflict, dask_address):
     """Sample a comparison corpus of SIZE records from CORPUS (JSONL, TSV or Parquet files).
 

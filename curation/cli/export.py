@@ -107,3 +107,7 @@ def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, f
         click.echo(line)
     for name, info in m["files"].items():
         click.echo(f"  {name:<14} {info['bytes']:>10} bytes  sha256 {info['sha256'][:16]}")
+    from curation.export.verify import stale_beside
+
+    for stale in stale_beside(res.path):
+        click.echo(f"note: {stale} was left by an interrupted export; delete it when no export is running", err=True)

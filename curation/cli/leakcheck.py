@@ -6,7 +6,16 @@ import sys
 
 import click
 
-from curation.cli.base import db_option, domain_errors, main, on_conflict_option, open_db, project_option
+from curation.cli.base import (
+    checked_paths,
+    db_files,
+    db_option,
+    domain_errors,
+    main,
+    on_conflict_option,
+    open_db,
+    project_option,
+)
 
 EXIT_LEAKS = 3
 
@@ -118,6 +127,7 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
 @on_conflict_option
 @db_option
 @domain_errors
+@checked_paths(inputs=["queries_path", "corpus_paths", "more_corpus", ("db_url", db_files)], outputs=["out_path"])
 def leakcheck_cmd(queries_path, corpus_paths, more_corpus, modes, threshold, ngram, workers, dask_address,
               boilerplate_share, discount_boilerplate, max_matches, fail_on_leak, out_path, project_name, on_conflict,
               db_url):

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import click
 
-from curation.cli.base import domain_errors, main, seed_option
+from curation.cli.base import checked_paths, domain_errors, main, pool_files, run_files, seed_option
 
 
 def _split_run_arg(arg: str) -> tuple[str | None, str]:
@@ -127,6 +127,7 @@ def _overlap_table(stats) -> list[str]:
 )
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Pool file to write (JSONL).")
 @domain_errors
+@checked_paths(inputs=[("runs", run_files), "queries", ("extend", pool_files)], outputs=[("out", pool_files)])
 def pool_cmd(runs, queries, depth, seed, extend, out):
     """Pool the top DEPTH documents of each RUN into one blind judging pool.
 
@@ -158,10 +159,6 @@ def _pool(runs, queries, depth, seed, extend, out):
     from curation.formats.runs import read_runs
 
     parsed = [_split_run_arg(a) for a in runs]
-    if extend and os.path.abspath(extend) == os.path.abspath(out):
-        raise click.ClickException(
-            "--out must differ from --extend: the new pairs go to their own file (e.g. --out pool-new.jsonl)"
-        )
     qids = existing = None
     if queries or extend:
         from curation.formats.conflicts import Dedup

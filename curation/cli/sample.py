@@ -6,7 +6,7 @@ import re
 
 import click
 
-from curation.cli.base import domain_errors, main, seed_option
+from curation.cli.base import checked_paths, domain_errors, glob_files, main, seed_option
 
 
 def format_strata_table(strata) -> str:
@@ -58,6 +58,7 @@ def format_strata_table(strata) -> str:
               help="Read and group the log on a Dask cluster: a scheduler (tcp://host:8786), or local[:N] for "
                    "N local worker processes. Same output as without, byte for byte.")
 @domain_errors
+@checked_paths(inputs=[("log", glob_files), "handwritten", "exclude"], outputs=["out"])
 def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude,
                out, dask_address):
     """Sample a stratified query set from a search LOG (CSV, TSV, JSONL or Parquet; gzip too).

@@ -15,6 +15,7 @@ import click
 from curation.cli.base import (
     EXIT_NULL_ARM,
     FiniteFloat,
+    checked_paths,
     domain_errors,
     echo_json,
     json_option,
@@ -339,6 +340,7 @@ def _print_comparison(c) -> None:
 @json_option
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML report.")
 @domain_errors
+@checked_paths(inputs=["run_a", "run_b", "qrels_path", "queries_path"], outputs=["html_path"])
 def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resamples, seed, tie, weighting,
                 split, cluster_col, ci, unit, mix, as_json, html_path):
     """Paired comparison of two runs, query by query: is B better than A?

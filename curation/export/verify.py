@@ -179,3 +179,14 @@ def verify(path: str | os.PathLike) -> VerifyReport:
         problems.append(f"{mpath}: counts.grades {listed_grades} differ from qrels.txt "
                         f"{dict(sorted(by_grade.items()))}")
     return report
+
+
+def stale_beside(folder: Path) -> list[Path]:
+    """The temporary folders an interrupted export of ``folder``'s version left beside it (its spool,
+    ``.<version>.*.spool``, and its half-written copy, ``.<version>.*.tmp``)."""
+    folder = Path(folder)
+    try:
+        return sorted(p for p in folder.parent.glob(f".{folder.name}.*")
+                      if p.is_dir() and p.name.endswith((".spool", ".tmp")))
+    except OSError:
+        return []

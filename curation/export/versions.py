@@ -25,8 +25,13 @@ Rules:
   (:class:`VersionFrozen`). ``write_frozen`` writes a frozen version whatever the store holds now.
 * Complete or counted: pooled pairs without a human label and unresolved disagreements refuse the
   export (:class:`ExportBlocked`) unless ``allow_incomplete``; the manifest counts them either way.
-* Whole or nothing: the files are written to a temporary folder beside the target and renamed
-  into place once all are written and the version is committed in the store.
+* Whole or nothing, and the store and the folders agree: the version is recorded in the store as
+  *pending* (with its zip and the folder's path) before its folder appears; the files are written
+  to a temporary folder beside the target and renamed into place; then the version is marked
+  complete. An export interrupted in between settles it on its way out, or the next export of the
+  project does (:func:`settle_pending`): completed when the folder is in place, removed when it
+  never appeared. An existing folder is never replaced: one holding exactly the version's files is
+  left as it is, any other (a folder the store has no version for, a damaged one) is refused.
 
 This module owns the export itself (``export_version``, ``write_frozen``) and the stored versions
 (``list_versions``, ``get_version``). The state is gathered in ``curation.export.gather``, CHANGES.md
@@ -58,7 +63,7 @@ from curation.export.changes import changes_md, diff_label_files, version_querie
 from curation.export.gather import VersionState, gather_state, progress_step
 from curation.export.manifest import DATA_FILES, MANIFEST, iso_utc, sealed_manifest, sha256_bytes
 from curation.export.split import assign_pending
-from curation.export.write import write_folder
+from curation.export.write import check_in_place, export_of, write_folder
 from curation.store.audit import record_audit
 from curation.store.lookups import lock_project
 from curation.store.models import ExportVersion, Project
@@ -202,11 +207,16 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     """The second half of :func:`export_version`: compare with a stored version, or freeze a new one.
     Under the project's write lock, so that exports run one after the other and the history is
     linear: a concurrent export of another new version waits, then takes this one as its parent."""
-    lock_project(session, project)
+    _lock_settled(session, project)
     row = session.exec(
         select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.name == version)
     ).first()
     if row is not None:
+        if row.pending_folder is not None:
+            raise ValueError(
+                f"version {version!r} of project {project.name!r} is pending: an interrupted export was writing "
+                f"it to {row.pending_folder}, which now holds other files; move that folder away and export again"
+            )
         if row.state_sha256 != state_sha:
             raise VersionFrozen(_frozen_message(session, project, row, state))
         manifest = json.loads(row.manifest_json)
@@ -218,9 +228,15 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
 
     if (state.n_unjudged or state.n_unresolved) and not allow_incomplete:
         raise ExportBlocked(_blocked_message(state), unjudged=state.n_unjudged, unresolved=state.n_unresolved)
+    target = out_dir / version
+    if os.path.lexists(target):
+        if target.is_dir() and export_of(target) == (version, project.name):
+            raise ValueError(_orphan_message(target, project, version))
+        check_in_place(target, version, {})  # what is in the way, and how to go on
 
     parent_row = session.exec(
-        select(ExportVersion).where(ExportVersion.project_id == project.id).order_by(ExportVersion.id.desc())
+        select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.pending_folder.is_(None))
+        .order_by(ExportVersion.id.desc())
     ).first()
     parent = parent_row.name if parent_row is not None else None
     parent_files = stored_openers(session, parent_row) if parent_row is not None and parent_row.archive_bytes else None
@@ -261,14 +277,16 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     files[MANIFEST] = sealed_manifest(manifest)
     manifest = json.loads(files[MANIFEST])
 
+    # First the version is recorded, pending, with its zip; then its folder appears (under the lock
+    # again); then it is marked complete. An interruption at any point leaves no version, or a pending
+    # one that settle_pending completes (its folder is there) or removes (it never appeared).
     row = ExportVersion(
         project_id=project.id, name=version, parent=parent, state_sha256=state_sha,
         manifest_json=files[MANIFEST].decode("utf-8"),
-        created_by=created_by, created_at=created_at,
+        created_by=created_by, created_at=created_at, pending_folder=str(target.resolve()),
+        pending_owner=_owner(),
     )
     session.add(row)
-    record_audit(session, "export", actor=created_by, target=f"{project.name} {version}", project=project,
-                 detail={"policy": state.body["policy"], "state_sha256": state_sha})
     try:
         session.flush()
     except IntegrityError:
@@ -279,11 +297,27 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         ) from None
     try:
         store_archive(session, row, version, files)  # the zip, into the store's chunks as it is written
-        path = write_folder(out_dir, version, files)
     except BaseException:
         session.rollback()
         raise
-    session.commit()
+    row_id = row.id
+    session.commit()  # recorded, pending, before the folder exists
+    try:
+        lock_project(session, project)
+        row = session.get(ExportVersion, row_id, populate_existing=True)
+        if row is None or row.pending_folder is None:
+            raise VersionFrozen(
+                f"version {version!r} of project {project.name!r} was settled by another export while this one "
+                "was writing it; run the export again"
+            )
+        path = write_folder(out_dir, version, files)
+        row.pending_folder = row.pending_owner = None
+        record_audit(session, "export", actor=created_by, target=f"{project.name} {version}", project=project,
+                     detail={"policy": state.body["policy"], "state_sha256": state_sha})
+        session.commit()
+    except BaseException:
+        _settle_after_failure(session, project, row_id)
+        raise
     return ExportResult(version, path, True, manifest, state_sha, {n: hashes[n][0] for n in DATA_FILES})
 
 
@@ -303,6 +337,119 @@ def _same_formats(row: ExportVersion, manifest: dict, formats: tuple[str, ...], 
         f"version {row.name!r} is frozen and was exported {was}; write it again with those (or with no "
         f"--format), or export the current state with --format {' --format '.join(formats)} under a new name"
     )
+
+
+def _orphan_message(target: Path, project: Project, version: str) -> str:
+    return (
+        f"out_dir: {target} exists, but the store holds no version {version!r} of project {project.name!r}: "
+        "it was left by an export interrupted before this store recorded it, or comes from another store. "
+        "golden never replaces an export folder: move it away (e.g. `mv "
+        f"{target} {target}.orphan`) and export again; `golden export verify {target} --db ...` checks it"
+    )
+
+
+def _settle_after_failure(session: Session, project: Project, row_id: int) -> None:
+    """After this export failed or was interrupted between recording its version ``row_id`` and
+    completing it: roll back, then settle that version (:func:`settle_pending`) so that the store and
+    the folders agree. Best effort: when the store cannot be reached, the next export settles it."""
+    import contextlib
+
+    with contextlib.suppress(Exception):
+        session.rollback()
+        lock_project(session, project)
+        settle_pending(session, project, own=row_id)
+        session.commit()
+    with contextlib.suppress(Exception):
+        session.rollback()
+
+
+#: How long an export waits for another one that is writing a pending version of the same project.
+PENDING_WAIT_SECONDS = 600.0
+
+
+def _owner() -> str:
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _writer_alive(owner: str | None) -> bool:
+    """Whether the export that recorded a pending version may still be running: its process exists on
+    this host (``os.kill(pid, 0)``), or it runs on another host (which cannot be asked)."""
+    import socket
+
+    host, _, pid = (owner or "").rpartition(":")
+    if host != socket.gethostname():
+        return bool(owner)
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, OverflowError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _lock_settled(session: Session, project: Project) -> None:
+    """Take the project's write lock with no pending version left by an export that has stopped
+    (:func:`settle_pending`); while another export is still writing one, wait for it (so the history
+    stays linear), up to :data:`PENDING_WAIT_SECONDS`."""
+    import time
+
+    waited = 0.0
+    while True:
+        lock_project(session, project)
+        live, settled = settle_pending(session, project)
+        if not live and not settled:
+            return
+        session.commit()  # what was settled (kept whatever this export then does), the lock released
+        if not live:
+            continue
+        if waited >= PENDING_WAIT_SECONDS:
+            name, owner, folder = live[0]
+            raise ValueError(
+                f"version {name!r} of project {project.name!r} has been pending for over {waited:.0f} s: the export "
+                f"{owner} is writing it to {folder}. Wait for it to finish; if that export is gone, run any export "
+                "of this project on that host to settle it"
+            )
+        time.sleep(0.1)
+        waited += 0.1
+
+
+def settle_pending(session: Session, project: Project, *,
+                   own: int | None = None) -> tuple[list[tuple[str, str, str]], int]:
+    """Settle the project's pending versions left by exports that stopped (their process is gone, or
+    ``own``: this process's version id), under the project's lock: a version whose folder is in place
+    holding exactly its stored files is marked complete (its folder was published); one whose folder
+    never appeared is removed with its zip (nothing of it was published). A folder there with other
+    content is left alone and the version stays pending (``golden verify`` reports it). Returns the
+    pending versions still being written, as (name, owner, folder), and how many were settled."""
+    from sqlalchemy import delete
+
+    from curation.export.write import same_files
+    from curation.store.models import ExportChunk
+
+    live, settled = [], 0
+    pending = session.exec(select(ExportVersion).where(
+        ExportVersion.project_id == project.id, ExportVersion.pending_folder.is_not(None))).all()
+    for row in pending:
+        folder = Path(row.pending_folder)
+        if row.id != own and _writer_alive(row.pending_owner):
+            live.append((row.name, row.pending_owner, row.pending_folder))
+            continue
+        if os.path.lexists(folder):
+            if row.archive_bytes and same_files(folder, stored_openers(session, row)):
+                row.pending_folder = row.pending_owner = None
+                record_audit(session, "export", actor=row.created_by, target=f"{project.name} {row.name}",
+                             project=project, detail={"state_sha256": row.state_sha256, "completed": "after an "
+                                                      "interruption"})
+                settled += 1
+            continue
+        session.execute(delete(ExportChunk).where(ExportChunk.version_id == row.id))
+        session.delete(row)
+        settled += 1
+    session.flush()
+    return live, settled
 
 
 def _blocked_message(state: VersionState) -> str:
@@ -334,7 +481,8 @@ def write_frozen(session: Session, project: Project, version: str, *, out_dir: s
 def list_versions(session: Session, project: Project) -> list[ExportVersion]:
     """The project's exported versions, oldest first."""
     return list(session.exec(
-        select(ExportVersion).where(ExportVersion.project_id == project.id).order_by(ExportVersion.id)
+        select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.pending_folder.is_(None))
+        .order_by(ExportVersion.id)
     ))
 
 
@@ -343,8 +491,37 @@ def get_version(session: Session, project: Project, version: str) -> ExportVersi
     row = session.exec(
         select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.name == version)
     ).first()
-    if row is None or row.archive_bytes is None:
+    if row is None or row.archive_bytes is None or row.pending_folder is not None:
         names = [v.name for v in list_versions(session, project)]
         known = f" (versions: {', '.join(names)})" if names else " (none exported yet)"
         raise ValueError(f"version: project {project.name!r} has no version {version!r}{known}")
     return row
+
+
+def store_problems(session: Session, folder: Path) -> list[str]:
+    """What ``golden verify --db`` reports about a version folder against the store: the store has no
+    such version (a folder left by an export interrupted before the store recorded it, or from
+    another store), the version is still pending, or the folder's manifest is not the stored one."""
+    from curation.export.write import export_of
+
+    found = export_of(Path(folder))
+    if found is None:
+        return []  # no readable manifest: verify reports that
+    version, project_name = found
+    project = session.exec(select(Project).where(Project.name == project_name)).first() \
+        if isinstance(project_name, str) else None
+    if project is None:
+        return [f"the store has no project {project_name!r}: this folder comes from another store"]
+    row = session.exec(
+        select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.name == version)
+    ).first()
+    if row is None:
+        return [f"the store holds no version {version!r} of project {project_name!r}: this folder was left by an "
+                "export interrupted before the store recorded it, or comes from another store; move it away and "
+                "export again"]
+    if row.pending_folder is not None:
+        return [f"version {version!r} is still pending in the store (an export of it was interrupted); the next "
+                "`golden export` of the project settles it"]
+    if (Path(folder) / MANIFEST).read_bytes() != row.manifest_json.encode("utf-8"):
+        return [f"manifest.json is not the one the store froze for version {version!r}"]
+    return []

@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -328,6 +329,68 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         if isinstance(exc, OSError) and exc.filename in (None, tmp):
             raise write_error(exc, path) from exc
         raise
+
+
+class OutputClash(ValueError):
+    """An output path a command must not write: one of its inputs (or an input's side file), another of
+    its outputs, a folder, a device node or a FIFO."""
+
+
+def _identity(path: str) -> tuple[str, tuple[int, int] | None, os.stat_result | None]:
+    """(resolved path, (device, inode) or None, stat or None) of ``path``, following links."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return real, None, None
+    return real, (st.st_dev, st.st_ino), st
+
+
+def check_outputs(outputs: list[tuple[str, str, bool]], inputs: list[tuple[str, str]]) -> None:
+    """Refuse, before a command does any work, an output that would replace or read into one of its inputs.
+
+    ``outputs``: (label, path, stdout_ok) for every file the command writes, side files included
+    (``pool.meta.json``); ``inputs``: (label, path) for every file or folder it reads, side files
+    included. An output is refused (:class:`OutputClash`, naming both) when it is the same file as an
+    input (same device and inode: a hard or symbolic link too) or the same resolved path, when it lies
+    inside an input folder, when two outputs are the same file, and when it exists as a folder, a FIFO,
+    a socket or a device node (golden writes regular files, by a temporary name renamed into place,
+    which would replace the node). ``-`` is standard output where ``stdout_ok``, else refused.
+    """
+    seen_in = []
+    for label, path in inputs:
+        if path in (None, "", "-"):
+            continue
+        real, ident, st = _identity(str(path))
+        seen_in.append((label, str(path), real, ident, st is not None and stat.S_ISDIR(st.st_mode)))
+    seen_out: list[tuple[str, str, str, tuple[int, int] | None]] = []
+    for label, path, stdout_ok in outputs:
+        path = str(path)
+        if path == "-":
+            if stdout_ok:
+                continue
+            raise OutputClash(f"{label} -: this command cannot write to standard output; name a file")
+        real, ident, st = _identity(path)
+        if st is not None:
+            mode = st.st_mode
+            kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                    else "a device node" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else None)
+            if kind:
+                raise OutputClash(f"{label} {path}: is {kind}, not a regular file; name a file to write")
+        for in_label, in_path, in_real, in_ident, is_dir in seen_in:
+            same = real == in_real or (ident is not None and ident == in_ident)
+            inside = is_dir and real.startswith(in_real.rstrip(os.sep) + os.sep)
+            if same or inside:
+                how = "is inside the input folder" if inside and not same else "is the input"
+                raise OutputClash(
+                    f"{label} {path} {how} {in_label} {in_path}: golden never writes over what it reads; "
+                    "write the output to another path"
+                )
+        for out_label, out_path, out_real, out_ident in seen_out:
+            if real == out_real or (ident is not None and ident == out_ident):
+                raise OutputClash(f"{label} {path} and {out_label} {out_path} are the same file; give two paths")
+        seen_out.append((label, path, real, ident))
 
 
 class _NonFinite(ValueError):

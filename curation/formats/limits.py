@@ -9,7 +9,10 @@ variable                       default         what it bounds
 =============================  ==============  ==============================================
 ``GOLDEN_MAX_QUERY_BYTES``     10 000          a query's text (queries.jsonl, query lists)
 ``GOLDEN_MAX_DOC_BYTES``       10 000 000      a document's text (corpus files)
-``GOLDEN_MAX_GUIDELINES_BYTES``  1 000 000     the judging guidelines
+``GOLDEN_MAX_GUIDELINES_BYTES``  1 000 000     the judging guidelines, and a query's
+                                               information need (description, narrative),
+                                               from a file or the web app
+``GOLDEN_MAX_REASON_BYTES``    10 000          a lead's adjudication reason (CLI or web app)
 ``GOLDEN_MAX_LINE_BYTES``      1 000 000       one line of any line-oriented file (runs, qrels,
                                                logs, pools, seeds, query lists, JSONL, JSON,
                                                guidelines); a corpus line may also hold a
@@ -27,6 +30,7 @@ DEFAULTS = {
     "GOLDEN_MAX_QUERY_BYTES": 10_000,
     "GOLDEN_MAX_DOC_BYTES": 10_000_000,
     "GOLDEN_MAX_GUIDELINES_BYTES": 1_000_000,
+    "GOLDEN_MAX_REASON_BYTES": 10_000,
     "GOLDEN_MAX_LINE_BYTES": 1_000_000,
 }
 
@@ -46,15 +50,25 @@ def limit(name: str) -> int:
     return value
 
 
+class SizeLimitError(InputError):
+    """A text over its size limit (the web app answers it with 413)."""
+
+
 def check_size(text: str | bytes, name: str, path, lineno: int | None, what: str) -> None:
-    """Refuse ``text`` (``what`` names it: "query q1's text") when its UTF-8 size is over the limit ``name``."""
+    """Refuse ``text`` (``what`` names it: "query q1's text") when its UTF-8 size is over the limit ``name``
+    (:class:`SizeLimitError`), or when it holds a NUL character: PostgreSQL cannot store one in text
+    (SQLite would), so it is refused on every store, before anything is written."""
+    at = text.find("\x00" if isinstance(text, str) else b"\x00")
+    if at >= 0:
+        raise InputError(path, lineno, f"{what} holds a NUL character (U+0000, at character {at + 1}); "
+                                       "remove it: no store keeps text with NUL")
     cap = limit(name)
     if len(text) * 4 <= cap:  # a character is at most 4 bytes in UTF-8: no need to encode
         return
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
     if size > cap:
-        raise InputError(path, lineno, f"{what} is {size} bytes, over the limit of {cap} bytes "
-                                       f"(raise it with {name}=N)")
+        raise SizeLimitError(path, lineno, f"{what} is {size} bytes, over the limit of {cap} bytes "
+                                           f"(raise it with {name}=N)")
 
 
 def line_cap(extra: str | None = None) -> int:

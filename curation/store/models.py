@@ -274,6 +274,11 @@ class ExportVersion(SQLModel, table=True):
     archive_sha256: str | None = None
     created_by: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    # The absolute path of the folder being written while the export is pending (recorded before the
+    # folder appears), NULL once the folder is in place (curation.export.versions, migration 0021),
+    # and who writes it (``host:pid``), so that another export knows whether the writer still runs.
+    pending_folder: str | None = None
+    pending_owner: str | None = None
 
 
 class ExportChunk(SQLModel, table=True):

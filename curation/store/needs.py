@@ -19,8 +19,6 @@ from sqlmodel import Session, select
 from curation.store.lookups import project_id
 from curation.store.models import Query, QueryNeed, User
 
-MAX_NEED = 100_000  # characters of a description or narrative written in the app
-
 
 @dataclass(frozen=True)
 class Need:
@@ -106,7 +104,7 @@ def set_need(session: Session, project, qid: str, *, lead: User, description: st
     """A lead writes query ``qid``'s information need: a new version when the text differs from
     the one in force (the same text keeps it), committed. Returns (the need in force, is_new).
     ValueError naming the field for a user who is not a lead or admin, an unknown qid, or a text
-    over ``MAX_NEED`` characters."""
+    over GOLDEN_MAX_GUIDELINES_BYTES or holding NUL (:func:`curation.formats.limits.check_size`)."""
     if lead is None or lead.role not in ("lead", "admin"):
         raise ValueError("lead: only a lead or admin can write a query's information need")
     pid = project_id(project)
@@ -114,9 +112,11 @@ def set_need(session: Session, project, qid: str, *, lead: User, description: st
     if query is None:
         raise ValueError(f"qid: no query {qid!r} in this project")
     description, narrative = _clean(description), _clean(narrative)
-    for name, text in (("description", description), ("narrative", narrative)):
-        if text and len(text) > MAX_NEED:
-            raise ValueError(f"{name}: {len(text)} characters; keep it under {MAX_NEED}")
+    from curation.formats.limits import check_size
+
+    for name, text in (("description", description), ("narrative", narrative), ("note", note)):
+        if text:  # the limit of a description or narrative in queries.jsonl (curation.formats.queries)
+            check_size(text, "GOLDEN_MAX_GUIDELINES_BYTES", name, None, f"the {name}")
     old = _latest(session, [query.id]).get(query.id)
     if (old.description, old.narrative) == (description, narrative) if old else not (description or narrative):
         return current_need(session, pid, query.qid), False

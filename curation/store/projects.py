@@ -506,6 +506,9 @@ def set_guidelines(
     Returns the version in force and whether it is new."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("text: the guidelines are empty; write the definition of relevance")
+    from curation.formats.limits import check_size
+
+    check_size(text, "GOLDEN_MAX_GUIDELINES_BYTES", "text", None, "the guidelines")  # as the CLI's reader
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     current = current_guidelines(session, project)
     if current is not None and current.sha256 == digest:

@@ -158,9 +158,11 @@ def test_exporting_the_same_version_again_gives_identical_bytes(complete, tmp_pa
     assert first.new and not again.new
     a, b = read_files(tmp_path / "a" / "v1"), read_files(tmp_path / "b" / "v1")
     assert a == b and set(a) == set(ALL_FILES)
-    # Over the existing folder too, and the stored zip holds exactly these bytes.
+    # Over the existing folder too (left as it is: nothing rewritten), and the stored zip holds exactly these bytes.
+    inodes = {p.name: p.stat().st_ino for p in (tmp_path / "a" / "v1").iterdir()}
     do_export(complete, tmp_path / "a")
     assert read_files(tmp_path / "a" / "v1") == a
+    assert {p.name: p.stat().st_ino for p in (tmp_path / "a" / "v1").iterdir()} == inodes
     [row] = versions_in_store(complete)
     from curation.store.archives import iter_chunks
 
@@ -239,12 +241,19 @@ def test_an_unrelated_folder_in_the_way_is_not_overwritten(complete, tmp_path):
     assert [v.name for v in versions_in_store(complete)] == ["v1"]
 
 
-def test_a_damaged_export_folder_is_restored_from_the_store(complete, tmp_path):
+def test_a_damaged_export_folder_is_never_replaced_but_restored_from_the_store_once_moved(complete, tmp_path):
     do_export(complete, tmp_path / "out")
     good = read_files(tmp_path / "out" / "v1")
     (tmp_path / "out" / "v1" / "manifest.json").write_text("{ not json")
     (tmp_path / "out" / "v1" / "qrels.txt").unlink()
+    damaged = read_files(tmp_path / "out" / "v1")
     assert not verify(tmp_path / "out" / "v1").ok
+    for again in (lambda s: export.write_frozen(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out"),
+                  lambda s: export.export_version(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out")):
+        with new_session(complete) as s, pytest.raises(ValueError, match="never replaces an export folder: move it"):
+            again(s)
+        assert read_files(tmp_path / "out" / "v1") == damaged
+    (tmp_path / "out" / "v1").rename(tmp_path / "out" / "v1.damaged")
     with new_session(complete) as s:
         export.write_frozen(s, get_project(s, "p"), "v1", out_dir=tmp_path / "out")
     assert read_files(tmp_path / "out" / "v1") == good
@@ -502,6 +511,9 @@ def test_cli_export_verify_and_refusals(complete, tmp_path):
     (out / "v1" / "qrels.txt").write_bytes((out / "v1" / "qrels.txt").read_bytes().replace(b"d4 2", b"d4 1"))
     res = runner.invoke(main, ["export", "verify", str(out / "v1")])
     assert res.exit_code == 1 and "qrels.txt" in res.output and "--frozen" in res.output
+    res = runner.invoke(main, ["export", "create", "--db", url, "--version", "v1", "--out", str(out), "--frozen"])
+    assert res.exit_code == 1 and "never replaces an export folder: move it away" in res.output  # never replaced
+    (out / "v1").rename(tmp_path / "v1.damaged")
     res = runner.invoke(main, ["export", "create", "--db", url, "--version", "v1", "--out", str(out), "--frozen"])
     assert res.exit_code == 0 and "frozen version written again" in res.output
     assert runner.invoke(main, ["export", "verify", str(out / "v1")]).exit_code == 0

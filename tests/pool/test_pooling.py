@@ -161,7 +161,7 @@ def test_extend_writes_only_new_pairs_after_the_old_order(two_runs, tmp_path):
     # The old pool is untouched and --out cannot overwrite it.
     before = first.read_bytes()
     res = runner.invoke(main, ["pool", str(two_runs[1]), "--extend", str(first), "--out", str(first)])
-    assert res.exit_code == 1 and "--out must differ from --extend" in res.output
+    assert res.exit_code == 2 and f"--out {first} is the input --extend {first}" in res.output
     assert first.read_bytes() == before
 
 
