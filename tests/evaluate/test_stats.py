@@ -254,7 +254,7 @@ def test_power_equals_statsmodels_ttestpower(sd, n, delta):
     assert tp.power(effect_size=delta / sd, nobs=p.needed, alpha=0.05) >= 0.8
 
 
-@pytest.mark.parametrize("sd, n, delta", [(0.1, 2, 0.5), (0.1, 2, 0.05), (0.3, 2, 2.0), (0.05, 3, 0.4)])
+@pytest.mark.parametrize("sd, n, delta", [(0.1, 2, 0.5), (0.1, 2, 0.05), (0.3, 2, 2.0), (0.2, 3, 0.5)])
 def test_power_at_two_queries_answers_and_equals_statsmodels(sd, n, delta):
     # scipy's nct.cdf is NaN at 1 degree of freedom and a large noncentrality (the issue's
     # "function value at x=1.58 is NaN"); the fallback integration gives statsmodels' answer.
