@@ -239,7 +239,7 @@ def compare_many(scores, *, baseline: int | None = None, correction: str = "holm
         c = r.comparison
         if c.verdict == VERDICT_UNTRUSTED or c.verdict.startswith("equivalent"):
             r.verdict = c.verdict
-        elif r.p_adjusted < alpha:
+        elif r.p_adjusted < alpha and c.delta != 0:
             r.verdict = VERDICT_B if c.delta > 0 else VERDICT_A
         else:
             r.verdict = VERDICT_UNKNOWN

@@ -364,6 +364,12 @@ class Comparison:
         return out
 
 
+def _point_mass_p(delta: float) -> float:
+    """P(delta <= 0) when the estimate has no spread: 1 or 0, and 1/2 at exactly 0 (the interval
+    [0, 0] contains 0, and so must this, between the interval's tails)."""
+    return 0.5 if delta == 0 else 1.0 if delta < 0 else 0.0
+
+
 def _weighted_mean(x: np.ndarray, w: np.ndarray) -> float:
     return float(np.sum(w * x) / np.sum(w))
 
@@ -699,7 +705,7 @@ def compare(
         var, df = t_variance(z, strata=t_strata)
         if not free.any():
             low = high = delta
-            p_le_0 = 1.0 if delta <= 0 else 0.0
+            p_le_0 = _point_mass_p(delta)
             notes.append("every query was taken with certainty: the estimate has no sampling variance")
         elif df < 1:
             low = high = p_le_0 = math.nan
@@ -708,7 +714,7 @@ def compare(
             se = math.sqrt(var)
             crit = float(sps.t.ppf(0.5 + level / 2, df))
             low, high = delta - crit * se, delta + crit * se
-            p_le_0 = float(sps.t.cdf(-delta / se, df)) if se > 0 else (1.0 if delta <= 0 else 0.0)
+            p_le_0 = float(sps.t.cdf(-delta / se, df)) if se > 0 else _point_mass_p(delta)
     else:
         if method == "percentile":
             low, high = interval(reps, level=level)
