@@ -109,19 +109,28 @@ def bootstrap_replicates(
     return out[:, 0] if one else out
 
 
-def t_variance(z: np.ndarray, *, strata: np.ndarray | None = None) -> tuple[float, int]:
+def t_variance(z: np.ndarray, *, strata: np.ndarray | None = None,
+               fpc: np.ndarray | None = None) -> tuple[float, int]:
     """The linearised variance of ``sum(z)`` and its degrees of freedom: ``sum_h n_h / (n_h - 1) *
     sum_(i in h) (z_i - mean_h z)^2`` with ``n - H`` degrees of freedom, the with-replacement
     (Hansen-Hurwitz) variance estimator within strata (Lohr, *Sampling: Design and Analysis*, 2nd
-    ed., sec. 6.4 and 9.1). Strata with a single unit add no variance and no degree of freedom."""
+    ed., sec. 6.4 and 9.1). Strata with a single unit add no variance and no degree of freedom.
+
+    ``fpc``: per unit ``1 - pi_i`` (its inclusion probability) for a draw without replacement with
+    unequal probabilities: then ``n_h / (n_h - 1) sum_(i in h) (1 - pi_i) (z_i - B_h)^2`` with
+    ``B_h = sum (1 - pi_i) z_i / sum (1 - pi_i)``, Hajek's approximation (Hajek, "Asymptotic
+    theory of rejective sampling", Ann. Math. Statist. 35, 1964; Berger, J. Appl. Statist. 31,
+    2004): a unit drawn with probability near 1 adds almost no variance."""
     z = np.asarray(z, dtype=np.float64)
+    f = np.ones(len(z)) if fpc is None else np.clip(np.asarray(fpc, dtype=np.float64), 0.0, 1.0)
     groups = [np.arange(len(z))] if strata is None else [np.flatnonzero(strata == s) for s in np.unique(strata)]
     var, df = 0.0, 0
     for members in groups:
         m = len(members)
         if m >= 2:
-            zs = z[members]
-            var += m / (m - 1) * float(np.sum((zs - zs.mean()) ** 2))
+            zs, fs = z[members], f[members]
+            centre = float(np.sum(fs * zs) / fs.sum()) if fs.sum() > 0 else float(zs.mean())
+            var += m / (m - 1) * float(np.sum(fs * (zs - centre) ** 2))
             df += m - 1
     return var, df
 

@@ -399,6 +399,7 @@ class Design:
     mix: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
     certain: np.ndarray | None = None  # per query: taken with certainty (inclusion 1), no sampling variance
+    inclusion: np.ndarray | None = None  # per query: its inclusion probability, when the rows state it
 
     def mean(self, x: np.ndarray) -> float:
         if self.total is None:
@@ -587,13 +588,15 @@ def design(
         estimator += "; strata re-weighted to the stated mix " + ", ".join(
             f"{name} {v:g}" for name, v in mix_shares.items())
     resample = strata if (weighting in ("traffic", "stratum") or mix_shares is not None) else None
-    certain = None
+    certain = pi = None
     if weighting == "traffic" and queries is not None:
         inclusion = [queries[q].get("inclusion") for q in qids]
         if any(isinstance(x, (int, float)) for x in inclusion):
             certain = np.array([isinstance(x, (int, float)) and x >= 1 - 1e-9 for x in inclusion])
+            if all(isinstance(x, (int, float)) and 0 < x <= 1 for x, wi in zip(inclusion, w) if wi > 0):
+                pi = np.array([float(x) if isinstance(x, (int, float)) and 0 < x <= 1 else 0.0 for x in inclusion])
     return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
-                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain)
+                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi)
 
 
 def compare(
@@ -702,7 +705,8 @@ def compare(
         if clusters is not None:
             _, cl = np.unique(clusters[active], return_inverse=True)
             z, t_strata = np.bincount(cl, weights=des.contributions(diff)[active]), None
-        var, df = t_variance(z, strata=t_strata)
+        fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
+        var, df = t_variance(z, strata=t_strata, fpc=fpc)
         if not free.any():
             low = high = delta
             p_le_0 = _point_mass_p(delta)
