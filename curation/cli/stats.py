@@ -314,7 +314,8 @@ def _print_family(f) -> None:
     click.echo(f"{f.metric}: {len(f.runs)} runs, " + (f"each against the baseline {f.baseline}" if f.baseline
                                                        else f"every pair ({len(f.rows)} comparisons)"))
     click.echo(f"{first.n} queries paired (first pair); weighting: {first.weighting}; {first.interval_text}")
-    click.echo(f"correction for {len(f.rows)} comparisons: {f.correction_text}")
+    click.echo(f"correction for {len(f.rows)} comparison{'s' if len(f.rows) != 1 else ''}: "
+               f"{f.correction_text}")
     click.echo("")
     w = max(10, *(len(n) for n in f.runs))
     click.echo(f"  {'A':<{w}}  {'B':<{w}}  {'delta B - A':>11}  {'interval':<19}  {'p':>7}  {'adjusted':>8}  verdict")

@@ -223,7 +223,8 @@ def render_family(f, *, title: str | None = None, coverage=None, warn_below: flo
         f"<h1>{e(head)}</h1>",
         f"<p class=\"sub\">{e(what)} · {first.n} queries paired (first pair) · weighting: {e(first.weighting)} · "
         f"{e(first.interval_text)}</p>",
-        f"<p class=\"sub\" data-correction=\"{e(f.correction)}\">correction for {len(f.rows)} comparisons: "
+        f"<p class=\"sub\" data-correction=\"{e(f.correction)}\">correction for {len(f.rows)} "
+        f"comparison{'s' if len(f.rows) != 1 else ''}: "
         f"{e(f.correction_text)}</p>",
         *_coverage_html(coverage, warn_below),
         "<table><tr><th>A</th><th>B</th><th>mean A</th><th>mean B</th><th>delta B − A</th><th>interval</th>"
