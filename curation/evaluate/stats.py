@@ -2,10 +2,14 @@
 
 One score per query per system (``curation.evaluate.metrics``), subtract per query, then average: the
 delta of means is the mean of the per-query differences ``d_i = B_i - A_i``. Its uncertainty comes
-from the query sample, so the interval is a paired bootstrap over queries (Efron & Tibshirani,
-"An Introduction to the Bootstrap", 1993; Sakai, "Statistical reform in information retrieval?",
-SIGIR Forum 2014; Smucker, Allan & Carterette, "A comparison of statistical significance tests
-for information retrieval evaluation", CIKM 2007).
+from the query sample. The default interval is the t interval at every query count, with a variance
+that follows the sampling design (certainty units add none; Hajek's without-replacement factor),
+and P(delta <= 0) from the same t distribution; the bootstrap over queries (Rao-Wu rescaling under
+a sampling design) gives the replicates shown and ``--ci percentile`` (Efron & Tibshirani, "An
+Introduction to the Bootstrap", 1993; Rao & Wu, JASA 1988; Sakai, "Statistical reform in
+information retrieval?", SIGIR Forum 2014; Smucker, Allan & Carterette, "A comparison of
+statistical significance tests for information retrieval evaluation", CIKM 2007). The methods and
+their references: docs/guide/statistics-methods.md.
 
 Everything here works on numpy arrays; resampling is vectorised in blocks of replicates, with
 ``numpy.random.default_rng(seed)``, so one seed gives the same figures byte for byte. The BCa
@@ -17,7 +21,7 @@ Weighting (declared up front, printed with the result):
 * ``unweighted``: every query counts once.
 * ``traffic``: each query counts its ``weight`` from queries.jsonl (what it stands for in the
   search traffic, from ``golden sample``); hand-written queries have weight 0 and so stay out.
-  Resampling is within strata, as the sample was drawn.
+  Resampling is within strata, as the sample was drawn; queries taken with certainty stay fixed.
 * ``stratum``: every stratum counts the same, whatever its query count (each query weighs
   ``1 / n_stratum``); resampling is within strata.
 

@@ -371,3 +371,25 @@ def test_uniform_draws_of_a_zipf_log_get_no_trusted_interval(tmp_path):
     est, iv, verdicts, truth = _design_draws(tmp_path, "uniform", 30)
     assert all(v == "no trustworthy interval: the traffic weights are too unequal" for v in verdicts)
     assert np.std(est, ddof=1) > 0.1
+
+
+def test_user_weighted_means_hold_certainty_units_fixed_too():
+    # --unit user --weighting traffic: the same sampled queries, weighted by their user mass; the
+    # queries taken with certainty add no variance to the user-weighted mean either.
+    rng = np.random.default_rng(12)
+    rows = _pps_rows(rng)
+    for r in rows:
+        r["user_weight"] = r["weight"] * rng.uniform(0.5, 1.5)
+        r["stratum_user_share"] = 0.5
+    recs = records(rows)
+    qids = sorted(recs)
+    d = rng.normal(0.02, 0.1, len(qids))
+    a = qs("A", dict.fromkeys(qids, 0.0))
+    widths = []
+    for shift in (0.0, 0.7):
+        d2 = d.copy()
+        d2[:4] += shift
+        c = compare(pair_scores(a, qs("B", dict(zip(qids, d2)))), queries=recs, weighting="traffic", unit="user",
+                    resamples=500)
+        widths.append(c.high - c.low)
+    assert widths[0] == pytest.approx(widths[1], rel=1e-12)
