@@ -356,8 +356,8 @@ class Comparison:
         level = f"{round(self.level * 100)}%"
         if self.ci_method == "t":
             return (f"{level} t interval (linearised, design-based variance); P(delta <= 0) and the verdict "
-                    f"from the same t distribution; the histogram shows {self.resamples} bootstrap resamples, "
-                    f"seed {self.seed}")
+                    f"from the same t distribution; {self.resamples} bootstrap resamples (seed {self.seed}) for the "
+                    "report's histogram")
         return f"{level} {self.ci_method} bootstrap, {self.resamples} resamples, seed {self.seed}"
 
     def as_dict(self, *, per_query: bool = True) -> dict:
@@ -694,6 +694,9 @@ def compare(
                 f"ci 'bca' cannot resample within strata (weighting {weighting!r}); use --ci percentile"
             )
         (low, high), reps = bca_interval(diff, w, clusters, resamples=resamples, seed=seed, level=level)
+        notes.append("with --ci bca, P(delta <= 0) is the share of bootstrap replicates at or below 0, which "
+                     "the BCa interval's bias correction can disagree with near its ends; --ci auto (t) or "
+                     "percentile keep the two the same")
     elif design_based:
         reps = rescaled_replicates(diff, weights=w, strata=resample_strata, fixed=certain, resamples=resamples,
                                    seed=seed, total=total)
