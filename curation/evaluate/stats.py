@@ -246,27 +246,37 @@ MAX_DEFF = 3.0  # Kish's design effect of unequal weights above which no interva
 MAX_TOTAL_GAP = 0.2  # the drawn weights may miss the known traffic they stand for by at most this share
 
 
-def weight_trouble(weights: np.ndarray, free: np.ndarray, *, total: float | None,
+def weight_trouble(weights: np.ndarray, free: np.ndarray, *, total: float | None, strata: np.ndarray | None = None,
                    fixed_weight: float = 0.0) -> str | None:
     """Why no interval of a traffic-weighted mean can be trusted, or None.
 
     Two signs of a draw whose weights are too unequal for any interval (a uniform draw of a
     Zipf-shaped log, where whether a head query was drawn decides the estimate): Kish's design
-    effect of unequal weighting among the queries drawn at random, ``n sum(w^2) / (sum w)^2``
-    (Kish, *Survey Sampling*, 1965, sec. 11.7), above :data:`MAX_DEFF`; or, with a
-    Horvitz-Thompson mean, the drawn weights summing to a share of the known traffic off by more
-    than :data:`MAX_TOTAL_GAP` (under traffic sampling they sum to it exactly). Intervals on such
-    draws cover the truth about half the time whatever their method (bench/bench_intervals.py).
+    effect of unequal weighting among the queries drawn at random, ``n_h sum(w^2) / (sum w)^2``
+    within each stratum (Kish, *Survey Sampling*, 1965, sec. 11.7; within strata, because weights
+    that differ between strata by design cost a stratified estimate nothing), averaged over the
+    strata by their weight, above :data:`MAX_DEFF`; or, with a Horvitz-Thompson mean, the drawn
+    weights summing to a share of the known traffic off by more than :data:`MAX_TOTAL_GAP` (under
+    traffic sampling they sum to it exactly). Intervals on such draws cover the truth about half the
+    time whatever their method (bench/bench_intervals.py).
     """
-    wf = weights[free]
-    if len(wf) < 2 or wf.sum() <= 0:
+    st = np.zeros(len(weights), dtype=np.int64) if strata is None else np.asarray(strata)
+    wf_all = weights[free]
+    if len(wf_all) < 2 or wf_all.sum() <= 0:
         return None
-    deff = len(wf) * float(np.sum(wf**2)) / float(wf.sum()) ** 2
+    deff, mass, count = 0.0, 0.0, 0
+    for s in np.unique(st[free]):
+        wf = weights[free & (st == s)]
+        if len(wf) >= 2 and wf.sum() > 0:
+            deff += float(wf.sum()) * len(wf) * float(np.sum(wf**2)) / float(wf.sum()) ** 2
+            mass += float(wf.sum())
+            count += len(wf)
+    deff = deff / mass if mass > 0 else 1.0
     if deff > MAX_DEFF:
-        return (f"the weights of the queries drawn at random are so unequal that they count as "
-                f"{len(wf) / deff:.0f} of {len(wf)} (Kish's design effect {deff:.1f} > {MAX_DEFF:g})")
+        return (f"the weights of the queries drawn at random are so unequal within their strata that they "
+                f"count as about {count / deff:.0f} of {count} (Kish's design effect {deff:.1f} > {MAX_DEFF:g})")
     if total is not None:
-        ratio = (float(wf.sum()) + fixed_weight) / total
+        ratio = (float(wf_all.sum()) + fixed_weight) / total
         if abs(ratio - 1) > MAX_TOTAL_GAP:
             return (f"the drawn queries' weights add up to {ratio:.0%} of the traffic they stand for "
                     "(a draw by traffic gives 100%)")
@@ -732,7 +742,8 @@ def compare(
         p_le_0 = float(np.mean(np.asarray(reps) <= 0))
     trouble = None
     if weighting == "traffic" and clusters is None and mix is None:
-        trouble = weight_trouble(w, free, total=total, fixed_weight=float(w[active & certain].sum()))
+        trouble = weight_trouble(w, free, total=total, strata=strata,
+                                 fixed_weight=float(w[active & certain].sum()))
     sign = sign_test(diff[active])
     mc = mcnemar(paired.a[active], paired.b[active]) if paired.binary else None
     strata_out: list[StratumDelta] = []

@@ -393,3 +393,25 @@ def test_user_weighted_means_hold_certainty_units_fixed_too():
                     resamples=500)
         widths.append(c.high - c.low)
     assert widths[0] == pytest.approx(widths[1], rel=1e-12)
+
+
+def test_weights_unequal_only_between_strata_still_give_a_verdict():
+    # Ten strata of 20 queries each (a floor), one carrying 90% of the traffic: the weights differ
+    # twentyfold between strata but not within one; a stratified estimate loses nothing to that.
+    from curation.evaluate.stats import VERDICT_UNTRUSTED, weight_trouble
+
+    shares = [0.9] + [0.1 / 9] * 9
+    rows = [{"qid": f"s{h}q{i}", "text": f"s{h}q{i}", "stratum": {"m": str(h)}, "traffic": 5,
+             "inclusion": 0.1, "weight": shares[h] / 20, "stratum_share": shares[h], "stratum_drawn": 20}
+            for h in range(10) for i in range(20)]
+    recs = records(rows)
+    qids = sorted(recs)
+    rng = np.random.default_rng(0)
+    a = qs("A", dict.fromkeys(qids, 0.0))
+    c = compare(pair_scores(a, qs("B", {q: 0.05 + rng.normal(0, 0.05) for q in qids})), queries=recs,
+                weighting="traffic", resamples=200)
+    assert c.verdict == "B better"
+    # the same weights spread unequally within a stratum are refused
+    w = np.array([0.9 / 20] * 19 + [3.0])
+    assert "Kish" in weight_trouble(w, np.ones(20, dtype=bool), total=None)
+    assert VERDICT_UNTRUSTED.startswith("no trustworthy interval")
