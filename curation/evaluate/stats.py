@@ -645,7 +645,7 @@ def compare(
     (``inclusion`` 1 in queries.jsonl) add none, and the others vary within their strata (the
     with-replacement variance; the bootstrap replicates, for the histogram and ``--ci percentile``,
     come from the Rao-Wu rescaling bootstrap, :func:`curation.evaluate.bootstrap.rescaled_replicates`).
-    Per-stratum intervals use at most 2,000 resamples each (percentile, within the stratum).
+    Per-stratum intervals follow the same rule (a t interval on the stratum's own contributions).
     The sign test and McNemar count queries, unweighted, among those with a positive weight.
     """
     if ci not in CI_METHODS:
@@ -762,12 +762,22 @@ def compare(
             def smean(x, ws=ws, known=known):
                 return float(np.sum(ws * x) / known) if known else _weighted_mean(x, ws)
 
-            if sel.sum() >= 2:
-                r = bootstrap_replicates(diff[sel], weights=ws, resamples=min(resamples, 2000), seed=seed,
-                                         total=known or None)
-                lo_s, hi_s = interval(r, level=level)
+            # the same rule as the overall interval: a t interval on the stratum's linearised
+            # contributions, its certainty units adding no variance (Hajek's factor when known)
+            ds = diff[sel]
+            est_s = smean(ds)
+            z_s = ws * ds / known if known else ws * (ds - est_s) / ws.sum()
+            free_s = free[sel] if clusters is None else np.ones(int(sel.sum()), dtype=bool)
+            fpc_s = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[sel][free_s]
+            if not free_s.any():
+                lo_s = hi_s = est_s
             else:
-                lo_s = hi_s = math.nan
+                var_s, df_s = t_variance(z_s[free_s], fpc=fpc_s)
+                if df_s < 1:
+                    lo_s = hi_s = math.nan
+                else:
+                    half_s = float(sps.t.ppf(0.5 + level / 2, df_s)) * math.sqrt(var_s)
+                    lo_s, hi_s = est_s - half_s, est_s + half_s
             share = (known if known else ws.sum()) / total_w
             strata_out.append(StratumDelta(
                 label, int(sel.sum()), float(share), smean(paired.a[sel]), smean(paired.b[sel]), smean(diff[sel]),

@@ -415,3 +415,19 @@ def test_weights_unequal_only_between_strata_still_give_a_verdict():
     w = np.array([0.9 / 20] * 19 + [3.0])
     assert "Kish" in weight_trouble(w, np.ones(20, dtype=bool), total=None)
     assert VERDICT_UNTRUSTED.startswith("no trustworthy interval")
+
+
+def test_per_stratum_intervals_follow_the_same_t_rule():
+    from scipy import stats as sps
+
+    rows = [{"qid": f"q{i:02d}", "text": f"t{i}", "stratum": {"m": "us" if i < 12 else "de"}} for i in range(20)]
+    recs = records(rows)
+    rng = np.random.default_rng(7)
+    d = rng.normal(0.03, 0.1, 20)
+    qids = sorted(recs)
+    c = compare(pair_scores(qs("A", dict.fromkeys(qids, 0.0)), qs("B", dict(zip(qids, d)))), queries=recs,
+                weighting="stratum", resamples=200)
+    for s in c.strata:
+        x = np.array([dv for q, dv in zip(qids, d) if recs[q].stratum["m"] == s.label.split("=")[1]])
+        ci = sps.ttest_1samp(x, 0).confidence_interval(0.95)
+        assert (s.low, s.high) == pytest.approx((ci.low, ci.high), rel=1e-10)
