@@ -151,7 +151,8 @@ def _echo_text(d: dict) -> None:
         for c in rk["comparisons"]:
             tau = "undefined" if c["kendall_tau"] is None else f"{c['kendall_tau']:.3f}"
             echo(f"  {c['labels']} labels: Kendall's tau with the human ranking {tau}; {c['swapped_pairs']} pairs "
-                 f"of runs swapped, {c['swapped_significant_pairs']} of them significant under human labels; "
+                 f"of runs swapped, {c['swapped_significant_pairs']} of them significant under human labels "
+                 f"({c.get('correction', 'holm')}-corrected over {len(c['pairs'])} pairs); "
                  f"{c['verdicts_changed']} verdicts change")
             for pv in c["pairs"]:
                 if pv["verdict_changed"] or pv["swapped"]:

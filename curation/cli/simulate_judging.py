@@ -126,6 +126,7 @@ def simulate_judging_cmd(runs, qrels_path, depth, order, compare, metric, mode, 
         if estimate:
             line += f"  ({_pct(c.estimate_share)} {c.estimate_verdict or '-'}{', wrong' if c.estimate_wrong else ''})"
         click.echo(line)
-    click.echo(f"significant when fully judged: {s['significant']} of {s['comparisons']}; settled: "
+    click.echo(f"significant when fully judged: {s['significant']} of {s['comparisons']} ({s['correction']}-corrected "
+               f"for {s['comparisons']} comparisons; {s['significant_uncorrected']} uncorrected); settled: "
                f"{s['settled_of_significant']}; median share judged at settlement: "
                f"{_pct(s['median_share_significant'])}; wrong calls: {s['wrong_calls']}")

@@ -23,7 +23,7 @@ from curation.cli.base import (
     on_conflict_option,
     seed_option,
 )
-from curation.evaluate.choices import CI_METHODS, FEW_QUERIES, NOISE_RULES, UNITS, WEIGHTINGS
+from curation.evaluate.choices import CI_METHODS, CORRECTIONS, FEW_QUERIES, NOISE_RULES, UNITS, WEIGHTINGS
 
 # The metric registry lives with numpy (curation.evaluate.metrics): naming every choice here would
 # import it for `golden --help`; an unknown metric is refused with the list.
@@ -286,7 +286,7 @@ def _print_comparison(c) -> None:
     click.echo(f"  B  {c.name_b:<{w}}  {c.mean_b:>8.4f}  {100 * c.judged_b:>8.1f}%")
     click.echo("")
     click.echo(f"  delta B - A      {c.delta:+.4f}   [{c.low:+.4f}, {c.high:+.4f}]")
-    none = f" (none of {c.resamples} resamples)" if c.p_delta_le_0 == 0 else ""
+    none = f" (none of {c.resamples} resamples)" if c.p_delta_le_0 == 0 and c.ci_method != "t" else ""
     click.echo(f"  P(delta <= 0)    {c.p_delta_le_0:.4f}{none}")
     s = c.sign
     click.echo(f"  queries          {s.better} better, {s.worse} worse, {s.tied} tied; "
@@ -309,9 +309,29 @@ def _print_comparison(c) -> None:
     click.echo(f"verdict: {c.verdict}{tie}")
 
 
+def _print_family(f) -> None:
+    """The family table of ``golden compare`` with more than two runs."""
+    first = f.rows[0].comparison
+    click.echo(f"{f.metric}: {len(f.runs)} runs, " + (f"each against the baseline {f.baseline}" if f.baseline
+                                                       else f"every pair ({len(f.rows)} comparisons)"))
+    click.echo(f"{first.n} queries paired (first pair); weighting: {first.weighting}; {first.interval_text}")
+    click.echo(f"correction for {len(f.rows)} comparison{'s' if len(f.rows) != 1 else ''}: "
+               f"{f.correction_text}")
+    click.echo("")
+    w = max(10, *(len(n) for n in f.runs))
+    click.echo(f"  {'A':<{w}}  {'B':<{w}}  {'delta B - A':>11}  {'interval':<19}  {'p':>7}  {'adjusted':>8}  verdict")
+    for r in f.rows:
+        c = r.comparison
+        iv = "" if math.isnan(c.low) else f"[{c.low:+.4f}, {c.high:+.4f}]"
+        click.echo(f"  {c.name_a:<{w}}  {c.name_b:<{w}}  {c.delta:>+11.4f}  {iv:<19}  {r.p:>7.4f}  "
+                   f"{r.p_adjusted:>8.4f}  {r.verdict}")
+    notes = list(dict.fromkeys(n for r in f.rows for n in r.comparison.notes))
+    for note in f.notes + notes:
+        click.echo(f"note: {note}")
+
+
 @main.command("compare")
-@click.argument("run_a", type=click.Path(exists=True))
-@click.argument("run_b", type=click.Path(exists=True))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
 @_qrels_option(from_store=True)
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
@@ -328,8 +348,8 @@ def _print_comparison(c) -> None:
 @click.option("--cluster-col", default=None,
               help="queries.jsonl field whose queries are resampled together, e.g. user.")
 @click.option("--ci", type=click.Choice(CI_METHODS), default="auto", show_default=True,
-              help="Interval: auto (a t interval below 30 queries or clusters, where the percentile bootstrap "
-                   "covers too rarely; percentile from 30 on), t, percentile, or bca (scipy).")
+              help="Interval: auto (the t interval at every query count, with a variance that follows the "
+                   "sampling design; P(delta <= 0) from the same t), t (the same), percentile, or bca (scipy).")
 @click.option("--unit", type=click.Choice(UNITS), default="query", show_default=True,
               help="Whose mean: each query (or search, with traffic weights), or each user with their queries "
                    "counting together (traffic: the sample's user_weight; unweighted: needs --cluster-col).")
@@ -337,51 +357,86 @@ def _print_comparison(c) -> None:
               help="A target mix of strata, e.g. market=us=0.7,market=de=0.3 (or us=0.7,de=0.3): each stratum "
                    "weighs its stated share, its queries weighted within it as --weighting says. A key may name "
                    "a group of strata by one dimension (surface=web), shared in proportion to their own shares.")
+@click.option("--baseline", default=None, metavar="RUN",
+              help="With more than two runs: compare each run against this one (its file or run name) instead "
+                   "of every pair.")
+@click.option("--correction", type=click.Choice(CORRECTIONS), default="holm", show_default=True,
+              help="With more than two runs: holm (family-wise), bonferroni, bh (Benjamini-Hochberg, false "
+                   "discovery rate, for exploratory sweeps), tukey (paired randomised Tukey HSD), or none.")
 @json_option
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML report.")
 @domain_errors
-@checked_paths(inputs=["run_a", "run_b", "qrels_path", "queries_path"], outputs=["html_path"])
-def compare_cmd(run_a, run_b, qrels_path, metric, queries_path, rel_level, resamples, seed, tie, weighting,
-                split, cluster_col, ci, unit, mix, as_json, html_path):
-    """Paired comparison of two runs, query by query: is B better than A?
+@checked_paths(inputs=["runs", "qrels_path", "queries_path"], outputs=["html_path"])
+def compare_cmd(runs, qrels_path, metric, queries_path, rel_level, resamples, seed, tie, weighting,
+                split, cluster_col, ci, unit, mix, baseline, correction, as_json, html_path):
+    """Paired comparison of runs, query by query: is B better than A?
 
     \b
-    Prints the delta of means B - A with a paired bootstrap interval, queries
+    With two runs A B: the delta of means B - A with its interval (the t
+    interval; its variance follows the sampling design), queries
     better/worse/tied with an exact sign test (McNemar for binary metrics),
     P(delta <= 0), per-stratum deltas with --queries, and a verdict: "B better",
-    "A better", "cannot distinguish at this query count", or "equivalent within
-    ±TIE" only when the whole interval lies inside ±TIE.
+    "A better", "cannot distinguish at this query count", "equivalent within
+    ±TIE" only when the whole interval lies inside ±TIE, or "no trustworthy
+    interval" when the traffic weights are too unequal for any.
 
     \b
-    Example:
+    With more runs: every pair (or each against --baseline), corrected for the
+    number of comparisons (--correction, Holm by default): a verdict says
+    better only when its adjusted p-value is below 5%.
+
+    \b
+    Examples:
       golden stats compare runs/bm25.trec runs/rerank.trec --qrels exports/v3 --metric ndcg@10 \\
           --weighting traffic --split holdout --tie 0.02 --html report.html
+      golden stats compare runs/*.trec --qrels exports/v3 --baseline runs/bm25.trec --correction holm
     """
     from curation.evaluate.metrics import QrelsIndex
     from curation.evaluate.stats import compare, pair_scores
 
+    if len(runs) < 2:
+        raise click.ClickException("give at least two runs to compare")
     qrels, export_queries = _load_qrels(qrels_path)
     queries, _ = _load_queries(queries_path, export_queries)
     if queries is None and (weighting != "unweighted" or split or cluster_col or mix or unit != "query"):
         raise click.ClickException(
             "--weighting/--split/--cluster-col/--unit/--mix need --queries QUERIES.jsonl (or an export folder)")
     index = QrelsIndex.build(qrels, rel_level=rel_level)
-    ra, rb = _read_runs([run_a, run_b])
-    if ra.name == rb.name:
-        ra.name, rb.name = f"A:{ra.name}", f"B:{rb.name}"
-    paired = pair_scores(_score(ra, index, metric), _score(rb, index, metric), queries=queries, split=split)
-    result = compare(paired, queries=queries, weighting=weighting, cluster_col=cluster_col, resamples=resamples,
-                     seed=seed, ci=ci, tie=tie, split=split, unit=unit, mix=mix)
+    read = _read_runs(runs)
+    options = dict(queries=queries, weighting=weighting, cluster_col=cluster_col, resamples=resamples,
+                   seed=seed, ci=ci, tie=tie, split=split, unit=unit, mix=mix)
+    if len(read) == 2 and baseline is None:
+        ra, rb = read
+        if ra.name == rb.name:
+            ra.name, rb.name = f"A:{ra.name}", f"B:{rb.name}"
+        paired = pair_scores(_score(ra, index, metric), _score(rb, index, metric), queries=queries, split=split)
+        result = compare(paired, **options)
+        render, printer = "render_comparison", _print_comparison
+    else:
+        from curation.evaluate.multiple import compare_many
+
+        _unique_names(read)
+        base = None
+        if baseline is not None:
+            matches = [i for i, (path, r) in enumerate(zip(runs, read))
+                       if baseline in (r.name, path) or Path(baseline).resolve() == Path(path).resolve()]
+            if len(matches) != 1:
+                raise click.ClickException(f"--baseline {baseline!r} names {len(matches)} of the runs given "
+                                           f"({', '.join(r.name for r in read)}); give one run's file or name")
+            base = matches[0]
+        result = compare_many([_score(r, index, metric) for r in read], baseline=base, correction=correction,
+                              **options)
+        render, printer = "render_family", _print_family
     if html_path:
-        from curation.evaluate.html_report import render_comparison
+        from curation.evaluate import html_report
         from curation.formats.fileio import atomic_write
 
         with atomic_write(html_path) as fh:
-            fh.write(render_comparison(result))
+            fh.write(getattr(html_report, render)(result))
     if as_json:
         echo_json(result.as_dict())
     else:
-        _print_comparison(result)
+        printer(result)
         if html_path:
             click.echo(f"report written to {html_path}")
 

@@ -109,30 +109,104 @@ def bootstrap_replicates(
     return out[:, 0] if one else out
 
 
-def t_interval(z: np.ndarray, estimate: float, *, strata: np.ndarray | None = None,
-               level: float = 0.95) -> tuple[float, float, int]:
-    """A t interval for an estimate that is the sum of per-unit contributions ``z`` (Taylor
-    linearisation; Lohr, *Sampling: Design and Analysis*, 2nd ed., sec. 9.1): the variance is
-    ``sum_h n_h / (n_h - 1) * sum_(i in h) (z_i - mean_h z)^2`` with ``n - H`` degrees of freedom
-    (one stratum when ``strata`` is None). For an unweighted mean, ``z_i = (d_i - mean d) / n``
-    and this is the paired t interval ``mean +- t_(n-1) * s / sqrt(n)`` exactly. Strata with a
-    single unit add no variance (and no degree of freedom). Returns (low, high, df).
-    """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1, not {level!r}")
+def t_variance(z: np.ndarray, *, strata: np.ndarray | None = None,
+               fpc: np.ndarray | None = None) -> tuple[float, int]:
+    """The linearised variance of ``sum(z)`` and its degrees of freedom: ``sum_h n_h / (n_h - 1) *
+    sum_(i in h) (z_i - mean_h z)^2`` with ``n - H`` degrees of freedom, the with-replacement
+    (Hansen-Hurwitz) variance estimator within strata (Lohr, *Sampling: Design and Analysis*, 2nd
+    ed., sec. 6.4 and 9.1). Strata with a single unit add no variance and no degree of freedom.
+
+    ``fpc``: per unit ``1 - pi_i`` (its inclusion probability) for a draw without replacement with
+    unequal probabilities: then ``n_h / (n_h - 1) sum_(i in h) (1 - pi_i) (z_i - B_h)^2`` with
+    ``B_h = sum (1 - pi_i) z_i / sum (1 - pi_i)``, Hajek's approximation (Hajek, "Asymptotic
+    theory of rejective sampling", Ann. Math. Statist. 35, 1964; Berger, J. Appl. Statist. 31,
+    2004): a unit drawn with probability near 1 adds almost no variance."""
     z = np.asarray(z, dtype=np.float64)
+    f = np.ones(len(z)) if fpc is None else np.clip(np.asarray(fpc, dtype=np.float64), 0.0, 1.0)
     groups = [np.arange(len(z))] if strata is None else [np.flatnonzero(strata == s) for s in np.unique(strata)]
     var, df = 0.0, 0
     for members in groups:
         m = len(members)
         if m >= 2:
-            zs = z[members]
-            var += m / (m - 1) * float(np.sum((zs - zs.mean()) ** 2))
+            zs, fs = z[members], f[members]
+            centre = float(np.sum(fs * zs) / fs.sum()) if fs.sum() > 0 else float(zs.mean())
+            var += m / (m - 1) * float(np.sum(fs * (zs - centre) ** 2))
             df += m - 1
+    return var, df
+
+
+def t_interval(z: np.ndarray, estimate: float, *, strata: np.ndarray | None = None,
+               level: float = 0.95) -> tuple[float, float, int]:
+    """A t interval for an estimate that is the sum of per-unit contributions ``z`` (Taylor
+    linearisation; Lohr, *Sampling: Design and Analysis*, 2nd ed., sec. 9.1): the variance of
+    :func:`t_variance` with ``n - H`` degrees of freedom (one stratum when ``strata`` is None).
+    For an unweighted mean, ``z_i = (d_i - mean d) / n`` and this is the paired t interval
+    ``mean +- t_(n-1) * s / sqrt(n)`` exactly. Returns (low, high, df); NaN bounds when there is
+    no degree of freedom.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, not {level!r}")
+    var, df = t_variance(z, strata=strata)
     if df < 1:
         return math.nan, math.nan, 0
     half = float(sps.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
     return estimate - half, estimate + half, df
+
+
+def rescaled_replicates(
+    values: np.ndarray,
+    *,
+    weights: np.ndarray,
+    strata: np.ndarray | None = None,
+    fixed: np.ndarray | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    total: float | None = None,
+) -> np.ndarray:
+    """Replicates of a weighted mean by the Rao-Wu rescaling bootstrap (Rao & Wu, "Resampling
+    inference with complex survey data", JASA 83, 1988; Rao, Wu & Yue, Survey Methodology 18, 1992):
+    in each stratum ``h`` with ``n_h >= 2`` units that were not ``fixed``, draw ``n_h - 1`` of them
+    with replacement and give unit ``i`` the weight ``w_i * n_h / (n_h - 1) * r_i`` (``r_i``: the
+    times it was drawn); ``fixed`` units (taken with certainty, inclusion probability 1) and
+    strata with one free unit keep their weights. A replicate is ``sum(w* v) / total`` (a
+    Horvitz-Thompson mean over a known total) or ``sum(w* v) / sum(w*)`` (the ratio mean).
+
+    Its variance is the with-replacement variance of :func:`t_variance` on average, so certainty
+    units add none, and a stratum's resampled weights sum to its own on average.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    if not isinstance(resamples, (int, np.integer)) or resamples < 100:
+        raise ValueError(f"resamples must be an integer >= 100, not {resamples!r}")
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,) or (w < 0).any() or not np.isfinite(w).all():
+        raise ValueError("weights: one non-negative weight per query")
+    free = np.ones(n, dtype=bool) if fixed is None else ~np.asarray(fixed, dtype=bool)
+    st = np.zeros(n, dtype=np.int64) if strata is None else np.asarray(strata)
+    groups = [g for g in (np.flatnonzero(free & (st == s)) for s in np.unique(st)) if len(g) >= 2]
+    still = np.ones(n, dtype=bool)
+    for g in groups:
+        still[g] = False
+    base_num, base_den = float(np.sum(w[still] * v[still])), float(np.sum(w[still]))
+    ws, wv = w, w * v
+    out = np.empty(resamples)
+    block = _block(max(1, n), 1)
+    starts = list(range(0, resamples, block))
+    seeds = np.random.SeedSequence(seed).spawn(len(starts))
+    for b, start in enumerate(starts):
+        c = min(block, resamples - start)
+        rng = np.random.default_rng(seeds[b])
+        num = np.full(c, base_num)
+        den = np.full(c, base_den)
+        for g in groups:
+            k = len(g)
+            idx = g[rng.integers(0, k, size=(c, k - 1))]
+            scale = k / (k - 1)
+            num += scale * wv[idx].sum(axis=1)
+            den += scale * ws[idx].sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start : start + c] = num / (total if total is not None else den)
+    return out
 
 
 def interval(replicates: np.ndarray, *, level: float = 0.95) -> tuple[float, float]:

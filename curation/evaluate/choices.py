@@ -8,3 +8,4 @@ NOISE_RULES = ("3sd", "range", "paired")  # how golden noise sets the floor from
 UNITS = ("query", "user")  # golden compare --unit: whose mean (each query, or each user with their queries together)
 FEW_QUERIES = 30  # below this many queries (or clusters) estimates are flagged, and --ci auto gives a t interval
 FEW_REPEATS = 5  # below this many repeated runs golden noise flags its floor as loose
+CORRECTIONS = ("holm", "bonferroni", "bh", "tukey", "none")  # golden compare's correction for many comparisons

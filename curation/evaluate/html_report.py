@@ -15,7 +15,7 @@ import numpy as np
 
 from curation.evaluate.stats import Comparison
 
-__all__ = ["render_comparison", "sorted_differences_svg", "bootstrap_svg"]
+__all__ = ["render_comparison", "render_family", "sorted_differences_svg", "bootstrap_svg"]
 
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2330;\
@@ -168,7 +168,8 @@ def render_comparison(c: Comparison, *, title: str | None = None, coverage=None,
     out.append("</table><table>")
     stat_rows = [
         ("delta B − A", f"{_f(c.delta, sign=True)} [{_f(c.low, sign=True)}, {_f(c.high, sign=True)}]"),
-        ("P(delta ≤ 0) over the bootstrap", _f(c.p_delta_le_0)),
+        ("P(delta ≤ 0)" + (" (same t distribution as the interval)" if c.ci_method == "t" else " over the bootstrap"),
+         _f(c.p_delta_le_0)),
         ("queries B better / worse / tied", f"{c.sign.better} / {c.sign.worse} / {c.sign.tied}"),
         ("exact sign test, two-sided p", f"{c.sign.pvalue:.4g}"),
     ]
@@ -202,6 +203,45 @@ def render_comparison(c: Comparison, *, title: str | None = None, coverage=None,
     if back is not None:
         out.append(f"<p><a href=\"{e(back[0])}\">{e(back[1])}</a></p>")
     out.append("<p class=\"sub\">Made by golden stats compare. Delta = mean over queries of (B − A); "
-               "the interval is described at the top; the bootstrap resamples queries with replacement."
+               "the interval is described at the top; the bootstrap resamples queries as they were sampled."
                "</p></body></html>")
+    return "\n".join(out)
+
+
+def render_family(f, *, title: str | None = None, coverage=None, warn_below: float = 0.9,
+                  back: tuple[str, str] | None = None) -> str:
+    """The report of a family of comparisons (``golden compare`` of N runs, the app's report of
+    several runs): one row per pair with its interval, p-value, adjusted p-value and corrected
+    verdict, the correction named above the table, then each pair's notes once."""
+    e = escape
+    head = title or f"{f.metric}: {len(f.runs)} runs"
+    first = f.rows[0].comparison
+    what = f"each against the baseline {f.baseline}" if f.baseline else f"every pair ({len(f.rows)} comparisons)"
+    out = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>{e(head)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{e(head)}</h1>",
+        f"<p class=\"sub\">{e(what)} · {first.n} queries paired (first pair) · weighting: {e(first.weighting)} · "
+        f"{e(first.interval_text)}</p>",
+        f"<p class=\"sub\" data-correction=\"{e(f.correction)}\">correction for {len(f.rows)} "
+        f"comparison{'s' if len(f.rows) != 1 else ''}: "
+        f"{e(f.correction_text)}</p>",
+        *_coverage_html(coverage, warn_below),
+        "<table><tr><th>A</th><th>B</th><th>mean A</th><th>mean B</th><th>delta B − A</th><th>interval</th>"
+        "<th>p</th><th>adjusted p</th><th>verdict</th></tr>",
+    ]
+    for r in f.rows:
+        c = r.comparison
+        vclass = "b" if r.verdict == "B better" else "a" if r.verdict == "A better" else ""
+        out.append(f"<tr><td>{e(c.name_a)}</td><td>{e(c.name_b)}</td><td>{_f(c.mean_a)}</td><td>{_f(c.mean_b)}</td>"
+                   f"<td>{_f(c.delta, sign=True)}</td><td>[{_f(c.low, sign=True)}, {_f(c.high, sign=True)}]</td>"
+                   f"<td>{_f(r.p)}</td><td>{_f(r.p_adjusted)}</td>"
+                   f"<td><span class=\"verdict {vclass}\">{e(r.verdict)}</span></td></tr>")
+    out.append("</table>")
+    for note in f.notes + list(dict.fromkeys(n for r in f.rows for n in r.comparison.notes)):
+        out.append(f"<p class=\"note\">{e(note)}</p>")
+    if back is not None:
+        out.append(f"<p><a href=\"{e(back[0])}\">{e(back[1])}</a></p>")
+    out.append("<p class=\"sub\">Made by golden stats compare. Each delta is the mean over queries of (B − A); a verdict "
+               "says better only when the adjusted p-value is below the level.</p></body></html>")
     return "\n".join(out)

@@ -49,14 +49,45 @@ class Power:
         return asdict(self)
 
 
+def _nct_tail(x: float, df: int, nc: float, *, upper: bool) -> float:
+    """``P(T' > x)`` (``upper``) or ``P(T' < x)`` for ``T' ~ noncentral t(df, nc)``.
+
+    scipy.stats.nct first; where it returns NaN (it does for 1 degree of freedom and a large
+    noncentrality, e.g. ``nct.cdf(-12.7, 1, 42.4)``), the same probability by integrating over the
+    chi distribution of the denominator, ``P(T' < x) = E_V[Phi(x sqrt(V / df) - nc)]`` with
+    ``V ~ chi2(df)`` (scipy.integrate.quad; Johnson, Kotz & Balakrishnan, *Continuous Univariate
+    Distributions* vol. 2, ch. 31), and if that fails too the normal approximation
+    ``Phi(+-(x - nc))``."""
+    p = float(sps.nct.sf(x, df, nc) if upper else sps.nct.cdf(x, df, nc))
+    if math.isfinite(p):
+        return p
+    cdf = _nct_cdf_integrated(x, df, nc)
+    if math.isfinite(cdf):
+        return 1.0 - cdf if upper else cdf
+    return float(sps.norm.sf(x - nc) if upper else sps.norm.cdf(x - nc))
+
+
+def _nct_cdf_integrated(x: float, df: int, nc: float) -> float:
+    """``P(T' < x)`` by integrating ``Phi(x sqrt(v / df) - nc)`` over ``v ~ chi2(df)`` (scipy.integrate.quad)."""
+    from scipy import integrate
+
+    def lower(v: float) -> float:
+        return float(sps.chi2.pdf(v, df) * sps.norm.cdf(x * math.sqrt(v / df) - nc))
+
+    with np.errstate(all="ignore"):
+        cdf, _err = integrate.quad(lower, 0, np.inf, limit=200)
+    return min(1.0, max(0.0, cdf)) if math.isfinite(cdf) else math.nan
+
+
 def t_power(delta: float, sd: float, n: int, *, alpha: float = 0.05) -> float:
-    """Power of the two-sided paired t-test with ``n`` queries for a true difference ``delta``."""
+    """Power of the two-sided paired t-test with ``n`` queries for a true difference ``delta``
+    (both tails of the noncentral t, each through :func:`_nct_tail`)."""
     if sd == 0:
         return 1.0 if delta else alpha
     df = n - 1
     crit = sps.t.ppf(1 - alpha / 2, df)
     nc = delta * math.sqrt(n) / sd
-    return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+    return _nct_tail(crit, df, nc, upper=True) + _nct_tail(-crit, df, nc, upper=False)
 
 
 def _mdd(sd: float, n: int, alpha: float, target: float) -> float:

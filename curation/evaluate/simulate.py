@@ -67,6 +67,9 @@ class ComparisonResult:
     estimate_share: float | None = None  # share judged when the estimate said 95% sure
     estimate_verdict: str | None = None
     estimate_wrong: bool = False
+    full_p: float | None = None  # two-sided p of the fully judged verdict: 2 min(P(rep <= 0), P(rep >= 0))
+    full_p_adjusted: float | None = None  # corrected over the simulated comparisons (SimulationResult.correction)
+    full_significant_corrected: bool = False
 
 
 @dataclass
@@ -82,9 +85,14 @@ class SimulationResult:
     comparisons: list[ComparisonResult] = field(default_factory=list)
     seconds_per_check: float = 0.0
     checks: int = 0
+    correction: str = "holm"  # how "significant" is corrected for the number of comparisons
+
 
     def summary(self) -> dict:
-        sig = [c for c in self.comparisons if c.full_verdict in (HIGHER, LOWER)]
+        # "significant" counts the fully judged verdicts that survive the correction for the number
+        # of comparisons (Holm by default, as golden compare of many runs); each is also
+        # significant on its own, which is what the guarantee settles
+        sig = [c for c in self.comparisons if c.full_verdict in (HIGHER, LOWER) and c.full_significant_corrected]
         shares = [c.settled_share if c.settled_share is not None else 1.0 for c in sig]
         est = [c.estimate_share if c.estimate_share is not None else 1.0 for c in sig]
         settled = [c for c in self.comparisons if c.settled_share is not None]
@@ -92,6 +100,8 @@ class SimulationResult:
         return {
             "comparisons": len(self.comparisons),
             "significant": len(sig),
+            "significant_uncorrected": sum(c.full_verdict in (HIGHER, LOWER) for c in self.comparisons),
+            "correction": self.correction,
             "settled": len(settled),
             "settled_of_significant": sum(1 for c in sig if c.settled_share is not None),
             "median_share_significant": float(np.median(shares)) if shares else None,
@@ -106,6 +116,21 @@ class SimulationResult:
         out["summary"] = self.summary()
         out["comparisons"] = [asdict(c) for c in self.comparisons]
         return out
+
+
+def _correct_full_verdicts(result: SimulationResult, counts: np.ndarray, d: np.ndarray, level: float) -> None:
+    """Each fully judged verdict's two-sided p-value from the same bootstrap replicates as its
+    interval (``2 min(P(rep <= 0), P(rep >= 0))``, below ``1 - level`` exactly when the percentile
+    interval excludes 0, up to interpolation), and whether it survives the correction over the
+    simulated comparisons (:func:`curation.evaluate.multiple.adjust`)."""
+    from curation.evaluate.multiple import adjust
+
+    reps = counts @ (np.atleast_2d(d).T / counts.shape[1])  # (R, C), as percentile_ends
+    p = np.minimum(1.0, 2 * np.minimum((reps <= 0).mean(axis=0), (reps >= 0).mean(axis=0)))
+    adjusted = adjust(p, result.correction)
+    for c, pi, pa in zip(result.comparisons, p, adjusted):
+        c.full_p, c.full_p_adjusted = float(pi), float(pa)
+        c.full_significant_corrected = bool(c.full_verdict in (HIGHER, LOWER) and pa < 1 - level)
 
 
 def pool_from_runs(rankings: Mapping[str, Mapping[str, Sequence[str]]], qrels: Mapping[str, Mapping[str, int]],
@@ -147,6 +172,7 @@ def simulate(
     estimate_until: float = 0.5,
     progress: Callable[[float], None] | None = None,
     trace: dict | None = None,
+    correction: str = "holm",
 ) -> SimulationResult:
     """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
     comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
@@ -154,7 +180,9 @@ def simulate(
     estimate first put P(flip) at most ``1 - estimate_level`` on a significant verdict (checked up to
     ``estimate_until`` of the pool, then given up: counted as the whole pool). ``trace`` (a dict)
     receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
-    outside the row's pool) and ``shares`` (per check, each row's share judged)."""
+    outside the row's pool) and ``shares`` (per check, each row's share judged). ``correction``
+    (:data:`curation.evaluate.choices.CORRECTIONS` but tukey): the summary's "significant" counts the
+    fully judged verdicts that survive it over the ``comparisons``."""
     from curation.judge.decisive import pair_priorities
 
     if order not in ORDERS:
@@ -187,11 +215,12 @@ def simulate(
     flo, fhi = percentile_ends(counts, fb.lo, level)
     full = [verdict_of(a, b, tie) for a, b in zip(flo, fhi)]
     result = SimulationResult(metric=str(metric), order=order, mode=mode, granularity=granularity, depth=pm.depth,
-                              queries=n, pool_pairs=int(member.any(axis=0).sum()), step=step)
+                              queries=n, pool_pairs=int(member.any(axis=0).sum()), step=step, correction=correction)
     for i, (a, b) in enumerate(comps):
         result.comparisons.append(ComparisonResult(
             a=pm.runs[a], b=pm.runs[b], pool_pairs=int(pool_size[0 if rows == 1 else i]), full_verdict=full[i],
             full_mean=float(fb.lo[i].mean()), full_low=float(flo[i]), full_high=float(fhi[i])))
+    _correct_full_verdicts(result, counts, fb.lo, level)
 
     # fixed orders: a rank of every pair per row
     fixed = None

@@ -2,10 +2,14 @@
 
 One score per query per system (``curation.evaluate.metrics``), subtract per query, then average: the
 delta of means is the mean of the per-query differences ``d_i = B_i - A_i``. Its uncertainty comes
-from the query sample, so the interval is a paired bootstrap over queries (Efron & Tibshirani,
-"An Introduction to the Bootstrap", 1993; Sakai, "Statistical reform in information retrieval?",
-SIGIR Forum 2014; Smucker, Allan & Carterette, "A comparison of statistical significance tests
-for information retrieval evaluation", CIKM 2007).
+from the query sample. The default interval is the t interval at every query count, with a variance
+that follows the sampling design (certainty units add none; Hajek's without-replacement factor),
+and P(delta <= 0) from the same t distribution; the bootstrap over queries (Rao-Wu rescaling under
+a sampling design) gives the replicates shown and ``--ci percentile`` (Efron & Tibshirani, "An
+Introduction to the Bootstrap", 1993; Rao & Wu, JASA 1988; Sakai, "Statistical reform in
+information retrieval?", SIGIR Forum 2014; Smucker, Allan & Carterette, "A comparison of
+statistical significance tests for information retrieval evaluation", CIKM 2007). The methods and
+their references: docs/guide/statistics-methods.md.
 
 Everything here works on numpy arrays; resampling is vectorised in blocks of replicates, with
 ``numpy.random.default_rng(seed)``, so one seed gives the same figures byte for byte. The BCa
@@ -17,7 +21,7 @@ Weighting (declared up front, printed with the result):
 * ``unweighted``: every query counts once.
 * ``traffic``: each query counts its ``weight`` from queries.jsonl (what it stands for in the
   search traffic, from ``golden sample``); hand-written queries have weight 0 and so stay out.
-  Resampling is within strata, as the sample was drawn.
+  Resampling is within strata, as the sample was drawn; queries taken with certainty stay fixed.
 * ``stratum``: every stratum counts the same, whatever its query count (each query weighs
   ``1 / n_stratum``); resampling is within strata.
 
@@ -42,8 +46,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from scipy import stats as sps
 
-from curation.evaluate.bootstrap import bca_interval, bootstrap_replicates, interval, t_interval
+from curation.evaluate.bootstrap import (
+    bca_interval,
+    bootstrap_replicates,
+    interval,
+    rescaled_replicates,
+    t_variance,
+)
 from curation.evaluate.choices import CI_METHODS, FEW_QUERIES, UNITS, WEIGHTINGS
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.metrics import MetricSpec, QueryScores
@@ -230,6 +241,46 @@ def align_scores(scores: Sequence[QueryScores], qids: Iterable[str] | None = Non
 VERDICT_B = "B better"
 VERDICT_A = "A better"
 VERDICT_UNKNOWN = "cannot distinguish at this query count"
+VERDICT_UNTRUSTED = "no trustworthy interval: the traffic weights are too unequal"
+MAX_DEFF = 3.0  # Kish's design effect of unequal weights above which no interval is trusted
+MAX_TOTAL_GAP = 0.2  # the drawn weights may miss the known traffic they stand for by at most this share
+
+
+def weight_trouble(weights: np.ndarray, free: np.ndarray, *, total: float | None, strata: np.ndarray | None = None,
+                   fixed_weight: float = 0.0) -> str | None:
+    """Why no interval of a traffic-weighted mean can be trusted, or None.
+
+    Two signs of a draw whose weights are too unequal for any interval (a uniform draw of a
+    Zipf-shaped log, where whether a head query was drawn decides the estimate): Kish's design
+    effect of unequal weighting among the queries drawn at random, ``n_h sum(w^2) / (sum w)^2``
+    within each stratum (Kish, *Survey Sampling*, 1965, sec. 11.7; within strata, because weights
+    that differ between strata by design cost a stratified estimate nothing), averaged over the
+    strata by their weight, above :data:`MAX_DEFF`; or, with a Horvitz-Thompson mean, the drawn
+    weights summing to a share of the known traffic off by more than :data:`MAX_TOTAL_GAP` (under
+    traffic sampling they sum to it exactly). Intervals on such draws cover the truth about half the
+    time whatever their method (bench/bench_intervals.py).
+    """
+    st = np.zeros(len(weights), dtype=np.int64) if strata is None else np.asarray(strata)
+    wf_all = weights[free]
+    if len(wf_all) < 2 or wf_all.sum() <= 0:
+        return None
+    deff, mass, count = 0.0, 0.0, 0
+    for s in np.unique(st[free]):
+        wf = weights[free & (st == s)]
+        if len(wf) >= 2 and wf.sum() > 0:
+            deff += float(wf.sum()) * len(wf) * float(np.sum(wf**2)) / float(wf.sum()) ** 2
+            mass += float(wf.sum())
+            count += len(wf)
+    deff = deff / mass if mass > 0 else 1.0
+    if deff > MAX_DEFF:
+        return (f"the weights of the queries drawn at random are so unequal within their strata that they "
+                f"count as about {count / deff:.0f} of {count} (Kish's design effect {deff:.1f} > {MAX_DEFF:g})")
+    if total is not None:
+        ratio = (float(wf_all.sum()) + fixed_weight) / total
+        if abs(ratio - 1) > MAX_TOTAL_GAP:
+            return (f"the drawn queries' weights add up to {ratio:.0%} of the traffic they stand for "
+                    "(a draw by traffic gives 100%)")
+    return None
 
 
 def verdict(low: float, high: float, *, tie: float | None = None) -> str:
@@ -299,7 +350,7 @@ class Comparison:
     split: str | None = None
     cluster_col: str | None = None
     clusters: int | None = None
-    ci_requested: str = "auto"  # what was asked; ci_method is what ran ("t" or "percentile" for auto)
+    ci_requested: str = "auto"  # what was asked; ci_method is what ran ("t" for auto)
     unit: str = "query"
     mix: dict[str, float] | None = None
     estimator: str = ""
@@ -314,9 +365,9 @@ class Comparison:
         """How the interval was made, as the CLI and the HTML report say it."""
         level = f"{round(self.level * 100)}%"
         if self.ci_method == "t":
-            why = f" (auto: fewer than {FEW_QUERIES} queries)" if self.ci_requested == "auto" else ""
-            return (f"{level} t interval{why}; P(delta <= 0) from a bootstrap of {self.resamples} resamples, "
-                    f"seed {self.seed}")
+            return (f"{level} t interval (linearised, design-based variance); P(delta <= 0) and the verdict "
+                    f"from the same t distribution; {self.resamples} bootstrap resamples (seed {self.seed}) for the "
+                    "report's histogram")
         return f"{level} {self.ci_method} bootstrap, {self.resamples} resamples, seed {self.seed}"
 
     def as_dict(self, *, per_query: bool = True) -> dict:
@@ -325,6 +376,12 @@ class Comparison:
         if per_query and self.diffs is not None:
             out["per_query"] = [{"qid": q, "delta": float(d)} for q, d in zip(self.qids, self.diffs)]
         return out
+
+
+def _point_mass_p(delta: float) -> float:
+    """P(delta <= 0) when the estimate has no spread: 1 or 0, and 1/2 at exactly 0 (the interval
+    [0, 0] contains 0, and so must this, between the interval's tails)."""
+    return 0.5 if delta == 0 else 1.0 if delta < 0 else 0.0
 
 
 def _weighted_mean(x: np.ndarray, w: np.ndarray) -> float:
@@ -355,6 +412,8 @@ class Design:
     unit: str = "query"
     mix: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
+    certain: np.ndarray | None = None  # per query: taken with certainty (inclusion 1), no sampling variance
+    inclusion: np.ndarray | None = None  # per query: its inclusion probability, when the rows state it
 
     def mean(self, x: np.ndarray) -> float:
         if self.total is None:
@@ -543,8 +602,15 @@ def design(
         estimator += "; strata re-weighted to the stated mix " + ", ".join(
             f"{name} {v:g}" for name, v in mix_shares.items())
     resample = strata if (weighting in ("traffic", "stratum") or mix_shares is not None) else None
+    certain = pi = None
+    if weighting == "traffic" and queries is not None:
+        inclusion = [queries[q].get("inclusion") for q in qids]
+        if any(isinstance(x, (int, float)) for x in inclusion):
+            certain = np.array([isinstance(x, (int, float)) and x >= 1 - 1e-9 for x in inclusion])
+            if all(isinstance(x, (int, float)) and 0 < x <= 1 for x, wi in zip(inclusion, w) if wi > 0):
+                pi = np.array([float(x) if isinstance(x, (int, float)) and 0 < x <= 1 else 0.0 for x in inclusion])
     return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
-                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes)
+                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi)
 
 
 def compare(
@@ -567,12 +633,19 @@ def compare(
     test, exact McNemar when the metric is binary, per-stratum deltas, and the verdict.
 
     The weights and the estimator come from :func:`design` (``weighting``, ``unit``, ``mix``).
-    ``ci``: "auto" (the default: a t interval below 30 queries, or clusters, where the percentile
-    bootstrap covers too rarely, about 93% at 20 queries; the percentile bootstrap from 30 on),
-    "t" (Taylor-linearised t interval, :func:`curation.evaluate.bootstrap.t_interval`: the paired
-    t interval for an unweighted mean), "percentile" (this module's vectorised bootstrap) or "bca"
-    (scipy.stats.bootstrap, not available with stratified resampling).
-    Per-stratum intervals use at most 2,000 resamples each (percentile, within the stratum).
+    ``ci``: "auto" (the default, from 2 queries up: the t interval of
+    :func:`curation.evaluate.bootstrap.t_interval` over the design's linearised contributions, the
+    paired t interval for an unweighted mean; P(delta <= 0) is ``F_t(-delta / se)`` of the same t
+    distribution, so the interval excludes 0 exactly when P(delta <= 0) is outside
+    ``[(1 - level) / 2, (1 + level) / 2]``), "t" (the same), "percentile" (the bootstrap's
+    percentile interval, P(delta <= 0) from the same replicates) or "bca" (scipy.stats.bootstrap,
+    not available with stratified resampling).
+
+    The variance follows the sampling design: with traffic weighting, queries taken with certainty
+    (``inclusion`` 1 in queries.jsonl) add none, and the others vary within their strata (the
+    with-replacement variance; the bootstrap replicates, for the histogram and ``--ci percentile``,
+    come from the Rao-Wu rescaling bootstrap, :func:`curation.evaluate.bootstrap.rescaled_replicates`).
+    Per-stratum intervals follow the same rule (a t interval on the stratum's own contributions).
     The sign test and McNemar count queries, unweighted, among those with a positive weight.
     """
     if ci not in CI_METHODS:
@@ -612,37 +685,65 @@ def compare(
     mean_b = des.mean(paired.b)
     delta = des.mean(diff)
     units = int(len(np.unique(clusters[active]))) if clusters is not None else int(active.sum())
-    method = ci
-    if ci == "auto":
-        method = "t" if units < FEW_QUERIES else "percentile"
+    method = "t" if ci == "auto" else ci
+    certain = des.certain if (des.certain is not None and clusters is None) else np.zeros(len(diff), dtype=bool)
+    free = active & ~certain
+    if certain[active].any():
+        notes.append(f"{int(certain[active].sum())} queries were taken with certainty (inclusion probability 1): "
+                     "they add no sampling variance, and the interval resamples only the others (Rao-Wu)")
     if units < FEW_QUERIES:
         what = "clusters" if clusters is not None else "queries"
-        notes.append(
-            f"only {units} {what}: estimates from so few are rough"
-            + ("; the interval is a t interval, as the percentile bootstrap covers too rarely below "
-               f"{FEW_QUERIES} (about 93% for a nominal 95% at 20 queries)" if method == "t" else
-               f"; the {method} bootstrap covers less often than it says below {FEW_QUERIES} (--ci t or auto)")
-        )
+        notes.append(f"only {units} {what}: estimates from so few are rough")
+        if method == "percentile":
+            notes.append(f"the percentile bootstrap covers less often than it says below {FEW_QUERIES} "
+                         "(about 93% for a nominal 95% at 20 queries): --ci auto gives a t interval")
+    design_based = clusters is None and (resample_strata is not None or certain.any())
     if method == "bca":
         if resample_strata is not None:
             raise ValueError(
                 f"ci 'bca' cannot resample within strata (weighting {weighting!r}); use --ci percentile"
             )
         (low, high), reps = bca_interval(diff, w, clusters, resamples=resamples, seed=seed, level=level)
+        notes.append("with --ci bca, P(delta <= 0) is the share of bootstrap replicates at or below 0, which "
+                     "the BCa interval's bias correction can disagree with near its ends; --ci auto (t) or "
+                     "percentile keep the two the same")
+    elif design_based:
+        reps = rescaled_replicates(diff, weights=w, strata=resample_strata, fixed=certain, resamples=resamples,
+                                   seed=seed, total=total)
     else:
         reps = bootstrap_replicates(
             diff, weights=w, strata=resample_strata, clusters=clusters, resamples=resamples, seed=seed,
             total=total,
         )
-        if method == "t":
-            z = des.contributions(diff)[active]
-            t_strata = None if resample_strata is None else resample_strata[active]
-            if clusters is not None:
-                _, cl = np.unique(clusters[active], return_inverse=True)
-                z, t_strata = np.bincount(cl, weights=z), None
-            low, high, _df = t_interval(z, delta, strata=t_strata, level=level)
+    df = 0
+    if method == "t":
+        z = des.contributions(diff)[free]
+        t_strata = None if resample_strata is None else resample_strata[free]
+        if clusters is not None:
+            _, cl = np.unique(clusters[active], return_inverse=True)
+            z, t_strata = np.bincount(cl, weights=des.contributions(diff)[active]), None
+        fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
+        var, df = t_variance(z, strata=t_strata, fpc=fpc)
+        if not free.any():
+            low = high = delta
+            p_le_0 = _point_mass_p(delta)
+            notes.append("every query was taken with certainty: the estimate has no sampling variance")
+        elif df < 1:
+            low = high = p_le_0 = math.nan
+            notes.append("no stratum has two queries drawn at random: there is no interval")
         else:
+            se = math.sqrt(var)
+            crit = float(sps.t.ppf(0.5 + level / 2, df))
+            low, high = delta - crit * se, delta + crit * se
+            p_le_0 = float(sps.t.cdf(-delta / se, df)) if se > 0 else _point_mass_p(delta)
+    else:
+        if method == "percentile":
             low, high = interval(reps, level=level)
+        p_le_0 = float(np.mean(np.asarray(reps) <= 0))
+    trouble = None
+    if weighting == "traffic" and clusters is None and mix is None:
+        trouble = weight_trouble(w, free, total=total, strata=strata,
+                                 fixed_weight=float(w[active & certain].sum()))
     sign = sign_test(diff[active])
     mc = mcnemar(paired.a[active], paired.b[active]) if paired.binary else None
     strata_out: list[StratumDelta] = []
@@ -661,17 +762,32 @@ def compare(
             def smean(x, ws=ws, known=known):
                 return float(np.sum(ws * x) / known) if known else _weighted_mean(x, ws)
 
-            if sel.sum() >= 2:
-                r = bootstrap_replicates(diff[sel], weights=ws, resamples=min(resamples, 2000), seed=seed,
-                                         total=known or None)
-                lo_s, hi_s = interval(r, level=level)
+            # the same rule as the overall interval: a t interval on the stratum's linearised
+            # contributions, its certainty units adding no variance (Hajek's factor when known)
+            ds = diff[sel]
+            est_s = smean(ds)
+            z_s = ws * ds / known if known else ws * (ds - est_s) / ws.sum()
+            free_s = free[sel] if clusters is None else np.ones(int(sel.sum()), dtype=bool)
+            fpc_s = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[sel][free_s]
+            if not free_s.any():
+                lo_s = hi_s = est_s
             else:
-                lo_s = hi_s = math.nan
+                var_s, df_s = t_variance(z_s[free_s], fpc=fpc_s)
+                if df_s < 1:
+                    lo_s = hi_s = math.nan
+                else:
+                    half_s = float(sps.t.ppf(0.5 + level / 2, df_s)) * math.sqrt(var_s)
+                    lo_s, hi_s = est_s - half_s, est_s + half_s
             share = (known if known else ws.sum()) / total_w
             strata_out.append(StratumDelta(
                 label, int(sel.sum()), float(share), smean(paired.a[sel]), smean(paired.b[sel]), smean(diff[sel]),
                 lo_s, hi_s))
     v = verdict(low, high, tie=tie)
+    if trouble is not None:
+        v = VERDICT_UNTRUSTED
+        notes.append(f"no trustworthy interval: {trouble}; the interval shown would cover the truth far less "
+                     "often than it says. Sample by traffic (golden sample's default) to estimate a "
+                     "traffic-weighted mean, or compare --weighting unweighted")
     if tie is not None and v.startswith("equivalent") and (low > 0 or high < 0):
         notes.append("the interval excludes 0, but the whole of it lies inside the declared tie")
     if tie is not None and v == VERDICT_B and low < tie:
@@ -687,7 +803,7 @@ def compare(
         metric=paired.metric, name_a=paired.name_a, name_b=paired.name_b, n=len(paired),
         weighting=weighting, ci_method=method, level=level, resamples=resamples, seed=seed,
         mean_a=mean_a, mean_b=mean_b, delta=delta, low=low, high=high,
-        p_delta_le_0=float(np.mean(np.asarray(reps) <= 0)), sign=sign, mcnemar=mc, verdict=v, tie=tie,
+        p_delta_le_0=p_le_0, sign=sign, mcnemar=mc, verdict=v, tie=tie,
         dropped=len(paired.dropped), drop_reasons=dict(paired.reasons),
         no_results_a=len(paired.no_results_a), no_results_b=len(paired.no_results_b),
         judged_a=paired.judged_a, judged_b=paired.judged_b, split=split, cluster_col=cluster_col,

@@ -69,6 +69,27 @@ def version_runs(session: Session, project: str, version: str) -> dict[str, Pool
     return pooled_runs(session, project)
 
 
+def _pooled_scores(session: Session, project: str, version: str, names: list[str], metric: str, params: list[str]):
+    """Per-query scores of the pooled runs ``names`` on the qrels of ``version``, and its queries file."""
+    _, files, _ = version_files(session, project, version)
+    spec = parse_metric(metric)
+    runs = pooled_runs(session, project)
+    for param, name in zip(params, names):
+        if name not in runs:
+            raise ValueError(f"{param}: no pooled run {name!r} in project {project!r} (runs: {', '.join(runs)})")
+    depth = min(runs[n].depth for n in names)
+    if spec.k is None or spec.k > depth:
+        raise ValueError(f"metric: the pool holds these runs' top {depth}; choose a metric cut at k <= {depth}, "
+                         f"e.g. {spec.metric.name}@{min(10, depth)}")
+    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
+    queries = None
+    if "queries.jsonl" in files:
+        lines = files["queries.jsonl"].decode("utf-8").split("\n")
+        queries = {q.qid: q for q in parse_queries(lines, "queries.jsonl")}
+    index = QrelsIndex.build(qrels)
+    return [evaluate(runs[n].rankings, index, [spec], name=n)[str(spec)] for n in names], queries
+
+
 def compare_pooled(
     session: Session,
     project: str,
@@ -86,29 +107,42 @@ def compare_pooled(
     """Paired comparison (:func:`curation.evaluate.stats.compare`) of pooled runs ``run_a`` and ``run_b`` on
     the qrels and queries of exported ``version``. ValueError (naming the parameter) for an unknown
     run, a metric without a cutoff or deeper than the pool."""
-    _, files, _ = version_files(session, project, version)
-    spec = parse_metric(metric)
-    runs = pooled_runs(session, project)
-    for param, name in (("run_a", run_a), ("run_b", run_b)):
-        if name not in runs:
-            raise ValueError(f"{param}: no pooled run {name!r} in project {project!r} (runs: {', '.join(runs)})")
     if run_a == run_b:
         raise ValueError("run_b: pick two different runs")
-    depth = min(runs[run_a].depth, runs[run_b].depth)
-    if spec.k is None or spec.k > depth:
-        raise ValueError(f"metric: the pool holds these runs' top {depth}; choose a metric cut at k <= {depth}, "
-                         f"e.g. {spec.metric.name}@{min(10, depth)}")
-    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
-    queries = None
-    if "queries.jsonl" in files:
-        lines = files["queries.jsonl"].decode("utf-8").split("\n")
-        queries = {q.qid: q for q in parse_queries(lines, "queries.jsonl")}
-    index = QrelsIndex.build(qrels)
-    a = evaluate(runs[run_a].rankings, index, [spec], name=run_a)[str(spec)]
-    b = evaluate(runs[run_b].rankings, index, [spec], name=run_b)[str(spec)]
+    (a, b), queries = _pooled_scores(session, project, version, [run_a, run_b], metric, ["run_a", "run_b"])
     paired = pair_scores(a, b, queries=queries, split=split)
     return compare(paired, queries=queries, weighting=weighting, resamples=resamples, seed=seed, tie=tie,
                    split=split)
+
+
+def compare_pooled_many(
+    session: Session,
+    project: str,
+    version: str,
+    names: list[str],
+    *,
+    baseline: str | None = None,
+    correction: str = "holm",
+    metric: str = "ndcg@10",
+    weighting: str = "unweighted",
+    split: str | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    tie: float | None = None,
+):
+    """Every pair of the pooled runs ``names`` (or each against ``baseline``), corrected as a family
+    (:func:`curation.evaluate.multiple.compare_many`), on the qrels and queries of ``version``: what
+    ``golden compare`` of several runs gives."""
+    from curation.evaluate.multiple import compare_many
+
+    names = list(dict.fromkeys(names))
+    if len(names) < 2:
+        raise ValueError("runs: pick at least two different runs")
+    if baseline and baseline not in names:
+        raise ValueError(f"baseline: {baseline!r} is not one of the runs picked")
+    scores, queries = _pooled_scores(session, project, version, names, metric, ["runs"] * len(names))
+    return compare_many(scores, baseline=names.index(baseline) if baseline else None, correction=correction,
+                        queries=queries, weighting=weighting, split=split, resamples=resamples, seed=seed, tie=tie)
 
 
 def version_coverage(session: Session, project: str, version: str, *, depth: int = 10) -> list[RunCoverage]:

@@ -7,8 +7,9 @@
   labels, on the runs' rankings as pooled (``PoolPair.systems_json``: run -> rank, to the pool depth)
   and on the queries with human labels: Kendall's tau between the two rankings of the runs
   (scipy.stats.kendalltau), the pairs of runs whose order swaps (and how many of those the human
-  labels call significant: the paired bootstrap of :func:`curation.evaluate.stats.compare`), and each
-  pair of runs' verdict under both.
+  labels call significant: :func:`curation.evaluate.stats.compare` for every pair, corrected as one
+  family by :func:`curation.evaluate.multiple.compare_many`, Holm by default), and each pair of runs'
+  verdict under both.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class RankingComparison:
     kendall_tau: float | None
     kendall_p: float | None
     pairs: list[PairVerdict] = field(default_factory=list)
+    correction: str = "holm"  # how the pairs' verdicts are corrected for their number (curation.evaluate.multiple)
 
     @property
     def swapped(self) -> int:
@@ -106,7 +108,7 @@ class RankingComparison:
 
     def as_dict(self) -> dict:
         return {"labels": self.labels, "means": self.means, "kendall_tau": self.kendall_tau,
-                "kendall_p": self.kendall_p, "swapped_pairs": self.swapped,
+                "kendall_p": self.kendall_p, "correction": self.correction, "swapped_pairs": self.swapped,
                 "swapped_significant_pairs": self.swapped_significant, "verdicts_changed": self.verdicts_changed,
                 "pairs": [p.as_dict() for p in self.pairs]}
 
@@ -154,11 +156,12 @@ def kendall(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float | Non
 
 
 def ranking_figures(facts: Mapping, human: Mapping[tuple[str, str], int], machine: Mapping[tuple[str, str], int], *,
-                    metric: str = "ndcg@10", resamples: int = 1000, seed: int = 0, rel_level: int = 1
-                    ) -> RankingFigures | None:
+                    metric: str = "ndcg@10", resamples: int = 1000, seed: int = 0, rel_level: int = 1,
+                    correction: str = "holm") -> RankingFigures | None:
     """The runs ranked under the human labels, the machine's and the filled ones (see the module's
-    docstring); None when the pool holds fewer than two runs or no query has a human label."""
-    from curation.evaluate.stats import compare, pair_scores
+    docstring); None when the pool holds fewer than two runs or no query has a human label. Each
+    labelling's verdicts over all pairs are corrected as one family (``correction``)."""
+    from curation.evaluate.multiple import compare_many
 
     runs = pooled_runs(facts)
     qids = sorted({q for q, _ in human})
@@ -172,16 +175,23 @@ def ranking_figures(facts: Mapping, human: Mapping[tuple[str, str], int], machin
     human_q = as_qrels(human)
     h_scores = _scores(runs, human_q, qids, metric, rel_level)
     h_means = {n: s.mean for n, s in h_scores.items()}
+    names = sorted(runs)
+
+    def family(scores):
+        fam = compare_many([scores[n] for n in names], correction=correction, resamples=resamples, seed=seed)
+        return {(r.comparison.name_a, r.comparison.name_b): r for r in fam.rows}
+
+    human_family = family(h_scores)
     comparisons = []
     for label, other in (("machine", as_qrels(machine)), ("filled", as_qrels({**machine, **human}))):
         o_scores = _scores(runs, other, qids, metric, rel_level)
         o_means = {n: s.mean for n, s in o_scores.items()}
         tau, p = kendall(h_means, o_means)
-        comp = RankingComparison(label, o_means, tau, p)
-        for a, b in combinations(sorted(runs), 2):
-            ch = compare(pair_scores(h_scores[a], h_scores[b]), resamples=resamples, seed=seed)
-            co = compare(pair_scores(o_scores[a], o_scores[b]), resamples=resamples, seed=seed)
-            comp.pairs.append(PairVerdict(a, b, ch.delta, ch.verdict, co.delta, co.verdict))
+        comp = RankingComparison(label, o_means, tau, p, correction=correction)
+        other_family = family(o_scores)
+        for a, b in combinations(names, 2):
+            ch, co = human_family[(a, b)], other_family[(a, b)]
+            comp.pairs.append(PairVerdict(a, b, ch.comparison.delta, ch.verdict, co.comparison.delta, co.verdict))
         comparisons.append(comp)
     return RankingFigures(metric, len(qids), sorted(runs), h_means, comparisons,
                           "runs as pooled (their rankings to the pool depth), on the queries with human labels")

@@ -76,3 +76,23 @@ def test_bad_choices_come_back_to_the_form_with_the_reason(client):
     assert res.status_code == 400 and "two different runs" in res.data.decode()
     assert client.get("/reports/p/v9/compare", query_string={"a": "runA", "b": EVIL}).status_code == 404
     assert client.get("/reports/nope/v1").status_code == 404
+
+
+def test_the_report_compares_several_runs_as_a_family_and_names_the_correction(client):
+    login(client, "lena")
+    page = client.get("/reports/p/v1").data.decode()
+    assert 'name="runs"' in page and 'name="correction"' in page and "Tukey" in page
+    res = client.get("/reports/p/v1/compare", query_string=[("runs", "runA"), ("runs", EVIL), ("metric", "ndcg@3"),
+                                                            ("correction", "bonferroni")])
+    assert res.status_code == 200, res.data.decode()[:500]
+    text = res.data.decode()
+    # one comparison (runB - runA = -0.5 on every query: no spread), corrected as a family of 1
+    assert 'data-correction="bonferroni"' in text and "correction for 1 comparison: Bonferroni" in text
+    assert "A better" in text and "<script>alert" not in text and "runB&lt;script&gt;" in text
+    assert "script-src" not in res.headers["Content-Security-Policy"]
+    res = client.get("/reports/p/v1/compare", query_string=[("runs", "runA"), ("runs", EVIL), ("baseline", "nope")])
+    assert res.status_code == 400 and "baseline" in res.data.decode()
+    res = client.get("/reports/p/v1/compare", query_string=[("runs", "runA")])
+    assert res.status_code == 400 and "at least two" in res.data.decode()
+    res = client.get("/reports/p/v1/compare", query_string=[("runs", "runA"), ("runs", EVIL), ("correction", "x")])
+    assert res.status_code == 400 and "correction" in res.data.decode()

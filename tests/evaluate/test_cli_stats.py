@@ -156,6 +156,16 @@ def test_power_from_sd_and_from_runs(files):
     assert f"observed delta B - A        = {d.mean():+.4f}  (context only" in res.output
 
 
+def test_power_at_two_queries(files):
+    from statsmodels.stats.power import TTestPower
+
+    res = run("power", "--sd-diff", "0.1", "--queries", "2", "--delta", "0.5", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["mdd"] == pytest.approx(TTestPower().solve_power(nobs=2, alpha=0.05, power=0.8) * 0.1, rel=1e-5)
+    assert out["needed"] == 3  # statsmodels: 2.48 queries
+
+
 def test_noise_says_loudly_when_the_null_arm_fails(files, tmp_path):
     again = _write_run(tmp_path / "again.trec", "bm25", lambda i: 3)
     res = CliRunner().invoke(main, ["stats", "noise", files["a"], again, "--qrels", files["qrels"], "--resamples",

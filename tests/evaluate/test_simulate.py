@@ -55,6 +55,19 @@ def test_full_judging_reproduces_the_full_pool_verdict(robust4, metric):
             assert (c.settled_share, c.settled_verdict, c.wrong) == (1.0, verdict, False)
         else:
             assert c.settled_share is None
+    # "significant k of m" is corrected for the m comparisons: Holm over each verdict's two-sided
+    # bootstrap p-value (statsmodels' multipletests as the peer)
+    from statsmodels.stats.multitest import multipletests
+
+    p = [c.full_p for c in res.comparisons]
+    for c, uncorrected, holm in zip(res.comparisons, p, multipletests(p, method="holm")[1]):
+        assert c.full_p_adjusted == pytest.approx(holm, abs=1e-15)
+        assert c.full_significant_corrected == (c.full_verdict in (HIGHER, LOWER) and holm < 0.05)
+        if c.full_verdict in (HIGHER, LOWER):
+            assert uncorrected <= 0.05 + 1e-3  # the percentile interval excludes 0
+    s = res.summary()
+    assert s["correction"] == "holm" and s["significant"] <= s["significant_uncorrected"]
+    assert s["significant"] == sum(c.full_significant_corrected for c in res.comparisons)
 
 
 @pytest.mark.slow

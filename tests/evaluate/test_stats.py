@@ -254,6 +254,31 @@ def test_power_equals_statsmodels_ttestpower(sd, n, delta):
     assert tp.power(effect_size=delta / sd, nobs=p.needed, alpha=0.05) >= 0.8
 
 
+@pytest.mark.parametrize("sd, n, delta", [(0.1, 2, 0.5), (0.1, 2, 0.05), (0.3, 2, 2.0), (0.2, 3, 0.5)])
+def test_power_at_two_queries_answers_and_equals_statsmodels(sd, n, delta):
+    # scipy's nct.cdf is NaN at 1 degree of freedom and a large noncentrality (the issue's
+    # "function value at x=1.58 is NaN"); the fallback integration gives statsmodels' answer.
+    from scipy import stats as sps
+    from statsmodels.stats.power import TTestPower
+
+    from curation.evaluate.power import _nct_cdf_integrated, t_power
+
+    assert math.isnan(sps.nct.cdf(-sps.t.ppf(0.975, 1), 1, 3 * math.sqrt(2) / 0.1))
+    p = power(sd=sd, n=n, delta=delta)
+    tp = TTestPower()
+    assert p.mdd == pytest.approx(tp.solve_power(nobs=n, alpha=0.05, power=0.8) * sd, rel=1e-5)
+    needed = tp.solve_power(effect_size=delta / sd, alpha=0.05, power=0.8)
+    assert p.needed == max(2, math.ceil(needed))
+    for d in (0.01, 0.3, 1.58, 3.0):
+        ours, theirs = t_power(d, sd, n), tp.power(effect_size=d / sd, nobs=n, alpha=0.05)
+        assert 0 <= ours <= 1
+        if math.isfinite(theirs):  # statsmodels goes through the same nct.cdf and is NaN where it is
+            assert ours == pytest.approx(theirs, abs=1e-9)
+    # the integration agrees with scipy where scipy answers
+    for x, df, nc in ((-12.706, 1, 1.0), (2.0, 1, 3.0), (-1.5, 4, -0.5), (0.3, 9, 2.0)):
+        assert _nct_cdf_integrated(x, df, nc) == pytest.approx(sps.nct.cdf(x, df, nc), abs=1e-8)
+
+
 def test_power_at_ten_queries_is_the_t_answer_not_the_normal_one():
     # The issue's figure: the normal formula says 2.80 x se; the t-test needs 3.15 x se at n = 10.
     p = power(sd=0.3, n=10)

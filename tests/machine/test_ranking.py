@@ -92,3 +92,33 @@ def test_swapped_significant_pairs_and_tau_against_a_hand_count():
     assert comp.kendall_tau == pytest.approx(kendalltau([4, 3, 2, 1], [1, 2, 2, 2]).statistic)
     filled = fig.comparisons[1]  # the humans labelled every pair: filled = human
     assert filled.labels == "filled" and filled.kendall_tau == pytest.approx(1.0) and filled.swapped == 0
+
+
+def test_swapped_pairs_count_verdicts_corrected_for_the_number_of_pairs():
+    """The human verdicts behind "significant" are the Holm-corrected family of every pair (the
+    same as golden compare of all the runs), not each pair at 5% on its own."""
+    import numpy as np
+
+    from curation.evaluate.metrics import evaluate
+    from curation.evaluate.multiple import compare_many
+
+    rng = np.random.default_rng(4)
+    runs = {name: {f"q{i:02d}": [f"d{j}" for j in rng.permutation(6)] for i in range(25)} for name in "ABCDE"}
+    facts, human, machine = {}, {}, {}
+    for i in range(25):
+        q = f"q{i:02d}"
+        for j in range(6):
+            d = f"d{j}"
+            facts[(q, d)] = PairFacts(q, d, 10, "s", None, {r: runs[r][q].index(d) + 1 for r in runs})
+            human[(q, d)] = int(rng.random() < 0.3)
+            machine[(q, d)] = int(rng.random() < 0.3)
+    fig = ranking_figures(facts, human, machine, resamples=200)
+    comp = fig.comparisons[0]
+    assert comp.correction == "holm" and comp.as_dict()["correction"] == "holm"
+    qrels = {}
+    for (q, d), g in human.items():
+        qrels.setdefault(q, {})[d] = g
+    scores = [evaluate(runs[n], qrels, ["ndcg@10"], name=n)["ndcg@10"] for n in "ABCDE"]
+    fam = compare_many(scores, resamples=200)
+    assert [p.human_verdict for p in comp.pairs] == [r.verdict for r in fam.rows]
+    assert [p.human_delta for p in comp.pairs] == pytest.approx([r.comparison.delta for r in fam.rows])
