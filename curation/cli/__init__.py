@@ -30,6 +30,7 @@ COMMAND_MODULES = {
     "guidelines": "guidelines",
     "import-judgments": "import_judgments",
     "leakcheck": "leakcheck",
+    "machine": "machine",
     "metrics": "stats",
     "noise": "stats",
     "pool": "pool",
