@@ -165,11 +165,14 @@ def length_scan(data: _Data, decile: np.ndarray, confidence: float = 1.0 - FAMIL
     if rep.shape[1] < 2:
         return None
     se = rep.std(axis=1, ddof=1)
-    se[se <= 0] = np.nan
+    keep = se > 0  # a cut whose contrast never varies (e.g. every excess 0) cannot be studentised
+    if not keep.any():
+        return None
+    cuts, v, rep, se = [c for c, k in zip(cuts, keep) if k], v[keep], rep[keep], se[keep]
     t = v / se
     centred = np.abs(rep - v[:, None]) / se[:, None]
-    crit = float(np.nanquantile(np.nanmax(centred, axis=0), confidence))
-    best = int(np.nanargmax(np.abs(t))) if np.isfinite(t).any() else 0
+    crit = float(np.quantile(centred.max(axis=0), confidence))
+    best = int(np.argmax(np.abs(t)))
     est = Estimate(float(v[best]), float(v[best] - crit * se[best]), float(v[best] + crit * se[best]))
     return {"cut": cuts[best], "contrast": est, "t": float(t[best]), "critical": crit,
             "cuts": [(c, float(x), float(y)) for c, x, y in zip(cuts, v, t)]}
@@ -198,7 +201,8 @@ def length_check(data: _Data) -> BiasCheck:
                                          None, None, half, False))
     scan = length_scan(data, decile)
     if scan is None:
-        check.finding = f"not enough pairs (each side of a cut needs {data.min_pairs})"
+        check.finding = (f"no scan: not enough pairs (each side of a cut needs {data.min_pairs}) or no variation "
+                         "in the excess")
         return check
     c = scan["contrast"]
     check.flagged = bool(abs(scan["t"]) > scan["critical"] and abs(c.value) >= MATERIAL)
