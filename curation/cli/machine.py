@@ -72,7 +72,7 @@ def _print_report(r: dict) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --pairs sample.")
 @click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
               help="Requests per pair (k samples: majority label, vote shares as probabilities).")
-@click.option("--template", "template_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--template", "template_path", type=click.Path(dir_okay=False), default=None,
               help="A Jinja prompt template of your own (default: golden's, after UMBRELA); its hash is part of "
               "the prompt version.")
 @click.option("--api-key-env", default=None, metavar="VAR",

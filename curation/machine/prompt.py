@@ -95,7 +95,16 @@ def load_template(path: str | Path | None) -> Template:
     from jinja2.sandbox import SandboxedEnvironment
 
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    if not p.is_file():
+        raise ValueError(f"template: no file {p}")
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ValueError(f"template: line {line} of {p} is not UTF-8 (byte {exc.start})") from None
+    if not text.strip():
+        raise ValueError(f"template: {p} is empty")
     try:
         SandboxedEnvironment().parse(text)
     except TemplateSyntaxError as exc:

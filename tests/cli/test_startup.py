@@ -17,7 +17,7 @@ HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarr
 COMMANDS = {
     "adjudicate", "agreement", "assign", "attribute", "audit", "calibrate", "compare", "corpus-sample", "coverage",
     "db", "demo",
-    "export", "guidelines", "import-judgments", "leakcheck", "metrics", "noise", "pool", "power", "project",
+    "export", "guidelines", "import-judgments", "leakcheck", "machine", "metrics", "noise", "pool", "power", "project",
     "progress", "release", "sample", "seed-judgments", "serve", "settle", "simulate-judging", "split", "sweep",
     "user", "verify",
 }

@@ -282,3 +282,49 @@ def test_rate_limit_and_token_budget(sqlite_engine, tmp_path):
         r = go(sqlite_engine, fake, machine="llm2", wire=wire(fake, concurrency=1, token_budget=1))
         per = len(fake.requests)
     assert r.status == "budget" and per == 1 and r.labelled == 1
+
+
+def test_the_leads_page_lists_the_runs_and_the_stale_labels_escaped(project, app, tmp_path):
+    from tests.support.client import login
+
+    engine = project
+    name = "<b>llm</b>"
+    with FakeLLM(grade_by_doc) as fake:
+        fake.faults.extend(["prose"])
+        r = go(engine, fake, machine=name, wire=wire(fake, concurrency=1))
+    assert r.labelled == 19 and r.errors == {"unparseable": 1}
+    with new_session(engine) as s:
+        proj = get_project(s, "p")
+        set_need(s, proj, "q3", lead=get_user(s, "lena"), description="<i>bread</i>", narrative=None)
+        pid = proj.id
+    client = login(app.test_client(), "lena")
+    res = client.get(f"/lead/{pid}/machines")
+    assert res.status_code == 200
+    html = res.get_data(as_text=True)
+    assert "<b>llm</b>" not in html and "&lt;b&gt;llm&lt;/b&gt;" in html
+    assert 'data-testid="machine-run"' in html and r.prompt_version in html
+    assert "<td>19 / 20</td>" in html  # pairs done / planned
+    assert "unparseable 1" in html
+    assert '<span data-testid="machine-stale">5</span>' in html and "information need changed" in html
+
+
+def test_a_template_of_ones_own_is_checked_and_its_hash_is_the_prompt_version(sqlite_engine, tmp_path):
+    pairs_project(sqlite_engine, tmp_path, PAIRS[:3])
+    db = str(sqlite_engine.url)
+    bad = tmp_path / "bad.j2"
+    bad.write_text("Q: {{ query }}\n{% for g in grades %}\n")
+    res = CliRunner().invoke(main, ["machine", "run", "--project", "p", "--machine", "llm", "--base-url",
+                                    "http://127.0.0.1:9/v1", "--model", "m", "--template", str(bad), "--db", db])
+    assert res.exit_code == 1 and f"line 2 of {bad}" in res.output
+    bad.write_bytes(b"Q: {{ query }}\n\xff\n")
+    res = CliRunner().invoke(main, ["machine", "run", "--project", "p", "--machine", "llm", "--base-url",
+                                    "http://127.0.0.1:9/v1", "--model", "m", "--template", str(bad), "--db", db])
+    assert res.exit_code == 1 and f"line 2 of {bad} is not UTF-8" in res.output
+    good = tmp_path / "mine.j2"
+    good.write_text("Query {{ query }}; document {{ document }}. JSON please.\n")
+    import hashlib
+    digest = hashlib.sha256(good.read_bytes()).hexdigest()[:12]
+    with FakeLLM(grade_by_doc) as fake:
+        r = go(sqlite_engine, fake, template_path=str(good))
+        assert fake.requests[0]["messages"][0]["content"].startswith("Query query q1; document Text of document")
+    assert r.prompt_version.startswith(f"mine-{digest}+g")
