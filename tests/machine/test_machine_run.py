@@ -328,3 +328,39 @@ def test_a_template_of_ones_own_is_checked_and_its_hash_is_the_prompt_version(sq
         r = go(sqlite_engine, fake, template_path=str(good))
         assert fake.requests[0]["messages"][0]["content"].startswith("Query query q1; document Text of document")
     assert r.prompt_version.startswith(f"mine-{digest}+g")
+
+
+def test_sigint_stops_the_run_cleanly_and_the_next_run_continues(sqlite_engine, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pairs_project(sqlite_engine, tmp_path, PAIRS)
+    db = str(sqlite_engine.url)
+    root = Path(__file__).resolve().parents[2]
+    with FakeLLM(grade_by_doc, delay=0.05) as fake:
+        argv = [sys.executable, "-c", "from curation.cli import main; main()", "machine", "run", "--project", "p",
+                "--machine", "llm", "--base-url", fake.base_url, "--model", "m", "--concurrency", "1",
+                "--progress", "--db", db]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "PYTHONPATH": str(root)})
+        deadline = time.monotonic() + 60
+        while len(fake.requests) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=60)[0]
+        assert proc.returncode == 3, out
+        assert "interrupted" in out and "Traceback" not in out
+        first = len(labels(sqlite_engine))
+        assert 3 <= first < 20
+        with new_session(sqlite_engine) as s:
+            assert s.exec(select(MachineRun)).one().status == "interrupted"
+        answered_prompts = {b["messages"][0]["content"] for b in fake.requests[:first]}
+        fake.requests.clear()
+        r = go(sqlite_engine, fake)
+    assert r.status == "finished" and r.jobs == 20 - first == len(fake.requests)
+    assert not answered_prompts & {b["messages"][0]["content"] for b in fake.requests}
+    rows = labels(sqlite_engine)
+    assert len(rows) == len({(x.pair_id, x.sample) for x in rows}) == 20
