@@ -384,6 +384,10 @@ def run_machine(
     except KeyboardInterrupt:
         session.rollback()
         status = "interrupted"
+    except BaseException as exc:  # the run row never stays "running": say how it ended, then raise
+        session.rollback()
+        finish_run(session, run, "server-down" if isinstance(exc, ValueError) else "failed")
+        raise
     report.seconds = time.perf_counter() - t0
     report.vote_pairs = apply_vote_shares(session, mj, proj, pv, samples)
     finish_run(session, run, status)

@@ -364,3 +364,15 @@ def test_sigint_stops_the_run_cleanly_and_the_next_run_continues(sqlite_engine, 
     assert not answered_prompts & {b["messages"][0]["content"] for b in fake.requests}
     rows = labels(sqlite_engine)
     assert len(rows) == len({(x.pair_id, x.sample) for x in rows}) == 20
+
+
+def test_a_server_that_cannot_be_reached_is_refused_and_the_run_says_so(sqlite_engine, tmp_path):
+    from tests.support.llama_server import free_port
+
+    pairs_project(sqlite_engine, tmp_path, PAIRS[:2])
+    res = CliRunner().invoke(main, ["machine", "run", "--project", "p", "--machine", "llm", "--base-url",
+                                    f"http://127.0.0.1:{free_port()}/v1", "--model", "m", "--db",
+                                    str(sqlite_engine.url)])
+    assert res.exit_code == 1 and "cannot reach" in res.output
+    with new_session(sqlite_engine) as s:
+        assert [r.status for r in s.exec(select(MachineRun)).all()] == ["server-down"]
