@@ -175,6 +175,9 @@ def runs_cmd(project_name, machine_name, as_json, db_url):
         click.echo(f"run {r['id']} {r['machine']}: {r['model']} (served as {', '.join(r['served_models']) or '-'}), "
                    f"prompt {r['prompt_version']}, {r['status']}; {r['pairs_done']}/{r['pairs_planned']} pairs, "
                    f"{r['labels']} labels, errors: {errs}; started {r['started_at'][:19]}")
+        for f in r["failures"]:
+            click.echo(f"  error on {f['qid']} / {f['docid']} sample {f['sample']}: {f['kind']}: "
+                       f"{(f['detail'] or '')[:160]}")
     for m in d["machines"]:
         click.echo(f"machine judge {m['machine']}: current prompt {m['current_prompt_version']}; "
                    f"{m['stale']} stale labels on {m['stale_pairs']} pairs"

@@ -339,4 +339,10 @@ def runs_overview(session: Session, project: Project, machine: str | None = None
                          "stale_examples": [{"qid": s.qid, "docid": s.docid, "sample": s.sample,
                                              "prompt_version": s.prompt_version, "need_version": s.need_version,
                                              "reason": s.reason} for s in stale[:20]]})
-    return {"project": project.name, "runs": [r.as_dict() for r in runs], "machines": machines}
+    out = []
+    for r in runs:
+        d = r.as_dict()
+        d["failures"] = [{"qid": q, "docid": doc, "sample": k, "kind": kind, "detail": detail}
+                         for q, doc, k, kind, detail in failures(session, r.id, limit=5)] if r.errors else []
+        out.append(d)
+    return {"project": project.name, "runs": out, "machines": machines}

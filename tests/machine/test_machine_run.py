@@ -150,6 +150,10 @@ def test_faults_are_retried_or_recorded_never_graded(sqlite_engine, tmp_path):
         failed_pairs = {f.pair_id for f in fails}
         ov = runs_overview(s, get_project(s, "p"))
     assert ov["runs"][0]["errors"] == 5 and ov["runs"][0]["errors_by_kind"]["unparseable"] == 2
+    assert {f["kind"] for f in ov["runs"][0]["failures"]} == {"malformed", "timeout", "refusal", "unparseable"}
+    res = CliRunner().invoke(main, ["machine", "runs", "--project", "p", "--db", str(sqlite_engine.url)])
+    assert res.exit_code == 0 and "errors: malformed 1, refusal 1, timeout 1, unparseable 2" in res.output
+    assert "error on q1 / d1-" in res.output
     # the next run asks only for the five failed pairs, and labels them
     with FakeLLM(grade_by_doc) as fake2:
         r2 = go(sqlite_engine, fake2)
@@ -305,6 +309,7 @@ def test_the_leads_page_lists_the_runs_and_the_stale_labels_escaped(project, app
     assert 'data-testid="machine-run"' in html and r.prompt_version in html
     assert "<td>19 / 20</td>" in html  # pairs done / planned
     assert "unparseable 1" in html
+    assert 'data-testid="machine-run-errors"' in html and 'not JSON' in html
     assert '<span data-testid="machine-stale">5</span>' in html and "information need changed" in html
 
 
