@@ -19,6 +19,7 @@ from curation.cli import main
 from curation.machine.runner import WireSettings, retry_after, run_machine
 from curation.machine.runs import list_runs, runs_overview, stale_labels
 from curation.store.engine import session as new_session
+from curation.store.lookups import pair_keys
 from curation.store.models import MachineFailure, MachineJudge, MachineLabel, MachineRun
 from curation.store.needs import set_need
 from curation.store.projects import get_project, set_guidelines
@@ -79,9 +80,10 @@ def test_a_run_labels_every_pair_with_its_provenance(project):
     assert len(by_body) == 40  # each (pair, sample) asked once, the sample index in the seed
     with new_session(engine) as s:
         run = s.exec(select(MachineRun)).one()
+        keys = pair_keys(s, [x.pair_id for x in rows])
     for x in rows:
         grade = json.loads(x.raw_response)["grade"]
-        assert x.grade == grade
+        assert x.grade == grade == int(keys[x.pair_id][1].split("-")[1]) % 3  # the label is its own pair's
         assert x.model == "judge-model" and x.served_model == "fake-served-1"
         assert x.prompt_version == r.prompt_version == run.prompt_version
         assert x.prompt_version.startswith("umbrela-") and x.prompt_version.endswith(f"+g{engine.guidelines_version}")
@@ -258,10 +260,7 @@ def test_the_key_comes_from_the_environment_and_is_never_stored(sqlite_engine, t
     pairs_project(sqlite_engine, tmp_path, PAIRS[:2])
     db = str(sqlite_engine.url)
     monkeypatch.setenv("GOLDEN_TEST_KEY", "sk-secret-123")
-    seen = []
     with FakeLLM(grade_by_doc) as fake:
-        orig = fake.grade_of
-        fake.grade_of = lambda p, b: (seen.append(1), orig(p, b))[1]
         res = CliRunner().invoke(main, ["machine", "run", "--project", "p", "--machine", "llm", "--base-url",
                                         fake.base_url, "--model", "m", "--api-key-env", "GOLDEN_TEST_KEY",
                                         "--no-progress", "--db", db])
@@ -381,3 +380,20 @@ def test_a_server_that_cannot_be_reached_is_refused_and_the_run_says_so(sqlite_e
     assert res.exit_code == 1 and "cannot reach" in res.output
     with new_session(sqlite_engine) as s:
         assert [r.status for r in s.exec(select(MachineRun)).all()] == ["server-down"]
+
+
+def test_samples_that_disagree_give_vote_shares(sqlite_engine, tmp_path):
+    pairs_project(sqlite_engine, tmp_path, PAIRS[:4])
+    # samples 0 and 1 say the document's grade, sample 2 one grade up (mod 3)
+    with FakeLLM(lambda p, b: (grade_by_doc(p, b) + (b["seed"] == 2)) % 3) as fake:
+        r = go(sqlite_engine, fake, wire=wire(fake, seed=0, temperature=0.8), samples=3)
+    assert r.vote_pairs == 4
+    by_pair = {}
+    for x in labels(sqlite_engine):
+        by_pair.setdefault(x.pair_id, []).append(x)
+    for xs in by_pair.values():
+        xs.sort(key=lambda x: x.sample)
+        g = xs[0].grade
+        probs = {int(k): v for k, v in json.loads(xs[0].probabilities_json).items()}
+        assert probs == pytest.approx({g: 2 / 3, (g + 1) % 3: 1 / 3})
+        assert [x.confidence for x in xs] == pytest.approx([2 / 3, 2 / 3, 1 / 3])
