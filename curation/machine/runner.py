@@ -285,13 +285,22 @@ def build_prompt(template: Template, pair: PairText, *, guidelines: str | None, 
         query=pair.query, qid=pair.qid, need=need, title=pair.title, document=doc)
 
 
-def _label_row(a: Answer, run, machine: MachineJudge, project_id: int, prompt_version: str, sampling: dict) -> dict:
+@dataclass(frozen=True)
+class RunIds:
+    """What each stored label repeats of its run, read once (the run's row expires at each commit)."""
+
+    id: int
+    machine_id: int
+    model: str
+
+
+def _label_row(a: Answer, run: RunIds, project_id: int, prompt_version: str, sampling: dict) -> dict:
     j = a.job
     samp = dict(sampling, seed=None if sampling.get("seed") is None else sampling["seed"] + j.sample,
                 probabilities="logprobs" if a.probabilities else None)
     probs = None if a.probabilities is None else json.dumps({str(g): p for g, p in a.probabilities.items()},
                                                             sort_keys=True)
-    return dict(project_id=project_id, pair_id=j.pair.pair_id, machine_id=machine.id, grade=a.grade,
+    return dict(project_id=project_id, pair_id=j.pair.pair_id, machine_id=run.machine_id, grade=a.grade,
                 sample=j.sample, probabilities_json=probs,
                 confidence=None if a.probabilities is None else a.probabilities.get(a.grade, 0.0),
                 rationale=None, model=run.model, prompt_version=prompt_version,
@@ -404,6 +413,7 @@ async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, sca
     limits = httpx.Limits(max_connections=wire.concurrency, max_keepalive_connections=wire.concurrency)
     timeout = httpx.Timeout(wire.timeout, connect=min(wire.timeout, 10.0))
     stop = {"reason": None}
+    ids = RunIds(run.id, mj.id, run.model)
     served: set[str] = set()
     loop = asyncio.get_running_loop()
     inflight: set[asyncio.Task] = set()
@@ -437,7 +447,7 @@ async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, sca
             if progress and jobs:
                 from tqdm import tqdm
 
-                bar = tqdm(total=len(jobs), unit="req", desc=f"{run.prompt_version[:32]}", dynamic_ncols=True)
+                bar = tqdm(total=len(jobs), unit="req", desc=pv[:32], dynamic_ncols=True)
             pending = deque(jobs)
             limiter = RateLimiter(wire.requests_per_minute)
             used = 0
@@ -464,7 +474,7 @@ async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, sca
                         continue
                     out = t.result()
                     if isinstance(out, Answer):
-                        labels.append(_label_row(out, run, mj, project_id, pv, sampling))
+                        labels.append(_label_row(out, ids, project_id, pv, sampling))
                         used += (out.tokens_in or 0) + (out.tokens_out or 0)
                         report.tokens_in += out.tokens_in or 0
                         report.tokens_out += out.tokens_out or 0
@@ -473,7 +483,7 @@ async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, sca
                         pairs_done.add(out.job.pair.pair_id)
                     elif isinstance(out, Failure):
                         used += out.tokens
-                        fails.append(dict(run_id=run.id, pair_id=out.job.pair.pair_id, sample=out.job.sample,
+                        fails.append(dict(run_id=ids.id, pair_id=out.job.pair.pair_id, sample=out.job.sample,
                                           kind=out.kind, detail=out.detail, raw_response=out.raw, at=utcnow()))
                         report.errors[out.kind] = report.errors.get(out.kind, 0) + 1
                     else:  # ServerDown: stop; the unanswered jobs are asked by the next run
