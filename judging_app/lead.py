@@ -473,4 +473,8 @@ def machines(project_id: int):
     if chosen is not None and chosen not in names:
         abort(404)
     report = build_calibration_report(db, project, chosen).as_dict() if chosen else None
-    return render_template("lead/machines.html", project=project, machines=names, chosen=chosen, r=report)
+    from curation.machine.runs import runs_overview
+
+    runs = runs_overview(db, project)  # the runs golden made itself (`golden machine runs`), stale labels
+    return render_template("lead/machines.html", project=project, machines=names, chosen=chosen, r=report,
+                           runs=runs)

@@ -37,6 +37,7 @@ COMMANDS = {
     "labels agreement": ("agreement", "agreement"),
     "labels adjudicate": ("adjudicate", "adjudicate"),
     "labels calibrate": ("calibrate", "calibrate"),
+    "machine": ("machine", "machine"),
     "leakcheck": ("leakcheck", "leakcheck"),
     "export create": ("export", "export"),
     "export verify": ("verify", "verify"),

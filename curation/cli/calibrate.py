@@ -52,7 +52,7 @@ def _echo_text(d: dict) -> None:
     echo = click.echo
     models = ", ".join(d["models"]) or "model not given"
     echo(f"machine judge {d['machine']} (kind: machine; {models}; prompt version {d['prompt_version']}) "
-         f"against the final human labels of project {d['project']}")
+         f"against the final human labels of project {d['project']}; every figure is on {d['figures_on']}")
     echo(f"compared pairs: {d['pairs']} over {d['queries']} queries (the machine labelled {d['machine_pairs']} "
          f"pairs, people {d['human_pairs']}); intervals: 95% query bootstrap, {d['bootstrap']['resamples']} "
          f"resamples, seed {d['bootstrap']['seed']}")
@@ -127,8 +127,10 @@ def _echo_text(d: dict) -> None:
     if p is None:
         echo("probabilities: none given")
     else:
-        extra = f"; Brier of P(relevant) {p['brier_relevant']:.4f}" if p["brier_relevant"] is not None else ""
-        echo(f"probabilities ({p['pairs']} pairs): Brier score of the confidence vs agreement {p['brier']:.4f}{extra}")
+        extra = (f"; Brier of P(relevant) {p['brier_relevant']:.4f}, ECE {p['ece_relevant']:.4f}"
+                 if p["brier_relevant"] is not None else "")
+        echo(f"probabilities ({p['pairs']} pairs): Brier score of the confidence vs agreement {p['brier']:.4f}, "
+             f"expected calibration error {p['ece']:.4f}{extra}")
         echo("  reliability: " + ", ".join(f"{b['predicted']:.2f}->{b['observed']:.2f} (n={b['pairs']})"
                                           for b in p["reliability"]))
         echo(f"  {'confidence band':<16} {'pairs':>6}  {'agreement':<26} {'accept from here: agreement':<30} to people")

@@ -7,9 +7,14 @@ documents are common, whatever its lean; so the checks test the **excess** signe
 pair's signed difference minus the machine's mean signed difference at that pair's human grade
 (the lean the human grade does not explain). The rule each check states:
 
-- ``length``: document length deciles (characters of the text). Flagged when the excess of the
-  longer half (deciles 6-10) minus the shorter half (1-5) has a 95 % interval that excludes 0 and
-  is at least :data:`MATERIAL` grades in size.
+- ``length``: document length deciles (characters of the text), and a scan over the nine decile
+  cut points, so that a lean is found wherever it starts (not only at the median): for each cut c
+  (deciles 1..c against c+1..10) the excess contrast (longer side - shorter side) is divided by its
+  query-bootstrap standard error; the critical value is the 95th percentile, over the same
+  bootstrap resamples, of the largest |centred contrast| / SE across the cuts (a simultaneous 95 %
+  band, "max-T": the nine correlated tests count as one). Flagged when the cut with the largest
+  |t| is beyond it and its contrast is at least :data:`MATERIAL` grades. The longer-minus-shorter
+  half is shown beside it. Cuts with fewer than ``min_pairs`` pairs on a side are not scanned.
 - ``stratum``, ``shape`` (the query shape dimension of the strata, when there is one) and ``run``
   (the pairs a run retrieved, whatever the others did): each group against the rest; flagged when
   one group's contrast has a Bonferroni interval (1 - 0.05/m for m groups) that excludes 0 and is
@@ -29,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from curation.agree.measures import Estimate
-from curation.machine.figures import Bootstrap, excludes_zero
+from curation.machine.figures import Bootstrap, contrast_replicates, excludes_zero
 
 MATERIAL = 0.10  # grades: a smaller lean is not flagged, however certain
 FAMILY_ALPHA = 0.05
@@ -127,13 +132,56 @@ def _material(e: Estimate | None) -> bool:
     return e is not None and e.value is not None and excludes_zero(e) and abs(e.value) >= MATERIAL
 
 
+LENGTH_RULE = (
+    "scan over the nine decile cut points (deciles 1..c against c+1..10): each cut's excess signed difference "
+    "(longer side - shorter side) over its query-bootstrap standard error; flagged when the largest |t| is "
+    "beyond the 95th percentile of the bootstrap's largest |centred contrast|/SE over the cuts (a simultaneous "
+    f"95% band, max-T) and that cut's contrast is at least {MATERIAL:.2f} grades; the longer half minus the "
+    "shorter half is shown beside it"
+)
+
+
+def length_scan(data: _Data, decile: np.ndarray, confidence: float = 1.0 - FAMILY_ALPHA) -> dict | None:
+    """The max-T scan of :data:`LENGTH_RULE`: ``{"cut", "contrast": Estimate (simultaneous
+    interval), "t", "critical", "cuts": [(cut, value, t)]}``; None when no cut has ``min_pairs``
+    pairs on each side."""
+    cuts, values, reps = [], [], []
+    for c in range(1, 10):
+        longer = decile >= c
+        if longer.sum() < data.min_pairs or (~longer).sum() < data.min_pairs:
+            continue
+        r = contrast_replicates(data.boot, data.excess, longer)
+        if r is None:
+            continue
+        cuts.append(c)
+        values.append(r[0])
+        reps.append(r[1])
+    if not cuts:
+        return None
+    v = np.array(values)
+    rep = np.vstack(reps)  # cuts x resamples
+    ok = ~np.isnan(rep).any(axis=0)
+    rep = rep[:, ok]
+    if rep.shape[1] < 2:
+        return None
+    se = rep.std(axis=1, ddof=1)
+    keep = se > 0  # a cut whose contrast never varies (e.g. every excess 0) cannot be studentised
+    if not keep.any():
+        return None
+    cuts, v, rep, se = [c for c, k in zip(cuts, keep) if k], v[keep], rep[keep], se[keep]
+    t = v / se
+    centred = np.abs(rep - v[:, None]) / se[:, None]
+    crit = float(np.quantile(centred.max(axis=0), confidence))
+    best = int(np.argmax(np.abs(t)))
+    est = Estimate(float(v[best]), float(v[best] - crit * se[best]), float(v[best] + crit * se[best]))
+    return {"cut": cuts[best], "contrast": est, "t": float(t[best]), "critical": crit,
+            "cuts": [(c, float(x), float(y)) for c, x, y in zip(cuts, v, t)]}
+
+
 def length_check(data: _Data) -> BiasCheck:
     lengths = np.array([f.length for f in data.facts], dtype=np.float64)
     n = len(lengths)
-    check = BiasCheck("length", "Document length (deciles of the text's length)",
-                      f"excess signed difference of the longer half (deciles 6-10) minus the shorter half (1-5): "
-                      f"flagged when its 95% interval excludes 0 and it is at least {MATERIAL:.2f} grades",
-                      True)
+    check = BiasCheck("length", "Document length (deciles of the text's length)", LENGTH_RULE, True)
     if n == 0:
         check.finding = "no pairs"
         return check
@@ -146,17 +194,30 @@ def length_check(data: _Data) -> BiasCheck:
             lo, hi = int(lengths[mask].min()), int(lengths[mask].max())
             check.groups.append(data.group(f"decile {d + 1} ({lo:,}-{hi:,} chars)", mask))
     long_half = decile >= 5
+    half = None
     if long_half.sum() >= data.min_pairs and (~long_half).sum() >= data.min_pairs:
-        c = data.boot.contrast(data.excess, long_half)
-        check.flagged = _material(c)
-        summary = GroupFigures("longer half - shorter half", int(n), len(set(data.qids.tolist())), None, None, None,
-                               c, check.flagged)
-        check.groups.append(summary)
+        half = data.boot.contrast(data.excess, long_half)
+        check.groups.append(GroupFigures("longer half - shorter half", int(n), len(set(data.qids.tolist())), None,
+                                         None, None, half, False))
+    scan = length_scan(data, decile)
+    if scan is None:
+        check.finding = (f"no scan: not enough pairs (each side of a cut needs {data.min_pairs}) or no variation "
+                         "in the excess")
+        return check
+    c = scan["contrast"]
+    check.flagged = bool(abs(scan["t"]) > scan["critical"] and abs(c.value) >= MATERIAL)
+    edge = int(lengths[decile == scan["cut"]].min()) if (decile == scan["cut"]).any() else 0
+    check.groups.append(GroupFigures(f"from decile {scan['cut'] + 1} on (>= {edge:,} chars) - below it", int(n),
+                                     len(set(data.qids.tolist())), None, None, None, c, check.flagged))
+    half_note = f"; longer - shorter half {_fmt(half)}" if half is not None else ""
+    if check.flagged:
         way = "more lenient" if c.value > 0 else "stricter"
-        check.finding = (f"the machine is {way} on longer documents: excess {_fmt(c)} grades (longer - shorter half)"
-                         if check.flagged else f"no lean by length: excess {_fmt(c)} grades (longer - shorter half)")
+        check.finding = (f"the machine is {way} on longer documents, from decile {scan['cut'] + 1} on "
+                         f"(>= {edge:,} chars): "
+                         f"excess {_fmt(c)} grades, simultaneous 95% band over the cuts{half_note}")
     else:
-        check.finding = f"not enough pairs (each half needs {data.min_pairs})"
+        check.finding = (f"no lean by length at any decile cut: largest at decile {scan['cut'] + 1}, excess "
+                         f"{_fmt(c)} grades (simultaneous 95% band){half_note}")
     return check
 
 

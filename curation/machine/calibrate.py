@@ -127,16 +127,19 @@ class RepeatFigures:
 class ProbabilityFigures:
     pairs: int
     brier: float  # confidence vs "the machine's label equals the human's"
+    ece: float  # expected calibration error of the same (:func:`expected_calibration_error`)
     reliability: list[dict]  # {"predicted", "observed", "pairs"} per non-empty bin
     brier_relevant: float | None  # P(grade >= cut) vs human grade >= cut (full probabilities only)
     reliability_relevant: list[dict] | None
     bands: list[dict]  # {"low", "high", "pairs", "agreement", "accepted_pairs", "accepted_agreement", "to_people"}
+    ece_relevant: float | None = None
 
     def as_dict(self) -> dict:
         def est(e):
             return None if e is None else e.as_dict()
-        return {"pairs": self.pairs, "brier": self.brier, "reliability": self.reliability,
-                "brier_relevant": self.brier_relevant, "reliability_relevant": self.reliability_relevant,
+        return {"pairs": self.pairs, "brier": self.brier, "ece": self.ece, "ece_relevant": self.ece_relevant,
+                "reliability": self.reliability, "brier_relevant": self.brier_relevant,
+                "reliability_relevant": self.reliability_relevant,
                 "bands": [{**b, "agreement": est(b["agreement"]), "accepted_agreement": est(b["accepted_agreement"])}
                           for b in self.bands]}
 
@@ -194,6 +197,8 @@ class CalibrationReport:
     notes: list[str] = field(default_factory=list)
     machine_vs_people: list[Agreement] = field(default_factory=list)  # each person against the machine, overlap set
     kind: str = MACHINE_KIND
+    circularity: list[dict] = field(default_factory=list)  # runs built with the judge's model family
+    stale_labels: int = 0  # labels made by `golden machine run` under an older prompt (guidelines, need)
 
     @property
     def enough(self) -> bool:
@@ -232,6 +237,9 @@ class CalibrationReport:
             "ranking": None if self.ranking is None else self.ranking.as_dict(),
             "failed_checks": self.failed_checks,
             "notes": self.notes,
+            "figures_on": f"prompt version {self.prompt_version}" if self.prompt_version else "no prompt version",
+            "circularity": self.circularity,
+            "stale_labels": self.stale_labels,
         }
 
 
@@ -291,6 +299,23 @@ def _reliability(y: np.ndarray, p: np.ndarray) -> list[dict]:
             for a, b, n in zip(prob_pred, prob_true, counts)]
 
 
+def expected_calibration_error(y: np.ndarray, p: np.ndarray, bins: int = RELIABILITY_BINS) -> float:
+    """Expected calibration error (Naeini et al., AAAI 2015; Guo et al., ICML 2017): over ``bins``
+    equal-width bins of the stated probability (binned as scikit-learn's ``calibration_curve``
+    bins), the pairs' share of each bin times |mean stated probability - observed rate|, summed."""
+    y = np.asarray(y, dtype=float)
+    p = np.asarray(p, dtype=float)
+    if not len(p):
+        return float("nan")
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.searchsorted(edges[1:-1], p)
+    total = 0.0
+    for b in np.unique(which):
+        sel = which == b
+        total += sel.sum() / len(p) * abs(p[sel].mean() - y[sel].mean())
+    return float(total)
+
+
 def probability_figures(rows: Sequence[MachineRow], version: str | None, human: Mapping, machine: Mapping,
                         pool_size: int, *, cut: int, boot_args: dict, min_pairs: int) -> ProbabilityFigures | None:
     """Reliability and Brier score of the machine's stated confidence (the probability it gave its own
@@ -315,11 +340,12 @@ def probability_figures(rows: Sequence[MachineRow], version: str | None, human: 
     p = np.array([conf[u] for u in units])
     brier = float(brier_score_loss(y, p, labels=[0, 1]))
     rel_units = sorted(u for u in p_rel if u in human)
-    brier_rel = rel_table = None
+    brier_rel = rel_table = ece_rel = None
     if rel_units:
         yr = np.array([human[u] >= cut for u in rel_units], dtype=int)
         pr = np.array([p_rel[u] for u in rel_units])
         brier_rel = float(brier_score_loss(yr, pr, labels=[0, 1]))
+        ece_rel = expected_calibration_error(yr, pr)
         rel_table = _reliability(yr, pr)
     bands = []
     all_conf = np.array(list(conf.values()))
@@ -336,7 +362,8 @@ def probability_figures(rows: Sequence[MachineRow], version: str | None, human: 
             # every pool pair whose machine confidence is below the edge, or that has none, goes to people
             "to_people": int(pool_size - (all_conf >= lo).sum()),
         })
-    return ProbabilityFigures(len(units), brier, _reliability(y, p), brier_rel, rel_table, bands)
+    return ProbabilityFigures(len(units), brier, expected_calibration_error(y, p), _reliability(y, p), brier_rel,
+                              rel_table, bands, ece_rel)
 
 
 def version_figures(rows: Sequence[MachineRow], human: Mapping, *, boot_args: dict, min_pairs: int
@@ -525,9 +552,32 @@ def build_calibration_report(
         overlap_records=load_judgments(session, project, overlap_only=True), pool_size=len(facts),
         min_pairs=min_pairs, resamples=resamples, seed=seed,
     )
+    _run_notes(session, project, machine, report)
     if ranking:
         from curation.machine.ranking import ranking_figures
 
         report.ranking = ranking_figures(facts, human, machine_grades(rows), metric=metric, resamples=resamples,
                                          seed=seed, rel_level=report.cut)
     return report
+
+
+def _run_notes(session: Session, project: Project, machine: str, report: CalibrationReport) -> None:
+    """The circularity warning (system runs declared with the judge's model family) and the count
+    of stale labels made by runs, as notes of the report."""
+    from curation.machine.family import circularity
+    from curation.machine.labels import require_machine
+    from curation.machine.runs import current_prompt_version, run_models, stale_labels
+
+    report.circularity = circularity(report.models, run_models(session, project))
+    for c in report.circularity:
+        report.notes.append(f"circularity: run {c['run']} was built with {c['run_model']}, of the judge's own model "
+                            f"family ({c['family']}: {c['judge_model']}); its ranking under this judge's labels may "
+                            "favour it (Clarke & Dietz)")
+    mj = require_machine(session, machine)
+    pv = current_prompt_version(session, project, mj)
+    if pv is not None:
+        report.stale_labels = len(stale_labels(session, project, mj, pv))
+        if report.stale_labels:
+            report.notes.append(f"{report.stale_labels} labels were made under an older prompt than {pv} (guidelines "
+                                f"or information need changed): golden machine run --project {project.name} "
+                                f"--machine {machine} --stale ... re-judges them")

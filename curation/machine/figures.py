@@ -88,6 +88,22 @@ class Bootstrap:
         return Estimate(value, low, high, interval_note=note)
 
 
+def contrast_replicates(boot: Bootstrap, values, group) -> tuple[float, np.ndarray] | None:
+    """``boot.contrast``'s value and its bootstrap replicates (NaN where a resample lacks a side),
+    for a scan that needs them together (:func:`curation.machine.bias.length_check`); None when a
+    side is empty or there is one query."""
+    values = np.asarray(values, dtype=np.float64)
+    group = np.asarray(group, dtype=bool)
+    if not group.any() or group.all() or len(boot.queries) < 2:
+        return None
+    gs, gc = boot._per_query(values, group)
+    bs, bc = boot._per_query(values, ~group)
+    c = boot.counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = (c @ gs) / (c @ gc) - (c @ bs) / (c @ bc)
+    return float(values[group].mean() - values[~group].mean()), reps
+
+
 def excludes_zero(est: Estimate) -> bool:
     """The interval lies wholly above or wholly below 0."""
     return est.low is not None and est.high is not None and (est.low > 0 or est.high < 0)

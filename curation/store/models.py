@@ -99,6 +99,9 @@ class Run(SQLModel, table=True):
     sha256: str
     depth: int
     added_at: datetime = Field(default_factory=utcnow)
+    # The model the system itself uses (declared by a team: `golden machine declare-model`), so that
+    # calibration can warn when a machine judge of the same family ranks it (circularity).
+    model: str | None = None
 
 
 class PoolPair(SQLModel, table=True):
@@ -373,6 +376,53 @@ class MachineLabel(SQLModel, table=True):
     prompt_version: str | None = None
     token: str
     imported_at: datetime = Field(default_factory=utcnow)
+    # Provenance of a label made by `golden machine run` (None on imported labels):
+    run_id: int | None = Field(default=None, foreign_key="machinerun.id", index=True)
+    need_version: int | None = None  # the query's information-need version in the prompt (0: none)
+    served_model: str | None = None  # the model the endpoint said answered
+    sampling_json: str | None = None  # {"temperature", "top_p", "seed", "max_tokens"}
+    raw_response: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_ms: float | None = None
+
+
+class MachineRun(SQLModel, table=True):
+    """One `golden machine run`: a machine judge prompted through an OpenAI-compatible endpoint.
+    Its labels are :class:`MachineLabel` rows with ``run_id``; its failed requests
+    :class:`MachineFailure` rows. The API key is never stored."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    machine_id: int = Field(foreign_key="machinejudge.id", index=True)
+    model: str
+    base_url: str
+    prompt_version: str  # template hash + guidelines version (need versions are per label)
+    template_hash: str
+    template_name: str
+    guidelines_version: int | None = None
+    sampling_json: str = "{}"
+    samples: int = 1
+    selection: str = "all"
+    pairs_planned: int = 0
+    status: str = "running"  # running, finished, interrupted, server-down, budget
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class MachineFailure(SQLModel, table=True):
+    """A request of a `golden machine run` that gave no grade: a timeout, a refusal, an answer that
+    does not parse, an HTTP error after the retries. Counted and shown, never a label; a later run
+    asks for the pair and sample again."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="machinerun.id", index=True)
+    pair_id: int = Field(foreign_key="poolpair.id", index=True)
+    sample: int = 0
+    kind: str  # timeout, refusal, unparseable, http, connection
+    detail: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    raw_response: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    at: datetime = Field(default_factory=utcnow)
 class DecisiveComparison(SQLModel, table=True):
     """A comparison the decisive judging order serves (``golden assign --order decisive --compare
     A,B``): is run B higher than run A on ``metric``? ``settled_*`` record when a settlement report
