@@ -242,6 +242,7 @@ def render_family(f, *, title: str | None = None, coverage=None, warn_below: flo
         out.append(f"<p class=\"note\">{e(note)}</p>")
     if back is not None:
         out.append(f"<p><a href=\"{e(back[0])}\">{e(back[1])}</a></p>")
-    out.append("<p class=\"sub\">Made by golden stats compare. Each delta is the mean over queries of (B − A); a verdict "
+    out.append("<p class=\"sub\">Made by golden stats compare. Each delta is the mean over queries of (B − A); "
+               "a verdict "
                "says better only when the adjusted p-value is below the level.</p></body></html>")
     return "\n".join(out)

@@ -108,7 +108,8 @@ def check_in_place(target: Path, version: str, files: dict) -> None:
         if same else "files that are not this version's export"
     raise FolderInTheWay(
         f"out_dir: {target} already holds {which}; golden never replaces an export folder: move it away "
-        f"(`golden export verify {target}` says what differs), then `golden export create --version {version} --frozen` "
+        f"(`golden export verify {target}` says what differs), then "
+        f"`golden export create --version {version} --frozen` "
         "writes the stored version"
     )
 

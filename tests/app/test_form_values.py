@@ -155,7 +155,8 @@ def test_an_adjudication_reason_over_the_limit_is_refused_in_the_app_and_the_cli
                                                       "reason": "r" * 10_001, "csrf_token": token})
     assert res.status_code in (413, 422) and b"over the limit of 10000 bytes" in res.data
     url = exported.url.render_as_string(hide_password=False)
-    cli = CliRunner().invoke(main, ["adjudicate", "--db", url, "--project", "p", "--lead", "lena", "--pair", "q1/q1a",
+    cli = CliRunner().invoke(main, ["labels", "adjudicate", "--db", url, "--project", "p", "--lead", "lena",
+                                    "--pair", "q1/q1a",
                                     "--grade", "1", "--reason", "r" * 10_001])
     assert cli.exit_code == 1 and "over the limit of 10000 bytes" in cli.output, cli.output
     assert _count(exported, Adjudication) == 0

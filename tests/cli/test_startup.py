@@ -14,7 +14,8 @@ HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarr
          "tqdm")
 
 # What `golden --help` lists: the groups of the pipeline and the commands at the top.
-TOP = {"demo", "sample", "pool", "project", "judging", "serve", "labels", "machine", "leakcheck", "export", "stats", "decisive",
+TOP = {"demo", "sample", "pool", "project", "judging", "serve", "labels", "machine", "leakcheck", "export", "stats",
+       "decisive",
        "admin"}
 
 PROBE = """

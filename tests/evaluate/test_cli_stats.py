@@ -159,7 +159,7 @@ def test_power_from_sd_and_from_runs(files):
 def test_power_at_two_queries(files):
     from statsmodels.stats.power import TTestPower
 
-    res = run("power", "--sd-diff", "0.1", "--queries", "2", "--delta", "0.5", "--json")
+    res = run("stats", "power", "--sd-diff", "0.1", "--queries", "2", "--delta", "0.5", "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["mdd"] == pytest.approx(TTestPower().solve_power(nobs=2, alpha=0.05, power=0.8) * 0.1, rel=1e-5)

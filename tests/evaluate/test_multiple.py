@@ -103,18 +103,18 @@ def test_compare_cli_takes_many_runs_and_a_baseline(tmp_path):
     qrels.write_text("".join(f"q{i:02d} 0 d1 1\n" for i in range(n)))
     ranks = {"bm25": rng.integers(2, 6, n), "dense": rng.integers(2, 6, n), "rerank": np.ones(n, dtype=int)}
     paths = [_write_run(tmp_path / f"{k}.trec", k, v) for k, v in ranks.items()]
-    res = CliRunner().invoke(main, ["compare", *paths, "--qrels", str(qrels), "--metric", "mrr@10",
+    res = CliRunner().invoke(main, ["stats", "compare", *paths, "--qrels", str(qrels), "--metric", "mrr@10",
                                     "--resamples", "200", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["correction"] == "holm" and len(out["comparisons"]) == 3
-    two = CliRunner().invoke(main, ["compare", paths[0], paths[2], "--qrels", str(qrels), "--metric", "mrr@10",
+    two = CliRunner().invoke(main, ["stats", "compare", paths[0], paths[2], "--qrels", str(qrels), "--metric", "mrr@10",
                                     "--resamples", "200", "--json"])
     single = json.loads(two.output)
     row = next(c for c in out["comparisons"] if (c["name_a"], c["name_b"]) == ("bm25", "rerank"))
     assert row["delta"] == pytest.approx(single["delta"]) and row["low"] == pytest.approx(single["low"])
     assert row["p_adjusted"] >= row["p"]
-    res = CliRunner().invoke(main, ["compare", *paths, "--qrels", str(qrels), "--metric", "mrr@10",
+    res = CliRunner().invoke(main, ["stats", "compare", *paths, "--qrels", str(qrels), "--metric", "mrr@10",
                                     "--baseline", "bm25", "--correction", "tukey", "--resamples", "200",
                                     "--html", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
@@ -122,7 +122,7 @@ def test_compare_cli_takes_many_runs_and_a_baseline(tmp_path):
     assert "rerank" in res.output and "B better" in res.output
     html = (tmp_path / "r.html").read_text()
     assert 'data-correction="tukey"' in html and "adjusted p" in html
-    bad = CliRunner().invoke(main, ["compare", *paths, "--qrels", str(qrels), "--baseline", "nope"])
+    bad = CliRunner().invoke(main, ["stats", "compare", *paths, "--qrels", str(qrels), "--baseline", "nope"])
     assert bad.exit_code != 0 and "--baseline 'nope'" in bad.output
 
 

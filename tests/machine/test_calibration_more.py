@@ -61,7 +61,8 @@ def test_the_report_warns_of_circularity_shows_ece_and_stale_labels(sqlite_engin
         wire = WireSettings(base_url=fake.base_url, model="llama3.1:8b", logprobs=True, backoff=0.01)
         run_machine(s, project="p", machine="llm", wire=wire, progress=False, handle_sigint=False)
         set_guidelines(s, get_project(s, "p"), "# Guidelines\n\nNew rules.\n")
-    res = CliRunner().invoke(main, ["calibrate", "--project", "p", "--machine", "llm", "--json", "--resamples", "200",
+    res = CliRunner().invoke(main, ["labels", "calibrate", "--project", "p", "--machine", "llm", "--json",
+                                    "--resamples", "200",
                                     "--db", db])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
@@ -74,6 +75,6 @@ def test_the_report_warns_of_circularity_shows_ece_and_stale_labels(sqlite_engin
     conf = np.exp(-0.2) / (np.exp(-0.2) + np.exp(-1.8))
     agree = np.mean([int(u[1][-1]) % 3 == 1 for u in PAIRS])
     assert p["ece"] == pytest.approx(abs(conf - agree))
-    res = CliRunner().invoke(main, ["calibrate", "--project", "p", "--machine", "llm", "--resamples", "200",
+    res = CliRunner().invoke(main, ["labels", "calibrate", "--project", "p", "--machine", "llm", "--resamples", "200",
                                     "--db", db])
     assert "expected calibration error" in res.output and "note: circularity" in res.output

@@ -140,7 +140,7 @@ def test_a_run_against_llama_cpp_survives_a_killed_server_and_calibrate_reports_
     assert count(engine, "llm2") == len(PAIRS)
 
     # 4. golden calibrate reports on the run's labels, on their prompt version
-    res = CliRunner().invoke(main, ["calibrate", "--project", "p", "--machine", "llm", "--json",
+    res = CliRunner().invoke(main, ["labels", "calibrate", "--project", "p", "--machine", "llm", "--json",
                                     "--resamples", "200", "--db", db])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
