@@ -33,6 +33,11 @@ def normalize_text(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
+    if text.isascii():
+        # The same rule in one cheap pass: NFKC leaves ASCII alone, its case folding is lower(), the
+        # quotes and invisible characters above are not ASCII, and str.split() splits on exactly
+        # the ASCII characters \s matches (\t \n \v \f \r, \x1c-\x1f and space).
+        return " ".join(text.lower().split())
     text = unicodedata.normalize("NFKC", text)
     text = text.casefold().translate(_QUOTE_MAP)
     text = _INVISIBLE.sub("", text)

@@ -63,7 +63,7 @@ import pyarrow.compute as pc
 from curation.formats.normalize import normalize_text
 from curation.leak.index import HASH_MUL, QueryIndex
 from curation.leak.inputs import CorpusPiece, iter_task_batches
-from curation.leak.ngrams import ngram_set, verbatim_pattern
+from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of
 from curation.leak.report import MODES, Match, context
 
 # --------------------------------------------------------------------------------------------
@@ -86,6 +86,17 @@ def _string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Buffer]:
     off = np.frombuffer(bufs[1], dtype=off_type)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     return off, data, bufs[2]
+
+
+def _ascii_rows(texts: pa.Array) -> np.ndarray:
+    """Which strings are pure ASCII (a null counts as ASCII): the bytes >= 0x80 found in one pass
+    over the data buffer and mapped to their strings."""
+    off, data, _ = _string_parts(texts)
+    mask = np.ones(len(texts), dtype=bool)
+    high = np.flatnonzero(data[int(off[0]) : int(off[-1])] >= 0x80) + off[0]
+    if len(high):
+        mask[np.searchsorted(off, high, side="right") - 1] = False
+    return mask
 
 
 def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
@@ -112,9 +123,9 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     inner = off[1:-1] - lo
     edge = inner[(inner > 0) & (inner < hi - lo)]
     edge = edge[isw[edge] & isw[edge - 1]]
-    if len(edge):
-        starts = np.sort(np.concatenate([starts, edge]))
-        ends = np.sort(np.concatenate([ends, edge]))
+    if len(edge):  # sorted already: merged in by position, no sort
+        starts = np.insert(starts, np.searchsorted(starts, edge), edge)
+        ends = np.insert(ends, np.searchsorted(ends, edge), edge)
     if len(starts) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if index.vocab:
@@ -123,23 +134,13 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
         offsets = np.zeros(len(starts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         words_arr = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(d[isw]))
-        ids = _int_values(pc.index_in(words_arr, value_set=index.vocab_array()))
+        ids = pc.fill_null(pc.index_in(words_arr, value_set=index.vocab_array()), -1).to_numpy()
     else:
-        ids = np.full(len(starts), -1, dtype=np.int64)
+        ids = np.full(len(starts), -1, dtype=np.int32)
     # Strings' word counts from where each string starts among the words (starts are sorted).
     per_string = np.diff(np.searchsorted(starts, off - lo))
     local_row = np.repeat(np.arange(len(per_string)), per_string)
     return ids, rows[local_row]
-
-
-def _int_values(arr: pa.Array) -> np.ndarray:
-    """An int32 arrow array as int64 numpy, nulls as -1 (read from the buffers, no fill pass)."""
-    validity, values = arr.buffers()[0], arr.buffers()[1]
-    out = np.frombuffer(values, dtype=np.int32)[arr.offset : arr.offset + len(arr)].astype(np.int64)
-    if validity is not None and arr.null_count:
-        bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-        out[~bits[arr.offset : arr.offset + len(arr)].astype(bool)] = -1
-    return out
 
 
 def _word_gram_hits(index: QueryIndex, ids: np.ndarray, row: np.ndarray):
@@ -240,7 +241,7 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     out.ids.append(ids)
     if nrows == 0:
         return
-    ascii_mask = pc.fill_null(pc.string_is_ascii(texts), True).to_numpy(zero_copy_only=False)
+    ascii_mask = _ascii_rows(texts)
     all_rows = np.arange(nrows, dtype=np.int64)
     spec = index.spec
     py_rows: list[int] = []
@@ -284,6 +285,7 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     if index.G:
         out.df += np.bincount(p_g, minlength=index.G)
     candidates: list[tuple[int, int]] = []
+    counts: dict[tuple[int, int], int] = {}
     if not index.count_only and len(pair):
         per = index.q_ptr[p_g + 1] - index.q_ptr[p_g]
         total = int(per.sum())
@@ -296,6 +298,9 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
             rr, qq = rq // Q, rq % Q
             keep = shared >= index.need[qq]
             candidates = list(zip(rr[keep].tolist(), qq[keep].tolist()))
+            if index.positional and index.spec.unit == "word":
+                # Exact keys: the count is |Q ∩ C| itself (see _verify).
+                counts = dict(zip(candidates, shared[keep].tolist()))
     for r in short_rows:
         norm = norms.get(r)
         if norm is None:
@@ -305,60 +310,89 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
             candidates.append((r, qi))
     if not candidates:
         return
-    _verify(index, candidates, ids, texts, norms, source, out, max_matches)
+    _verify(index, candidates, counts, ids, texts, norms, source, out, max_matches)
 
 
-def _verify(index: QueryIndex, candidates, ids, texts, norms, source, out: _BatchOut, max_matches: int):
-    """Exact scores on the real n-gram sets for each candidate (chunk, query); keep the matches."""
+def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, out: _BatchOut, max_matches: int):
+    """Exact scores on the real n-gram sets for each candidate (chunk, query); keep the matches.
+
+    A chunk's n-grams come from its words in one pass (:func:`words_of`); its normalised text is
+    made only when a mode or a kept match needs it. A match's span and context are only worked out
+    when the match can enter its query's heap of the ``max_matches`` best: a match ranked below
+    the heap's least item on its score, mode, chunk id and file would be dropped whatever its span,
+    so it is only counted. The kept matches and every count are the same as with every span made.
+    """
     from rapidfuzz import fuzz  # rapidfuzz's alignment gives the matched span
 
     t = index.threshold
-    sets: dict[int, set] = {}
+    spec = index.spec
+    exact_mode = "exact" in index.modes
+    set_modes = [m for m in ("jaccard", "containment") if m in index.modes]
+    by_row: dict[int, list[int]] = {}
     for r, qi in sorted(set(candidates)):
-        norm = norms.get(r)
-        if norm is None:
-            norm = normalize_text(texts[r].as_py() or "")
-            norms[r] = norm
-        chunk_id = ids[r].as_py()
+        by_row.setdefault(r, []).append(qi)
+    rows = list(by_row)
+    raw = dict(zip(rows, texts.take(pa.array(rows, pa.int64())).to_pylist()))
+    chunk_ids = ids.take(pa.array(rows, pa.int64())).to_pylist()
+    for r, chunk_id in zip(rows, chunk_ids):
         chunk_id = "" if chunk_id is None else str(chunk_id)
-        qnorm = index.norms[qi]
-        found: list[tuple[str, float, int, int]] = []
-        if "exact" in index.modes and qnorm:
-            m = verbatim_pattern(qnorm).search(norm)
-            if m:
-                found.append(("exact", 1.0, m.start(), m.end()))
-        qset_size = int(index.sizes[qi])
-        if qset_size and any(mode in index.modes for mode in ("jaccard", "containment")):
-            cset = sets.get(r)
-            if cset is None:
-                cset = ngram_set(norm, index.spec) - index.skip
-                sets[r] = cset
-            qset = _query_set(index, qi)
-            inter = len(qset & cset)
-            if inter:
-                span = None
-                for mode in ("jaccard", "containment"):
-                    if mode not in index.modes:
-                        continue
-                    if mode == "jaccard":
-                        score = inter / (qset_size + len(cset) - inter)
+        text = raw[r] or ""
+        norm = norms.get(r)
+        cset = None
+        for qi in by_row[r]:
+            qnorm = index.norms[qi]
+            found: list[tuple[str, float, tuple[int, int] | None]] = []
+            if exact_mode and qnorm:
+                if norm is None:
+                    norm = norms[r] = normalize_text(text)
+                m = verbatim_pattern(qnorm).search(norm)
+                if m:
+                    found.append(("exact", 1.0, (m.start(), m.end())))
+            qset_size = int(index.sizes[qi])
+            if qset_size and set_modes == ["containment"] and (r, qi) in counts:
+                inter = counts[(r, qi)]
+                if inter / qset_size >= t:
+                    found.append(("containment", inter / qset_size, None))
+            elif qset_size and set_modes:
+                if cset is None:
+                    if spec.unit == "word":
+                        cset = word_ngrams(words_of(text), spec.n)
                     else:
-                        score = inter / qset_size
-                    if score >= t:
-                        if span is None:
-                            al = fuzz.partial_ratio_alignment(qnorm, norm)
-                            span = (al.dest_start, al.dest_end)
-                        found.append((mode, score, span[0], span[1]))
-        for mode, score, a, b in found:
-            before, after = context(norm, a, b)
-            match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
-            out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
-            heap = out.matches.setdefault(qi, [])
-            item = _heap_item(match)
-            if len(heap) < max_matches:
-                heapq.heappush(heap, item)
-            else:
-                heapq.heappushpop(heap, item)
+                        if norm is None:
+                            norm = norms[r] = normalize_text(text)
+                        cset = ngram_set(norm, spec)
+                    if index.skip:
+                        cset -= index.skip
+                inter = len(_query_set(index, qi) & cset)
+                if inter:
+                    for mode in set_modes:
+                        if mode == "jaccard":
+                            score = inter / (qset_size + len(cset) - inter)
+                        else:
+                            score = inter / qset_size
+                        if score >= t:
+                            found.append((mode, score, None))
+            span = None
+            for mode, score, at in found:
+                out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
+                heap = out.matches.setdefault(qi, [])
+                full = len(heap) >= max_matches
+                if full and (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source)) < heap[0][:4]:
+                    continue  # below the heap's least item whatever its span: counted, not kept
+                if norm is None:
+                    norm = norms[r] = normalize_text(text)
+                if at is None:
+                    if span is None:
+                        al = fuzz.partial_ratio_alignment(qnorm, norm)
+                        span = (al.dest_start, al.dest_end)
+                    at = span
+                a, b = at
+                before, after = context(norm, a, b)
+                match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
+                if full:
+                    heapq.heappushpop(heap, _heap_item(match))
+                else:
+                    heapq.heappush(heap, _heap_item(match))
 
 
 def _query_set(index: QueryIndex, qi: int) -> set:
