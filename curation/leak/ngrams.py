@@ -60,6 +60,11 @@ def words_of(text: str) -> list[str]:
     return _WORD.findall(normalize_text(text))
 
 
+def words_of_normalized(normalized: str) -> list[str]:
+    """The words of an already normalised text (as :func:`ngram_set` cuts them)."""
+    return _WORD.findall(normalized)
+
+
 def word_ngrams(words: list[str], n: int) -> set:
     """The set of word n-grams (tuples) of a list of words; equal to :func:`ngram_set`'s."""
     if n == 1:

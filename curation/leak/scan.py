@@ -63,15 +63,18 @@ import pyarrow.compute as pc
 from curation.formats.normalize import normalize_text
 from curation.leak.index import HASH_MUL, QueryIndex
 from curation.leak.inputs import CorpusPiece, iter_task_batches
-from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of
+from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of, words_of_normalized
 from curation.leak.report import MODES, Match, context
 
 # --------------------------------------------------------------------------------------------
 # the vectorised filter over one batch of chunks
 
 
-_IS_WORD = np.zeros(256, dtype=bool)
-_IS_WORD[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", np.uint8)] = True
+_WORD_BYTE = np.zeros(256, dtype=np.uint8)
+for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
+    _WORD_BYTE[_c] = _c
+for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+    _WORD_BYTE[_c] = _c + 32
 # Python's \s over ASCII (what normalize_text collapses): \t \n \v \f \r, \x1c-\x1f and space.
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"
 
@@ -105,14 +108,13 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     Lower-cased by pyarrow, cut into ``[a-z0-9_]+`` runs by numpy over the raw bytes, and looked
     up among the query words with ``pyarrow.compute.index_in`` (-1 for other words).
     """
-    arr = pc.ascii_lower(arr.fill_null(""))
-    if not isinstance(arr, pa.StringArray):
-        arr = arr.cast(pa.string())
+    if arr.null_count:
+        arr = arr.fill_null("")
     off, data, _ = _string_parts(arr)
     lo, hi = int(off[0]), int(off[-1])
-    d = data[lo:hi]
-    # Word bytes of lower-cased ASCII: a-z, 0-9 and _ (uint8 arithmetic wraps, so one compare each).
-    isw = ((d - np.uint8(97)) < 26) | ((d - np.uint8(48)) < 10) | (d == 95)
+    # Each byte through one table: a word byte (a-z, 0-9, _) lower-cased, any other byte 0.
+    d = _WORD_BYTE.take(data[lo:hi])
+    isw = d != 0
     flips = np.flatnonzero(isw[1:] != isw[:-1]) + 1
     if len(isw) and isw[0]:
         flips = np.concatenate([[0], flips])
@@ -134,13 +136,23 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
         offsets = np.zeros(len(starts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         words_arr = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(d[isw]))
-        ids = pc.fill_null(pc.index_in(words_arr, value_set=index.vocab_array()), -1).to_numpy()
+        ids = _ids_or_minus_one(pc.index_in(words_arr, value_set=index.vocab_array()))
     else:
         ids = np.full(len(starts), -1, dtype=np.int32)
     # Strings' word counts from where each string starts among the words (starts are sorted).
     per_string = np.diff(np.searchsorted(starts, off - lo))
     local_row = np.repeat(np.arange(len(per_string)), per_string)
     return ids, rows[local_row]
+
+
+def _ids_or_minus_one(arr: pa.Array) -> np.ndarray:
+    """An int32 arrow array as numpy, nulls as -1 (read from its buffers)."""
+    validity, values = arr.buffers()[0], arr.buffers()[1]
+    out = np.frombuffer(values, dtype=np.int32)[arr.offset : arr.offset + len(arr)]
+    if validity is None or not arr.null_count:
+        return out
+    bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=arr.offset + len(arr), bitorder="little")
+    return np.where(bits[arr.offset :].view(bool), out, np.int32(-1))
 
 
 def _word_gram_hits(index: QueryIndex, ids: np.ndarray, row: np.ndarray):
@@ -255,18 +267,29 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
         a_rows = np.flatnonzero(ascii_mask)
         a_texts = texts.filter(pa.array(ascii_mask))
         py_text = texts.filter(pa.array(~ascii_mask)).to_pylist()
+        py_ids: list[int] = []
         for r, t in zip(np.flatnonzero(~ascii_mask).tolist(), py_text):
             norm = normalize_text(t or "")
             norms[r] = norm
-            size = _python_gram_hits(index, norm, r, py_rows, py_g)
-            if size == 0:
-                short_rows.append(r)
+            if spec.unit == "word":  # the words' ids join the vectorised path's
+                vocab_get = index.vocab_ids.get
+                words = [vocab_get(w, -1) for w in words_of_normalized(norm)]
+                py_ids.extend(words)
+                py_rows.extend([r] * len(words))
+            else:
+                size = _python_gram_hits(index, norm, r, py_rows, py_g)
+                if size == 0:
+                    short_rows.append(r)
     if spec.unit == "word":
-        wid, wrow = _word_tokens_ascii(index, a_texts, a_rows) if len(a_rows) else (np.zeros(0, np.int64),) * 2
+        wid, wrow = _word_tokens_ascii(index, a_texts, a_rows) if len(a_rows) else (np.zeros(0, np.int32),) * 2
+        if py_rows:
+            wid = np.concatenate([wid, np.array(py_ids, wid.dtype)])
+            wrow = np.concatenate([wrow, np.array(py_rows, wrow.dtype)])
+            py_rows = []
         h_row, h_g = _word_gram_hits(index, wid, wrow)
-        if index.short_exact and len(a_rows):
-            per_row = np.bincount(wrow, minlength=nrows)[a_rows]
-            short_rows.extend(a_rows[per_row < spec.n].tolist())
+        if index.short_exact:
+            per_row = np.bincount(wrow, minlength=nrows)
+            short_rows.extend(np.flatnonzero(per_row < spec.n).tolist())
     else:
         if len(a_rows):
             h_row, h_g, lengths = _char_gram_hits_ascii(index, a_texts, a_rows)
@@ -460,7 +483,7 @@ class TaskResult:
 
 
 def scan_task(
-    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 4096, max_matches: int = 100
+    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 1024, max_matches: int = 100
 ) -> TaskResult:
     """Scan one piece of the corpus against the query index (the map step)."""
     t0 = time.perf_counter()
