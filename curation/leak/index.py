@@ -64,7 +64,9 @@ class QueryIndex:
     def vocab_array(self) -> pa.Array:
         cached = self.__dict__.get("_vocab_array")
         if cached is None:
-            cached = self.__dict__["_vocab_array"] = pa.array(self.vocab, pa.large_string())
+            from curation.leak.scan import _arrow_strings
+
+            cached = self.__dict__["_vocab_array"] = _arrow_strings(self.vocab)
         return cached
 
     def __getstate__(self):

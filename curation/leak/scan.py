@@ -91,6 +91,23 @@ def _string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Buffer]:
     return off, data, bufs[2]
 
 
+# pyarrow.array() imports pandas on its first call (a quarter of a second or more), so the scan
+# builds its few arrow arrays from buffers.
+def _arrow_ints(values: np.ndarray) -> pa.Array:
+    """An int64 numpy array as an arrow array (no copy)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _arrow_strings(values: list[str], type_=None) -> pa.Array:
+    """A list of strings as an arrow (large) string array."""
+    raw = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in raw], out=offsets[1:])
+    arr = pa.LargeStringArray.from_buffers(len(raw), pa.py_buffer(offsets), pa.py_buffer(b"".join(raw)))
+    return arr if type_ is None else arr.cast(type_)
+
+
 def _ascii_rows(texts: pa.Array) -> np.ndarray:
     """Which strings are pure ASCII (a null counts as ASCII): the bytes >= 0x80 found in one pass
     over the data buffer and mapped to their strings."""
@@ -265,8 +282,8 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
         a_rows, a_texts = all_rows, texts
     else:
         a_rows = np.flatnonzero(ascii_mask)
-        a_texts = texts.filter(pa.array(ascii_mask))
-        py_text = texts.filter(pa.array(~ascii_mask)).to_pylist()
+        a_texts = texts.take(_arrow_ints(a_rows))
+        py_text = texts.take(_arrow_ints(np.flatnonzero(~ascii_mask))).to_pylist()
         py_ids: list[int] = []
         for r, t in zip(np.flatnonzero(~ascii_mask).tolist(), py_text):
             norm = normalize_text(t or "")
@@ -355,8 +372,9 @@ def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, ou
     for r, qi in sorted(set(candidates)):
         by_row.setdefault(r, []).append(qi)
     rows = list(by_row)
-    raw = dict(zip(rows, texts.take(pa.array(rows, pa.int64())).to_pylist()))
-    chunk_ids = ids.take(pa.array(rows, pa.int64())).to_pylist()
+    at = _arrow_ints(np.array(rows, np.int64))
+    raw = dict(zip(rows, texts.take(at).to_pylist()))
+    chunk_ids = ids.take(at).to_pylist()
     for r, chunk_id in zip(rows, chunk_ids):
         chunk_id = "" if chunk_id is None else str(chunk_id)
         text = raw[r] or ""
@@ -490,6 +508,6 @@ def scan_task(
     out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
-    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else pa.array([], pa.string())
+    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else _arrow_strings([])
     return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid(),
                       task.path, ids)
