@@ -142,6 +142,8 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     inner = off[1:-1] - lo
     edge = inner[(inner > 0) & (inner < hi - lo)]
     edge = edge[isw[edge] & isw[edge - 1]]
+    if len(edge) > 1:  # empty strings between two others repeat a boundary: one word cut there
+        edge = edge[np.concatenate([[True], edge[1:] != edge[:-1]])]
     if len(edge):  # sorted already: merged in by position, no sort
         starts = np.insert(starts, np.searchsorted(starts, edge), edge)
         ends = np.insert(ends, np.searchsorted(ends, edge), edge)
@@ -185,6 +187,18 @@ def _word_gram_hits(index: QueryIndex, ids: np.ndarray, row: np.ndarray):
     pos = np.flatnonzero(valid)
     if len(pos) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    steps = index.prefix_tables()
+    if steps is not None:
+        # Word by word through the query n-grams' prefixes: each step one look-up in a table of
+        # (prefix, word) -> longer prefix (the last step gives the n-gram), dropping dead ends.
+        V = max(len(index.vocab), 1)
+        state = ids[pos].astype(np.int64)
+        r = row[pos]
+        for j, table in enumerate(steps, start=1):
+            state = table[state * V + ids[pos + j]]
+            live = state >= 0
+            pos, state, r = pos[live], state[live], r[live]
+        return r.astype(np.int64), state.astype(np.int64)
     if index.positional:
         key = ids[pos].astype(np.uint64)
         for j in range(1, n):
