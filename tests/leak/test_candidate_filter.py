@@ -161,6 +161,12 @@ def test_ascii_fast_normalisation_is_the_full_rule(text):
 
 
 @settings(max_examples=500, deadline=None)
+@given(st.text() | st.text(alphabet=st.sampled_from(" \t\u00a0\u2028\u3000\u200b\u00adAaßİﬁ\u2019\u201c\u0301")))
+def test_normalisation_in_one_translate_and_split_is_the_full_rule(text):
+    assert normalize_text(text) == _reference_normalize(text)
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.sampled_from(string.printable + "\u00a0\u2019\u201cßﬁéİ\u200b\u00ad\u3000\u2028")))
 def test_words_in_one_pass_are_the_rules_words(text):
     words = words_of(text)
