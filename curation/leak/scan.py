@@ -21,18 +21,27 @@ text) or character n-grams (``char:N``, over the normalised text, spaces include
 How it stays exact and fast
 ---------------------------
 The queries are indexed, not the corpus: the corpus is streamed once, in batches, in constant
-memory. For each batch a vectorised filter (numpy and pyarrow) turns the chunks' n-grams into
-integer keys and looks them up among the queries' n-grams, counting for every (chunk, query)
-how many distinct query n-grams the chunk holds. ``jaccard >= t`` and ``containment >= t`` both
-imply ``shared / |Q| >= t``, and ``exact`` implies ``shared == |Q|``, so a (chunk, query) pair
-below that count can never match: the filter only drops pairs that cannot match (keys are exact
-vocabulary ids, or hashes whose collisions can only add candidates). Every candidate is then
-verified on the real n-gram sets (Python tuples and strings) and only that exact score is
-reported: the filter chooses, it never decides. ``tests/leak/test_leakcheck.py`` checks the result
-against a brute-force comparison of every pair.
+memory, and its hashes are never sorted. For each batch a vectorised filter (numpy and pyarrow)
+cuts the chunks into words through one byte table, gives each word its id among the queries'
+words (-1 for any other word), and follows each run of n word ids through small tables of the
+query n-grams' prefixes (one look-up a word: :meth:`QueryIndex.prefix_tables`; 64-bit keys
+searched in the sorted query keys when those tables would be too large, and for character
+n-grams). It then counts, for every (chunk, query), how many distinct query n-grams the chunk
+holds. ``jaccard >= t`` and ``containment >= t`` both imply ``shared / |Q| >= t``, and ``exact``
+implies ``shared == |Q|``, so a (chunk, query) pair below that count can never match: the filter
+only drops pairs that cannot match (ids are exact, and hashed keys' collisions can only add
+candidates). A candidate is then scored exactly: its containment is that count itself when the
+ids and keys are exact (the count *is* ``|Q ∩ C|``); otherwise, and for jaccard, on the real
+n-gram sets, cut from the chunk's words in one pass (:func:`curation.leak.ngrams.words_of`: a
+``str.translate`` and ``str.split`` for ASCII text, the full :func:`normalize_text` otherwise).
+A match's span (rapidfuzz) and context are only worked out when the match can be among its
+query's ``max_matches`` best. ``tests/leak/test_leakcheck.py`` and
+``tests/leak/test_candidate_filter.py`` check every score against a brute-force comparison of
+every pair, with and without the tables and with hashed keys.
 
 Chunks that are pure ASCII (most of them) take the vectorised path; a chunk with any other
-character is normalised with :func:`normalize_text` in Python, so both paths see the same text.
+character is normalised with :func:`normalize_text` in Python and its words' ids join the same
+n-gram path, so both paths see the same text.
 
 The scan is a map over *tasks* (byte ranges of a JSONL file, row groups of a Parquet file,
 whole gzip or TSV files) followed by a small merge, run in a process pool (``workers``) or on a
