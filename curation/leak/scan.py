@@ -131,8 +131,9 @@ def _ascii_rows(texts: pa.Array) -> np.ndarray:
 def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     """Vocabulary ids and row numbers of every word of the (ASCII) strings ``arr``.
 
-    Lower-cased by pyarrow, cut into ``[a-z0-9_]+`` runs by numpy over the raw bytes, and looked
-    up among the query words with ``pyarrow.compute.index_in`` (-1 for other words).
+    Each byte mapped through one table (word bytes lower-cased, others 0), cut into ``[a-z0-9_]+``
+    runs by numpy, and looked up among the query words with ``pyarrow.compute.index_in`` (-1 for
+    other words). Returns int32 ids and int64 rows.
     """
     if arr.null_count:
         arr = arr.fill_null("")
@@ -395,9 +396,9 @@ def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, ou
     for r, qi in sorted(set(candidates)):
         by_row.setdefault(r, []).append(qi)
     rows = list(by_row)
-    at = _arrow_ints(np.array(rows, np.int64))
-    raw = dict(zip(rows, texts.take(at).to_pylist()))
-    chunk_ids = ids.take(at).to_pylist()
+    picked = _arrow_ints(np.array(rows, np.int64))
+    raw = dict(zip(rows, texts.take(picked).to_pylist()))
+    chunk_ids = ids.take(picked).to_pylist()
     for r, chunk_id in zip(rows, chunk_ids):
         chunk_id = "" if chunk_id is None else str(chunk_id)
         text = raw[r] or ""
