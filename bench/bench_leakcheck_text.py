@@ -256,6 +256,7 @@ def main() -> None:
     f_wall, f_cpu = min(floor)
     d_wall, d_cpu = min(default)
     s_wall, s_cpu = min(single)
+    print("floor program (in a fresh python):" + "".join(f"\n    {line}" for line in FLOOR.strip().splitlines()))
     print(f"floor ({FLOOR_SAYS}): {f_wall:.2f} s wall, {f_cpu:.2f} s CPU")
     print(f"golden leakcheck, default workers: {d_wall:.2f} s wall, {d_cpu:.2f} s CPU: "
           f"{d_wall / f_wall:.2f}x the floor's wall time (target <= 2.0x), CPU {d_cpu / f_cpu:.2f}x")
