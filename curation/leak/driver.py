@@ -148,7 +148,7 @@ def leakcheck(
     boilerplate_share: float = 0.05,
     discount_boilerplate: bool = False,
     max_matches: int = 100,
-    batch_size: int = 4096,
+    batch_size: int = 1024,
     progress: bool = False,
 ) -> LeakReport:
     """Compare every query with every chunk of the corpus files; see the module docstring.

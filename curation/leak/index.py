@@ -14,6 +14,7 @@ from curation.leak.ngrams import ngram_set
 
 _MASK64 = (1 << 64) - 1
 _POSITIONAL_LIMIT = 2**62  # keys below this are exact positional numbers, else 64-bit hashes
+_PREFIX_TABLE_LIMIT = 16 << 20  # entries (int32) of the word-by-word tables, in all
 HASH_MUL = 0x9E3779B97F4A7C15  # odd 64-bit multiplier (golden ratio), for keys that do not fit
 
 
@@ -64,11 +65,44 @@ class QueryIndex:
     def vocab_array(self) -> pa.Array:
         cached = self.__dict__.get("_vocab_array")
         if cached is None:
-            cached = self.__dict__["_vocab_array"] = pa.array(self.vocab, pa.large_string())
+            from curation.leak.scan import _arrow_strings
+
+            cached = self.__dict__["_vocab_array"] = _arrow_strings(self.vocab)
         return cached
+
+    def prefix_tables(self) -> list[np.ndarray] | None:
+        """For word n-grams (n >= 2), one table a word after the first: ``tables[j-1][p * V + w]``
+        is the prefix of j+1 words that prefix ``p`` of j words (the first word's id for j = 1)
+        followed by word ``w`` starts among the query n-grams, or -1; the last table gives the
+        n-gram's number ``g``. None when the tables would be too large (the keys are used then).
+        Built once in each process that scans (not shipped)."""
+        if "_prefix_tables" in self.__dict__:
+            return self.__dict__["_prefix_tables"]
+        tables = None
+        n, V = self.spec.n, len(self.vocab)
+        if self.spec.unit == "word" and n >= 2 and self.G:
+            words = np.array([[self.vocab_ids[w] for w in g] for g in self.grams], dtype=np.int64)
+            state, states, tables = words[:, 0], V, []
+            for j in range(1, n):
+                cell = state * V + words[:, j]
+                if j == n - 1:
+                    nxt, count = np.arange(self.G, dtype=np.int64), self.G
+                else:
+                    cells, nxt = np.unique(cell, return_inverse=True)
+                    count = len(cells)
+                if sum(len(t) for t in tables) + states * V > _PREFIX_TABLE_LIMIT:
+                    tables = None
+                    break
+                table = np.full(states * V, -1, dtype=np.int32)
+                table[cell] = nxt
+                tables.append(table)
+                state, states = nxt, count
+        self.__dict__["_prefix_tables"] = tables
+        return tables
 
     def __getstate__(self):
         state = dict(self.__dict__)
+        state.pop("_prefix_tables", None)
         state.pop("_vocab_array", None)
         state.pop("_qset_cache", None)
         return state

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from curation.formats.normalize import normalize_text
+
 _WORD = re.compile(r"\w+")
 
 
@@ -39,6 +41,35 @@ def ngram_set(normalized: str, spec: NgramSpec) -> set:
         toks = _WORD.findall(normalized)
         return {tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)}
     return {normalized[i : i + n] for i in range(len(normalized) - n + 1)}
+
+
+# ASCII text's words in one pass: upper case made lower, every other non-word character a space.
+_ASCII_WORDS = str.maketrans(
+    {chr(c): (chr(c).lower() if chr(c).isalnum() or chr(c) == "_" else " ") for c in range(128)}
+)
+
+
+def words_of(text: str) -> list[str]:
+    """The words (``\\w+`` runs) of ``normalize_text(text)``, as :func:`ngram_set` cuts them.
+
+    ASCII text takes one ``str.translate`` and ``str.split`` (normalising ASCII only lowers it and
+    collapses spaces, neither of which moves a word); other text the full rule.
+    """
+    if text.isascii():
+        return text.translate(_ASCII_WORDS).split()
+    return _WORD.findall(normalize_text(text))
+
+
+def words_of_normalized(normalized: str) -> list[str]:
+    """The words of an already normalised text (as :func:`ngram_set` cuts them)."""
+    return _WORD.findall(normalized)
+
+
+def word_ngrams(words: list[str], n: int) -> set:
+    """The set of word n-grams (tuples) of a list of words; equal to :func:`ngram_set`'s."""
+    if n == 1:
+        return {(w,) for w in words}
+    return set(zip(*(words[i:] for i in range(n))))
 
 
 def verbatim_pattern(normalized_query: str) -> re.Pattern:

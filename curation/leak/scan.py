@@ -21,18 +21,27 @@ text) or character n-grams (``char:N``, over the normalised text, spaces include
 How it stays exact and fast
 ---------------------------
 The queries are indexed, not the corpus: the corpus is streamed once, in batches, in constant
-memory. For each batch a vectorised filter (numpy and pyarrow) turns the chunks' n-grams into
-integer keys and looks them up among the queries' n-grams, counting for every (chunk, query)
-how many distinct query n-grams the chunk holds. ``jaccard >= t`` and ``containment >= t`` both
-imply ``shared / |Q| >= t``, and ``exact`` implies ``shared == |Q|``, so a (chunk, query) pair
-below that count can never match: the filter only drops pairs that cannot match (keys are exact
-vocabulary ids, or hashes whose collisions can only add candidates). Every candidate is then
-verified on the real n-gram sets (Python tuples and strings) and only that exact score is
-reported: the filter chooses, it never decides. ``tests/leak/test_leakcheck.py`` checks the result
-against a brute-force comparison of every pair.
+memory, and its hashes are never sorted. For each batch a vectorised filter (numpy and pyarrow)
+cuts the chunks into words through one byte table, gives each word its id among the queries'
+words (-1 for any other word), and follows each run of n word ids through small tables of the
+query n-grams' prefixes (one look-up a word: :meth:`QueryIndex.prefix_tables`; 64-bit keys
+searched in the sorted query keys when those tables would be too large, and for character
+n-grams). It then counts, for every (chunk, query), how many distinct query n-grams the chunk
+holds. ``jaccard >= t`` and ``containment >= t`` both imply ``shared / |Q| >= t``, and ``exact``
+implies ``shared == |Q|``, so a (chunk, query) pair below that count can never match: the filter
+only drops pairs that cannot match (ids are exact, and hashed keys' collisions can only add
+candidates). A candidate is then scored exactly: its containment is that count itself when the
+ids and keys are exact (the count *is* ``|Q ∩ C|``); otherwise, and for jaccard, on the real
+n-gram sets, cut from the chunk's words in one pass (:func:`curation.leak.ngrams.words_of`: a
+``str.translate`` and ``str.split`` for ASCII text, the full :func:`normalize_text` otherwise).
+A match's span (rapidfuzz) and context are only worked out when the match can be among its
+query's ``max_matches`` best. ``tests/leak/test_leakcheck.py`` and
+``tests/leak/test_candidate_filter.py`` check every score against a brute-force comparison of
+every pair, with and without the tables and with hashed keys.
 
 Chunks that are pure ASCII (most of them) take the vectorised path; a chunk with any other
-character is normalised with :func:`normalize_text` in Python, so both paths see the same text.
+character is normalised with :func:`normalize_text` in Python and its words' ids join the same
+n-gram path, so both paths see the same text.
 
 The scan is a map over *tasks* (byte ranges of a JSONL file, row groups of a Parquet file,
 whole gzip or TSV files) followed by a small merge, run in a process pool (``workers``) or on a
@@ -63,15 +72,18 @@ import pyarrow.compute as pc
 from curation.formats.normalize import normalize_text
 from curation.leak.index import HASH_MUL, QueryIndex
 from curation.leak.inputs import CorpusPiece, iter_task_batches
-from curation.leak.ngrams import ngram_set, verbatim_pattern
+from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of, words_of_normalized
 from curation.leak.report import MODES, Match, context
 
 # --------------------------------------------------------------------------------------------
 # the vectorised filter over one batch of chunks
 
 
-_IS_WORD = np.zeros(256, dtype=bool)
-_IS_WORD[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", np.uint8)] = True
+_WORD_BYTE = np.zeros(256, dtype=np.uint8)
+for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
+    _WORD_BYTE[_c] = _c
+for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+    _WORD_BYTE[_c] = _c + 32
 # Python's \s over ASCII (what normalize_text collapses): \t \n \v \f \r, \x1c-\x1f and space.
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"
 
@@ -88,20 +100,48 @@ def _string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Buffer]:
     return off, data, bufs[2]
 
 
+# pyarrow.array() imports pandas on its first call (a quarter of a second or more), so the scan
+# builds its few arrow arrays from buffers.
+def _arrow_ints(values: np.ndarray) -> pa.Array:
+    """An int64 numpy array as an arrow array (no copy)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _arrow_strings(values: list[str], type_=None) -> pa.Array:
+    """A list of strings as an arrow (large) string array."""
+    raw = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in raw], out=offsets[1:])
+    arr = pa.LargeStringArray.from_buffers(len(raw), pa.py_buffer(offsets), pa.py_buffer(b"".join(raw)))
+    return arr if type_ is None else arr.cast(type_)
+
+
+def _ascii_rows(texts: pa.Array) -> np.ndarray:
+    """Which strings are pure ASCII (a null counts as ASCII): the bytes >= 0x80 found in one pass
+    over the data buffer and mapped to their strings."""
+    off, data, _ = _string_parts(texts)
+    mask = np.ones(len(texts), dtype=bool)
+    high = np.flatnonzero(data[int(off[0]) : int(off[-1])] >= 0x80) + off[0]
+    if len(high):
+        mask[np.searchsorted(off, high, side="right") - 1] = False
+    return mask
+
+
 def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     """Vocabulary ids and row numbers of every word of the (ASCII) strings ``arr``.
 
-    Lower-cased by pyarrow, cut into ``[a-z0-9_]+`` runs by numpy over the raw bytes, and looked
-    up among the query words with ``pyarrow.compute.index_in`` (-1 for other words).
+    Each byte mapped through one table (word bytes lower-cased, others 0), cut into ``[a-z0-9_]+``
+    runs by numpy, and looked up among the query words with ``pyarrow.compute.index_in`` (-1 for
+    other words). Returns int32 ids and int64 rows.
     """
-    arr = pc.ascii_lower(arr.fill_null(""))
-    if not isinstance(arr, pa.StringArray):
-        arr = arr.cast(pa.string())
+    if arr.null_count:
+        arr = arr.fill_null("")
     off, data, _ = _string_parts(arr)
     lo, hi = int(off[0]), int(off[-1])
-    d = data[lo:hi]
-    # Word bytes of lower-cased ASCII: a-z, 0-9 and _ (uint8 arithmetic wraps, so one compare each).
-    isw = ((d - np.uint8(97)) < 26) | ((d - np.uint8(48)) < 10) | (d == 95)
+    # Each byte through one table: a word byte (a-z, 0-9, _) lower-cased, any other byte 0.
+    d = _WORD_BYTE.take(data[lo:hi])
+    isw = d != 0
     flips = np.flatnonzero(isw[1:] != isw[:-1]) + 1
     if len(isw) and isw[0]:
         flips = np.concatenate([[0], flips])
@@ -112,9 +152,11 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     inner = off[1:-1] - lo
     edge = inner[(inner > 0) & (inner < hi - lo)]
     edge = edge[isw[edge] & isw[edge - 1]]
-    if len(edge):
-        starts = np.sort(np.concatenate([starts, edge]))
-        ends = np.sort(np.concatenate([ends, edge]))
+    if len(edge) > 1:  # empty strings between two others repeat a boundary: one word cut there
+        edge = edge[np.concatenate([[True], edge[1:] != edge[:-1]])]
+    if len(edge):  # sorted already: merged in by position, no sort
+        starts = np.insert(starts, np.searchsorted(starts, edge), edge)
+        ends = np.insert(ends, np.searchsorted(ends, edge), edge)
     if len(starts) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if index.vocab:
@@ -123,23 +165,23 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
         offsets = np.zeros(len(starts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         words_arr = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(d[isw]))
-        ids = _int_values(pc.index_in(words_arr, value_set=index.vocab_array()))
+        ids = _ids_or_minus_one(pc.index_in(words_arr, value_set=index.vocab_array()))
     else:
-        ids = np.full(len(starts), -1, dtype=np.int64)
+        ids = np.full(len(starts), -1, dtype=np.int32)
     # Strings' word counts from where each string starts among the words (starts are sorted).
     per_string = np.diff(np.searchsorted(starts, off - lo))
     local_row = np.repeat(np.arange(len(per_string)), per_string)
     return ids, rows[local_row]
 
 
-def _int_values(arr: pa.Array) -> np.ndarray:
-    """An int32 arrow array as int64 numpy, nulls as -1 (read from the buffers, no fill pass)."""
+def _ids_or_minus_one(arr: pa.Array) -> np.ndarray:
+    """An int32 arrow array as numpy, nulls as -1 (read from its buffers)."""
     validity, values = arr.buffers()[0], arr.buffers()[1]
-    out = np.frombuffer(values, dtype=np.int32)[arr.offset : arr.offset + len(arr)].astype(np.int64)
-    if validity is not None and arr.null_count:
-        bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-        out[~bits[arr.offset : arr.offset + len(arr)].astype(bool)] = -1
-    return out
+    out = np.frombuffer(values, dtype=np.int32)[arr.offset : arr.offset + len(arr)]
+    if validity is None or not arr.null_count:
+        return out
+    bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=arr.offset + len(arr), bitorder="little")
+    return np.where(bits[arr.offset :].view(bool), out, np.int32(-1))
 
 
 def _word_gram_hits(index: QueryIndex, ids: np.ndarray, row: np.ndarray):
@@ -155,6 +197,18 @@ def _word_gram_hits(index: QueryIndex, ids: np.ndarray, row: np.ndarray):
     pos = np.flatnonzero(valid)
     if len(pos) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    steps = index.prefix_tables()
+    if steps is not None:
+        # Word by word through the query n-grams' prefixes: each step one look-up in a table of
+        # (prefix, word) -> longer prefix (the last step gives the n-gram), dropping dead ends.
+        V = max(len(index.vocab), 1)
+        state = ids[pos].astype(np.int64)
+        r = row[pos]
+        for j, table in enumerate(steps, start=1):
+            state = table[state * V + ids[pos + j]]
+            live = state >= 0
+            pos, state, r = pos[live], state[live], r[live]
+        return r.astype(np.int64), state.astype(np.int64)
     if index.positional:
         key = ids[pos].astype(np.uint64)
         for j in range(1, n):
@@ -240,7 +294,7 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     out.ids.append(ids)
     if nrows == 0:
         return
-    ascii_mask = pc.fill_null(pc.string_is_ascii(texts), True).to_numpy(zero_copy_only=False)
+    ascii_mask = _ascii_rows(texts)
     all_rows = np.arange(nrows, dtype=np.int64)
     spec = index.spec
     py_rows: list[int] = []
@@ -252,20 +306,31 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
         a_rows, a_texts = all_rows, texts
     else:
         a_rows = np.flatnonzero(ascii_mask)
-        a_texts = texts.filter(pa.array(ascii_mask))
-        py_text = texts.filter(pa.array(~ascii_mask)).to_pylist()
+        a_texts = texts.take(_arrow_ints(a_rows))
+        py_text = texts.take(_arrow_ints(np.flatnonzero(~ascii_mask))).to_pylist()
+        py_ids: list[int] = []
         for r, t in zip(np.flatnonzero(~ascii_mask).tolist(), py_text):
             norm = normalize_text(t or "")
             norms[r] = norm
-            size = _python_gram_hits(index, norm, r, py_rows, py_g)
-            if size == 0:
-                short_rows.append(r)
+            if spec.unit == "word":  # the words' ids join the vectorised path's
+                vocab_get = index.vocab_ids.get
+                words = [vocab_get(w, -1) for w in words_of_normalized(norm)]
+                py_ids.extend(words)
+                py_rows.extend([r] * len(words))
+            else:
+                size = _python_gram_hits(index, norm, r, py_rows, py_g)
+                if size == 0:
+                    short_rows.append(r)
     if spec.unit == "word":
-        wid, wrow = _word_tokens_ascii(index, a_texts, a_rows) if len(a_rows) else (np.zeros(0, np.int64),) * 2
+        wid, wrow = _word_tokens_ascii(index, a_texts, a_rows) if len(a_rows) else (np.zeros(0, np.int32),) * 2
+        if py_rows:
+            wid = np.concatenate([wid, np.array(py_ids, wid.dtype)])
+            wrow = np.concatenate([wrow, np.array(py_rows, wrow.dtype)])
+            py_rows = []
         h_row, h_g = _word_gram_hits(index, wid, wrow)
-        if index.short_exact and len(a_rows):
-            per_row = np.bincount(wrow, minlength=nrows)[a_rows]
-            short_rows.extend(a_rows[per_row < spec.n].tolist())
+        if index.short_exact:
+            per_row = np.bincount(wrow, minlength=nrows)
+            short_rows.extend(np.flatnonzero(per_row < spec.n).tolist())
     else:
         if len(a_rows):
             h_row, h_g, lengths = _char_gram_hits_ascii(index, a_texts, a_rows)
@@ -284,6 +349,7 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     if index.G:
         out.df += np.bincount(p_g, minlength=index.G)
     candidates: list[tuple[int, int]] = []
+    counts: dict[tuple[int, int], int] = {}
     if not index.count_only and len(pair):
         per = index.q_ptr[p_g + 1] - index.q_ptr[p_g]
         total = int(per.sum())
@@ -296,6 +362,9 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
             rr, qq = rq // Q, rq % Q
             keep = shared >= index.need[qq]
             candidates = list(zip(rr[keep].tolist(), qq[keep].tolist()))
+            if index.positional and index.spec.unit == "word":
+                # Exact keys: the count is |Q ∩ C| itself (see _verify).
+                counts = dict(zip(candidates, shared[keep].tolist()))
     for r in short_rows:
         norm = norms.get(r)
         if norm is None:
@@ -305,60 +374,90 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
             candidates.append((r, qi))
     if not candidates:
         return
-    _verify(index, candidates, ids, texts, norms, source, out, max_matches)
+    _verify(index, candidates, counts, ids, texts, norms, source, out, max_matches)
 
 
-def _verify(index: QueryIndex, candidates, ids, texts, norms, source, out: _BatchOut, max_matches: int):
-    """Exact scores on the real n-gram sets for each candidate (chunk, query); keep the matches."""
+def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, out: _BatchOut, max_matches: int):
+    """Exact scores on the real n-gram sets for each candidate (chunk, query); keep the matches.
+
+    A chunk's n-grams come from its words in one pass (:func:`words_of`); its normalised text is
+    made only when a mode or a kept match needs it. A match's span and context are only worked out
+    when the match can enter its query's heap of the ``max_matches`` best: a match ranked below
+    the heap's least item on its score, mode, chunk id and file would be dropped whatever its span,
+    so it is only counted. The kept matches and every count are the same as with every span made.
+    """
     from rapidfuzz import fuzz  # rapidfuzz's alignment gives the matched span
 
     t = index.threshold
-    sets: dict[int, set] = {}
+    spec = index.spec
+    exact_mode = "exact" in index.modes
+    set_modes = [m for m in ("jaccard", "containment") if m in index.modes]
+    by_row: dict[int, list[int]] = {}
     for r, qi in sorted(set(candidates)):
-        norm = norms.get(r)
-        if norm is None:
-            norm = normalize_text(texts[r].as_py() or "")
-            norms[r] = norm
-        chunk_id = ids[r].as_py()
+        by_row.setdefault(r, []).append(qi)
+    rows = list(by_row)
+    picked = _arrow_ints(np.array(rows, np.int64))
+    raw = dict(zip(rows, texts.take(picked).to_pylist()))
+    chunk_ids = ids.take(picked).to_pylist()
+    for r, chunk_id in zip(rows, chunk_ids):
         chunk_id = "" if chunk_id is None else str(chunk_id)
-        qnorm = index.norms[qi]
-        found: list[tuple[str, float, int, int]] = []
-        if "exact" in index.modes and qnorm:
-            m = verbatim_pattern(qnorm).search(norm)
-            if m:
-                found.append(("exact", 1.0, m.start(), m.end()))
-        qset_size = int(index.sizes[qi])
-        if qset_size and any(mode in index.modes for mode in ("jaccard", "containment")):
-            cset = sets.get(r)
-            if cset is None:
-                cset = ngram_set(norm, index.spec) - index.skip
-                sets[r] = cset
-            qset = _query_set(index, qi)
-            inter = len(qset & cset)
-            if inter:
-                span = None
-                for mode in ("jaccard", "containment"):
-                    if mode not in index.modes:
-                        continue
-                    if mode == "jaccard":
-                        score = inter / (qset_size + len(cset) - inter)
+        text = raw[r] or ""
+        norm = norms.get(r)
+        cset = None
+        for qi in by_row[r]:
+            qnorm = index.norms[qi]
+            found: list[tuple[str, float, tuple[int, int] | None]] = []
+            if exact_mode and qnorm:
+                if norm is None:
+                    norm = norms[r] = normalize_text(text)
+                m = verbatim_pattern(qnorm).search(norm)
+                if m:
+                    found.append(("exact", 1.0, (m.start(), m.end())))
+            qset_size = int(index.sizes[qi])
+            if qset_size and set_modes == ["containment"] and (r, qi) in counts:
+                inter = counts[(r, qi)]
+                if inter / qset_size >= t:
+                    found.append(("containment", inter / qset_size, None))
+            elif qset_size and set_modes:
+                if cset is None:
+                    if spec.unit == "word":
+                        cset = word_ngrams(words_of(text), spec.n)
                     else:
-                        score = inter / qset_size
-                    if score >= t:
-                        if span is None:
-                            al = fuzz.partial_ratio_alignment(qnorm, norm)
-                            span = (al.dest_start, al.dest_end)
-                        found.append((mode, score, span[0], span[1]))
-        for mode, score, a, b in found:
-            before, after = context(norm, a, b)
-            match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
-            out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
-            heap = out.matches.setdefault(qi, [])
-            item = _heap_item(match)
-            if len(heap) < max_matches:
-                heapq.heappush(heap, item)
-            else:
-                heapq.heappushpop(heap, item)
+                        if norm is None:
+                            norm = norms[r] = normalize_text(text)
+                        cset = ngram_set(norm, spec)
+                    if index.skip:
+                        cset -= index.skip
+                inter = len(_query_set(index, qi) & cset)
+                if inter:
+                    for mode in set_modes:
+                        if mode == "jaccard":
+                            score = inter / (qset_size + len(cset) - inter)
+                        else:
+                            score = inter / qset_size
+                        if score >= t:
+                            found.append((mode, score, None))
+            span = None
+            for mode, score, at in found:
+                out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
+                heap = out.matches.setdefault(qi, [])
+                full = len(heap) >= max_matches
+                if full and (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source)) < heap[0][:4]:
+                    continue  # below the heap's least item whatever its span: counted, not kept
+                if norm is None:
+                    norm = norms[r] = normalize_text(text)
+                if at is None:
+                    if span is None:
+                        al = fuzz.partial_ratio_alignment(qnorm, norm)
+                        span = (al.dest_start, al.dest_end)
+                    at = span
+                a, b = at
+                before, after = context(norm, a, b)
+                match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
+                if full:
+                    heapq.heappushpop(heap, _heap_item(match))
+                else:
+                    heapq.heappush(heap, _heap_item(match))
 
 
 def _query_set(index: QueryIndex, qi: int) -> set:
@@ -426,13 +525,13 @@ class TaskResult:
 
 
 def scan_task(
-    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 4096, max_matches: int = 100
+    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 1024, max_matches: int = 100
 ) -> TaskResult:
     """Scan one piece of the corpus against the query index (the map step)."""
     t0 = time.perf_counter()
     out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
-    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else pa.array([], pa.string())
+    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else _arrow_strings([])
     return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid(),
                       task.path, ids)
