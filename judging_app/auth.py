@@ -76,7 +76,7 @@ _NO_USER = frozenset({"static", "assets.htmx_js", "assets.favicon"})
 
 @bp.before_app_request
 def load_user() -> None:
-    """``g.user``: the user of a valid session (a :class:`curation.store.users.SignedIn`), or None.
+    """``g.user``: the user of a valid session (a :class:`curation.store.sessions.SignedIn`), or None.
     One indexed statement (:func:`curation.store.sessions.session_user`)."""
     token = session.get("sid")
     if not isinstance(token, str) or request.endpoint in _NO_USER:

@@ -264,7 +264,7 @@ def release(project_id: int):
 @lead_required
 def comparisons(project_id: int):
     """The Comparisons panel (an htmx fragment of the dashboard): the report of `golden settle`."""
-    from curation.judge import decisive
+    from curation.evaluate import decisive
 
     project = project_or_404(project_id)
     try:
@@ -278,7 +278,7 @@ def comparisons(project_id: int):
 @lead_required
 def release_comparison(project_id: int):
     """Release the judges from the pairs no open comparison needs, once one is settled (recorded)."""
-    from curation.judge import decisive
+    from curation.evaluate import decisive
 
     project = project_or_404(project_id)
     try:

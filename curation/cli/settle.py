@@ -65,7 +65,7 @@ def settle(project_name, compare, metric, tie, release, lead_name, as_json, db_u
       golden settle --project news --compare bm25,dense --json
       golden settle --project news --release bm25,dense --lead lena
     """
-    from curation.judge.decisive import release_settled, settlement_report
+    from curation.evaluate.decisive import release_settled, settlement_report
     from curation.store.projects import get_project
     from curation.store.users import require_user
 

@@ -8,7 +8,7 @@ grade in the qrels (a pair the qrels lack is not relevant). Pairs are judged in 
 * ``depth``: the pairs by their best rank in the compared runs (all of rank 1 first), ties shuffled;
 * ``oracle``: an order that knows the labels (:func:`oracle_sequence`), the reference for what any
   order could save (``mode="each"`` only; the CLI does not offer it);
-* ``decisive``: after each batch, the priorities of :mod:`curation.judge.decisive` are recomputed
+* ``decisive``: after each batch, the priorities of :mod:`curation.evaluate.decisive` are recomputed
   and whole queries are taken, the most unsettled weight first (as ``golden assign --order
   decisive`` hands them to judges; ``granularity="pair"`` takes single pairs instead, the bound of
   what an order could save).
@@ -155,7 +155,7 @@ def simulate(
     ``estimate_until`` of the pool, then given up: counted as the whole pool). ``trace`` (a dict)
     receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
     outside the row's pool) and ``shares`` (per check, each row's share judged)."""
-    from curation.judge.decisive import pair_priorities
+    from curation.evaluate.decisive import pair_priorities
 
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")

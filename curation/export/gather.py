@@ -204,12 +204,32 @@ def _vote_lists(latest, lrank, starts, ends, names, gv_of, need_of, cache: dict)
     return out
 
 
+def _decisive_record(session, project) -> dict | None:
+    """For the export's manifest: how the pool was ordered and which comparisons were settled at
+    what share (None when the project has no decisive comparison: the default order)."""
+    from curation.evaluate.decisive import stored_comparisons
+    from curation.judge.assignment import BLOCK
+
+    rows = stored_comparisons(session, project)
+    if not rows:
+        return None
+    return {
+        "order": "decisive",
+        "block": BLOCK,
+        "comparisons": [
+            {"a": r.run_a, "b": r.run_b, "metric": r.metric, "tie": r.tie,
+             "settled": r.settled_verdict is not None, "verdict": r.settled_verdict,
+             "settled_at": iso_utc(r.settled_at), "settled_share": r.settled_share,
+             "released_at": iso_utc(r.released_at), "released_pairs": r.released_pairs}
+            for r in rows
+        ],
+    }
+
+
 def _judging_order(session, project) -> dict:
     """``{"judging_order": ...}`` when the pool was ordered for comparisons (golden assign --order
-    decisive), else nothing (curation.judge.decisive.manifest_record)."""
-    from curation.judge.decisive import manifest_record
-
-    record = manifest_record(session, project)
+    decisive), else nothing (:func:`_decisive_record`)."""
+    record = _decisive_record(session, project)
     return {} if record is None else {"judging_order": record}
 
 

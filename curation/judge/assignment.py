@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import case, func, insert
@@ -168,6 +168,65 @@ def _queue_order(pair_ids: Sequence[int], query_of: dict[int, int], rng: random.
     return out
 
 
+BLOCK = 10  # pairs of one query queued together (in a seeded shuffle) by the decisive order
+
+
+def decisive_queue_order(pair_ids, query_of: dict[int, int], priority: dict[int, float], rng) -> list[int]:
+    """The decisive queue: each query's pairs cut into blocks of :data:`BLOCK`, its most decisive
+    pairs first (ties in the seeded order); blocks ordered by their summed priority (ties in a
+    seeded order); WITHIN a block the pairs are shuffled (seeded), so the order a judge sees inside a
+    query never depends on a rank or a system."""
+    from collections import defaultdict
+
+    by_query: dict[int, list[int]] = defaultdict(list)
+    for pid in sorted(pair_ids):
+        by_query[query_of[pid]].append(pid)
+    blocks = []
+    queries = sorted(by_query)
+    rng.shuffle(queries)
+    for tie_rank, q in enumerate(queries):
+        ids = by_query[q]
+        rng.shuffle(ids)
+        ids.sort(key=lambda p: -priority.get(p, 0.0))  # stable: equal priorities keep the seeded order
+        for start in range(0, len(ids), BLOCK):
+            block = ids[start:start + BLOCK]
+            blocks.append((-sum(priority.get(p, 0.0) for p in block), start, tie_rank, block))
+    blocks.sort(key=lambda b: b[:3])
+    out = []
+    for *_, block in blocks:
+        block = sorted(block)
+        rng.shuffle(block)
+        out.extend(block)
+    return out
+
+
+
+def requeue_open(session, project, judge_ids, query_of: dict[int, int], priority: dict[int, float], seed: int) -> int:
+    """Re-number the positions of the listed judges' open main pairs (not yet labelled) in the
+    decisive order, after the positions of their labelled ones; returns how many moved. Does not
+    commit."""
+    import random
+
+    from sqlalchemy import update
+    from sqlmodel import select
+
+    from curation.store.models import MAIN_BASE, Assignment
+
+    moved = 0
+    for jid in judge_ids:
+        rows = session.exec(select(Assignment.id, Assignment.pair_id, Assignment.position, Assignment.done_at).where(
+            Assignment.project_id == project.id, Assignment.judge_id == jid, Assignment.kind == "main")).all()
+        open_rows = {pid: aid for aid, pid, _, done in rows if done is None and pid in query_of}
+        if not open_rows:
+            continue
+        start = max([pos + 1 for _, _, pos, done in rows if done is not None] + [MAIN_BASE])
+        rng = random.Random(f"requeue:{seed}:{jid}")
+        for i, pid in enumerate(decisive_queue_order(list(open_rows), query_of, priority, rng)):
+            session.execute(update(Assignment).where(Assignment.id == open_rows[pid]).values(position=start + i))
+            moved += 1
+    return moved
+
+
 def main_visible(project: Project) -> bool:
     """Whether judges see their main pairs: the project does not hold them, or a lead released them."""
     return (not project.hold_main) or project.released_at is not None
@@ -206,10 +265,7 @@ def assign(
     seed: int = 0,
     hold: bool | None = None,
     withhold: Collection[int] = (),
-    order: str = "default",
-    compare=(),
-    metric: str = "ndcg@10",
-    tie: float = 0.0,
+    prioritise: Callable[[Session, Project], Mapping[int, float]] | None = None,
 ) -> AssignReport:
     """Assign the project's pairs that no judge has yet, and commit.
 
@@ -223,19 +279,18 @@ def assign(
     store contents. Pairs of dropped queries are not assigned. ``withhold``: pair ids left out of the
     main work (still eligible for the overlap set), e.g. those whose machine label is accepted
     (:func:`curation.machine.escalation.escalation`); a later call without them assigns them.
-    ``order="decisive"`` records the comparisons ``compare`` (["A,B", ...]: is B higher than A on
-    ``metric``?) and queues each judge's main pairs in blocks of a query's most decisive pairs, most
-    unsettled weight first, shuffled within a block (:mod:`curation.judge.decisive`); the judges'
-    open main pairs are re-queued that way too, so running it again after a batch of judgments
-    re-prioritises. The overlap set is drawn as for the default order.
+    ``prioritise`` (the decisive order, :func:`curation.evaluate.decisive.assign_decisive`): called
+    under the project's lock, it returns each pair's priority, and each judge's main pairs are
+    queued in blocks of a query's most decisive pairs, most unsettled weight first, shuffled within a
+    block (:func:`decisive_queue_order`); the judges' open main pairs are re-queued that way too, so
+    running it again after a batch of judgments re-prioritises. The overlap set is drawn as for the
+    default order.
     ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
-    if order not in ("default", "decisive"):
-        raise ValueError(f"order must be 'default' or 'decisive', not {order!r}")
     try:
         return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, withhold=set(withhold),
-                       order=order, compare=compare, metric=metric, tie=tie)
+                       prioritise=prioritise)
     except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
         raise ValueError(
@@ -253,8 +308,8 @@ def assign(
 
 
 def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
-            hold: bool | None, withhold: set[int] = frozenset(), order: str = "default", compare=(),
-            metric: str = "ndcg@10", tie: float = 0.0) -> AssignReport:
+            hold: bool | None, withhold: set[int] = frozenset(),
+            prioritise: Callable[[Session, Project], Mapping[int, float]] | None = None) -> AssignReport:
     """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
     commit, then reads what it added (so pairs are never handed out twice)."""
     lock_project(session, project)
@@ -321,13 +376,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         loads[j] += len(groups[q])
     owner.update(split_main(free, judge_ids, loads=dict(loads), seed=seed))
 
-    priority = None
-    if order == "decisive":
-        from curation.judge import decisive
-
-        decisive.record_comparisons(session, project, compare, metric=metric, tie=tie)
-        session.flush()
-        priority = decisive.pair_priority_map(session, project)
+    priority = None if prioritise is None else prioritise(session, project)
 
     now = utcnow()
     rows = []
@@ -350,7 +399,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         mine = [p for q, j in owner.items() if j == u.id for p in groups[q]]
         pos = max(next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
         queued = _queue_order(mine, query_of, rng) if priority is None else \
-            decisive.decisive_queue_order(mine, query_of, priority, rng)
+            decisive_queue_order(mine, query_of, priority, rng)
         for p in queued:
             rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="main", exclusive_pair_id=p,
                              position=pos, created_at=now, skipped=False))
@@ -366,7 +415,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         if rows:
             session.execute(insert(Assignment), rows)
         if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
-            decisive.requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
+            requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
         if hold is not None:
             proj.hold_main = bool(hold)
             if hold:

@@ -39,7 +39,7 @@ import numpy as np
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from curation.agree.labels import Label, final_labels, latest_labels, load_judgments
+from curation.agree.labels import Label, latest_labels, load_judgments
 from curation.agree.measures import Agreement, Estimate, compare_all, compare_pair, krippendorff_alpha
 from curation.agree.settings import CONFIDENCE, RESAMPLES, SEED, default_cut
 from curation.machine.bias import BiasCheck, PairFacts, bias_checks
@@ -47,6 +47,7 @@ from curation.machine.figures import Bootstrap
 from curation.machine.labels import (
     MACHINE_KIND,
     MachineRow,
+    human_grades,
     load_machine_rows,
     machine_grades,
     majority,
@@ -472,12 +473,6 @@ def calibration_report(
 
 
 # ----------------------------------------------------------------------------------- the store
-
-
-def human_grades(session: Session, project: Project) -> dict[tuple[str, str], int]:
-    """The final human label of every pair that has one (policy ``adjudicated``; seeds left out)."""
-    return {(f.qid, f.docid): int(f.grade) for f in final_labels(session, project)
-            if f.grade is not None and f.source != "seed"}
 
 
 def pair_facts(session: Session, project: Project) -> dict[tuple[str, str], PairFacts]:

@@ -36,8 +36,7 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 
 def labels_from(session: Session, project: Project, spec: str) -> dict[tuple[str, str], int]:
     """``{(qid, docid): grade}`` of ``spec`` (see :func:`qrels_from`)."""
-    from curation.machine.calibrate import human_grades
-    from curation.machine.labels import load_machine_rows, machine_grades
+    from curation.machine.labels import human_grades, load_machine_rows, machine_grades
 
     kind, name = parse_spec(spec)
     human = human_grades(session, project) if kind in ("human", "filled") else {}

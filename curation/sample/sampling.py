@@ -43,13 +43,24 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
+
+from curation.sample.draw import (
+    Drawn,
+    PoolFacts,
+    certain_units,
+    draw_keys,
+    is_question,
+    stratum_key,
+    stratum_rng,
+    systematic_points,
+)
 
 SAMPLE_WEIGHTINGS = ("traffic", "uniform")
 HANDWRITTEN_STRATUM = {"source": "handwritten"}
@@ -79,58 +90,6 @@ class SampleResult:
     strata: list[StratumSummary]
     warnings: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
-
-
-# --------------------------------------------------------------------------------------------
-# Query shape
-
-
-_WH = r"what|how|why|when|where|who|whom|whose|which"
-_AUX = r"is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had"
-_SUBJECT = (r"i|you|we|they|he|she|it|there|the|a|an|my|your|our|their|his|her|its|this|that|these|those|"
-            r"someone|anyone|anybody|people")
-QUESTION_PATTERN = rf"^(?:(?:{_WH})\b|(?:{_AUX})\s+(?:{_SUBJECT})\b)|\?\s*$"
-"""A query is a ``question`` when it starts with a wh-word, or with an auxiliary verb followed by
-a subject ("can i", "is the"), or ends with ``?``; otherwise a ``keyword`` query (English
-heuristics, applied to the normalised text)."""
-
-
-def query_shapes(texts: Iterable[str]) -> list[str]:
-    """``"question"`` or ``"keyword"`` for each normalised query text.
-
-    >>> query_shapes(["how do i reset my password", "password reset", "can opener", "can i return it"])
-    ['question', 'keyword', 'keyword', 'question']
-    """
-    import pyarrow as pa
-
-    values = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(list(texts), pa.string())
-    return np.where(_is_question(values), "question", "keyword").tolist()
-
-
-def _is_question(texts) -> np.ndarray:
-    """Whether each text (a pyarrow string array) matches :data:`QUESTION_PATTERN`, as Python's ``re`` says.
-
-    Texts of printable ASCII characters only (most queries) are matched in bulk by pyarrow's RE2:
-    there Python's ``\\b`` and ``\\s`` mean what RE2's do (word characters ``[0-9A-Za-z_]``, and
-    the only white space is the space, where RE2's ``$`` and Python's agree). The others, with
-    any non-ASCII or control character, are matched by Python's ``re`` one by one.
-    """
-    import re
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    texts = texts.cast(pa.string())
-    plain = pc.match_substring_regex(texts, r"^[\x20-\x7e]*$").to_numpy(zero_copy_only=False)
-    out = pc.match_substring_regex(texts, QUESTION_PATTERN).to_numpy(zero_copy_only=False)
-    others = np.flatnonzero(~plain)
-    if len(others):
-        pattern = re.compile(QUESTION_PATTERN)
-        out = out.copy()
-        out[others] = [pattern.search(t) is not None for t in texts.take(pa.array(others)).to_pylist()]
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,43 +186,6 @@ def allocate(traffic: Sequence[int], available: Sequence[int], *, size: int, flo
 
 # --------------------------------------------------------------------------------------------
 # Drawing within a stratum
-
-
-def _stratum_rng(seed: int, label: str) -> np.random.Generator:
-    """A generator for one stratum, from the seed and the stratum's label, so adding or removing
-    another stratum never changes what this one draws."""
-    words = np.frombuffer(hashlib.sha256(label.encode("utf-8")).digest()[:16], dtype="<u4")
-    return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
-
-
-def draw_keys(seed: int, texts: Iterable[str]) -> np.ndarray:
-    """Each normalised query's draw key for ``seed``: the first 8 bytes, big-endian, of the query's
-    BLAKE2b hash (:mod:`hashlib`) keyed by the seed, as unsigned 64-bit integers.
-
-    A stratum's queries are drawn in the order of their keys (ties by text): a seeded random order
-    in which a query's place needs no other query, so a log spread over a cluster is drawn without
-    gathering its queries in one place (:mod:`curation.sample.distributed`), to the same result."""
-    key = hashlib.sha256(f"golden sample draw {int(seed)}".encode("ascii")).digest()
-    return np.fromiter((int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8, key=key).digest(), "big")
-                        for t in texts), dtype=np.uint64)
-
-
-def certain_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
-    """How many of a stratum's largest queries a draw of ``k`` takes with certainty, and the traffic
-    left to the others: ``top`` holds the ``k`` largest traffics, descending (ties by text), and
-    ``total`` the stratum's traffic. A query is certain when ``k' * t_i >= T'`` over the queries
-    not yet taken for certain (see :func:`draw_stratum`)."""
-    certain = 0
-    while certain < k and int(top[certain]) * (k - certain) >= total:
-        total -= int(top[certain])
-        certain += 1
-    return certain, total
-
-
-def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
-    """The ``m`` points of a systematic draw over a cumulated traffic of ``total``: one random start
-    in the first interval of ``total / m``, then every ``total / m``."""
-    return (rng.random() + np.arange(m)) * (total / m)
 
 
 def draw_stratum(
@@ -417,33 +339,6 @@ def sample_queries(
                        weighting=weighting, handwritten=handwritten, exclude=exclude, warnings=warnings)
 
 
-@dataclass(frozen=True)
-class PoolFacts:
-    """What :func:`sample_queries` needs to know of the queries it samples from (see :class:`LogPool`)."""
-
-    distinct: int  # distinct queries of the log
-    logged_traffic: int  # their searches
-    excluded: int  # logged queries in the --exclude set
-    excluded_traffic: int
-    hand_in_log: int  # hand-written queries (not excluded) that occur in the log
-    hand_found: dict  # hand-written text -> (traffic, users) of the ones in the log (users None without)
-    size: int  # queries sampled from: not excluded, not hand-written
-    traffic: int  # their searches
-    mass: float | None  # their user mass (math.fsum: the exact sum, rounded once); None without users
-    strata: list  # (stratum key: tuple of values as strings, distinct, traffic, user mass or None), by key
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """The queries drawn in one stratum: parallel arrays, in any order."""
-
-    texts: np.ndarray
-    traffic: np.ndarray  # int64
-    users: np.ndarray | None  # int64; None without a user column
-    mass: np.ndarray | None  # user mass; None without a user column
-    inclusion: np.ndarray
-
-
 class LogPool:
     """The queries of a log collapsed in this process, as :func:`sample_queries` samples them:
     :meth:`select` the pool and its strata, then :meth:`draw` in chosen strata with
@@ -467,11 +362,11 @@ class LogPool:
         if shape:
             import pyarrow as pa
 
-            shapes = np.where(_is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
+            shapes = np.where(is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
             pool = pool.assign(shape=pd.array(shapes, dtype="string"))
         if dims:
-            groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: _key(kv[0]))
-            keys = [_key(k) for k, _ in groups]
+            groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
+            keys = [stratum_key(k) for k, _ in groups]
             self.members = [idx for _, idx in groups]
         else:
             keys, self.members = [()], [np.arange(len(pool))]
@@ -496,7 +391,7 @@ class LogPool:
             idx = self.members[h]
             idx = idx[np.lexsort((self.texts[idx],))]  # by text: independent of the log's row order
             keys = draw_keys(seed, self.texts[idx]) if k < len(idx) else None
-            chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=_stratum_rng(seed, label),
+            chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=stratum_rng(seed, label),
                                          keys=keys)
             picked = idx[chosen]
             out.append(Drawn(texts=self.texts[picked], traffic=self.traffic[picked],
@@ -653,7 +548,3 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
-
-
-def _key(k) -> tuple[str, ...]:
-    return tuple(str(v) for v in (k if isinstance(k, tuple) else (k,)))
