@@ -27,6 +27,7 @@ from flask_wtf.csrf import CSRFProtect
 from itsdangerous import BadData
 from itsdangerous.encoding import base64_decode, bytes_to_int
 
+from curation.store import roles
 from curation.store.engine import default_url, normalize_url
 from curation.store.migrate import open_store
 
@@ -205,6 +206,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
     app.jinja_env.globals["current_app"] = app  # templates link to blueprints only when registered
+    app.jinja_env.globals.update(is_lead=roles.is_lead, is_admin=roles.is_admin)  # the permission checks
 
     from curation.store import audit
 

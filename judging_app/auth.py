@@ -24,7 +24,7 @@ from flask import Blueprint, abort, current_app, g, redirect, render_template, r
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import BadSignature
 
-from curation.store import sessions, throttle, users
+from curation.store import roles, sessions, throttle, users
 from curation.store.audit import record_audit
 from curation.store.models import Project
 
@@ -110,7 +110,7 @@ def lead_required(view):
     @functools.wraps(view)
     @login_required
     def wrapped(*args, **kwargs):
-        if not users.is_lead(g.user):
+        if not roles.is_lead(g.user):
             abort(403, description="Only leads and admins can open this page.")
         return view(*args, **kwargs)
 
@@ -123,7 +123,7 @@ def admin_required(view):
     @functools.wraps(view)
     @login_required
     def wrapped(*args, **kwargs):
-        if g.user.role != "admin":
+        if not roles.is_admin(g.user):
             abort(403, description="Only admins can open this page.")
         return view(*args, **kwargs)
 

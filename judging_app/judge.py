@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 
 from curation.formats.guidelines import without_grades_section
 from curation.judge import highlight, judging
-from curation.store import projects, users
+from curation.store import projects, roles
 
 from .auth import login_required
 from .db import get_db
@@ -134,7 +134,7 @@ def index():
     lead with nothing to judge) the lead pages."""
     db = get_db()
     mine = judging.judge_projects(db, g.user)
-    if not mine and users.is_lead(g.user) and "lead.index" in current_app.view_functions:
+    if not mine and roles.is_lead(g.user) and "lead.index" in current_app.view_functions:
         return redirect(url_for("lead.index"))
     if len(mine) == 1:
         return redirect(url_for("judge.page", project_id=mine[0].id))

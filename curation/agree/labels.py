@@ -40,10 +40,10 @@ from curation.store.models import (
     SeedJudgment,
     User,
 )
+from curation.store.roles import LEAD_ROLES
 
 POLICIES = ("adjudicated", "majority", "lead")
 LABEL_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
-LEAD_ROLES = ("lead", "admin")
 
 
 class Label(NamedTuple):

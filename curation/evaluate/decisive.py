@@ -72,9 +72,8 @@ def parse_pairs(compare) -> list[tuple[str, str]]:
 
 def load_pool(session, project):
     """The project's pool as a :class:`~curation.evaluate.settle.PoolMatrix` (active queries; the
-    runs' ranks from ``PoolPair.systems_json``), each pair's final label (NaN when it has none yet)
-    and the store ids of the pairs, in the matrix's order."""
-    import json
+    runs' ranks from the pool's provenance, :mod:`curation.store.provenance`), each pair's final
+    label (NaN when it has none yet) and the store ids of the pairs, in the matrix's order."""
 
     import numpy as np
     from sqlmodel import select
@@ -83,15 +82,16 @@ def load_pool(session, project):
     from curation.evaluate.settle import PoolMatrix
     from curation.store.lookups import join_pair_text
     from curation.store.models import Document, PoolPair, Query
+    from curation.store.provenance import RANKS, decode_ranks
 
     rows = session.exec(
-        join_pair_text(select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json, Query.stratum_key))
+        join_pair_text(select(PoolPair.id, Query.qid, Document.docid, RANKS, Query.stratum_key))
         .where(PoolPair.project_id == project.id, Query.status != "dropped")
         .order_by(Query.qid, PoolPair.id)
     ).all()
     qids = sorted({r[1] for r in rows})
     qindex = {q: i for i, q in enumerate(qids)}
-    systems = [json.loads(r[3] or "{}") for r in rows]
+    systems = [decode_ranks(r[3]) for r in rows]
     runs = sorted({name for s in systems for name in s})
     rindex = {r: i for i, r in enumerate(runs)}
     ranks = np.zeros((len(runs), len(rows)), dtype=np.int32)
@@ -314,8 +314,9 @@ def release_settled(session, project, lead, compare) -> int:
     from sqlmodel import select
 
     from curation.store.models import Assignment, PairView, utcnow
+    from curation.store.roles import is_lead
 
-    if lead.role not in ("lead", "admin"):
+    if not is_lead(lead):
         raise ValueError(f"lead: {lead.name!r} is a {lead.role}; only a lead or admin can release judges")
     (a, b), = parse_pairs([compare])
     report = settlement_report(session, project, record=True)

@@ -31,7 +31,7 @@ from pathlib import Path
 from sqlalchemy import false, true
 from sqlmodel import Session, func, select
 
-from curation.agree.labels import LABEL_SOURCES, LEAD_ROLES, Label, Vote, resolve
+from curation.agree.labels import LABEL_SOURCES, Label, Vote, resolve
 from curation.export.manifest import FORMAT, iso_utc, state_hash
 from curation.export.split import split_summary
 from curation.formats.qrels import label_record_line, label_vote_json, plain_label_lines, qrel_text
@@ -53,6 +53,8 @@ from curation.store.models import (
 )
 from curation.store.needs import needs_by_qid
 from curation.store.projects import guidelines_history
+from curation.store.roles import is_lead as lead_role
+from curation.store.scale import grade_values, scale_records
 
 # The sources of an exported label (curation.agree.labels): every one but the two that carry no grade.
 EXPORTED_SOURCES = tuple(s for s in LABEL_SOURCES if s not in ("unresolved", "unjudged"))
@@ -389,8 +391,8 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
     import numpy as np
 
     pid = project.id
-    grades_list = json.loads(project.grades_json or "[]")
-    scale = sorted(int(g["grade"]) for g in grades_list) or [0, 1]
+    grades_list = scale_records(project)
+    scale = grade_values(project)
 
     # The queries' columns as rows (attribute access by column name), without an ORM object each.
     queries = session.exec(select(*Query.__table__.columns).where(Query.project_id == pid)).all()
@@ -409,7 +411,7 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
         rank_of[uid] = rank[name]
     is_lead = np.array([False] * len(names), dtype=bool)
     for _, name, role in user_rows:
-        is_lead[rank[name]] = role in LEAD_ROLES
+        is_lead[rank[name]] = lead_role(role)
     roles = {name: role for _, name, role in user_rows}
     need_of = dict(session.exec(select(QueryNeed.id, QueryNeed.version).where(QueryNeed.project_id == pid)).all())
     gv_version = np.full(max(gv_of, default=0) + 1, -1, dtype=np.int64)  # guidelines version id -> number

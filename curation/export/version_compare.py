@@ -1,7 +1,7 @@
 """Comparing two pooled runs of a project against one of its exported versions (the app's report).
 
 The store does not keep run files, but the pool remembers, for every pooled pair, which run put
-the document where in its top ``depth`` (``PoolPair.systems_json``, hidden from judges). That is
+the document where in its top ``depth`` (:mod:`curation.store.provenance`, hidden from judges). That is
 each run's ranking down to the pool depth, exactly the documents trec_eval sees in any top-k with
 k <= depth, so metrics cut at such a k are the same as from the run files. Uncut metrics (AP and
 MRR over the whole ranking) and deeper cutoffs are refused.
@@ -12,7 +12,6 @@ report is about that version.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from sqlmodel import Session, select
@@ -28,6 +27,7 @@ from curation.formats.runs import RankedRun
 from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
+from curation.store.provenance import RANKS, decode_ranks
 
 __all__ = ["PooledRun", "pooled_runs", "version_runs", "compare_pooled", "version_coverage", "COVERAGE_WARN_BELOW"]
 
@@ -48,10 +48,10 @@ def pooled_runs(session: Session, project: str) -> dict[str, PooledRun]:
     proj = get_project(session, project)
     ranks: dict[str, dict[str, list[tuple[int, str]]]] = {}
     rows = session.exec(
-        join_pair_text(select(Query.qid, Document.docid, PoolPair.systems_json)).where(PoolPair.project_id == proj.id)
+        join_pair_text(select(Query.qid, Document.docid, RANKS)).where(PoolPair.project_id == proj.id)
     ).all()
     for qid, docid, systems in rows:
-        for name, rank in json.loads(systems or "{}").items():
+        for name, rank in decode_ranks(systems).items():
             ranks.setdefault(name, {}).setdefault(qid, []).append((int(rank), docid))
     depths = {r.name: r.depth for r in session.exec(select(Run).where(Run.project_id == proj.id))}
     out = {}

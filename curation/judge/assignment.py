@@ -27,6 +27,7 @@ from sqlmodel import Session, select
 from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, lock_project
 from curation.store.models import MAIN_BASE, Assignment, PoolPair, Project, Query, User, utcnow
+from curation.store.roles import is_lead
 
 
 @dataclass
@@ -440,7 +441,7 @@ def release(session: Session, project: Project, lead: User, *, agreement: float 
     :func:`curation.agree.release.review_and_release`'s. ValueError when ``lead`` is not a lead or
     admin, or ``agreement`` is not a finite number at most 1 (chance-corrected measures go below 0,
     and alpha can go below -1 on small samples)."""
-    if lead.role not in ("lead", "admin"):
+    if not is_lead(lead):
         raise ValueError(f"lead: {lead.name!r} is a {lead.role}; only a lead or admin can release work")
     if agreement is not None:
         if isinstance(agreement, bool) or not isinstance(agreement, (int, float)) or not math.isfinite(agreement) \

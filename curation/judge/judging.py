@@ -31,7 +31,6 @@ pairs are retired (``_RETIRED``), and the argument above holds only for all of t
 from __future__ import annotations
 
 import functools
-import json
 import secrets
 import statistics
 from dataclasses import dataclass
@@ -60,6 +59,7 @@ from curation.store.models import (
     User,
     utcnow,
 )
+from curation.store.scale import SCALE, stored_grade_values
 
 _A_T = Assignment.__table__
 _P_T = Project.__table__
@@ -145,7 +145,7 @@ class JudgeProject:
     id: int
     name: str
     scale: str
-    grades_json: str
+    stored_scale: str  # its grades as stored (curation.store.scale)
     hold_main: bool
     released_at: datetime | None
 
@@ -188,15 +188,15 @@ def judge_project(session: Session, judge: User | int, project_id: int) -> Judge
 
 
 def _judge_project_of(row) -> JudgeProject:
-    pid, name, scale, grades_json, hold_main, released_at = row
-    return JudgeProject(pid, name, scale, grades_json, bool(hold_main), to_datetime(released_at))
+    pid, name, scale, stored_scale, hold_main, released_at = row
+    return JudgeProject(pid, name, scale, stored_scale, bool(hold_main), to_datetime(released_at))
 
 
 # One index probe per project (few) instead of a walk over the judge's whole queue.
 _HAS_WORK = exists().where(_A_T.c.project_id == Project.id, _A_T.c.judge_id == bindparam("jid"))
 _JUDGE_PROJECTS = select(Project).where(_HAS_WORK).order_by(Project.name)
 _JUDGE_PROJECT_D = Statement(
-    core_select(_P_T.c.id, _P_T.c.name, _P_T.c.scale, _P_T.c.grades_json, _P_T.c.hold_main, _P_T.c.released_at)
+    core_select(_P_T.c.id, _P_T.c.name, _P_T.c.scale, SCALE, _P_T.c.hold_main, _P_T.c.released_at)
     .where(_P_T.c.id == bindparam("pid"), _HAS_WORK),
     prepare=True,
 )
@@ -637,11 +637,11 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
     conn = connection_of(session)
     if not rows or rows[0][0] != jid:
         raise AccessDenied("no such pair")
-    (_, project_id, pair_id, assignment_id, gv_id, need_id, shown_at, position, done_at, existing, grades_json,
+    (_, project_id, pair_id, assignment_id, gv_id, need_id, shown_at, position, done_at, existing, stored_scale,
      scale) = rows[0]
     if existing is not None:
         return Answered(SubmitResult(existing, True, position), None, None, then_show)
-    grade, note, skip, unsure = _checked_answer(grades_json, scale, grade=grade, note=note, skip=skip, unsure=unsure)
+    grade, note, skip, unsure = _checked_answer(stored_scale, scale, grade=grade, note=note, skip=skip, unsure=unsure)
     keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
 
     now = now or utcnow()
@@ -700,7 +700,7 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
     return Answered(result, task, _progress_of(session, then_show, jid, counts.fetchall()), then_show)
 
 
-def _checked_answer(grades_json: str, scale: str, *, grade, note, skip, unsure) -> tuple:
+def _checked_answer(stored_scale: str, scale: str, *, grade, note, skip, unsure) -> tuple:
     """The answer's grade, note, skip and unsure flags, checked against the project's scale and
     each other (ValueError saying what is wrong)."""
     if grade is not None:
@@ -710,7 +710,7 @@ def _checked_answer(grades_json: str, scale: str, *, grade, note, skip, unsure) 
             grade = int(grade)
         except (TypeError, ValueError):
             raise ValueError(f"grade must be one of the scale's grades, got {grade!r}") from None
-        allowed = _scale_grades(grades_json)
+        allowed = stored_grade_values(stored_scale)
         if grade not in allowed:
             raise ValueError(f"grade {grade} is not on this project's scale {scale} (grades {list(allowed)})")
     if note is not None:
@@ -727,17 +727,11 @@ def _checked_answer(grades_json: str, scale: str, *, grade, note, skip, unsure) 
     return grade, note, skip, unsure
 
 
-@functools.lru_cache(maxsize=64)
-def _scale_grades(grades_json: str) -> tuple[int, ...]:
-    """The grades of a project's scale from its ``grades_json`` (parsed once per distinct scale)."""
-    return tuple(int(g["grade"]) for g in json.loads(grades_json))
-
-
 _VIEW = (
     core_select(
         _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
         _PV.c.need_version_id, _PV.c.shown_at, _A.c.position, _A.c.done_at, _J.c.id.label("existing"),
-        _P.c.grades_json, _P.c.scale,
+        SCALE, _P.c.scale,
     )
     .select_from(
         _PV.join(_A, _A.c.id == _PV.c.assignment_id)

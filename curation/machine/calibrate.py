@@ -57,6 +57,7 @@ from curation.machine.labels import (
 from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Project, Query
 from curation.store.projects import grades
+from curation.store.provenance import RANKS, decode_ranks
 
 MIN_PAIRS = 30  # below this many compared pairs the report says "not enough pairs"
 REPEAT_TOLERANCE = 0.05  # more pairs than this changing label between samples is flagged
@@ -479,18 +480,18 @@ def pair_facts(session: Session, project: Project) -> dict[tuple[str, str], Pair
     """Each pool pair's document length, stratum, query shape and runs (with ranks)."""
     rows = session.exec(
         join_pair_text(select(Query.qid, Document.docid, func.length(Document.text), Query.stratum_key,
-                              Query.stratum_json, PoolPair.systems_json))
+                              Query.stratum_json, RANKS))
         .where(PoolPair.project_id == project.id)
     ).all()
     out = {}
-    for qid, docid, length, key, stratum_json, systems_json in rows:
+    for qid, docid, length, key, stratum_json, ranks in rows:
         try:
             stratum = json.loads(stratum_json or "{}")
         except json.JSONDecodeError:
             stratum = {}
         shape = stratum.get("shape") if isinstance(stratum, dict) else None
         try:
-            systems = json.loads(systems_json or "{}")
+            systems = decode_ranks(ranks)
         except json.JSONDecodeError:
             systems = {}
         out[(qid, docid)] = PairFacts(qid, docid, int(length or 0), key or "(none)",

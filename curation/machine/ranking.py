@@ -4,7 +4,7 @@
   ``machine:NAME`` (the machine's labels, current prompt version) or ``filled:NAME`` (human labels
   where they exist, the machine's elsewhere): ``golden metrics`` and ``golden compare --qrels-from``.
 - :func:`ranking_figures` ranks the project's runs under human and under machine (and filled)
-  labels, on the runs' rankings as pooled (``PoolPair.systems_json``: run -> rank, to the pool depth)
+  labels, on the runs' rankings as pooled (:mod:`curation.store.provenance`: run -> rank, to the pool depth)
   and on the queries with human labels: Kendall's tau between the two rankings of the runs
   (scipy.stats.kendalltau), the pairs of runs whose order swaps (and how many of those the human
   labels call significant: the paired bootstrap of :func:`curation.evaluate.stats.compare`), and each

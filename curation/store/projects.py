@@ -31,6 +31,7 @@ from curation.formats.fileio import InputError, sha256_file
 from curation.formats.guidelines import find_grades_section, read_guidelines
 from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
 from curation.formats.queries import iter_queries
+from curation.store import scale as _scale
 from curation.store.lookups import join_pair_text, project_id
 from curation.store.models import (
     Document,
@@ -42,35 +43,8 @@ from curation.store.models import (
     User,
 )
 from curation.store.needs import load_needs
-
-
-@dataclass(frozen=True)
-class Grade:
-    """One grade of a label scale: the number stored, a short name and what it means."""
-
-    grade: int
-    name: str
-    description: str
-
-
-DEFAULT_SCALES: dict[str, tuple[Grade, ...]] = {
-    "binary": (
-        Grade(0, "Not relevant", "The document does not help answer the query."),
-        Grade(1, "Relevant", "The document helps answer the query, in whole or in part."),
-    ),
-    "0-2": (
-        Grade(0, "Not relevant", "The document does not help answer the query."),
-        Grade(1, "Partially relevant", "On topic, but answers only part of the query or needs other sources."),
-        Grade(2, "Highly relevant", "Answers the query on its own; a user would be satisfied with it."),
-    ),
-    "0-3": (
-        Grade(0, "Irrelevant", "Nothing to do with the query."),
-        Grade(1, "Related", "On the query's topic, but does not answer it."),
-        Grade(2, "Highly relevant", "Answers the query, perhaps with some digging or only in part."),
-        Grade(3, "Perfectly relevant", "Dedicated to the query: it answers it fully and directly."),
-    ),
-}
-SCALES = tuple(DEFAULT_SCALES)
+from curation.store.provenance import RANKS, merged_ranks, ranks_row, set_ranks
+from curation.store.scale import DEFAULT_SCALES, SCALES, Grade, scale_fields, set_scale
 
 
 @dataclass
@@ -137,9 +111,7 @@ def scale_grades(scale: str, grades: Sequence[dict | Grade] | None = None) -> tu
     return tuple(out)
 
 
-def grades(project: Project) -> tuple[Grade, ...]:
-    """The grades of ``project``'s scale, lowest first (for the judging page and validation)."""
-    return tuple(Grade(int(g["grade"]), g["name"], g["description"]) for g in json.loads(project.grades_json))
+grades = _scale.grades  # a project's grades, lowest first (defined in curation.store.scale)
 
 
 def get_project(session: Session, name: str | None = None) -> Project:
@@ -191,10 +163,6 @@ def list_projects(session: Session) -> list[ProjectSummary]:
 
 
 # --- reading the input files -------------------------------------------------------------------
-
-def _grades_json(scale_def: Sequence[Grade]) -> str:
-    return json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def])
-
 
 def _one_scale(scale: str, grades: Sequence[dict | Grade] | None, text: str, path=None) -> tuple[Grade, ...]:
     """The project's one definition of its grades: the guidelines' "Grades" section
@@ -292,7 +260,7 @@ def _insert_pairs(session: Session, project_id: int, pairs: list[PoolEntry], qid
                   docs: dict[str, int], batch: int) -> int:
     rows = [
         dict(project_id=project_id, query_id=qids[p.qid], document_id=docs[p.docid], shuffle_order=p.order,
-             systems_json=json.dumps(p.systems, sort_keys=True), batch=batch, seed_source=p.seed_source)
+             **ranks_row(p.systems), batch=batch, seed_source=p.seed_source)
         for p in pairs
     ]
     if rows:
@@ -387,7 +355,7 @@ def create_project(
     try:
         project = Project(
             name=name, scale=scale,
-            grades_json=_grades_json(scale_def),
+            **scale_fields(scale_def),
             corpus_fingerprint=fetched.fingerprint.sha256, queries_sha256=sha256_file(queries_path),
             pool_sha256=sha256_file(pool_path),
             pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,
@@ -445,7 +413,7 @@ def extend_pool(
     existing = {
         (qid, docid): (pair_id, systems)
         for pair_id, qid, docid, systems in session.exec(
-            join_pair_text(select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json))
+            join_pair_text(select(PoolPair.id, Query.qid, Document.docid, RANKS))
             .where(PoolPair.project_id == pid)
         ).all()
     }
@@ -462,11 +430,9 @@ def extend_pool(
         for p in pool:
             old = existing.get((p.qid, p.docid))
             if old is not None:
-                merged = dict(json.loads(old[1] or "{}"))
-                merged.update(p.systems)
-                text = json.dumps(merged, sort_keys=True)
+                text = merged_ranks(old[1], p.systems)
                 if text != old[1]:
-                    session.get(PoolPair, old[0]).systems_json = text
+                    set_ranks(session.get(PoolPair, old[0]), text)
         docs = _insert_documents(session, pid, found)
         batch = (session.exec(select(func.max(PoolPair.batch)).where(PoolPair.project_id == pid)).one() or 0) + 1
         added = _insert_pairs(session, pid, new, qids, docs, batch=batch)
@@ -516,7 +482,7 @@ def set_guidelines(
             scale_def = _one_scale(proj.scale, None, text)
         except InputError as exc:
             raise ValueError(f"text: line {exc.line}: {exc.message}") from None
-        proj.grades_json = _grades_json(scale_def)
+        set_scale(proj, scale_def)
         session.add(proj)
     version = GuidelinesVersion(
         project_id=project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,

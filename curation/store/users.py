@@ -19,7 +19,8 @@ from sqlalchemy import select as core_select
 from sqlmodel import Session, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from curation.store.models import ROLES, User
+from curation.store.models import User
+from curation.store.roles import ROLES
 from curation.store.sessions import SignedIn
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -181,11 +182,6 @@ def end_user_sessions(session: Session, user: User, *, by=None) -> int:
     session.commit()
     session.refresh(user)
     return n
-
-
-def is_lead(user: User) -> bool:
-    """Leads and admins may review agreement, release held-back work and adjudicate."""
-    return user.role in ("lead", "admin")
 
 
 _DUMMY_HASH = hash_password("not-a-real-password")
