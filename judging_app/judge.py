@@ -31,6 +31,16 @@ from .errors import is_htmx, store_int
 
 bp = Blueprint("judge", __name__, url_prefix="/projects")
 
+
+@bp.teardown_request
+def _end_reads(exc: BaseException | None) -> None:
+    """After a judging request that went through, end the transaction its last reads opened
+    (:func:`curation.judge.judging.end_reads`) before the connection is closed; a request that
+    failed, or that left changes in its session, is rolled back as the connection closes."""
+    db = g.get("db")
+    if exc is None and db is not None and not (db.new or db.dirty or db.deleted):
+        judging.end_reads(db)
+
 _markdown = MarkdownIt("js-default")
 
 
@@ -116,10 +126,8 @@ def _render(project, task, *, note: str | None = None, progress=None):
         urls=_urls(project.id),
     )
     if is_htmx():
-        judging.end_reads(db)
         return render_template("judge/_pair.html", **context)
     guidelines = projects.current_guidelines(db, project)
-    judging.end_reads(db)
     return render_template(
         "judge/page.html",
         guidelines=render_guidelines(guidelines.text if guidelines else ""),
