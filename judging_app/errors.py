@@ -7,6 +7,7 @@ where it was; ``templates/base.html`` tells htmx to swap 4xx/5xx responses.
 from __future__ import annotations
 
 import math
+import re
 
 from flask import Flask, abort, render_template, request
 from flask_wtf.csrf import CSRFError
@@ -18,6 +19,9 @@ from werkzeug.routing import PathConverter
 # 64-bit signed; a larger number in a URL names nothing (404): it must not reach the driver
 # (SQLite raises OverflowError on it, a 500).
 MAX_STORE_INT = 2**63 - 1
+# ASCII decimals, and the words float() reads as inf and nan (refused below as not finite)
+_DECIMAL = re.compile(r"[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE)
+_WHOLE = re.compile(r"-?[0-9]+")  # ASCII digits only (int() would also take "١٢", " 12", "1_000")
 
 
 class NameConverter(PathConverter):
@@ -31,6 +35,8 @@ def store_int(text: str) -> int:
     """``type=`` for an id or position in a query string or form (``request.args.get("at",
     type=store_int)``): an int that fits the store, else ValueError, which werkzeug's ``get`` turns
     into the default (None), so the view answers as for a missing or unknown id."""
+    if not isinstance(text, str) or not _WHOLE.fullmatch(text):
+        raise ValueError(f"{str(text)[:30]!r} is not a whole number")
     value = int(text)
     if not -MAX_STORE_INT <= value <= MAX_STORE_INT:
         raise ValueError(f"{text[:30]!r} is out of range")
@@ -38,12 +44,13 @@ def store_int(text: str) -> int:
 
 
 def finite_float(text: str, name: str, *, low: float | None = None, high: float | None = None) -> float:
-    """A number from a form or query string: ValueError naming ``name`` when it is not a number,
-    not finite (inf, nan, 1e400) or outside ``[low, high]``; views answer that with a 400."""
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: {str(text)[:30]!r} is not a number") from None
+    """A number from a form or query string: ValueError naming ``name`` when it is not a number
+    written in ASCII (digits, a point, an exponent), not finite (inf, nan, 1e400) or outside
+    ``[low, high]``; views answer that with a 400. The web layer's one parser of decimals, as
+    :func:`store_int` is of whole numbers."""
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text.strip()):
+        raise ValueError(f"{name}: {str(text)[:30]!r} is not a number")
+    value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{name}: {str(text)[:30]!r} is not a finite number")
     if (low is not None and value < low) or (high is not None and value > high):

@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 
 from curation.formats.guidelines import without_grades_section
 from curation.judge import highlight, judging
+from curation.judge.progress import format_duration
 from curation.store import projects, roles
 
 from .auth import login_required
@@ -50,19 +51,6 @@ def render_guidelines(text: str | None) -> Markup:
     Their "Grades" section is left out: the pages show the project's scale (the one definition,
     taken from that section) as a table in its place."""
     return Markup(_markdown.render(without_grades_section(text or "")))
-
-
-def format_duration(seconds: float | None) -> str | None:
-    """'about 25 min', 'about 1 h 20 min', 'under a minute'; None when unknown."""
-    if seconds is None:
-        return None
-    minutes = int(round(seconds / 60))
-    if minutes < 1:
-        return "under a minute"
-    if minutes < 60:
-        return f"about {minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
 
 
 def marked(pieces: list[tuple[str, bool]]) -> Markup:

@@ -95,9 +95,24 @@ class ProgressReport:
         return plain(asdict(self))
 
 
-def format_duration(delta: timedelta) -> str:
-    """A duration in words a person reads at a glance: "4 min", "3 h 20 min", "2 d 5 h"."""
-    minutes = int(delta.total_seconds() // 60)
+def format_duration(duration: timedelta | float | None, *, estimate: bool = False) -> str | None:
+    """A duration (a timedelta, or seconds) in words a person reads at a glance; None stays None.
+
+    A time that has passed in whole minutes, days past 48 hours: "4 min", "3 h 20 min", "2 d 5 h".
+    With ``estimate``, a time still to come, rounded to the minute and said to be an estimate:
+    "under a minute", "about 25 min", "about 1 h 20 min" (the judging page's time left)."""
+    if duration is None:
+        return None
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+    if estimate:
+        minutes = int(round(seconds / 60))
+        if minutes < 1:
+            return "under a minute"
+        if minutes < 60:
+            return f"about {minutes} min"
+        hours, minutes = divmod(minutes, 60)
+        return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
+    minutes = int(seconds // 60)
     if minutes < 60:
         return f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
