@@ -16,7 +16,6 @@ lookup (:mod:`judging_app.judge`: only a project the judge has work in)."""
 from __future__ import annotations
 
 import functools
-import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -30,6 +29,7 @@ from curation.store.models import Project
 
 from .db import get_db
 from .errors import is_htmx
+from .tokens import VerifiedTokens
 
 bp = Blueprint("auth", __name__)
 
@@ -46,27 +46,23 @@ class SessionCookies(SecureCookieSessionInterface):
     immutable (text, numbers) are remembered; each request gets its own session dict. The
     session's validity itself is still decided by the store on every request (:func:`load_user`)."""
 
-    MAX_REMEMBERED = 4096
-
     def __init__(self):
-        self._verified: dict[str, tuple[dict, float]] = {}
+        self._verified = VerifiedTokens()
 
     def open_session(self, app, request):
         value = request.cookies.get(self.get_cookie_name(app))
         if not value or not app.secret_key:
             return super().open_session(app, request)
         max_age = int(app.permanent_session_lifetime.total_seconds())
-        seen = self._verified.get(value)
-        if seen is not None and 0 <= time.time() - seen[1] <= max_age:
-            return self.session_class(seen[0])
+        seen = self._verified.get(value, max_age)
+        if seen is not None:
+            return self.session_class(seen)
         try:
             data, signed_at = self.get_signing_serializer(app).loads(value, max_age=max_age, return_timestamp=True)
         except BadSignature:
             return self.session_class()
         if isinstance(data, dict) and all(type(v) in (str, int, float, bool) for v in data.values()):
-            if len(self._verified) >= self.MAX_REMEMBERED:
-                self._verified.clear()
-            self._verified[value] = (dict(data), signed_at.timestamp())
+            self._verified.remember(value, dict(data), signed_at.timestamp())
         return self.session_class(data)
 
 

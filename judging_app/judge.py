@@ -16,8 +16,6 @@ import time
 from datetime import timedelta
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
-from itsdangerous import BadData
-from itsdangerous.encoding import base64_decode, bytes_to_int
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
 from markupsafe import Markup, escape
 
@@ -29,6 +27,7 @@ from curation.store import projects, roles
 from .auth import login_required
 from .db import get_db
 from .errors import is_htmx, store_int
+from .tokens import signed_at
 
 bp = Blueprint("judge", __name__, url_prefix="/projects")
 
@@ -211,11 +210,10 @@ def _keep_csrf_token() -> None:
         return
     token = request.form.get("csrf_token", "")
     limit = current_app.config.get("WTF_CSRF_TIME_LIMIT")
-    try:
-        signed_at = bytes_to_int(base64_decode(token.rsplit(".", 2)[1]))
-    except (BadData, IndexError, ValueError, TypeError):
+    signed = signed_at(token)
+    if signed is None:
         return
-    if limit is None or 0 <= time.time() - signed_at < limit / 2:
+    if limit is None or 0 <= time.time() - signed < limit / 2:
         g.csrf_token = token
 
 
