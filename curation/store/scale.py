@@ -62,14 +62,21 @@ def set_scale(project: Project, scale_def: Sequence[Grade]) -> None:
     project.grades_json = encode_scale(scale_def)
 
 
+def _stored(project) -> str | None:
+    """The stored scale of a Project row, or of a record that read :data:`SCALE` as ``stored_scale``
+    (the judging pages' :class:`curation.judge.judging.JudgeProject`)."""
+    stored = getattr(project, "stored_scale", None)
+    return stored if stored is not None else project.grades_json
+
+
 def grades(project: Project) -> tuple[Grade, ...]:
     """The grades of ``project``'s scale, lowest first (for the judging page and validation)."""
-    return tuple(Grade(int(g["grade"]), g["name"], g["description"]) for g in json.loads(project.grades_json))
+    return tuple(Grade(int(g["grade"]), g["name"], g["description"]) for g in json.loads(_stored(project)))
 
 
 def scale_records(project: Project) -> list[dict]:
     """The grades as stored (``{"grade", "name", "description"}`` each), for the export's manifest."""
-    return json.loads(project.grades_json or "[]")
+    return json.loads(_stored(project) or "[]")
 
 
 def grade_values(project: Project) -> list[int]:
