@@ -31,14 +31,13 @@ from pathlib import Path
 from sqlalchemy import false, true
 from sqlmodel import Session, func, select
 
-from curation.agree.labels import LABEL_SOURCES, Label, Vote, resolve
+from curation.agree.labels import LABEL_SOURCES, Label, Vote, latest_adjudications, latest_seed_grades, resolve
 from curation.export.manifest import FORMAT, iso_utc, state_hash
 from curation.export.split import split_summary
 from curation.formats.qrels import label_record_line, label_vote_json, plain_label_lines, qrel_text
 from curation.formats.queries import queries_text
 from curation.pool.seeds import SEED_SOURCES
 from curation.store.models import (
-    Adjudication,
     Document,
     GuidelinesVersion,
     Judgment,
@@ -284,16 +283,8 @@ class VersionState:
 
 def _adjudications(session: Session, pid: int, gv_of: dict[int, int]) -> dict[int, tuple[int, str, str, int | None]]:
     """pair id -> (grade, reason, lead name, guidelines version) of the pair's latest adjudication."""
-    out = {}
-    for pair_id, grade, reason, lead, gv_id in session.exec(
-        select(Adjudication.pair_id, Adjudication.grade, Adjudication.reason, User.name,
-               Adjudication.guidelines_version_id)
-        .join(User, User.id == Adjudication.lead_id)
-        .where(Adjudication.project_id == pid)
-        .order_by(Adjudication.created_at, Adjudication.id)
-    ).all():
-        out[pair_id] = (int(grade), reason, lead, gv_of.get(gv_id))  # the latest wins
-    return out
+    return {pair_id: (grade, reason, lead, gv_of.get(gv_id))
+            for pair_id, (grade, reason, lead, gv_id) in latest_adjudications(session, pid).items()}
 
 
 def _seeds(session: Session, pid: int):
@@ -306,14 +297,7 @@ def _seeds(session: Session, pid: int):
         .order_by(SeedJudgment.source, SeedJudgment.qid, SeedJudgment.docid)
     ).all():
         rows[(str(qid), str(docid))].append({"source": source, "grade": int(grade)})
-    latest: dict[tuple[str, str], int] = {}
-    for qid, docid, grade in session.exec(
-        select(SeedJudgment.qid, SeedJudgment.docid, SeedJudgment.grade)
-        .where(SeedJudgment.project_id == pid)
-        .order_by(SeedJudgment.imported_at, SeedJudgment.id)
-    ).all():
-        latest[(str(qid), str(docid))] = int(grade)
-    return rows, latest
+    return rows, latest_seed_grades(session, pid)
 
 
 def _chunks(session: Session, pid: int, queries: list[Query], chunk_pairs: int) -> list[list[Query]]:
