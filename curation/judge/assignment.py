@@ -324,39 +324,90 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         ).all()
     ]
     query_of = {r.pair_id: r.query_id for r in refs}
-    existing = session.exec(
-        select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.position).where(
-            Assignment.project_id == pid
-        )
-    ).all()
-    overlap_set = sorted({p for p, _, k, _ in existing if k == "overlap"})
-    main_owner = {p: j for p, j, k, _ in existing if k == "main"}
-    has_overlap: dict[int, set[int]] = defaultdict(set)
-    next_pos: dict[tuple[int, str], int] = {}
-    for p, j, k, pos in existing:
-        if k == "overlap":
-            has_overlap[j].add(p)
-        key = (j, k)
-        next_pos[key] = max(next_pos.get(key, 0), pos + 1)
-    assigned = set(overlap_set) | main_owner.keys()
-    new = [r for r in refs if r.pair_id not in assigned]
+    work = _existing_work(session, pid)
+    new = [r for r in refs if r.pair_id not in work.assigned]
 
-    no_overlap_note = None
+    overlap_set, no_overlap_note = work.overlap_set, None
     if not overlap_set and overlap > 0 and new:
-        others = {j for _, j, _, _ in existing} - {u.id for u in users}
+        others = {j for _, j, _, _ in work.rows} - {u.id for u in users}
         if len(users) == 1 and not others:
             # Agreement needs two judges on the same pairs: an overlap set would only hold one judge's
-            # work back for a calibration nobody can measure (issue 14).
+            # work back for a calibration nobody can measure.
             no_overlap_note = (f"no overlap set: {users[0].name} is the only judge, and agreement needs at least two "
                                "judges labelling the same pairs; all pairs are main work, not held back")
         else:
             overlap_set = draw_overlap(new, overlap, seed=seed)
     overlap_lookup = set(overlap_set)
     new_main = [r for r in new if r.pair_id not in overlap_lookup and r.pair_id not in withhold]
+    groups, owner = _main_owners(new_main, work.main_owner, query_of, [u.id for u in users], seed=seed)
 
-    judge_ids = [u.id for u in users]
+    priority = None if prioritise is None else prioritise(session, project)
+
+    withheld = sum(1 for r in new if r.pair_id not in overlap_lookup and r.pair_id in withhold)
+    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main), withheld_pairs=withheld,
+                          note=no_overlap_note)
+    refs_by_id = {r.pair_id: r for r in refs}
+    report.overlap_queries = len({refs_by_id[p].query_id for p in overlap_set if p in refs_by_id})
+    report.overlap_strata = len({refs_by_id[p].stratum for p in overlap_set if p in refs_by_id})
+    rows = _queue_rows(users, overlap_set, work, groups, owner, query_of, priority, report, pid=pid, seed=seed,
+                       now=utcnow())
+    proj = session.get(Project, pid)
+    try:
+        if rows:
+            session.execute(insert(Assignment), rows)
+        if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
+            requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
+        if hold is not None:
+            proj.hold_main = bool(hold)
+            if hold:
+                proj.released_at = None
+        elif not work.rows:  # first assignment: hold main work while there is calibration to review
+            proj.hold_main = bool(overlap_set)
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    report.held = not main_visible(proj)
+    assigned_now = work.assigned | {r["pair_id"] for r in rows}
+    report.unassigned_pairs = sum(1 for r in refs if r.pair_id not in assigned_now)
+    return report
+
+
+@dataclass
+class _Work:
+    """The project's assignment rows so far, as :func:`_assign` needs them."""
+
+    rows: list  # (pair id, judge id, kind, position)
+    overlap_set: list[int]  # the overlap pairs, sorted
+    main_owner: dict[int, int]  # main pair -> its judge
+    has_overlap: dict[int, set[int]]  # judge -> the overlap pairs they have
+    next_pos: dict[tuple[int, str], int]  # (judge, kind) -> the next free queue position
+    assigned: set[int]
+
+
+def _existing_work(session: Session, pid: int) -> _Work:
+    rows = session.exec(
+        select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.position).where(
+            Assignment.project_id == pid
+        )
+    ).all()
+    overlap_set = sorted({p for p, _, k, _ in rows if k == "overlap"})
+    main_owner = {p: j for p, j, k, _ in rows if k == "main"}
+    has_overlap: dict[int, set[int]] = defaultdict(set)
+    next_pos: dict[tuple[int, str], int] = {}
+    for p, j, k, pos in rows:
+        if k == "overlap":
+            has_overlap[j].add(p)
+        key = (j, k)
+        next_pos[key] = max(next_pos.get(key, 0), pos + 1)
+    return _Work(rows, overlap_set, main_owner, has_overlap, next_pos, set(overlap_set) | main_owner.keys())
+
+
+def _main_owners(new_main: list[PairRef], main_owner: dict[int, int], query_of: dict[int, int],
+                 judge_ids: list[int], *, seed: int) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """The new main pairs by query, and each query's judge: a query already (partly) owned by a
+    listed judge keeps going to that judge; the others are split by :func:`split_main`."""
     listed = set(judge_ids)
-    # A query already (partly) owned by a listed judge keeps going to that judge.
     owners_of_query: dict[int, Counter] = defaultdict(Counter)
     for p, j in main_owner.items():
         if p in query_of:
@@ -376,21 +427,19 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
     for q, j in owner.items():
         loads[j] += len(groups[q])
     owner.update(split_main(free, judge_ids, loads=dict(loads), seed=seed))
+    return groups, owner
 
-    priority = None if prioritise is None else prioritise(session, project)
 
-    now = utcnow()
+def _queue_rows(users: list[User], overlap_set: list[int], work: _Work, groups: dict[int, list[int]],
+                owner: dict[int, int], query_of: dict[int, int], priority, report: AssignReport, *, pid: int,
+                seed: int, now) -> list[dict]:
+    """Each listed judge's new assignment rows, in queue order: the overlap pairs they lack, then
+    their main pairs (in the decisive order when there are priorities); counted in ``report``."""
     rows = []
-    withheld = sum(1 for r in new if r.pair_id not in overlap_lookup and r.pair_id in withhold)
-    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main), withheld_pairs=withheld,
-                          note=no_overlap_note)
-    refs_by_id = {r.pair_id: r for r in refs}
-    report.overlap_queries = len({refs_by_id[p].query_id for p in overlap_set if p in refs_by_id})
-    report.overlap_strata = len({refs_by_id[p].stratum for p in overlap_set if p in refs_by_id})
     for u in users:
         rng = random.Random(f"queue:{seed}:{u.name}")
-        missing_overlap = [p for p in overlap_set if p not in has_overlap[u.id]]
-        pos = next_pos.get((u.id, "overlap"), 0)
+        missing_overlap = [p for p in overlap_set if p not in work.has_overlap[u.id]]
+        pos = work.next_pos.get((u.id, "overlap"), 0)
         for p in _queue_order(missing_overlap, query_of, rng):
             rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="overlap", exclusive_pair_id=None,
                              position=pos, created_at=now, skipped=False))
@@ -398,7 +447,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         if pos >= MAIN_BASE:
             raise ValueError(f"overlap: at most {MAIN_BASE - 1} overlap pairs per judge")
         mine = [p for q, j in owner.items() if j == u.id for p in groups[q]]
-        pos = max(next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
+        pos = max(work.next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
         queued = _queue_order(mine, query_of, rng) if priority is None else \
             decisive_queue_order(mine, query_of, priority, rng)
         for p in queued:
@@ -411,26 +460,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
             "main": len(mine),
             "queries": len({query_of[p] for p in mine}),
         }
-    proj = session.get(Project, pid)
-    try:
-        if rows:
-            session.execute(insert(Assignment), rows)
-        if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
-            requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
-        if hold is not None:
-            proj.hold_main = bool(hold)
-            if hold:
-                proj.released_at = None
-        elif not existing:  # first assignment: hold main work while there is calibration to review
-            proj.hold_main = bool(overlap_set)
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
-    report.held = not main_visible(proj)
-    assigned_now = assigned | {r["pair_id"] for r in rows}
-    report.unassigned_pairs = sum(1 for r in refs if r.pair_id not in assigned_now)
-    return report
+    return rows
 
 
 def release(session: Session, project: Project, lead: User, *, agreement: float | None = None,
