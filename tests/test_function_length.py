@@ -42,7 +42,6 @@ NOT_YET_SPLIT = {
     "curation/leak/driver.py::leakcheck",
     "curation/export/verify.py::verify",
     "curation/pool/pooling.py::make_pool",
-    "curation/judge/importing.py::import_judgments",
     "curation/formats/runs.py::_parse_trec_fast",
     "curation/store/projects.py::create_project",
     "curation/agree/measures.py::compare_all",

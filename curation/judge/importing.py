@@ -133,10 +133,38 @@ def import_judgments(
     path = str(path)
     proj: Project = get_project(session, project)
     scale = [g.grade for g in grades(proj)]
-    lo, hi = min(scale), max(scale)
     if not create_judge:
         _judge(session, judge, False)  # an unknown judge is named before the file is read
+    lines, groups, kept, read, dedup = _read_group(path, group, on_conflict=on_conflict, allow_empty=allow_empty)
+    # the file is checked whole before a judge is created: a refused file leaves no user row behind
+    user = _judge(session, judge, create_judge)
+    report = ImportReport(path, proj.name, user.name, group, groups=groups, on_conflict=on_conflict)
+    report.lines = read
+    report.repeats, report.conflicts = dedup.repeats, dedup.conflicts
+    now = utcnow()
+    rows, grade_counts, qids = _new_judgments(session, proj, user, report, path, lines, kept, min(scale), max(scale),
+                                              clip=clip, now=now)
+    for start in range(0, len(rows), 5000):
+        session.execute(insert(Judgment), rows[start:start + 5000])
+    pair_ids = sorted({r["pair_id"] for r in rows})
+    for start in range(0, len(pair_ids), 5000):  # the judge is not asked again for these pairs
+        session.execute(
+            update(Assignment)
+            .where(Assignment.judge_id == user.id, Assignment.pair_id.in_(pair_ids[start:start + 5000]),
+                   Assignment.done_at.is_(None))
+            .values(done_at=now, skipped=False)
+        )
+    session.commit()
+    report.imported = len(rows)
+    report.grades = dict(sorted(grade_counts.items()))
+    report.queries = len(qids)
+    return report
 
+
+def _read_group(path: str, group: str | None, *, on_conflict: str, allow_empty: bool):
+    """The file's qrels lines, its groups, the line kept for each pair of ``group`` (by
+    ``on_conflict``), how many lines of the group were read, and the :class:`Dedup` that counted
+    repeats and conflicts. ValueError when the group is missing or needed."""
     numbered = list(iter_numbered_qrels(path, allow_empty=allow_empty))
     lines = [q for _, q in numbered]
     groups = list(dict.fromkeys(q.iteration for q in lines))
@@ -147,7 +175,6 @@ def import_judgments(
         )
     if group is not None and group not in groups:
         raise ValueError(f"group: {group!r} is not in {path} (groups: {', '.join(groups) or 'none'})")
-
     dedup = Dedup(path, policy=on_conflict, what="pair")
     kept: dict[tuple[str, str], int] = {}  # pair -> the index of the line imported for it
     read = 0
@@ -156,11 +183,14 @@ def import_judgments(
             read += 1
             if dedup.add((line.qid, line.docid), line.grade, lineno):
                 kept[(line.qid, line.docid)] = i
-    # the file is checked whole before a judge is created: a refused file leaves no user row behind
-    user = _judge(session, judge, create_judge)
-    report = ImportReport(path, proj.name, user.name, group, groups=groups, on_conflict=on_conflict)
-    report.lines = read
-    report.repeats, report.conflicts = dedup.repeats, dedup.conflicts
+    return lines, groups, kept, read, dedup
+
+
+def _new_judgments(session: Session, proj: Project, user: User, report: ImportReport, path: str, lines, kept,
+                   lo: int, hi: int, *, clip: bool, now):
+    """The judgment rows of the kept lines not imported before (each line's token is the file's
+    hash and its index, so importing the same file again adds nothing), with their grades and
+    queries counted; lines off the pool or the scale counted in ``report``."""
     pool = lookups.pair_ids(session, proj)
     prefix = f"import:{sha256_file(path)[:20]}:"
     done = set(
@@ -170,7 +200,6 @@ def import_judgments(
             )
         ).all()
     )
-    now = utcnow()
     rows = []
     grade_counts: Counter[int] = Counter()
     qids = set()
@@ -188,21 +217,7 @@ def import_judgments(
                          skipped=False, source="import", answered_at=now, client_token=token))
         grade_counts[grade] += 1
         qids.add(line.qid)
-    for start in range(0, len(rows), 5000):
-        session.execute(insert(Judgment), rows[start:start + 5000])
-    pair_ids = sorted({r["pair_id"] for r in rows})
-    for start in range(0, len(pair_ids), 5000):  # the judge is not asked again for these pairs
-        session.execute(
-            update(Assignment)
-            .where(Assignment.judge_id == user.id, Assignment.pair_id.in_(pair_ids[start:start + 5000]),
-                   Assignment.done_at.is_(None))
-            .values(done_at=now, skipped=False)
-        )
-    session.commit()
-    report.imported = len(rows)
-    report.grades = dict(sorted(grade_counts.items()))
-    report.queries = len(qids)
-    return report
+    return rows, grade_counts, qids
 
 
 def _judge(session: Session, name: str, create: bool) -> User:
