@@ -322,35 +322,15 @@ def create_project(
     if not corpus_paths:
         raise ValueError("corpus_paths: give at least one corpus file")
     scale_grades(scale, grades)  # the scale and a grades file's numbers, checked before any file is read
-    if (guidelines_path is None) == (guidelines_text is None):
-        raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
-    if guidelines_path is not None:
-        guidelines_text = read_guidelines(guidelines_path)
-    if not guidelines_text.strip():
-        raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
+    guidelines_text = _guidelines_text(guidelines_path, guidelines_text)
     scale_def = _one_scale(scale, grades, guidelines_text, guidelines_path)
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
         raise ValueError(
             f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`"
         )
-
-    query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
-    query_records = list(iter_queries(queries_path, dedup=query_dedup))
-    queries = [_query_row(q) for q in query_records]
-    pool_dedup = Dedup(pool_path, what="pair")
-    pool = read_pool(pool_path, dedup=pool_dedup)
-    known = {q["qid"] for q in queries}
-    for p in pool:
-        if p.qid not in known:
-            raise InputError(pool_path, p.line,
-                             f"qid {p.qid!r} is not in {queries_path}: was the pool built from this query set?")
-    meta = read_pool_meta(pool_path)
-    fetched = _load_documents(corpus_paths, {p.docid for p in pool}, on_conflict)
+    files = _read_files(queries_path, pool_path, corpus_paths, on_conflict=on_conflict, allow_missing=allow_missing)
+    queries, pool, meta, fetched = files.queries, files.pool, files.meta, files.fetched
     found, missing = fetched.docs, fetched.missing
-    if missing and not allow_missing:
-        raise _missing_error(corpus_paths, missing)
-    missing_set = set(missing)
-    pool = [p for p in pool if p.docid not in missing_set]
 
     try:
         project = Project(
@@ -365,7 +345,7 @@ def create_project(
         pid = project.id
         session.execute(insert(Query), [dict(q, project_id=pid) for q in queries])
         qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
-        nneeds = load_needs(session, pid, query_records, created_by=created_by)
+        nneeds = load_needs(session, pid, files.query_records, created_by=created_by)
         docs = _insert_documents(session, pid, found)
         npairs = _insert_pairs(session, pid, pool, qids, docs, batch=0)
         for r in _meta_runs(meta):
@@ -379,7 +359,54 @@ def create_project(
         raise
     return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
                       new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1,
-                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup, pool_dedup), needs=nneeds)
+                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, files.query_dedup, files.pool_dedup),
+                      needs=nneeds)
+
+
+def _guidelines_text(path, text: str | None) -> str:
+    """The guidelines from exactly one of a file and a text; ValueError when both or neither is
+    given, or they are empty."""
+    if (path is None) == (text is None):
+        raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
+    if path is not None:
+        text = read_guidelines(path)
+    if not text.strip():
+        raise ValueError(f"guidelines: {path or 'the text'} is empty; write the definition of relevance")
+    return text
+
+
+@dataclass
+class _Files:
+    """A new project's input files, read and checked: the queries, the pool (without the pairs
+    whose document is missing, when that is allowed) and the pooled documents' texts."""
+
+    query_records: list
+    queries: list[dict]
+    query_dedup: Dedup
+    pool: list
+    pool_dedup: Dedup
+    meta: dict
+    fetched: object
+
+
+def _read_files(queries_path, pool_path, corpus_paths: list[str], *, on_conflict: str, allow_missing: bool) -> _Files:
+    query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
+    query_records = list(iter_queries(queries_path, dedup=query_dedup))
+    queries = [_query_row(q) for q in query_records]
+    pool_dedup = Dedup(pool_path, what="pair")
+    pool = read_pool(pool_path, dedup=pool_dedup)
+    known = {q["qid"] for q in queries}
+    for p in pool:
+        if p.qid not in known:
+            raise InputError(pool_path, p.line,
+                             f"qid {p.qid!r} is not in {queries_path}: was the pool built from this query set?")
+    meta = read_pool_meta(pool_path)
+    fetched = _load_documents(corpus_paths, {p.docid for p in pool}, on_conflict)
+    if fetched.missing and not allow_missing:
+        raise _missing_error(corpus_paths, fetched.missing)
+    missing_set = set(fetched.missing)
+    pool = [p for p in pool if p.docid not in missing_set]
+    return _Files(query_records, queries, query_dedup, pool, pool_dedup, meta, fetched)
 
 
 def extend_pool(
