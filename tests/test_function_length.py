@@ -40,7 +40,6 @@ NOT_YET_SPLIT = {
     "curation/evaluate/stats.py::design",
     "curation/evaluate/bootstrap.py::bootstrap_replicates",
     "curation/leak/driver.py::leakcheck",
-    "curation/export/verify.py::verify",
     "curation/pool/pooling.py::make_pool",
     "curation/formats/runs.py::_parse_trec_fast",
     "curation/agree/measures.py::compare_all",
