@@ -89,6 +89,16 @@ def graph() -> dict[str, set[str]]:
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
 
 
+def test_every_package_is_shipped():
+    # pyproject.toml lists the packages a wheel carries: a new subpackage must be listed there too
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts)
+             for package in PACKAGES for p in (ROOT / package).rglob("__init__.py")}
+    assert sorted(found - listed) == []
+
+
 def test_every_module_has_a_floor(graph):
     assert {stage(m) for m in graph} <= set(FLOOR), "a new top-level module needs its floor in FLOORS"
 
