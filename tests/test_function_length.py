@@ -43,7 +43,6 @@ NOT_YET_SPLIT = {
     "curation/formats/runs.py::_parse_trec_fast",
     "curation/agree/measures.py::compare_all",
     "curation/formats/corpus.py::sample_corpus",
-    "curation/evaluate/clairvoyant.py::query_curve",
 }
 
 
