@@ -34,7 +34,6 @@ ALLOWED = {
 # Not split yet: no reason of their own, listed so that the list is the whole truth (each is a
 # candidate for named steps like export.gather's).
 NOT_YET_SPLIT = {
-    "curation/sample/sampling.py::_sample",
     "curation/evaluate/stats.py::compare",
     "curation/evaluate/stats.py::design",
     "curation/evaluate/bootstrap.py::bootstrap_replicates",

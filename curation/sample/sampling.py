@@ -403,48 +403,11 @@ class LogPool:
 def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude,
             warnings) -> SampleResult:
     """The rest of :func:`sample_queries`, given the log's queries (a :class:`LogPool` or a DaskPool)."""
-    from curation.formats.query_list import read_query_list, read_query_needs
     from curation.sample.pii import pii_flags
 
     st = population.stats
-    if st.empty_rows:
-        warnings.append(f"{st.empty_rows} log rows with an empty query were skipped")
-    if st.zero_traffic:
-        warnings.append(f"{st.zero_traffic} queries with a count of 0 searches were dropped")
-    if st.multi_stratum:
-        warnings.append(
-            f"{st.multi_stratum} queries occur in more than one stratum; each belongs to the stratum where it "
-            f"has most traffic, which moves {st.moved_searches / max(st.searches, 1):.1%} of searches out of "
-            "their row's stratum (strata describe queries; a dimension that varies per search, such as device, "
-            "is better left out)"
-        )
-
-    excluded: set[str] = set()
-    for path in ([exclude] if isinstance(exclude, (str, os.PathLike)) else list(exclude or [])):
-        texts = [text for _, text in read_query_list(path)]
-        if len(set(texts)) < len(texts):
-            warnings.append(f"{path}: {len(texts) - len(set(texts))} duplicate line(s) (after normalisation); "
-                            "read once")
-        excluded.update(texts)
-    hand: list[str] = []
-    hand_needs = read_query_needs(handwritten) if handwritten is not None else {}
-    if handwritten is not None:
-        seen: set[str] = set()
-        dupes = dropped = 0
-        for _, text in read_query_list(handwritten):
-            if text in seen:
-                dupes += 1
-                continue
-            seen.add(text)
-            if text in excluded:
-                dropped += 1
-            else:
-                hand.append(text)
-        if dupes:
-            warnings.append(f"{dupes} hand-written queries are duplicates of an earlier line (after normalisation); "
-                            "kept once")
-        if dropped:
-            warnings.append(f"{dropped} hand-written queries are in the --exclude set and were left out")
+    _log_warnings(st, warnings)
+    excluded, hand, hand_needs = _excluded_and_handwritten(exclude, handwritten, warnings)
     dims = strata + (("shape",) if shape else ())
     pf = population.select(excluded=excluded, hand=hand, dims=dims, shape=shape)
     if pf.excluded:
@@ -460,29 +423,10 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         raise ValueError("log: no queries with traffic are left to sample from")
 
     values = [dict(zip(dims, key)) for key, _, _, _ in pf.strata]
-    labels = [_label(v) for v in values]
     t_h = [t for _, _, t, _ in pf.strata]
     n_h = [n for _, n, _, _ in pf.strata]
     alloc = allocate(t_h, n_h, size=size, floor=floor)
-
-    summaries: list[StratumSummary] = []
-    plans = []
-    for h, (label, vals) in enumerate(zip(labels, values)):
-        share = t_h[h] / pool_traffic
-        short = n_h[h] < floor
-        floor_applied = alloc.lam * t_h[h] < alloc.floors[h]
-        summaries.append(StratumSummary(label=label, values=vals, distinct=n_h[h], traffic=t_h[h], share=share,
-                                        floor=alloc.floors[h], quota=float(alloc.quotas[h]),
-                                        allocated=alloc.counts[h], floor_applied=bool(floor_applied), short=short))
-        if short:
-            warnings.append(
-                f"stratum {label} has only {n_h[h]} distinct queries, fewer than the floor of {floor}: all "
-                f"{n_h[h]} are taken and the rest of its floor goes to the other strata"
-            )
-        if alloc.counts[h]:
-            plans.append((h, label, alloc.counts[h]))
-        elif t_h[h]:
-            warnings.append(f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it")
+    summaries, plans = _stratum_plans(values, t_h, n_h, alloc, pool_traffic, floor, warnings)
 
     rows: list[dict] = []
     flag_counts: dict[str, int] = {}
@@ -490,17 +434,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     for (h, _, k), drawn in zip(plans, population.draw(plans, weighting=weighting, seed=seed)):
         vals, share, probs = values[h], t_h[h] / pool_traffic, drawn.inclusion
         t_pick = drawn.traffic
-        if weighting == "traffic":
-            # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for certainty draws, and the same
-            # (T_h - certain traffic) / (T * draws left) for every other draw, computed once.
-            sure = probs == 1.0
-            weights = t_pick / pool_traffic
-            if not sure.all():
-                rest = (t_h[h] - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
-                weights = np.where(sure, weights, rest)
-        else:
-            # Horvitz-Thompson (t_i / T) / pi_i with pi_i = k / N_h (simple random sampling).
-            weights = t_pick * n_h[h] / (pool_traffic * k)
+        weights = _draw_weights(t_pick, probs, t_h[h], n_h[h], k, pool_traffic, weighting)
         user_weights = user_share = None
         if drawn.mass is not None and mass_total > 0:
             user_weights = drawn.mass / mass_total / probs
@@ -537,10 +471,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     qids = [r["qid"] for r in rows]
     if len(set(qids)) != len(qids):  # 48-bit hashes: would need ~16 million queries to be likely
         raise ValueError("two sampled queries share a qid prefix; please report this")
-    if flag_counts:
-        total_flagged = sum(1 for r in rows if r["pii"])
-        detail = ", ".join(f"{n} {f}" for f, n in sorted(flag_counts.items()))
-        warnings.append(f"{total_flagged} sampled queries look like personal data ({detail}): check the \"pii\" field")
+    _pii_warning(rows, flag_counts, warnings)
     stats = {
         "log_rows": st.rows, "searches": st.searches, "distinct_raw": st.distinct_raw, "distinct": pf.distinct,
         "empty_rows": st.empty_rows, "excluded": pf.excluded, "excluded_traffic": pf.excluded_traffic,
@@ -548,3 +479,101 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
+
+
+def _log_warnings(st, warnings: list[str]) -> None:
+    """What reading the log left out or moved, said as warnings."""
+    if st.empty_rows:
+        warnings.append(f"{st.empty_rows} log rows with an empty query were skipped")
+    if st.zero_traffic:
+        warnings.append(f"{st.zero_traffic} queries with a count of 0 searches were dropped")
+    if st.multi_stratum:
+        warnings.append(
+            f"{st.multi_stratum} queries occur in more than one stratum; each belongs to the stratum where it "
+            f"has most traffic, which moves {st.moved_searches / max(st.searches, 1):.1%} of searches out of "
+            "their row's stratum (strata describe queries; a dimension that varies per search, such as device, "
+            "is better left out)"
+        )
+
+
+def _excluded_and_handwritten(exclude, handwritten, warnings: list[str]) -> tuple[set[str], list[str], dict]:
+    """The texts of the --exclude lists, the hand-written queries not excluded (each once, in file
+    order) and the information needs a .jsonl list gives them; repeats and exclusions warned of."""
+    from curation.formats.query_list import read_query_list, read_query_needs
+
+    excluded: set[str] = set()
+    for path in ([exclude] if isinstance(exclude, (str, os.PathLike)) else list(exclude or [])):
+        texts = [text for _, text in read_query_list(path)]
+        if len(set(texts)) < len(texts):
+            warnings.append(f"{path}: {len(texts) - len(set(texts))} duplicate line(s) (after normalisation); "
+                            "read once")
+        excluded.update(texts)
+    hand: list[str] = []
+    hand_needs = read_query_needs(handwritten) if handwritten is not None else {}
+    if handwritten is not None:
+        seen: set[str] = set()
+        dupes = dropped = 0
+        for _, text in read_query_list(handwritten):
+            if text in seen:
+                dupes += 1
+                continue
+            seen.add(text)
+            if text in excluded:
+                dropped += 1
+            else:
+                hand.append(text)
+        if dupes:
+            warnings.append(f"{dupes} hand-written queries are duplicates of an earlier line (after normalisation); "
+                            "kept once")
+        if dropped:
+            warnings.append(f"{dropped} hand-written queries are in the --exclude set and were left out")
+    return excluded, hand, hand_needs
+
+
+def _stratum_plans(values: list[dict], t_h: list, n_h: list, alloc: Allocation, pool_traffic: int, floor: int,
+                   warnings: list[str]) -> tuple[list[StratumSummary], list[tuple]]:
+    """Each stratum's summary, and the draws to make: (stratum, label, count) of those allocated any."""
+    summaries: list[StratumSummary] = []
+    plans = []
+    for h, vals in enumerate(values):
+        label = _label(vals)
+        share = t_h[h] / pool_traffic
+        short = n_h[h] < floor
+        floor_applied = alloc.lam * t_h[h] < alloc.floors[h]
+        summaries.append(StratumSummary(label=label, values=vals, distinct=n_h[h], traffic=t_h[h], share=share,
+                                        floor=alloc.floors[h], quota=float(alloc.quotas[h]),
+                                        allocated=alloc.counts[h], floor_applied=bool(floor_applied), short=short))
+        if short:
+            warnings.append(
+                f"stratum {label} has only {n_h[h]} distinct queries, fewer than the floor of {floor}: all "
+                f"{n_h[h]} are taken and the rest of its floor goes to the other strata"
+            )
+        if alloc.counts[h]:
+            plans.append((h, label, alloc.counts[h]))
+        elif t_h[h]:
+            warnings.append(f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it")
+    return summaries, plans
+
+
+def _draw_weights(t_pick, probs, stratum_traffic: int, stratum_size: int, k: int, pool_traffic: int,
+                  weighting: str):
+    """The Horvitz-Thompson weight of each query drawn in a stratum."""
+    if weighting == "traffic":
+        # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for certainty draws, and the same
+        # (T_h - certain traffic) / (T * draws left) for every other draw, computed once.
+        sure = probs == 1.0
+        weights = t_pick / pool_traffic
+        if not sure.all():
+            rest = (stratum_traffic - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
+            weights = np.where(sure, weights, rest)
+        return weights
+    # Horvitz-Thompson (t_i / T) / pi_i with pi_i = k / N_h (simple random sampling).
+    return t_pick * stratum_size / (pool_traffic * k)
+
+
+def _pii_warning(rows: list[dict], flag_counts: dict[str, int], warnings: list[str]) -> None:
+    """How many sampled queries look like personal data, and of which kinds."""
+    if flag_counts:
+        total_flagged = sum(1 for r in rows if r["pii"])
+        detail = ", ".join(f"{n} {f}" for f, n in sorted(flag_counts.items()))
+        warnings.append(f"{total_flagged} sampled queries look like personal data ({detail}): check the \"pii\" field")
