@@ -19,10 +19,9 @@ from sqlmodel import Session, select
 from curation.evaluate.coverage import RunCoverage, unjudged
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
 from curation.evaluate.stats import Comparison, compare, pair_scores
+from curation.export.reading import version_qrels, version_queries
 from curation.export.versions import get_version
 from curation.export.versions_page import version_files
-from curation.formats.qrels import parse_qrels, qrels_dict
-from curation.formats.queries import parse_queries
 from curation.formats.runs import RankedRun
 from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Query, Run
@@ -98,11 +97,8 @@ def compare_pooled(
     if spec.k is None or spec.k > depth:
         raise ValueError(f"metric: the pool holds these runs' top {depth}; choose a metric cut at k <= {depth}, "
                          f"e.g. {spec.metric.name}@{min(10, depth)}")
-    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
-    queries = None
-    if "queries.jsonl" in files:
-        lines = files["queries.jsonl"].decode("utf-8").split("\n")
-        queries = {q.qid: q for q in parse_queries(lines, "queries.jsonl")}
+    qrels = version_qrels(files)
+    queries = version_queries(files["queries.jsonl"]) if "queries.jsonl" in files else None
     index = QrelsIndex.build(qrels)
     a = evaluate(runs[run_a].rankings, index, [spec], name=run_a)[str(spec)]
     b = evaluate(runs[run_b].rankings, index, [spec], name=run_b)[str(spec)]
@@ -117,7 +113,7 @@ def version_coverage(session: Session, project: str, version: str, *, depth: int
     worst first; ``holes`` is set below :data:`COVERAGE_WARN_BELOW` judged. For the version page and
     the comparison report (issue 14: a verdict on runs whose top-10 is 7% judged, with no warning)."""
     _, files, _ = version_files(session, project, version)
-    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
+    qrels = version_qrels(files)
     judged = {q: set(docs) for q, docs in qrels.items()}
     out = []
     for run in pooled_runs(session, project).values():
