@@ -31,13 +31,20 @@ class NameConverter(PathConverter):
     regex = r"[^/](?s:.)*?"
 
 
-def store_int(text: str) -> int:
-    """``type=`` for an id or position in a query string or form (``request.args.get("at",
-    type=store_int)``): an int that fits the store, else ValueError, which werkzeug's ``get`` turns
-    into the default (None), so the view answers as for a missing or unknown id."""
+def whole_number(text: str) -> int:
+    """``type=`` for a whole number in a query string or form, written in ASCII digits (an optional
+    minus); else ValueError, which werkzeug's ``get`` turns into the default. The web layer's one
+    parser of whole numbers (a view checks the range its setting allows)."""
     if not isinstance(text, str) or not _WHOLE.fullmatch(text):
         raise ValueError(f"{str(text)[:30]!r} is not a whole number")
-    value = int(text)
+    return int(text)
+
+
+def store_int(text: str) -> int:
+    """``type=`` for an id or position in a query string or form (``request.args.get("at",
+    type=store_int)``): a :func:`whole_number` that fits the store, else ValueError, which werkzeug's
+    ``get`` turns into the default (None), so the view answers as for a missing or unknown id."""
+    value = whole_number(text)
     if not -MAX_STORE_INT <= value <= MAX_STORE_INT:
         raise ValueError(f"{text[:30]!r} is out of range")
     return value

@@ -26,7 +26,7 @@ from curation.store import projects, roles
 
 from .auth import login_required
 from .db import get_db
-from .errors import is_htmx, store_int
+from .errors import is_htmx, store_int, whole_number
 from .tokens import signed_at
 
 bp = Blueprint("judge", __name__, url_prefix="/projects")
@@ -170,12 +170,16 @@ def answer(project_id: int):
     token = form.get("token", "")
     action = form.get("action", "label")
     grade = form.get("grade", "").strip()
-    if grade and not grade.isdigit():
+    try:
+        if grade.startswith("-"):
+            raise ValueError(grade)
+        grade = whole_number(grade) if grade else None
+    except ValueError:
         abort(400, description="The grade must be a number of the project's scale.")
     note_text = (form.get("note") or "").strip() if action == "unsure" else ""
     note = None
     task = progress = None
-    reply = dict(grade=int(grade) if grade else None, unsure=action == "unsure", note=note_text or None,
+    reply = dict(grade=grade, unsure=action == "unsure", note=note_text or None,
                  skip=action == "skip")
     try:
         if is_htmx():  # the answer and the next pair together (one transaction, fewer round trips)

@@ -29,7 +29,7 @@ from curation.store.models import Project, User
 
 from .auth import lead_required, project_or_404
 from .db import get_db
-from .errors import finite_float, is_htmx, store_int
+from .errors import finite_float, is_htmx, store_int, whole_number
 from .judge import render_guidelines
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
@@ -179,7 +179,7 @@ def _report(project: Project):
     try:
         thresholds = Thresholds(usable=_float_arg("usable", DEFAULT_THRESHOLDS.usable),
                                 marginal=_float_arg("marginal", DEFAULT_THRESHOLDS.marginal))
-        return build_agreement_report(get_db(), project, cut=request.args.get("cut", type=int),
+        return build_agreement_report(get_db(), project, cut=request.args.get("cut", type=whole_number),
                                       thresholds=thresholds)
     except ValueError as exc:
         abort(400, description=str(exc))
@@ -229,7 +229,7 @@ def progress(project_id: int):
     """Where the judging stands (:func:`curation.judge.progress.build_progress`, as ``golden
     progress`` prints it); ``?idle=MINUTES`` sets when a judge is marked idle."""
     project = project_or_404(project_id)
-    idle = request.args.get("idle", type=int)
+    idle = request.args.get("idle", type=whole_number)
     if idle is not None and not 1 <= idle <= MAX_IDLE_MINUTES:
         abort(400, description=f"idle must be a whole number of minutes, from 1 to {MAX_IDLE_MINUTES}.")
     idle_after = timedelta(minutes=idle) if idle else IDLE_AFTER
