@@ -39,6 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's curation package, imported below
 
+from curation.evaluate.decisive import pair_priorities  # noqa: E402 - after the sys.path line
 from curation.evaluate.settle import query_bounds, resample_counts, settle  # noqa: E402 - after the sys.path line
 from curation.evaluate.simulate import (  # noqa: E402 - after the sys.path line
     all_pairs,
@@ -48,7 +49,6 @@ from curation.evaluate.simulate import (  # noqa: E402 - after the sys.path line
 )
 from curation.formats.qrels import read_qrels  # noqa: E402 - after the sys.path line
 from curation.formats.runs import read_runs  # noqa: E402 - after the sys.path line
-from curation.judge.decisive import pair_priorities  # noqa: E402 - after the sys.path line
 
 SHARED = Path(os.environ.get("GOLDEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 

@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import hmac
 import os
-import time
 from datetime import timedelta
 from pathlib import Path
 
 from flask import Flask, current_app, g, request, session
 from flask_wtf.csrf import CSRFProtect
-from itsdangerous import BadData
-from itsdangerous.encoding import base64_decode, bytes_to_int
 
+from curation.store import roles
 from curation.store.engine import default_url, normalize_url
 from curation.store.migrate import open_store
+
+from .tokens import VerifiedTokens, signed_at
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,10 +48,8 @@ class CheckedTokens(CSRFProtect):
     same ``WTF_CSRF_TIME_LIMIT`` from its signing; anything else (another session, an expired or
     forged token, HTTPS with the strict referrer check, an exempt view) goes through flask-wtf."""
 
-    MAX_REMEMBERED = 4096
-
     def __init__(self, app=None):
-        self._accepted: dict[tuple[int, str], tuple[str, int]] = {}  # (app, token): one csrf object serves every app
+        self._accepted = VerifiedTokens()  # (app, token) -> session value: one csrf object serves every app
         super().__init__(app)
 
     def protect(self, apply_exemptions=False):
@@ -59,11 +57,10 @@ class CheckedTokens(CSRFProtect):
         if (request.method in config["WTF_CSRF_METHODS"] and not (request.is_secure and config["WTF_CSRF_SSL_STRICT"])
                 and (not apply_exemptions or (request.endpoint and not self._is_exempt()))):
             token = self._get_csrf_token()
-            seen = self._accepted.get((id(current_app._get_current_object()), token)) if token else None
-            value = session.get(config["WTF_CSRF_FIELD_NAME"])
             limit = config["WTF_CSRF_TIME_LIMIT"]
-            if (seen is not None and isinstance(value, str) and hmac.compare_digest(seen[0], value)
-                    and (limit is None or 0 <= time.time() - seen[1] <= limit)):
+            seen = self._accepted.get((id(current_app._get_current_object()), token), limit) if token else None
+            value = session.get(config["WTF_CSRF_FIELD_NAME"])
+            if seen is not None and isinstance(value, str) and hmac.compare_digest(seen, value):
                 g.csrf_valid = True
                 return
         super().protect(apply_exemptions)  # raises CSRFError (a 400) when the token is refused
@@ -73,13 +70,9 @@ class CheckedTokens(CSRFProtect):
     def _remember(self, token: str | None, value) -> None:
         if not token or not isinstance(value, str):
             return
-        try:
-            signed_at = bytes_to_int(base64_decode(token.rsplit(".", 2)[1]))
-        except (BadData, IndexError, ValueError, TypeError):
-            return
-        if len(self._accepted) >= self.MAX_REMEMBERED:
-            self._accepted.clear()
-        self._accepted[(id(current_app._get_current_object()), token)] = (value, signed_at)
+        signed = signed_at(token)
+        if signed is not None:
+            self._accepted.remember((id(current_app._get_current_object()), token), value, signed)
 
 
 csrf = CheckedTokens()
@@ -212,6 +205,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
     app.jinja_env.globals["current_app"] = app  # templates link to blueprints only when registered
+    app.jinja_env.globals.update(is_lead=roles.is_lead, is_admin=roles.is_admin)  # the permission checks
 
     from curation.store import audit
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
 
-from curation.store import sessions, throttle, users
+from curation.store import roles, sessions, throttle, users
 from curation.store.audit import ACTIONS, list_audit
 from curation.store.models import User
 
@@ -19,9 +19,7 @@ from .db import get_db
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
 
-def may_end(actor, target_role: str) -> bool:
-    """An admin may end anyone's sessions; a lead a judge's (and their own)."""
-    return actor.role == "admin" or target_role == "judge"
+may_end = roles.may_end_sessions
 
 
 @bp.get("/users")

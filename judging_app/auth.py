@@ -16,7 +16,6 @@ lookup (:mod:`judging_app.judge`: only a project the judge has work in)."""
 from __future__ import annotations
 
 import functools
-import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -24,12 +23,13 @@ from flask import Blueprint, abort, current_app, g, redirect, render_template, r
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import BadSignature
 
-from curation.store import sessions, throttle, users
+from curation.store import roles, sessions, throttle, users
 from curation.store.audit import record_audit
 from curation.store.models import Project
 
 from .db import get_db
 from .errors import is_htmx
+from .tokens import VerifiedTokens
 
 bp = Blueprint("auth", __name__)
 
@@ -46,27 +46,23 @@ class SessionCookies(SecureCookieSessionInterface):
     immutable (text, numbers) are remembered; each request gets its own session dict. The
     session's validity itself is still decided by the store on every request (:func:`load_user`)."""
 
-    MAX_REMEMBERED = 4096
-
     def __init__(self):
-        self._verified: dict[str, tuple[dict, float]] = {}
+        self._verified = VerifiedTokens()
 
     def open_session(self, app, request):
         value = request.cookies.get(self.get_cookie_name(app))
         if not value or not app.secret_key:
             return super().open_session(app, request)
         max_age = int(app.permanent_session_lifetime.total_seconds())
-        seen = self._verified.get(value)
-        if seen is not None and 0 <= time.time() - seen[1] <= max_age:
-            return self.session_class(seen[0])
+        seen = self._verified.get(value, max_age)
+        if seen is not None:
+            return self.session_class(seen)
         try:
             data, signed_at = self.get_signing_serializer(app).loads(value, max_age=max_age, return_timestamp=True)
         except BadSignature:
             return self.session_class()
         if isinstance(data, dict) and all(type(v) in (str, int, float, bool) for v in data.values()):
-            if len(self._verified) >= self.MAX_REMEMBERED:
-                self._verified.clear()
-            self._verified[value] = (dict(data), signed_at.timestamp())
+            self._verified.remember(value, dict(data), signed_at.timestamp())
         return self.session_class(data)
 
 
@@ -76,7 +72,7 @@ _NO_USER = frozenset({"static", "assets.htmx_js", "assets.favicon"})
 
 @bp.before_app_request
 def load_user() -> None:
-    """``g.user``: the user of a valid session (a :class:`curation.store.users.SignedIn`), or None.
+    """``g.user``: the user of a valid session (a :class:`curation.store.sessions.SignedIn`), or None.
     One indexed statement (:func:`curation.store.sessions.session_user`)."""
     token = session.get("sid")
     if not isinstance(token, str) or request.endpoint in _NO_USER:
@@ -110,7 +106,7 @@ def lead_required(view):
     @functools.wraps(view)
     @login_required
     def wrapped(*args, **kwargs):
-        if not users.is_lead(g.user):
+        if not roles.is_lead(g.user):
             abort(403, description="Only leads and admins can open this page.")
         return view(*args, **kwargs)
 
@@ -123,7 +119,7 @@ def admin_required(view):
     @functools.wraps(view)
     @login_required
     def wrapped(*args, **kwargs):
-        if g.user.role != "admin":
+        if not roles.is_admin(g.user):
             abort(403, description="Only admins can open this page.")
         return view(*args, **kwargs)
 

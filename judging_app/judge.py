@@ -16,20 +16,30 @@ import time
 from datetime import timedelta
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
-from itsdangerous import BadData
-from itsdangerous.encoding import base64_decode, bytes_to_int
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
 from markupsafe import Markup, escape
 
 from curation.formats.guidelines import without_grades_section
 from curation.judge import highlight, judging
-from curation.store import projects, users
+from curation.judge.progress import format_duration
+from curation.store import projects, roles
 
 from .auth import login_required
 from .db import get_db
-from .errors import is_htmx, store_int
+from .errors import is_htmx, store_int, whole_number
+from .tokens import signed_at
 
 bp = Blueprint("judge", __name__, url_prefix="/projects")
+
+
+@bp.teardown_request
+def _end_reads(exc: BaseException | None) -> None:
+    """After a judging request that went through, end the transaction its last reads opened
+    (:func:`curation.judge.judging.end_reads`) before the connection is closed; a request that
+    failed, or that left changes in its session, is rolled back as the connection closes."""
+    db = g.get("db")
+    if exc is None and db is not None and not (db.new or db.dirty or db.deleted):
+        judging.end_reads(db)
 
 _markdown = MarkdownIt("js-default")
 
@@ -40,19 +50,6 @@ def render_guidelines(text: str | None) -> Markup:
     Their "Grades" section is left out: the pages show the project's scale (the one definition,
     taken from that section) as a table in its place."""
     return Markup(_markdown.render(without_grades_section(text or "")))
-
-
-def format_duration(seconds: float | None) -> str | None:
-    """'about 25 min', 'about 1 h 20 min', 'under a minute'; None when unknown."""
-    if seconds is None:
-        return None
-    minutes = int(round(seconds / 60))
-    if minutes < 1:
-        return "under a minute"
-    if minutes < 60:
-        return f"about {minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
 
 
 def marked(pieces: list[tuple[str, bool]]) -> Markup:
@@ -116,10 +113,8 @@ def _render(project, task, *, note: str | None = None, progress=None):
         urls=_urls(project.id),
     )
     if is_htmx():
-        judging.end_reads(db)
         return render_template("judge/_pair.html", **context)
     guidelines = projects.current_guidelines(db, project)
-    judging.end_reads(db)
     return render_template(
         "judge/page.html",
         guidelines=render_guidelines(guidelines.text if guidelines else ""),
@@ -134,7 +129,7 @@ def index():
     lead with nothing to judge) the lead pages."""
     db = get_db()
     mine = judging.judge_projects(db, g.user)
-    if not mine and users.is_lead(g.user) and "lead.index" in current_app.view_functions:
+    if not mine and roles.is_lead(g.user) and "lead.index" in current_app.view_functions:
         return redirect(url_for("lead.index"))
     if len(mine) == 1:
         return redirect(url_for("judge.page", project_id=mine[0].id))
@@ -175,12 +170,16 @@ def answer(project_id: int):
     token = form.get("token", "")
     action = form.get("action", "label")
     grade = form.get("grade", "").strip()
-    if grade and not (grade.isascii() and grade.isdigit() and len(grade) <= 9):  # "²".isdigit() is true
+    try:
+        if grade.startswith("-"):
+            raise ValueError(grade)
+        grade = whole_number(grade) if grade else None
+    except ValueError:
         abort(400, description="The grade must be a number of the project's scale.")
     note_text = (form.get("note") or "").strip() if action == "unsure" else ""
     note = None
     task = progress = None
-    reply = dict(grade=int(grade) if grade else None, unsure=action == "unsure", note=note_text or None,
+    reply = dict(grade=grade, unsure=action == "unsure", note=note_text or None,
                  skip=action == "skip")
     try:
         if is_htmx():  # the answer and the next pair together (one transaction, fewer round trips)
@@ -215,11 +214,10 @@ def _keep_csrf_token() -> None:
         return
     token = request.form.get("csrf_token", "")
     limit = current_app.config.get("WTF_CSRF_TIME_LIMIT")
-    try:
-        signed_at = bytes_to_int(base64_decode(token.rsplit(".", 2)[1]))
-    except (BadData, IndexError, ValueError, TypeError):
+    signed = signed_at(token)
+    if signed is None:
         return
-    if limit is None or 0 <= time.time() - signed_at < limit / 2:
+    if limit is None or 0 <= time.time() - signed < limit / 2:
         g.csrf_token = token
 
 

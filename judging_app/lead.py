@@ -30,7 +30,7 @@ from curation.store.models import Project, User
 
 from .auth import lead_required, project_or_404
 from .db import get_db
-from .errors import ascii_int, finite_float, is_htmx, store_int
+from .errors import finite_float, is_htmx, store_int, whole_number
 from .judge import render_guidelines
 
 bp = Blueprint("lead", __name__, url_prefix="/lead")
@@ -181,7 +181,7 @@ def _report(project: Project):
         thresholds = Thresholds(usable=_float_arg("usable", DEFAULT_THRESHOLDS.usable),
                                 marginal=_float_arg("marginal", DEFAULT_THRESHOLDS.marginal))
         cut = request.args.get("cut") or None
-        return build_agreement_report(get_db(), project, cut=ascii_int(cut) if cut else None, thresholds=thresholds)
+        return build_agreement_report(get_db(), project, cut=whole_number(cut) if cut else None, thresholds=thresholds)
     except ValueError as exc:
         abort(400, description=str(exc))
 
@@ -232,7 +232,7 @@ def progress(project_id: int):
     project = project_or_404(project_id)
     raw = request.args.get("idle") or None
     try:
-        idle = ascii_int(raw) if raw else None
+        idle = whole_number(raw) if raw else None
     except ValueError:
         idle = 0
     if idle is not None and not 1 <= idle <= MAX_IDLE_MINUTES:
@@ -270,7 +270,7 @@ def release(project_id: int):
 @lead_required
 def comparisons(project_id: int):
     """The Comparisons panel (an htmx fragment of the dashboard): the report of `golden settle`."""
-    from curation.judge import decisive
+    from curation.evaluate import decisive
 
     project = project_or_404(project_id)
     try:
@@ -284,7 +284,7 @@ def comparisons(project_id: int):
 @lead_required
 def release_comparison(project_id: int):
     """Release the judges from the pairs no open comparison needs, once one is settled (recorded)."""
-    from curation.judge import decisive
+    from curation.evaluate import decisive
 
     project = project_or_404(project_id)
     try:

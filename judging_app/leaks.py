@@ -18,7 +18,7 @@ from curation.leak.report import MODES
 
 from .auth import lead_required, project_or_404
 from .db import get_db
-from .errors import ascii_int, finite_float, is_htmx, store_int
+from .errors import finite_float, is_htmx, store_int, whole_number
 
 bp = Blueprint("leaks", __name__, url_prefix="/lead")
 
@@ -29,8 +29,8 @@ def _filter() -> leaks.LeakFilter:
     try:
         return leaks.LeakFilter(
             mode=args.get("mode") or None, min_score=finite_float(args.get("min_score") or "0", "min_score"),
-            show=args.get("show") or "all", page=ascii_int(args.get("page") or "1"),
-            per_page=ascii_int(args.get("per_page") or "20"),
+            show=args.get("show") or "all", page=whole_number(args.get("page") or "1"),
+            per_page=whole_number(args.get("per_page") or "20"),
         )
     except ValueError as exc:
         abort(400, description=f"Filter: {exc}")

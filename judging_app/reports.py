@@ -1,7 +1,7 @@
 """Comparison reports in the app: a lead or admin picks two pooled runs of an exported version (or
-several: every pair, or each against a baseline, corrected for their number as ``golden compare``
-of several runs) and gets golden compare's self-contained HTML report
-(curation.evaluate.version_compare + curation.evaluate.html_report).
+several: every pair, or each against a baseline, corrected for their number as ``golden stats compare``
+of several runs) and gets golden stats compare's self-contained HTML report
+(curation.export.version_compare + curation.evaluate.html_report).
 
 The form is a GET (it changes nothing, and the report's address can be shared); the report is the
 same document ``golden compare --html`` writes, served with its own Content-Security-Policy: no
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, render_template, request, url_for
 
-from curation.evaluate import version_compare
 from curation.evaluate.choices import CORRECTIONS
 from curation.evaluate.html_report import render_comparison, render_family
 from curation.evaluate.metrics import METRICS
 from curation.evaluate.stats import WEIGHTINGS
+from curation.export import version_compare
 
 from .auth import lead_required
 from .db import get_db

@@ -12,8 +12,8 @@ import unicodedata
 
 from flask import Blueprint, abort, g, render_template, send_file
 
-from curation.evaluate.version_compare import COVERAGE_WARN_BELOW, version_coverage
 from curation.export.manifest import MANIFEST, folder_order
+from curation.export.version_compare import COVERAGE_WARN_BELOW, version_coverage
 from curation.export.versions_page import version_files, versions_overview
 from curation.store.audit import record_audit
 

@@ -21,11 +21,11 @@ from typing import NamedTuple
 from sqlalchemy import false, true
 from sqlmodel import Session, select
 
-from curation.agree.labels import LEAD_ROLES
 from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, pair_keys, project_id
 from curation.store.models import Adjudication, Document, GuidelinesVersion, Judgment, PoolPair, Project, Query, User
 from curation.store.projects import current_guidelines, grades, set_guidelines
+from curation.store.roles import is_lead
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ def adjudicate(
     proj = session.get(Project, pid)
     if proj is None:
         raise ValueError(f"project: no project with id {pid}")
-    if lead is None or lead.role not in LEAD_ROLES:
+    if not is_lead(lead):
         role = getattr(lead, "role", None)
         raise ValueError(f"lead: only a lead or admin can adjudicate (this user is a {role})")
     scale = [g.grade for g in grades(proj)]
@@ -377,7 +377,7 @@ def open_guidelines_version(
 ) -> tuple[GuidelinesVersion, bool]:
     """Write a new guidelines version from the adjudication screen (a text equal to the current one
     keeps it); judgments made from now on record the new version. Returns (version, is_new)."""
-    if lead is None or lead.role not in LEAD_ROLES:
+    if not is_lead(lead):
         raise ValueError("lead: only a lead or admin can change the guidelines")
     proj = session.get(Project, project_id(project))
     if proj is None:

@@ -40,10 +40,10 @@ from curation.store.models import (
     SeedJudgment,
     User,
 )
+from curation.store.roles import LEAD_ROLES
 
 POLICIES = ("adjudicated", "majority", "lead")
 LABEL_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
-LEAD_ROLES = ("lead", "admin")
 
 
 class Label(NamedTuple):
@@ -299,6 +299,34 @@ def query_strata(session: Session, project: Project | int) -> dict[str, str]:
     return {qid: key or "(none)" for qid, key in rows.all()}
 
 
+def latest_adjudications(session: Session, pid: int) -> dict[int, tuple[int, str, str, int | None]]:
+    """Pair id -> (grade, reason, the lead's name, guidelines version id) of each pair's latest
+    adjudication: the one that counts (:func:`final_labels`, and the export's vectorised pass)."""
+    out = {}
+    for pair_id, grade, reason, lead, gv_id in session.exec(
+        select(Adjudication.pair_id, Adjudication.grade, Adjudication.reason, User.name,
+               Adjudication.guidelines_version_id)
+        .join(User, User.id == Adjudication.lead_id)
+        .where(Adjudication.project_id == pid)
+        .order_by(Adjudication.created_at, Adjudication.id)
+    ).all():
+        out[pair_id] = (int(grade), reason, lead, gv_id)  # the latest wins
+    return out
+
+
+def latest_seed_grades(session: Session, pid: int) -> dict[tuple[str, str], int]:
+    """(qid, docid) -> the grade of the pair's latest seed judgment: the grade a pair nobody judged
+    takes (:func:`final_labels`, and the export's vectorised pass)."""
+    latest: dict[tuple[str, str], int] = {}
+    for qid, docid, grade in session.exec(
+        select(SeedJudgment.qid, SeedJudgment.docid, SeedJudgment.grade)
+        .where(SeedJudgment.project_id == pid)
+        .order_by(SeedJudgment.imported_at, SeedJudgment.id)
+    ).all():
+        latest[(str(qid), str(docid))] = int(grade)
+    return latest
+
+
 def final_labels(
     session: Session,
     project: Project | int,
@@ -330,24 +358,9 @@ def final_labels(
         .order_by(Judgment.answered_at, Judgment.id)
     ).all()):
         votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
-    adjudications: dict[tuple[str, str], tuple[int, str, str]] = {}
-    for qid, docid, grade, reason, lead in session.exec(
-        join_pair_text(
-            select(Query.qid, Document.docid, Adjudication.grade, Adjudication.reason, User.name)
-            .join(PoolPair, PoolPair.id == Adjudication.pair_id)
-        )
-        .join(User, User.id == Adjudication.lead_id)
-        .where(Adjudication.project_id == pid)
-        .order_by(Adjudication.created_at, Adjudication.id)
-    ).all():
-        adjudications[(qid, docid)] = (grade, reason, lead)  # the latest wins
-    seeds: dict[tuple[str, str], int] = {}
-    for qid, docid, grade in session.exec(
-        select(SeedJudgment.qid, SeedJudgment.docid, SeedJudgment.grade)
-        .where(SeedJudgment.project_id == pid)
-        .order_by(SeedJudgment.imported_at, SeedJudgment.id)
-    ).all():
-        seeds[(str(qid), str(docid))] = int(grade)
+    adjudications = {unit_of[pair_id]: (grade, reason, lead)
+                     for pair_id, (grade, reason, lead, _) in latest_adjudications(session, pid).items()}
+    seeds = latest_seed_grades(session, pid)
     out = _resolve_all(votes, policy=policy, adjudications=adjudications, seeds=seeds, leads=leads,
                        pair_of=ids)
     if include_unjudged:

@@ -564,28 +564,37 @@ def compare_all(
     reps: dict[str, np.ndarray] = {}
     breps: dict[str, np.ndarray] = {}
     if why_not is None and units:
-        qindex = {q: i for i, q in enumerate(qids)}
-        qi = np.array([qindex[u[0]] for u in units], dtype=np.int64)
-        nq = len(qids)
-        per_q_o = np.zeros((nq, k, k))
-        np.add.at(per_q_o, qi, _coincidences(vc))
-        per_q_n = np.bincount(qi, minlength=nq).astype(np.float64)
-        per_q_u = np.bincount(qi, weights=unanimous.astype(np.float64), minlength=nq)
-        per_q_bu = np.bincount(qi, weights=bunanimous.astype(np.float64), minlength=nq)
-        counts = _resample_counts(nq, resamples, seed)
-        o = np.einsum("bq,qij->bij", counts, per_q_o)
-        bo = np.einsum("ik,bij,jl->bkl", collapse, o, collapse)
-        n = counts @ per_q_n
-        reps = {"agreement": (counts @ per_q_u) / n, "alpha_nominal": _alpha_from_coincidence(o, "nominal")}
-        if graded:
-            reps["alpha_ordinal"] = _alpha_from_coincidence(o, "ordinal")
-            reps["alpha_interval"] = _alpha_from_coincidence(o, "interval", scale)
-        breps = {"agreement": (counts @ per_q_bu) / n, "alpha_nominal": _alpha_from_coincidence(bo, "nominal")}
+        reps, breps = _all_judges_replicates(units, qids, vc, collapse, unanimous, bunanimous, scale,
+                                             resamples=resamples, seed=seed)
     measures = {n: _few(_with_interval(e, reps.get(n), confidence, resamples, why_not), len(qids))
                 for n, e in measures.items()}
     binary = {n: _few(_with_interval(e, breps.get(n), confidence, resamples, why_not), len(qids))
               for n, e in binary.items()}
     return Agreement(tuple(judges), len(units), len(qids), measures, binary)
+
+
+def _all_judges_replicates(units, qids, vc, collapse, unanimous, bunanimous, scale, *, resamples: int, seed: int):
+    """The bootstrap replicates (queries resampled) of :func:`compare_all`'s measures, graded and
+    binary, from each query's coincidence matrix and counts."""
+    k = len(scale)
+    qindex = {q: i for i, q in enumerate(qids)}
+    qi = np.array([qindex[u[0]] for u in units], dtype=np.int64)
+    nq = len(qids)
+    per_q_o = np.zeros((nq, k, k))
+    np.add.at(per_q_o, qi, _coincidences(vc))
+    per_q_n = np.bincount(qi, minlength=nq).astype(np.float64)
+    per_q_u = np.bincount(qi, weights=unanimous.astype(np.float64), minlength=nq)
+    per_q_bu = np.bincount(qi, weights=bunanimous.astype(np.float64), minlength=nq)
+    counts = _resample_counts(nq, resamples, seed)
+    o = np.einsum("bq,qij->bij", counts, per_q_o)
+    bo = np.einsum("ik,bij,jl->bkl", collapse, o, collapse)
+    n = counts @ per_q_n
+    reps = {"agreement": (counts @ per_q_u) / n, "alpha_nominal": _alpha_from_coincidence(o, "nominal")}
+    if k > 2:
+        reps["alpha_ordinal"] = _alpha_from_coincidence(o, "ordinal")
+        reps["alpha_interval"] = _alpha_from_coincidence(o, "interval", scale)
+    breps = {"agreement": (counts @ per_q_bu) / n, "alpha_nominal": _alpha_from_coincidence(bo, "nominal")}
+    return reps, breps
 
 
 def format_estimate(est: Estimate, *, percent: bool = False, digits: int = 3) -> str:

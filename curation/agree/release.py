@@ -16,6 +16,7 @@ from curation.agree.agreement import build_agreement_report
 from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
 from curation.judge import assignment
 from curation.store.models import Project, User
+from curation.store.roles import is_lead
 
 
 class ReleaseRefused(ValueError):
@@ -45,7 +46,7 @@ def review_and_release(
     :class:`ReleaseRefused` (a ValueError) unless ``force`` and a non-empty ``reason``, which is
     recorded. ``claimed`` (``golden release --agreement``) must equal the measured value to three
     decimals: the record holds what was measured, not what was typed."""
-    if lead is None or lead.role not in ("lead", "admin"):  # before measuring anything (as assignment.release)
+    if not is_lead(lead):  # before measuring anything (as assignment.release)
         raise ValueError(f"lead: {getattr(lead, 'name', None)!r} is a {getattr(lead, 'role', None)}; "
                          "only a lead or admin can release work")
     if report is None:

@@ -66,8 +66,13 @@ def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit
             from curation.machine.escalation import escalation
 
             esc = escalation(s, proj, machine, accept_above=accept_above, audit=audit, seed=seed)
-        rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold,
-                        withhold=esc.accepted if esc else (), order=order, compare=compare, metric=metric, tie=tie)
+        options = dict(overlap=overlap, seed=seed, hold=hold, withhold=esc.accepted if esc else ())
+        if order == "decisive":
+            from curation.evaluate.decisive import assign_decisive
+
+            rep = assign_decisive(s, proj, names, compare=compare, metric=metric, tie=tie, **options)
+        else:
+            rep = do_assign(s, proj, names, **options)
     again = (" (assigned before; its pairs are not added again)"
              if rep.overlap_pairs and not rep.new_overlap_rows else "")
     click.echo(

@@ -200,7 +200,7 @@ def calibrate_cmd(project_name, machine, metric, resamples, as_json, html_path, 
     d = report.as_dict()
     if html_path:
         from curation.formats.fileio import atomic_write
-        from curation.machine.page import render_report_page
+        from judging_app.machine_page import render_report_page
 
         with atomic_write(html_path) as fh:
             fh.write(render_report_page(d))

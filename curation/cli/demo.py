@@ -103,6 +103,7 @@ def demo_cmd(folder, seed, no_serve, port, force):
     else:
         echo(f"  all {pooled_docs:,} pooled documents are in the corpus")
     from curation.demo import load_demo_store
+    from curation.store.roles import is_lead
 
     store = load_demo_store(result, seed=seed)
     a = store.assigned
@@ -112,7 +113,7 @@ def demo_cmd(folder, seed, no_serve, port, force):
     echo(f"  golden admin db upgrade --db {db}")
     echo(f"  golden project create {store.project} --queries {q(str(paths.queries))} --pool {q(str(paths.pool))} "
          f"--corpus {q(str(paths.corpus))} --guidelines {q(str(paths.guidelines))} --scale 0-2 --db {db}")
-    judges = [name for name, role, _ in store.logins if role == "judge"]
+    judges = [name for name, role, _ in store.logins if not is_lead(role)]
     echo(f"  golden admin user add NAME --role judge|lead --db {db}   (for {', '.join(n for n, _, _ in store.logins)})")
     echo(f"  golden judging assign --project {store.project} --judges {','.join(judges)} --overlap {a.overlap_pairs} "
          f"--seed {seed} --db {db}")

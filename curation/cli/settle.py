@@ -65,7 +65,7 @@ def settle_cmd(project_name, compare, metric, tie, release, lead_name, as_json, 
       golden decisive settle --project news --compare bm25,dense --json
       golden decisive settle --project news --release bm25,dense --lead lena
     """
-    from curation.judge.decisive import release_settled, settlement_report
+    from curation.evaluate.decisive import release_settled, settlement_report
     from curation.store.projects import get_project
     from curation.store.users import require_user
 

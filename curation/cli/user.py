@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from curation.cli.base import db_option, domain_errors, echo_json, json_option, main, store_session
+from curation.store.roles import ROLES
 
 
 @main.group()
@@ -27,7 +28,7 @@ def user():
 
 @user.command("add")
 @click.argument("name")
-@click.option("--role", type=click.Choice(["judge", "lead", "admin"]), default="judge", show_default=True,
+@click.option("--role", type=click.Choice(ROLES), default="judge", show_default=True,
               help="judge labels pairs; lead also reviews agreement and releases work; admin manages.")
 @click.option("--password", default=None, help="The password; without it you are asked (empty: one is generated).")
 @click.option("--generate", is_flag=True, help="Generate a random password and print it.")
@@ -107,7 +108,7 @@ def passwd_cmd(name, password, db_url):
 
 @user.command("role")
 @click.argument("name")
-@click.argument("role", type=click.Choice(["judge", "lead", "admin"]))
+@click.argument("role", type=click.Choice(ROLES))
 @db_option
 @domain_errors
 def role_cmd(name, role, db_url):

@@ -92,17 +92,11 @@ def _sub_pool(pm: PoolMatrix, ps: np.ndarray) -> PoolMatrix:
                       docids=[pm.docids[p] for p in ps], ranks=pm.ranks[:, ps], depth=pm.depth)
 
 
-def query_curve(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], ps: np.ndarray, G: int, k: int, *,
-                limit: int = LIMIT) -> QueryCurve:
-    """The curves of one query (pairs ``ps`` of the pool), comparison ``comp`` read as "B higher"
-    (the module docstring: the exchange lemma's candidate sets, exact up to ``limit`` of them)."""
-    a, b = comp
-    disc = _disc(k)
-    rA, rB = pm.ranks[a, ps], pm.ranks[b, ps]
-    c = (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
-         - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
-    t = truth[ps]
-    n = len(ps)
+def _candidate_groups(t: np.ndarray, c: np.ndarray, G: int, limit: int) -> tuple[list, list]:
+    """The exchange lemma's groups of a query's pairs (true grades ``t``, effects ``c``): grade 0
+    lowest ``c`` first, the top grade highest ``c`` first, each intermediate (grade, ``c``) its own
+    group; and the intermediate groups judged for free in the upper curve (smallest ``|c|`` first)
+    until at most ``limit`` candidate sets are left."""
     zero = np.flatnonzero(t == 0)
     zero = zero[np.argsort(c[zero], kind="stable")]  # grade 0: lowest c first
     top = np.flatnonzero(t == G)
@@ -119,7 +113,21 @@ def query_curve(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], ps: np
         _, m = mids.pop(0)
         free.append(m)
         size //= len(m) + 1
-    groups = [zero, top] + [m for _, m in mids]
+    return [zero, top] + [m for _, m in mids], free
+
+
+def query_curve(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], ps: np.ndarray, G: int, k: int, *,
+                limit: int = LIMIT) -> QueryCurve:
+    """The curves of one query (pairs ``ps`` of the pool), comparison ``comp`` read as "B higher"
+    (the module docstring: the exchange lemma's candidate sets, exact up to ``limit`` of them)."""
+    a, b = comp
+    disc = _disc(k)
+    rA, rB = pm.ranks[a, ps], pm.ranks[b, ps]
+    c = (np.where((rB >= 1) & (rB <= k), disc[np.clip(rB, 0, k)], 0.0)
+         - np.where((rA >= 1) & (rA <= k), disc[np.clip(rA, 0, k)], 0.0))
+    t = truth[ps]
+    n = len(ps)
+    groups, free = _candidate_groups(t, c, G, limit)
     combos = np.array(list(itertools.product(*[range(len(g) + 1) for g in groups])), dtype=np.int64)
     base = np.zeros((len(combos), n), dtype=bool)
     for gi, g in enumerate(groups):

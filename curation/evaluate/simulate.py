@@ -8,7 +8,7 @@ grade in the qrels (a pair the qrels lack is not relevant). Pairs are judged in 
 * ``depth``: the pairs by their best rank in the compared runs (all of rank 1 first), ties shuffled;
 * ``oracle``: an order that knows the labels (:func:`oracle_sequence`), the reference for what any
   order could save (``mode="each"`` only; the CLI does not offer it);
-* ``decisive``: after each batch, the priorities of :mod:`curation.judge.decisive` are recomputed
+* ``decisive``: after each batch, the priorities of :mod:`curation.evaluate.decisive` are recomputed
   and whole queries are taken, the most unsettled weight first (as ``golden assign --order
   decisive`` hands them to judges; ``granularity="pair"`` takes single pairs instead, the bound of
   what an order could save).
@@ -47,7 +47,6 @@ from curation.evaluate.settle import (
 
 ORDERS = ("decisive", "shuffled", "depth", "oracle")  # oracle: knows the labels (a reference, not for users)
 GRANULARITIES = ("block", "query", "pair")
-BLOCK = 10  # pairs of one query served together (shuffled) by the decisive order
 
 
 @dataclass
@@ -183,8 +182,60 @@ def simulate(
     outside the row's pool) and ``shares`` (per check, each row's share judged). ``correction``
     (:data:`curation.evaluate.choices.CORRECTIONS` but tukey): the summary's "significant" counts the
     fully judged verdicts that survive it over the ``comparisons``."""
-    from curation.judge.decisive import pair_priorities
+    _check_options(order=order, mode=mode, granularity=granularity, step=step)
+    metric_form(metric, pm.depth)
+    comps = [tuple(c) for c in comparisons]
+    if not comps:
+        raise ValueError("compare: no comparison to simulate")
+    G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
+    C, P, n = len(comps), pm.n_pairs, len(pm.qids)
+    counts = resample_counts(n, resamples=resamples, seed=seed)
+    rng = np.random.default_rng(seed)
+    # each comparison's own pool (C, P), or one row for all
+    member = np.stack([pm.members(c) for c in comps]) if mode == "each" else np.ones((1, P), dtype=bool)
+    rows, pool_size = member.shape[0], member.sum(axis=1)
+    result, full = _fully_judged(pm, truth, comps, metric, member, counts, G, order=order, mode=mode,
+                                 granularity=granularity, step=step, rel_level=rel_level, level=level, tie=tie,
+                                 correction=correction)
+    fixed = _fixed_orders(pm, truth, comps, metric, member, counts, full, G, rng, order=order, mode=mode, level=level)
+    judged = ~member.copy()  # pairs outside a comparison's pool are known (not relevant) from the start
+    if trace is not None:  # for studies of a stopping rule: the check after which each pair was judged
+        trace.update(judged_at=np.where(member, np.iinfo(np.int16).max, -1).astype(np.int16), shares=[])
+    done = np.zeros(rows, dtype=np.int64)
+    open_c = np.ones(C, dtype=bool)
+    est_open = np.ones(C, dtype=bool) if estimate else np.zeros(C, dtype=bool)
+    share, model_cache = 0.0, {}
+    t_checks, checks = 0.0, 0
+    while True:
+        grades = np.where(judged, np.where(member, truth[None, :], 0.0), np.nan)
+        t0 = time.process_time()
+        bounds = query_bounds(pm, grades, comps, metric, max_grade=G, rel_level=rel_level)
+        st = settle(bounds, counts, level=level, tie=tie)
+        t_checks += time.process_time() - t0
+        checks += 1
+        if trace is not None:
+            trace["shares"].append(done / np.maximum(pool_size, 1))
+        shares = done / np.maximum(pool_size, 1)
+        _record_settled(st, shares, open_c, result)
+        if estimate and est_open.any():
+            _estimate_check(pm, grades, comps, metric, counts, member, st, shares, est_open, result, model_cache, G=G,
+                            rel_level=rel_level, level=level, tie=tie, seed=seed, estimate_level=estimate_level,
+                            estimate_until=estimate_until)
+        if progress is not None:
+            progress(float(shares.min()))
+        active = open_c | est_open
+        left = (member & ~judged).any(axis=1)
+        if not active.any() or not (left if rows > 1 else left & True)[active if rows > 1 else [0]].any():
+            break
+        share = min(1.0, share + step)
+        _judge_batch(pm, member, judged, done, pool_size, active, fixed, bounds, st, rng, share=share,
+                     granularity=granularity, trace=trace, checks=checks)
+    result.seconds_per_check = t_checks / max(checks, 1)
+    result.checks = checks
+    return result
 
+
+def _check_options(*, order: str, mode: str, granularity: str, step: float) -> None:
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     if mode not in ("each", "all"):
@@ -193,36 +244,43 @@ def simulate(
         raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}, not {granularity!r}")
     if not 0 < step <= 1:
         raise ValueError(f"step must be a share of the pool in (0, 1], not {step!r}")
-    name, _k = metric_form(metric, pm.depth)
-    comps = [tuple(c) for c in comparisons]
-    if not comps:
-        raise ValueError("compare: no comparison to simulate")
-    G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
-    C, P, n = len(comps), pm.n_pairs, len(pm.qids)
-    counts = resample_counts(n, resamples=resamples, seed=seed)
-    rng = np.random.default_rng(seed)
 
-    if mode == "each":
-        member = np.stack([pm.members(c) for c in comps])  # (C, P): the comparison's own pool
-    else:
-        member = np.ones((1, P), dtype=bool)
+
+def _record_settled(st, shares, open_c, result: SimulationResult) -> None:
+    """The share judged when each open comparison settled, and its verdict, recorded in ``result``."""
+    for i in np.flatnonzero(open_c):
+        if st.status[i] != OPEN:
+            res = result.comparisons[i]
+            res.settled_share = float(shares[0 if len(shares) == 1 else i])
+            res.settled_verdict = st.status[i]
+            res.wrong = st.status[i] != res.full_verdict
+            open_c[i] = False
+
+
+def _fully_judged(pm: PoolMatrix, truth, comps, metric, member, counts, G: int, *, order, mode, granularity, step,
+                  rel_level, level, tie, correction) -> tuple[SimulationResult, list[str]]:
+    """The result to fill, with each comparison's fully judged verdict (the same resamples)."""
     rows = member.shape[0]
     pool_size = member.sum(axis=1)
-
-    # the fully judged verdicts, with the same resamples
     full_grades = np.where(member, truth[None, :], 0.0)
     fb = query_bounds(pm, full_grades, comps, metric, max_grade=G, rel_level=rel_level)
     flo, fhi = percentile_ends(counts, fb.lo, level)
     full = [verdict_of(a, b, tie) for a, b in zip(flo, fhi)]
     result = SimulationResult(metric=str(metric), order=order, mode=mode, granularity=granularity, depth=pm.depth,
-                              queries=n, pool_pairs=int(member.any(axis=0).sum()), step=step, correction=correction)
+                              queries=len(pm.qids), pool_pairs=int(member.any(axis=0).sum()), step=step,
+                              correction=correction)
     for i, (a, b) in enumerate(comps):
         result.comparisons.append(ComparisonResult(
             a=pm.runs[a], b=pm.runs[b], pool_pairs=int(pool_size[0 if rows == 1 else i]), full_verdict=full[i],
             full_mean=float(fb.lo[i].mean()), full_low=float(flo[i]), full_high=float(fhi[i])))
     _correct_full_verdicts(result, counts, fb.lo, level)
+    return result, full
 
-    # fixed orders: a rank of every pair per row
+
+def _fixed_orders(pm: PoolMatrix, truth, comps, metric, member, counts, full, G: int, rng, *, order, mode, level):
+    """For the orders fixed in advance (oracle, shuffled, depth), each row's pairs in judging order;
+    None for the decisive order (recomputed after every batch)."""
+    rows = member.shape[0]
     fixed = None
     if order == "oracle":
         if mode != "each":
@@ -242,83 +300,61 @@ def simulate(
                 best = np.where(rk > 0, rk, np.inf).min(axis=0)
                 key = np.lexsort((noise, best))
             fixed.append(idx[key])
+    return fixed
 
-    judged = ~member.copy()  # pairs outside a comparison's pool are known (not relevant) from the start
-    if trace is not None:  # for studies of a stopping rule: the check after which each pair was judged
-        trace["judged_at"] = np.where(member, np.iinfo(np.int16).max, -1).astype(np.int16)
-        trace["shares"] = []
-    done = np.zeros(rows, dtype=np.int64)
-    open_c = np.ones(C, dtype=bool)
-    est_open = np.ones(C, dtype=bool) if estimate else np.zeros(C, dtype=bool)
-    share = 0.0
-    model_cache: dict = {}
-    t_checks, checks = 0.0, 0
-    bounds = None
-    while True:
-        grades = np.where(judged, np.where(member, truth[None, :], 0.0), np.nan)
-        t0 = time.process_time()
-        bounds = query_bounds(pm, grades, comps, metric, max_grade=G, rel_level=rel_level)
-        st = settle(bounds, counts, level=level, tie=tie)
-        t_checks += time.process_time() - t0
-        checks += 1
-        if trace is not None:
-            trace["shares"].append(done / np.maximum(pool_size, 1))
-        shares = done / np.maximum(pool_size, 1)
-        for i in np.flatnonzero(open_c):
-            if st.status[i] != OPEN:
-                res = result.comparisons[i]
-                res.settled_share = float(shares[0 if rows == 1 else i])
-                res.settled_verdict = st.status[i]
-                res.wrong = st.status[i] != res.full_verdict
-                open_c[i] = False
-        if estimate and est_open.any():
-            from curation.evaluate.settle import estimate as run_estimate
 
-            for i in np.flatnonzero(est_open & (np.array(st.status) != OPEN)):  # the guarantee came first
+def _estimate_check(pm: PoolMatrix, grades, comps, metric, counts, member, st, shares, est_open, result, model_cache,
+                    *, G, rel_level, level, tie, seed, estimate_level, estimate_until) -> None:
+    """Where the estimate first called a significant verdict with P(flip) small enough (or the
+    guarantee came first), recorded in ``result``; those comparisons leave ``est_open``."""
+    from curation.evaluate.settle import estimate as run_estimate
+
+    rows = member.shape[0]
+    for i in np.flatnonzero(est_open & (np.array(st.status) != OPEN)):  # the guarantee came first
+        res = result.comparisons[i]
+        res.estimate_share, res.estimate_verdict = float(shares[0 if rows == 1 else i]), st.status[i]
+        res.estimate_wrong = res.estimate_verdict != res.full_verdict
+        est_open[i] = False
+    ask = np.flatnonzero(est_open & (shares <= estimate_until if rows > 1 else shares[0] <= estimate_until))
+    if len(ask):
+        est = run_estimate(pm, grades, comps, metric, counts, max_grade=G, rel_level=rel_level, level=level,
+                           tie=tie, only=ask, members=member, cache=model_cache, samples=8,
+                           seed=seed)
+        for i, e in est.items():
+            if e["p_flip"] <= 1 - estimate_level and e["verdict"] in (HIGHER, LOWER):
                 res = result.comparisons[i]
-                res.estimate_share, res.estimate_verdict = float(shares[0 if rows == 1 else i]), st.status[i]
+                res.estimate_share = float(shares[0 if rows == 1 else i])
+                res.estimate_verdict = e["verdict"]
                 res.estimate_wrong = res.estimate_verdict != res.full_verdict
                 est_open[i] = False
-            ask = np.flatnonzero(est_open & (shares <= estimate_until if rows > 1 else shares[0] <= estimate_until))
-            if len(ask):
-                est = run_estimate(pm, grades, comps, metric, counts, max_grade=G, rel_level=rel_level, level=level,
-                                   tie=tie, only=ask, members=member, cache=model_cache, samples=8, seed=seed)
-                for i, e in est.items():
-                    if e["p_flip"] <= 1 - estimate_level and e["verdict"] in (HIGHER, LOWER):
-                        res = result.comparisons[i]
-                        res.estimate_share = float(shares[0 if rows == 1 else i])
-                        res.estimate_verdict = e["verdict"]
-                        res.estimate_wrong = res.estimate_verdict != res.full_verdict
-                        est_open[i] = False
-        if progress is not None:
-            progress(float(shares.min()))
-        active = open_c | est_open
-        left = (member & ~judged).any(axis=1)
-        if not active.any() or not (left if rows > 1 else left & True)[active if rows > 1 else [0]].any():
-            break
-        # the next batch, per row of the judged state
-        share = min(1.0, share + step)
-        for r in range(rows):
-            rows_comps = [r] if rows > 1 else list(np.flatnonzero(active))
-            if rows > 1 and not active[r]:
-                continue
-            target = int(np.ceil(share * pool_size[r]))
-            need = target - int(done[r])
-            if need <= 0:
-                continue
-            if fixed is not None:
-                take = fixed[r][done[r]:done[r] + need]
-            else:
-                prio = pair_priorities(bounds, st, rows_comps, P)
-                todo = member[r] & ~judged[r]
-                take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
-            judged[r, take] = True
-            if trace is not None:
-                trace["judged_at"][r, take] = checks
-            done[r] += len(take)
-    result.seconds_per_check = t_checks / max(checks, 1)
-    result.checks = checks
-    return result
+
+
+def _judge_batch(pm: PoolMatrix, member, judged, done, pool_size, active, fixed, bounds, st, rng, *, share: float,
+                 granularity: str, trace: dict | None, checks: int) -> None:
+    """The next batch, per row of the judged state: each active row judged up to ``share`` of its
+    pool, in its fixed order or the decisive one (``judged``, ``done`` and ``trace`` updated)."""
+    from curation.evaluate.decisive import pair_priorities
+    from curation.judge.assignment import BLOCK  # the judges' queue: a query's pairs in blocks
+
+    rows, P = member.shape[0], pm.n_pairs
+    for r in range(rows):
+        rows_comps = [r] if rows > 1 else list(np.flatnonzero(active))
+        if rows > 1 and not active[r]:
+            continue
+        target = int(np.ceil(share * pool_size[r]))
+        need = target - int(done[r])
+        if need <= 0:
+            continue
+        if fixed is not None:
+            take = fixed[r][done[r]:done[r] + need]
+        else:
+            prio = pair_priorities(bounds, st, rows_comps, P)
+            todo = member[r] & ~judged[r]
+            take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
+        judged[r, take] = True
+        if trace is not None:
+            trace["judged_at"][r, take] = checks
+        done[r] += len(take)
 
 
 def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: int, granularity: str,

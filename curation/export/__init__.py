@@ -3,5 +3,6 @@
 Modules: ``versions`` (export, frozen versions), ``gather`` (the state from the store), ``changes``
 (CHANGES.md), ``manifest`` (file names, state hash, seal), ``archive`` (the zip), ``write`` (the
 folder), ``verify`` (``golden verify``), ``versions_page`` (the versions page's data), ``split``
-(tune/holdout). Nothing is re-exported here: import from the module.
+(tune/holdout), ``version_compare`` (pooled runs compared on an exported version, for the reports
+page). Nothing is re-exported here: import from the module.
 """

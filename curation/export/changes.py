@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from curation.export.gather import VersionState
 from curation.export.manifest import MANIFEST
+from curation.export.reading import version_labels, version_queries  # noqa: F401 - version_queries: versions.py reads it here
 from curation.formats.qrels import parse_label_records
-from curation.formats.queries import QueryRecord, parse_queries
+from curation.formats.queries import QueryRecord
 
 _CHANGES_LIST_LIMIT = 500
 
@@ -28,15 +29,7 @@ def _short(text: str, n: int = 80) -> str:
 def version_records(files: dict[str, bytes]) -> tuple[dict[tuple[str, str], dict], dict[str, QueryRecord]]:
     """A stored version's labels ``{(qid, docid): qrels.jsonl record}`` and queries ``{qid: QueryRecord}``,
     read by the one reader of each format (:mod:`curation.formats.qrels`, :mod:`curation.formats.queries`)."""
-    labels = {(r["qid"], r["docid"]): r for r in parse_label_records(_lines(files["qrels.jsonl"]), "qrels.jsonl")}
-    text = files["queries.jsonl"]
-    queries = {q.qid: q for q in parse_queries(_lines(text), "queries.jsonl")} if text.strip() else {}
-    return labels, queries
-
-
-def _lines(data: bytes) -> list[str]:
-    # split on "\n" only: str.splitlines would also split inside a text holding U+2028 or U+0085
-    return data.decode("utf-8").split("\n")
+    return version_labels(files), version_queries(files["queries.jsonl"])
 
 
 def diff_versions(old_labels: dict, new_labels: dict, old_queries: dict, new_queries: dict) -> dict:
@@ -140,11 +133,6 @@ def _merge(old: Iterator, new: Iterator, limit: int) -> LabelDiff:
             d.new_pairs += 1
             o, n = next(old, _END), next(new, _END)
     return d
-
-
-def version_queries(text: bytes) -> dict[str, QueryRecord]:
-    """A stored version's queries ``{qid: QueryRecord}`` (:mod:`curation.formats.queries`)."""
-    return {q.qid: q for q in parse_queries(_lines(text), "queries.jsonl")} if text.strip() else {}
 
 
 def changes_md(version: str, parent: str | None, parent_files, state: VersionState) -> str:

@@ -31,14 +31,13 @@ from pathlib import Path
 from sqlalchemy import false, true
 from sqlmodel import Session, func, select
 
-from curation.agree.labels import LABEL_SOURCES, LEAD_ROLES, Label, Vote, resolve
+from curation.agree.labels import LABEL_SOURCES, Label, Vote, latest_adjudications, latest_seed_grades, resolve
 from curation.export.manifest import FORMAT, iso_utc, state_hash
 from curation.export.split import split_summary
 from curation.formats.qrels import label_record_line, label_vote_json, plain_label_lines, qrel_text
 from curation.formats.queries import queries_text
 from curation.pool.seeds import SEED_SOURCES
 from curation.store.models import (
-    Adjudication,
     Document,
     GuidelinesVersion,
     Judgment,
@@ -53,6 +52,8 @@ from curation.store.models import (
 )
 from curation.store.needs import needs_by_qid
 from curation.store.projects import guidelines_history
+from curation.store.roles import is_lead as lead_role
+from curation.store.scale import grade_values, scale_records
 
 # The sources of an exported label (curation.agree.labels): every one but the two that carry no grade.
 EXPORTED_SOURCES = tuple(s for s in LABEL_SOURCES if s not in ("unresolved", "unjudged"))
@@ -204,12 +205,32 @@ def _vote_lists(latest, lrank, starts, ends, names, gv_of, need_of, cache: dict)
     return out
 
 
+def _decisive_record(session, project) -> dict | None:
+    """For the export's manifest: how the pool was ordered and which comparisons were settled at
+    what share (None when the project has no decisive comparison: the default order)."""
+    from curation.evaluate.decisive import stored_comparisons
+    from curation.judge.assignment import BLOCK
+
+    rows = stored_comparisons(session, project)
+    if not rows:
+        return None
+    return {
+        "order": "decisive",
+        "block": BLOCK,
+        "comparisons": [
+            {"a": r.run_a, "b": r.run_b, "metric": r.metric, "tie": r.tie,
+             "settled": r.settled_verdict is not None, "verdict": r.settled_verdict,
+             "settled_at": iso_utc(r.settled_at), "settled_share": r.settled_share,
+             "released_at": iso_utc(r.released_at), "released_pairs": r.released_pairs}
+            for r in rows
+        ],
+    }
+
+
 def _judging_order(session, project) -> dict:
     """``{"judging_order": ...}`` when the pool was ordered for comparisons (golden assign --order
-    decisive), else nothing (curation.judge.decisive.manifest_record)."""
-    from curation.judge.decisive import manifest_record
-
-    record = manifest_record(session, project)
+    decisive), else nothing (:func:`_decisive_record`)."""
+    record = _decisive_record(session, project)
     return {} if record is None else {"judging_order": record}
 
 
@@ -262,16 +283,8 @@ class VersionState:
 
 def _adjudications(session: Session, pid: int, gv_of: dict[int, int]) -> dict[int, tuple[int, str, str, int | None]]:
     """pair id -> (grade, reason, lead name, guidelines version) of the pair's latest adjudication."""
-    out = {}
-    for pair_id, grade, reason, lead, gv_id in session.exec(
-        select(Adjudication.pair_id, Adjudication.grade, Adjudication.reason, User.name,
-               Adjudication.guidelines_version_id)
-        .join(User, User.id == Adjudication.lead_id)
-        .where(Adjudication.project_id == pid)
-        .order_by(Adjudication.created_at, Adjudication.id)
-    ).all():
-        out[pair_id] = (int(grade), reason, lead, gv_of.get(gv_id))  # the latest wins
-    return out
+    return {pair_id: (grade, reason, lead, gv_of.get(gv_id))
+            for pair_id, (grade, reason, lead, gv_id) in latest_adjudications(session, pid).items()}
 
 
 def _seeds(session: Session, pid: int):
@@ -284,14 +297,7 @@ def _seeds(session: Session, pid: int):
         .order_by(SeedJudgment.source, SeedJudgment.qid, SeedJudgment.docid)
     ).all():
         rows[(str(qid), str(docid))].append({"source": source, "grade": int(grade)})
-    latest: dict[tuple[str, str], int] = {}
-    for qid, docid, grade in session.exec(
-        select(SeedJudgment.qid, SeedJudgment.docid, SeedJudgment.grade)
-        .where(SeedJudgment.project_id == pid)
-        .order_by(SeedJudgment.imported_at, SeedJudgment.id)
-    ).all():
-        latest[(str(qid), str(docid))] = int(grade)
-    return rows, latest
+    return rows, latest_seed_grades(session, pid)
 
 
 def _chunks(session: Session, pid: int, queries: list[Query], chunk_pairs: int) -> list[list[Query]]:
@@ -366,12 +372,64 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
     judged), computed here a chunk of queries at a time. ``fill`` (``machine:NAME``): pooled pairs no
     person labelled take that machine judge's label, flagged per pair and counted in the manifest
     (:mod:`curation.machine.fill`); without it nothing a machine said is read."""
+    facts = _project_facts(session, project)
+
+    progress_step(bar, "final labels")
+    filler = None
+    if fill is not None:
+        from curation.machine.fill import machine_fill
+
+        filler = machine_fill(session, project, fill)
+    spool.mkdir(parents=True, exist_ok=True)
+    tally = _Tally.open(spool, facts.n_judges)
+    conn = session.connection()
+    overlap_ids = _overlap_assigned(session, facts.pid)
+    for chunk in _chunks(session, facts.pid, facts.queries, chunk_pairs or CHUNK_PAIRS):
+        _label_chunk(conn, chunk, facts, tally, policy=policy, filler=filler, overlap_ids=overlap_ids)
+    # Seed judgments of queries that are not in the project are counted as left out.
+    for qid, keys in facts.seeds_by_qid.items():
+        if qid not in facts.known_qids:
+            tally.left_out["query_not_in_set"] += len(keys)
+    files = {"qrels.txt": tally.txt.close(), "qrels.jsonl": tally.jsonl.close()}
+
+    qrecs = _query_records(session, project, facts.active)
+    qfile = _HashedFile(spool / "queries.jsonl")
+    qfile.write(queries_text((qrecs[qid] for qid in sorted(qrecs)), spaced=True))
+    files["queries.jsonl"] = qfile.close()
+
+    body = _manifest_body(session, project, facts, tally, qrecs, policy=policy, filler=filler, bar=bar)
+    return VersionState(files, body, qrecs, tally.unjudged, tally.unresolved, tally.n_unjudged, tally.n_unresolved)
+
+
+@dataclass
+class _Facts:
+    """What the export reads of the project once, before its chunks of queries."""
+
+    pid: int
+    queries: list  # the queries' rows (attribute access by column name)
+    active: dict  # qid -> row, of the queries not dropped
+    dropped: list[str]
+    excluded_docids: set[str]
+    gv_of: dict[int, int]  # guidelines version id -> number
+    gv_version: object  # numpy: guidelines version id -> number, -1 for none
+    names: list[str]  # every user's name, sorted: votes are listed by judge name
+    rank_of: object  # numpy: user id -> place in ``names``
+    is_lead: object  # numpy bool per place in ``names``
+    roles: dict[str, str]
+    need_of: dict[int, int]  # information need version id -> number
+    n_judges: int
+    adjudications: dict
+    seed_rows: dict
+    seed_grade: dict
+    seeds_by_qid: dict[str, list[tuple[str, str]]]
+    known_qids: set[str]
+    adjudicated_ids: object  # numpy: the adjudicated pairs' ids, sorted
+
+
+def _project_facts(session: Session, project: Project) -> _Facts:
     import numpy as np
 
     pid = project.id
-    grades_list = json.loads(project.grades_json or "[]")
-    scale = sorted(int(g["grade"]) for g in grades_list) or [0, 1]
-
     # The queries' columns as rows (attribute access by column name), without an ORM object each.
     queries = session.exec(select(*Query.__table__.columns).where(Query.project_id == pid)).all()
     active = {q.qid: q for q in queries if q.status != "dropped"}
@@ -389,267 +447,366 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
         rank_of[uid] = rank[name]
     is_lead = np.array([False] * len(names), dtype=bool)
     for _, name, role in user_rows:
-        is_lead[rank[name]] = role in LEAD_ROLES
+        is_lead[rank[name]] = lead_role(role)
     roles = {name: role for _, name, role in user_rows}
     need_of = dict(session.exec(select(QueryNeed.id, QueryNeed.version).where(QueryNeed.project_id == pid)).all())
     gv_version = np.full(max(gv_of, default=0) + 1, -1, dtype=np.int64)  # guidelines version id -> number
     for gid, v in gv_of.items():
         gv_version[gid] = v
-    n_judges = max(len(names), 1)
 
     adjudications = _adjudications(session, pid, gv_of)
     seed_rows, seed_grade = _seeds(session, pid)
     seeds_by_qid: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for key in seed_rows.keys() | seed_grade.keys():
         seeds_by_qid[key[0]].append(key)
-    known_qids = {q.qid for q in queries}
+    return _Facts(pid=pid, queries=queries, active=active, dropped=dropped, excluded_docids=excluded_docids,
+                  gv_of=gv_of, gv_version=gv_version, names=names, rank_of=rank_of, is_lead=is_lead, roles=roles,
+                  need_of=need_of, n_judges=max(len(names), 1), adjudications=adjudications, seed_rows=seed_rows,
+                  seed_grade=seed_grade, seeds_by_qid=seeds_by_qid, known_qids={q.qid for q in queries},
+                  adjudicated_ids=np.array(sorted(adjudications), dtype=np.int64))
 
-    progress_step(bar, "final labels")
-    filler = None
-    if fill is not None:
-        from curation.machine.fill import FILL_SOURCE, machine_fill
 
-        filler = machine_fill(session, project, fill)
-    spool.mkdir(parents=True, exist_ok=True)
-    txt, jsonl = _HashedFile(spool / "qrels.txt"), _HashedFile(spool / "qrels.jsonl")
-    vote_json: dict[tuple, str] = {}
-    adjudicated_ids = np.array(sorted(adjudications), dtype=np.int64)
-    unjudged: list[tuple[str, str]] = []
-    unresolved: list[tuple[str, str]] = []
-    n_unjudged = n_unresolved = 0
-    unsure_labels = unsure_decided = 0
-    left_out = Counter()
-    sources = Counter()
-    grade_counts = Counter()
-    seed_confirm = Counter()
-    with_labels: set[str] = set()
-    in_project = np.zeros(n_judges, dtype=np.int64)  # each judge's latest labels in the project
-    in_export = np.zeros(n_judges, dtype=np.int64)  # ... and those this export counts
-    gv_counts = Counter()
-    pool_pairs = seed_pairs = 0
-    batches: set[int] = set()
-    conn = session.connection()
-    overlap_ids = _overlap_assigned(session, pid)
-    agree_units: list[tuple[str, str]] = []  # the overlap pairs' (qid, docid), and their latest votes:
-    agree_votes: list[np.ndarray] = []  # (unit number, judge rank, grade) rows, for the agreement summary
-    for chunk in _chunks(session, pid, queries, chunk_pairs or CHUNK_PAIRS):
-        qid_of = {q.id: q.qid for q in chunk}
-        ids = list(qid_of)
-        chunk_qids = [q.qid for q in chunk]  # in qid order (_chunks)
-        pool = _fetch(conn,
-            select(PoolPair.id, PoolPair.query_id, Document.docid, Document.excluded, PoolPair.seed_source,
-                   PoolPair.batch)
-            .join(Document, Document.id == PoolPair.document_id)
-            .where(PoolPair.query_id.in_(ids))
-        )
-        rows = _fetch(conn,
-            select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure,
-                   func.coalesce(Judgment.guidelines_version_id, 0), func.coalesce(Judgment.need_version_id, 0))
-            .join(PoolPair, PoolPair.id == Judgment.pair_id)
-            # No filter on Judgment.project_id: the pairs are the project's, and SQLite would read
-            # every judgment of the project through that index for each chunk.
-            .where(PoolPair.query_id.in_(ids), Judgment.skipped == false(), Judgment.grade.is_not(None))
-            .order_by(Judgment.answered_at, Judgment.id)
-        )
-        latest, lrank, lorder, starts = _latest_votes(rows, rank_of, n_judges)
-        del rows
-        ends = np.r_[starts[1:], len(latest)] if len(starts) else starts
-        n_groups = len(starts)
-        if len(latest):
-            in_project += np.bincount(lrank, minlength=n_judges)
-            gmin = np.minimum.reduceat(latest[:, 2], starts)
-            gmax = np.maximum.reduceat(latest[:, 2], starts)
-            glead = np.maximum.reduceat(is_lead[lrank].astype(np.int64), starts)
-            ggv = np.maximum.reduceat(gv_version[latest[:, 4]], starts)
-            gunsure = np.maximum.reduceat(latest[:, 3], starts) > 0
-        else:
-            gmin = gmax = glead = ggv = np.zeros(0, dtype=np.int64)
-            gunsure = np.zeros(0, dtype=bool)
-        gpair = latest[starts, 0]  # each group's pair id, ascending
-        easy = gmin == gmax
-        if policy == "lead":
-            easy &= glead == 0
-        exported_groups = np.zeros(n_groups, dtype=bool)
+@dataclass
+class _Tally:
+    """What the chunks add up to: the two label files being written, and the manifest's counts."""
 
-        # The chunk's units (pooled pairs, and seed judgments of pairs not pooled) in the files' order.
-        pool_pairs += len(pool)
-        u_pair, u_query, u_docid, u_excl, u_seeded, u_batch = (list(c) for c in zip(*pool, strict=True)) if pool \
-            else ([], [], [], [], [], [])
-        del pool
-        seed_pairs += len(u_seeded) - u_seeded.count(None) - u_seeded.count("")  # the pairs a seed pooled
-        batches.update(u_batch)
-        del u_seeded, u_batch
-        id_arr = np.array(ids, dtype=np.int64)  # query id -> its place in the chunk, by a sorted lookup
-        by_id = np.argsort(id_arr)
-        u_qpos = by_id[np.searchsorted(id_arr[by_id], np.array(u_query, dtype=np.int64))].tolist()
-        del u_query
-        chunk_seeds = any(q in seeds_by_qid for q in chunk_qids)
-        seed_keys: set[tuple[str, str]] = set()
-        if chunk_seeds:
-            pooled_keys = {(chunk_qids[q], d) for q, d in zip(u_qpos, u_docid, strict=True)}
-            for qpos, qid in enumerate(chunk_qids):
-                for key in seeds_by_qid.get(qid, ()):
-                    seed_keys.add(key)
-                    if key not in pooled_keys:
-                        u_pair.append(-1)
-                        u_qpos.append(qpos)
-                        u_docid.append(key[1])
-                        u_excl.append(key[1] in excluded_docids)
-            del pooled_keys
-        # Checked once per chunk: white space in an identifier (refused, below, by the per-pair path).
-        odd = not all(u_docid) or _SPACE.search("\0".join(u_docid)) is not None or \
-            any(not q or _SPACE.search(q) for q in chunk_qids)
-        # Sorted by (qid, docid) as Python compares strings: by docid (sorted, on the docids themselves),
-        # then by the query's place in the chunk (numpy's stable sort keeps the docid order within a query).
-        order = np.array(sorted(range(len(u_docid)), key=u_docid.__getitem__), dtype=np.int64)
-        u_qpos = np.array(u_qpos, dtype=np.int64)[order]
-        by_query = np.argsort(u_qpos, kind="stable")
-        order, u_qpos = order[by_query], u_qpos[by_query]
-        docs = np.array(u_docid, dtype=object)[order]  # the docids in the files' order
-        u_pair = np.array(u_pair, dtype=np.int64)[order]
-        u_excl = np.array(u_excl, dtype=bool)[order]  # Document.excluded (the driver's 0/1 or booleans)
-        del u_docid
-        if excluded_docids:
-            u_excl |= np.fromiter((d in excluded_docids for d in docs.tolist()), dtype=bool, count=len(docs))
-        u_active = np.array([q in active for q in chunk_qids], dtype=bool)[u_qpos]
-        g = np.searchsorted(gpair, u_pair) if n_groups else np.zeros(len(u_pair), dtype=np.int64)
-        found = g < n_groups
-        found[found] = gpair[g[found]] == u_pair[found]
-        g = np.where(found, g, -1)
-        u_seed = np.zeros(len(u_pair), dtype=bool)
-        if seed_keys:
-            u_seed = np.array([(chunk_qids[q], d) in seed_keys for q, d in zip(u_qpos.tolist(), docs.tolist(),
-                                                                                strict=True)], dtype=bool)
-        kept = u_active & ~u_excl
-        left_out["dropped_query"] += int((~u_active).sum())
-        left_out["excluded_document"] += int((u_active & u_excl).sum())
-        # The common case, in vectorised passes: a pooled pair whose latest votes agree (or that one
-        # judge labelled), not adjudicated, without seed judgments; every other pair is resolved below.
-        fast = kept & found & ~u_seed & ~np.isin(u_pair, adjudicated_ids)
-        fast[fast] = easy[g[fast]]
-        if odd:
-            fast[:] = False
-        slow = np.flatnonzero(kept & ~fast)
-        fidx = np.flatnonzero(fast)
-        fg = g[fidx]
-        exported_groups[fg] = True
-        fgrade = gmin[fg]
-        fsingle = (ends - starts)[fg] == 1
-        funsure = gunsure[fg]
-        sources["single"] += int(fsingle.sum())
-        sources["unanimous"] += int(len(fg) - fsingle.sum())
-        grade_counts.update(dict(zip(*(v.tolist() for v in np.unique(fgrade, return_counts=True)), strict=True)))
-        unsure_labels += int(funsure.sum())
-        with_labels.update(chunk_qids[i] for i in np.unique(u_qpos[fidx]).tolist())
-        txt_fast, json_fast = plain_label_lines(
-            np.array(chunk_qids, dtype=object)[u_qpos[fidx]].tolist(), docs[fidx].tolist(), fgrade.tolist(),
-            fsingle.tolist(), _vote_lists(latest, lrank, starts, ends, names, gv_of, need_of, vote_json)[fg].tolist(),
-            ggv[fg].tolist(), funsure.tolist(), machine=filler is not None)
+    txt: _HashedFile
+    jsonl: _HashedFile
+    in_project: object  # numpy: each judge's latest labels in the project
+    in_export: object  # ... and those this export counts
+    vote_json: dict = field(default_factory=dict)
+    unjudged: list[tuple[str, str]] = field(default_factory=list)
+    unresolved: list[tuple[str, str]] = field(default_factory=list)
+    n_unjudged: int = 0
+    n_unresolved: int = 0
+    unsure_labels: int = 0
+    unsure_decided: int = 0
+    left_out: Counter = field(default_factory=Counter)
+    sources: Counter = field(default_factory=Counter)
+    grade_counts: Counter = field(default_factory=Counter)
+    seed_confirm: Counter = field(default_factory=Counter)
+    with_labels: set[str] = field(default_factory=set)
+    gv_counts: Counter = field(default_factory=Counter)
+    pool_pairs: int = 0
+    seed_pairs: int = 0
+    batches: set[int] = field(default_factory=set)
+    agree_units: list[tuple[str, str]] = field(default_factory=list)  # the overlap pairs' (qid, docid), and
+    agree_votes: list = field(default_factory=list)  # their latest votes: (unit number, judge rank, grade) rows
 
-        # The other pairs, one at a time (curation.agree.labels.resolve), their lines put in their place.
-        txt_out: list = []
-        json_out: list = []
-        done = 0  # fast lines written so far
-        slow_docids = docs[slow].tolist()
-        for i, docid in zip(slow.tolist(), slow_docids, strict=True):
-            upto = int(np.searchsorted(fidx, i))
-            if upto > done:
-                txt_out.extend(txt_fast[done:upto])
-                json_out.extend(json_fast[done:upto])
-                done = upto
-            qid = chunk_qids[u_qpos[i]]
-            gi = int(g[i])
-            pair_id = None if u_pair[i] < 0 else int(u_pair[i])
-            adj = adjudications.get(pair_id) if pair_id is not None else None
-            key = (qid, docid)
-            if adj is None and gi >= 0 and easy[gi]:
-                grade = int(gmin[gi])
-                source = "single" if ends[gi] - starts[gi] == 1 else "unanimous"
-            else:
-                votes = [Vote(names[lrank[k]], int(latest[k, 2]), bool(is_lead[lrank[k]]), float(lorder[k]))
-                         for k in range(starts[gi], ends[gi])] if gi >= 0 else []
-                grade, source = resolve(votes, policy=policy, adjudication=adj[0] if adj else None,
-                                        seed=seed_grade.get(key))
-            machine = None
-            if filler is not None and source == "unjudged" and pair_id is not None:
-                machine = filler.labels.get((qid, docid))
-                if machine is not None:
-                    grade, source = machine["grade"], FILL_SOURCE
-            if pair_id is not None and source in ("unjudged", "seed"):
-                n_unjudged += 1
-                if len(unjudged) < EXAMPLES:
-                    unjudged.append((qid, docid))
-            if source == "unresolved":
-                n_unresolved += 1
-                if len(unresolved) < EXAMPLES:
-                    unresolved.append((qid, docid))
-            if grade is None:
-                continue
-            if odd or qid not in with_labels:
-                _check_ids(qid, docid)
-            parts = []
-            gv_used = -1
-            if gi >= 0:
-                exported_groups[gi] = True
-                gv_used = int(ggv[gi])
-                for k in range(starts[gi], ends[gi]):
-                    parts.append(_vote_text(vote_json, names, gv_of, need_of, lrank[k], *latest[k, 2:6].tolist()))
-            adjudication = None
-            if source == "adjudicated":
-                adjudication = {"lead": adj[2], "grade": int(grade), "reason": adj[1], "guidelines_version": adj[3]}
-                if adj[3] is not None:
-                    gv_used = max(gv_used, adj[3])
-            seeds = seed_rows.get(key) if chunk_seeds else None
-            extra = {}
-            if gi >= 0 and gunsure[gi]:
-                # A judge marked their grade unsure. Only then is the key written, so a state exported
-                # before unsure answers carried a grade keeps its bytes (and its state hash).
-                extra["unsure"] = True
-                unsure_labels += 1
-                unsure_decided += adjudication is not None
-            if filler is not None:
-                extra["machine"] = machine
-            txt_out.append(qrel_text(qid, docid, grade))
-            json_out.append(label_record_line(qid, docid, grade, source, parts, adjudication, seeds or [],
-                                              pair_id is not None, gv_used if gv_used >= 0 else None, extra))
-            sources[source] += 1
-            grade_counts[grade] += 1
-            with_labels.add(qid)
-            if seeds and source != "seed":
-                seed_confirm["confirmed" if (grade > 0) == (max(s["grade"] for s in seeds) > 0) else "rejected"] += 1
-        if len(fidx) > done:
-            txt_out.extend(txt_fast[done:])
-            json_out.extend(json_fast[done:])
-        txt.write("".join(txt_out))
-        jsonl.write("".join(json_out))
-        del txt_out, json_out, txt_fast, json_fast
-        if len(latest):
-            counted = np.repeat(exported_groups, ends - starts)
-            in_export += np.bincount(lrank[counted], minlength=n_judges)
-            gvs = gv_version[latest[counted, 4]]
-            gv_counts.update({int(v): int(n) for v, n in zip(*np.unique(gvs[gvs >= 0], return_counts=True),
-                                                              strict=True)})
-            # The agreement's pairs: those two or more judges labelled, and the overlap set's.
-            shared = (ends - starts) >= 2
-            if len(overlap_ids):
-                shared |= np.isin(gpair, overlap_ids)
-            if shared.any():
-                at = np.flatnonzero(shared)
-                unit_of = np.argsort(u_pair, kind="stable")
-                where = unit_of[np.searchsorted(u_pair, gpair[at], sorter=unit_of)]
-                unit_docids = docs[where].tolist()
-                base = len(agree_units)
-                agree_units.extend((chunk_qids[q], d) for q, d in zip(u_qpos[where].tolist(), unit_docids,
-                                                                      strict=True))
-                rows_at = np.repeat(shared, ends - starts)
-                unit_no = np.repeat(base + np.arange(len(at)), (ends - starts)[at])
-                agree_votes.append(np.column_stack([unit_no, lrank[rows_at], latest[rows_at, 2]]))
-    # Seed judgments of queries that are not in the project are counted as left out.
-    for qid, keys in seeds_by_qid.items():
-        if qid not in known_qids:
-            left_out["query_not_in_set"] += len(keys)
-    files = {"qrels.txt": txt.close(), "qrels.jsonl": jsonl.close()}
+    @classmethod
+    def open(cls, spool: Path, n_judges: int) -> _Tally:
+        import numpy as np
 
+        return cls(_HashedFile(spool / "qrels.txt"), _HashedFile(spool / "qrels.jsonl"),
+                   np.zeros(n_judges, dtype=np.int64), np.zeros(n_judges, dtype=np.int64))
+
+    def count_missing(self, pair_id, source: str, qid: str, docid: str) -> None:
+        """Count a pooled pair without a person's label, and a disagreement left unresolved."""
+        if pair_id is not None and source in ("unjudged", "seed"):
+            self.n_unjudged += 1
+            if len(self.unjudged) < EXAMPLES:
+                self.unjudged.append((qid, docid))
+        if source == "unresolved":
+            self.n_unresolved += 1
+            if len(self.unresolved) < EXAMPLES:
+                self.unresolved.append((qid, docid))
+
+
+@dataclass
+class _Votes:
+    """A chunk's latest votes (each judge's latest label of each pair), grouped by pair, ascending."""
+
+    latest: object  # numpy rows: pair id, judge id, grade, unsure, guidelines version id, need version id
+    lrank: object  # each row's judge, as a place in the names
+    lorder: object  # each row's place among the judgments (its age)
+    starts: object
+    ends: object
+    gpair: object  # each group's pair id
+    gmin: object
+    glead: object
+    ggv: object  # the highest guidelines version number of the group's votes
+    gunsure: object
+    easy: object  # the votes agree (and, under policy lead, no lead voted)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.starts)
+
+
+def _chunk_votes(conn, ids: list[int], facts: _Facts, policy: str) -> _Votes:
+    import numpy as np
+
+    rows = _fetch(conn,
+        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure,
+               func.coalesce(Judgment.guidelines_version_id, 0), func.coalesce(Judgment.need_version_id, 0))
+        .join(PoolPair, PoolPair.id == Judgment.pair_id)
+        # No filter on Judgment.project_id: the pairs are the project's, and SQLite would read
+        # every judgment of the project through that index for each chunk.
+        .where(PoolPair.query_id.in_(ids), Judgment.skipped == false(), Judgment.grade.is_not(None))
+        .order_by(Judgment.answered_at, Judgment.id)
+    )
+    latest, lrank, lorder, starts = _latest_votes(rows, facts.rank_of, facts.n_judges)
+    del rows
+    ends = np.r_[starts[1:], len(latest)] if len(starts) else starts
+    if len(latest):
+        gmin = np.minimum.reduceat(latest[:, 2], starts)
+        gmax = np.maximum.reduceat(latest[:, 2], starts)
+        glead = np.maximum.reduceat(facts.is_lead[lrank].astype(np.int64), starts)
+        ggv = np.maximum.reduceat(facts.gv_version[latest[:, 4]], starts)
+        gunsure = np.maximum.reduceat(latest[:, 3], starts) > 0
+    else:
+        gmin = gmax = glead = ggv = np.zeros(0, dtype=np.int64)
+        gunsure = np.zeros(0, dtype=bool)
+    easy = gmin == gmax
+    if policy == "lead":
+        easy &= glead == 0
+    return _Votes(latest, lrank, lorder, starts, ends, latest[starts, 0], gmin, glead, ggv, gunsure, easy)
+
+
+@dataclass
+class _Units:
+    """A chunk's units (pooled pairs, and seed judgments of pairs not pooled) in the files' order:
+    (qid, docid) as Python compares strings."""
+
+    pair: object  # numpy: the pool pair's id, -1 for a seed judgment of a pair not pooled
+    qpos: object  # numpy: the query's place in the chunk
+    docs: object  # numpy (object): the docids
+    excluded: object  # numpy bool: the document is excluded
+    group: object  # numpy: the unit's group in the chunk's votes, -1 for none
+    seeded: object  # numpy bool: the pair has seed judgments
+    seed_keys: set[tuple[str, str]]
+    odd: bool  # an identifier of the chunk is empty or holds white space
+
+
+def _chunk_units(pool: list[tuple], ids: list[int], chunk_qids: list[str], facts: _Facts, votes: _Votes,
+                 tally: _Tally) -> _Units:
+    import numpy as np
+
+    tally.pool_pairs += len(pool)
+    u_pair, u_query, u_docid, u_excl, u_seeded, u_batch = (list(c) for c in zip(*pool, strict=True)) if pool \
+        else ([], [], [], [], [], [])
+    tally.seed_pairs += len(u_seeded) - u_seeded.count(None) - u_seeded.count("")  # the pairs a seed pooled
+    tally.batches.update(u_batch)
+    del u_seeded, u_batch
+    id_arr = np.array(ids, dtype=np.int64)  # query id -> its place in the chunk, by a sorted lookup
+    by_id = np.argsort(id_arr)
+    u_qpos = by_id[np.searchsorted(id_arr[by_id], np.array(u_query, dtype=np.int64))].tolist()
+    del u_query
+    seed_keys: set[tuple[str, str]] = set()
+    if any(q in facts.seeds_by_qid for q in chunk_qids):
+        pooled_keys = {(chunk_qids[q], d) for q, d in zip(u_qpos, u_docid, strict=True)}
+        for qpos, qid in enumerate(chunk_qids):
+            for key in facts.seeds_by_qid.get(qid, ()):
+                seed_keys.add(key)
+                if key not in pooled_keys:
+                    u_pair.append(-1)
+                    u_qpos.append(qpos)
+                    u_docid.append(key[1])
+                    u_excl.append(key[1] in facts.excluded_docids)
+        del pooled_keys
+    # Checked once per chunk: white space in an identifier (refused, below, by the per-pair path).
+    odd = not all(u_docid) or _SPACE.search("\0".join(u_docid)) is not None or \
+        any(not q or _SPACE.search(q) for q in chunk_qids)
+    # Sorted by (qid, docid) as Python compares strings: by docid (sorted, on the docids themselves),
+    # then by the query's place in the chunk (numpy's stable sort keeps the docid order within a query).
+    order = np.array(sorted(range(len(u_docid)), key=u_docid.__getitem__), dtype=np.int64)
+    u_qpos = np.array(u_qpos, dtype=np.int64)[order]
+    by_query = np.argsort(u_qpos, kind="stable")
+    order, u_qpos = order[by_query], u_qpos[by_query]
+    docs = np.array(u_docid, dtype=object)[order]  # the docids in the files' order
+    u_pair = np.array(u_pair, dtype=np.int64)[order]
+    u_excl = np.array(u_excl, dtype=bool)[order]  # Document.excluded (the driver's 0/1 or booleans)
+    del u_docid
+    if facts.excluded_docids:
+        u_excl |= np.fromiter((d in facts.excluded_docids for d in docs.tolist()), dtype=bool, count=len(docs))
+    n_groups = votes.n_groups
+    g = np.searchsorted(votes.gpair, u_pair) if n_groups else np.zeros(len(u_pair), dtype=np.int64)
+    found = g < n_groups
+    found[found] = votes.gpair[g[found]] == u_pair[found]
+    g = np.where(found, g, -1)
+    u_seed = np.zeros(len(u_pair), dtype=bool)
+    if seed_keys:
+        u_seed = np.array([(chunk_qids[q], d) in seed_keys for q, d in zip(u_qpos.tolist(), docs.tolist(),
+                                                                            strict=True)], dtype=bool)
+    return _Units(u_pair, u_qpos, docs, u_excl, g, u_seed, seed_keys, odd)
+
+
+def _label_chunk(conn, chunk: list, facts: _Facts, tally: _Tally, *, policy: str, filler, overlap_ids) -> None:
+    """The final labels of one chunk of queries, their lines appended to the label files, counted.
+
+    The common case in vectorised passes (a pooled pair whose latest votes agree, or that one judge
+    labelled, not adjudicated, without seed judgments); every other pair one at a time
+    (:func:`_resolve_unit`), its lines put in their place."""
+    import numpy as np
+
+    qid_of = {q.id: q.qid for q in chunk}
+    ids = list(qid_of)
+    chunk_qids = [q.qid for q in chunk]  # in qid order (_chunks)
+    pool = _fetch(conn,
+        select(PoolPair.id, PoolPair.query_id, Document.docid, Document.excluded, PoolPair.seed_source,
+               PoolPair.batch)
+        .join(Document, Document.id == PoolPair.document_id)
+        .where(PoolPair.query_id.in_(ids))
+    )
+    votes = _chunk_votes(conn, ids, facts, policy)
+    if len(votes.latest):
+        tally.in_project += np.bincount(votes.lrank, minlength=facts.n_judges)
+    exported_groups = np.zeros(votes.n_groups, dtype=bool)
+    units = _chunk_units(pool, ids, chunk_qids, facts, votes, tally)
+    del pool
+    u_active = np.array([q in facts.active for q in chunk_qids], dtype=bool)[units.qpos]
+    kept = u_active & ~units.excluded
+    tally.left_out["dropped_query"] += int((~u_active).sum())
+    tally.left_out["excluded_document"] += int((u_active & units.excluded).sum())
+    g = units.group
+    fast = kept & (g >= 0) & ~units.seeded & ~np.isin(units.pair, facts.adjudicated_ids)
+    fast[fast] = votes.easy[g[fast]]
+    if units.odd:
+        fast[:] = False
+    slow = np.flatnonzero(kept & ~fast)
+    fidx = np.flatnonzero(fast)
+    txt_fast, json_fast = _fast_lines(fidx, chunk_qids, units, votes, facts, tally, exported_groups,
+                                      machine=filler is not None)
+
+    txt_out: list = []
+    json_out: list = []
+    done = 0  # fast lines written so far
+    for i, docid in zip(slow.tolist(), units.docs[slow].tolist(), strict=True):
+        upto = int(np.searchsorted(fidx, i))
+        if upto > done:
+            txt_out.extend(txt_fast[done:upto])
+            json_out.extend(json_fast[done:upto])
+            done = upto
+        lines = _resolve_unit(i, chunk_qids[units.qpos[i]], docid, units, votes, facts, tally, exported_groups,
+                              policy=policy, filler=filler)
+        if lines is not None:
+            txt_out.append(lines[0])
+            json_out.append(lines[1])
+    if len(fidx) > done:
+        txt_out.extend(txt_fast[done:])
+        json_out.extend(json_fast[done:])
+    tally.txt.write("".join(txt_out))
+    tally.jsonl.write("".join(json_out))
+    del txt_out, json_out, txt_fast, json_fast
+    if len(votes.latest):
+        _count_votes(votes, units, chunk_qids, exported_groups, facts, tally, overlap_ids)
+
+
+def _fast_lines(fidx, chunk_qids: list[str], units: _Units, votes: _Votes, facts: _Facts, tally: _Tally,
+                exported_groups, *, machine: bool) -> tuple[list[str], list[str]]:
+    """The label lines of the units resolved in the vectorised pass (``fidx``), counted."""
+    import numpy as np
+
+    fg = units.group[fidx]
+    exported_groups[fg] = True
+    fgrade = votes.gmin[fg]
+    fsingle = (votes.ends - votes.starts)[fg] == 1
+    funsure = votes.gunsure[fg]
+    tally.sources["single"] += int(fsingle.sum())
+    tally.sources["unanimous"] += int(len(fg) - fsingle.sum())
+    tally.grade_counts.update(dict(zip(*(v.tolist() for v in np.unique(fgrade, return_counts=True)), strict=True)))
+    tally.unsure_labels += int(funsure.sum())
+    tally.with_labels.update(chunk_qids[i] for i in np.unique(units.qpos[fidx]).tolist())
+    vote_lists = _vote_lists(votes.latest, votes.lrank, votes.starts, votes.ends, facts.names, facts.gv_of,
+                             facts.need_of, tally.vote_json)
+    return plain_label_lines(
+        np.array(chunk_qids, dtype=object)[units.qpos[fidx]].tolist(), units.docs[fidx].tolist(), fgrade.tolist(),
+        fsingle.tolist(), vote_lists[fg].tolist(), votes.ggv[fg].tolist(), funsure.tolist(), machine=machine)
+
+
+def _resolve_unit(i: int, qid: str, docid: str, units: _Units, votes: _Votes, facts: _Facts, tally: _Tally,
+                  exported_groups, *, policy: str, filler) -> tuple[str, str] | None:
+    """The final label of unit ``i`` (:func:`curation.agree.labels.resolve`) as its two lines, counted;
+    None when it has no grade."""
+    gi = int(units.group[i])
+    pair_id = None if units.pair[i] < 0 else int(units.pair[i])
+    adj = facts.adjudications.get(pair_id) if pair_id is not None else None
+    key = (qid, docid)
+    starts, ends, latest, lrank = votes.starts, votes.ends, votes.latest, votes.lrank
+    if adj is None and gi >= 0 and votes.easy[gi]:
+        grade = int(votes.gmin[gi])
+        source = "single" if ends[gi] - starts[gi] == 1 else "unanimous"
+    else:
+        vote_list = [Vote(facts.names[lrank[k]], int(latest[k, 2]), bool(facts.is_lead[lrank[k]]),
+                          float(votes.lorder[k])) for k in range(starts[gi], ends[gi])] if gi >= 0 else []
+        grade, source = resolve(vote_list, policy=policy, adjudication=adj[0] if adj else None,
+                                seed=facts.seed_grade.get(key))
+    machine = None
+    if filler is not None and source == "unjudged" and pair_id is not None:
+        from curation.machine.fill import FILL_SOURCE
+
+        machine = filler.labels.get((qid, docid))
+        if machine is not None:
+            grade, source = machine["grade"], FILL_SOURCE
+    tally.count_missing(pair_id, source, qid, docid)
+    if grade is None:
+        return None
+    if units.odd or qid not in tally.with_labels:
+        _check_ids(qid, docid)
+    parts = []
+    gv_used = -1
+    if gi >= 0:
+        exported_groups[gi] = True
+        gv_used = int(votes.ggv[gi])
+        for k in range(starts[gi], ends[gi]):
+            parts.append(_vote_text(tally.vote_json, facts.names, facts.gv_of, facts.need_of, lrank[k],
+                                    *latest[k, 2:6].tolist()))
+    adjudication = None
+    if source == "adjudicated":
+        adjudication = {"lead": adj[2], "grade": int(grade), "reason": adj[1], "guidelines_version": adj[3]}
+        if adj[3] is not None:
+            gv_used = max(gv_used, adj[3])
+    seeds = facts.seed_rows.get(key) if units.seed_keys else None
+    extra = {}
+    if gi >= 0 and votes.gunsure[gi]:
+        # A judge marked their grade unsure. Only then is the key written, so a state exported
+        # before unsure answers carried a grade keeps its bytes (and its state hash).
+        extra["unsure"] = True
+        tally.unsure_labels += 1
+        tally.unsure_decided += adjudication is not None
+    if filler is not None:
+        extra["machine"] = machine
+    lines = (qrel_text(qid, docid, grade),
+             label_record_line(qid, docid, grade, source, parts, adjudication, seeds or [], pair_id is not None,
+                               gv_used if gv_used >= 0 else None, extra))
+    tally.sources[source] += 1
+    tally.grade_counts[grade] += 1
+    tally.with_labels.add(qid)
+    if seeds and source != "seed":
+        tally.seed_confirm["confirmed" if (grade > 0) == (max(s["grade"] for s in seeds) > 0) else "rejected"] += 1
+    return lines
+
+
+def _count_votes(votes: _Votes, units: _Units, chunk_qids: list[str], exported_groups, facts: _Facts,
+                 tally: _Tally, overlap_ids) -> None:
+    """A chunk's votes counted: the labels the export counts per judge and guidelines version, and the
+    agreement's pairs (those two or more judges labelled, and the overlap set's) with their votes."""
+    import numpy as np
+
+    starts, ends, latest, lrank, gpair = votes.starts, votes.ends, votes.latest, votes.lrank, votes.gpair
+    counted = np.repeat(exported_groups, ends - starts)
+    tally.in_export += np.bincount(lrank[counted], minlength=facts.n_judges)
+    gvs = facts.gv_version[latest[counted, 4]]
+    tally.gv_counts.update({int(v): int(n) for v, n in zip(*np.unique(gvs[gvs >= 0], return_counts=True),
+                                                            strict=True)})
+    shared = (ends - starts) >= 2
+    if len(overlap_ids):
+        shared |= np.isin(gpair, overlap_ids)
+    if shared.any():
+        at = np.flatnonzero(shared)
+        unit_of = np.argsort(units.pair, kind="stable")
+        where = unit_of[np.searchsorted(units.pair, gpair[at], sorter=unit_of)]
+        unit_docids = units.docs[where].tolist()
+        base = len(tally.agree_units)
+        tally.agree_units.extend((chunk_qids[q], d) for q, d in zip(units.qpos[where].tolist(), unit_docids,
+                                                                    strict=True))
+        rows_at = np.repeat(shared, ends - starts)
+        unit_no = np.repeat(base + np.arange(len(at)), (ends - starts)[at])
+        tally.agree_votes.append(np.column_stack([unit_no, lrank[rows_at], latest[rows_at, 2]]))
+
+
+def _query_records(session: Session, project: Project, active: dict) -> dict[str, dict]:
+    """queries.jsonl's record of each active query, by qid."""
     qrecs: dict[str, dict] = {}
     for qid in sorted(active):
         q = active[qid]
@@ -681,15 +838,22 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
     for qid, need in needs_by_qid(session, project).items():
         if qid in qrecs:
             qrecs[qid].update(description=need.description, narrative=need.narrative, need_version=need.version)
-    qfile = _HashedFile(spool / "queries.jsonl")
-    qfile.write(queries_text((qrecs[qid] for qid in sorted(qrecs)), spaced=True))
-    files["queries.jsonl"] = qfile.close()
+    return qrecs
 
+
+def _manifest_body(session: Session, project: Project, facts: _Facts, tally: _Tally, qrecs: dict, *,
+                   policy: str, filler, bar) -> dict:
+    """The manifest's facts (without version, parent, created and files). One dict literal, the
+    manifest's layout in one place, which is why it runs over 80 lines."""
+    import numpy as np
+
+    pid, names, queries = facts.pid, facts.names, facts.queries
+    sources = tally.sources
     # Judges: each one's latest labels in the project, and how many of them this export counts.
     judges = [
-        {"name": names[i], "role": roles.get(names[i]), "labels": int(in_project[i]),
-         "labels_in_export": int(in_export[i])}
-        for i in np.flatnonzero(in_project)
+        {"name": names[i], "role": facts.roles.get(names[i]), "labels": int(tally.in_project[i]),
+         "labels_in_export": int(tally.in_export[i])}
+        for i in np.flatnonzero(tally.in_project)
     ]
     gv_rows = guidelines_history(session, project)
     current_gv = gv_rows[-1] if gv_rows else None
@@ -700,10 +864,16 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
     leak_status = Counter(q.leak_status or "unchecked" for q in queries)
     doc_total = session.exec(select(func.count(Document.id)).where(Document.project_id == pid)).one()
 
-    seeds_by_source = Counter(s["source"] for rows in seed_rows.values() for s in rows)
+    seeds_by_source = Counter(s["source"] for rows in facts.seed_rows.values() for s in rows)
+    scale = grade_values(project)
+    fill_sources = ()
+    if filler is not None:
+        from curation.machine.fill import FILL_SOURCE
+
+        fill_sources = (FILL_SOURCE,)
 
     progress_step(bar, "agreement")
-    agreement = _agreement_summary(agree_units, agree_votes, names, scale)
+    agreement = _agreement_summary(tally.agree_units, tally.agree_votes, names, scale)
     progress_step(bar, "files")
     n_pairs = sum(sources.values())
     body = {
@@ -712,40 +882,41 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
         "policy": policy,
         "counts": {
             "queries": len(qrecs),
-            "queries_with_labels": len(with_labels),
+            "queries_with_labels": len(tally.with_labels),
             "pairs": n_pairs,
-            "grades": {str(g): grade_counts.get(g, 0) for g in scale},
-            "sources": {s: sources.get(s, 0) for s in EXPORTED_SOURCES + ((FILL_SOURCE,) if filler else ())},
+            "grades": {str(g): tally.grade_counts.get(g, 0) for g in scale},
+            "sources": {s: sources.get(s, 0) for s in EXPORTED_SOURCES + fill_sources},
             "seed_only": sources.get("seed", 0),
-            "left_out": {k: left_out.get(k, 0) for k in ("dropped_query", "excluded_document", "query_not_in_set")},
+            "left_out": {k: tally.left_out.get(k, 0)
+                         for k in ("dropped_query", "excluded_document", "query_not_in_set")},
         },
         "incomplete": {
-            "unjudged_pooled_pairs": n_unjudged,
-            "unresolved_disagreements": n_unresolved,
+            "unjudged_pooled_pairs": tally.n_unjudged,
+            "unresolved_disagreements": tally.n_unresolved,
         },
         "corpus": {
             "fingerprint": project.corpus_fingerprint,
             "documents": int(doc_total),
-            "excluded_documents": len(excluded_docids),
+            "excluded_documents": len(facts.excluded_docids),
         },
         "query_set": {
             "sha256": project.queries_sha256,
             "queries": len(queries),
-            "dropped": dropped,
+            "dropped": facts.dropped,
         },
         "pool": {
             "sha256": project.pool_sha256,
             "depth": project.pool_depth,
-            "pairs": pool_pairs,
-            "batches": len(batches),
-            "seed_pairs": seed_pairs,
+            "pairs": tally.pool_pairs,
+            "batches": len(tally.batches),
+            "seed_pairs": tally.seed_pairs,
             "runs": [{"name": r.name, "sha256": r.sha256, "depth": r.depth} for r in runs],
         },
-        "label_scale": {"scale": project.scale, "grades": grades_list},
+        "label_scale": {"scale": project.scale, "grades": scale_records(project)},
         "guidelines": {
             "current": {"version": current_gv.version, "sha256": current_gv.sha256} if current_gv else None,
             "versions": [
-                {"version": g.version, "sha256": g.sha256, "labels_in_export": gv_counts.get(g.version, 0)}
+                {"version": g.version, "sha256": g.sha256, "labels_in_export": tally.gv_counts.get(g.version, 0)}
                 for g in gv_rows
             ],
         },
@@ -761,18 +932,18 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
         **_judging_order(session, project),
         "seeds": {
             "by_source": {s: seeds_by_source.get(s, 0) for s in SEED_SOURCES},
-            "confirmed_by_judges": seed_confirm.get("confirmed", 0),
-            "rejected_by_judges": seed_confirm.get("rejected", 0),
+            "confirmed_by_judges": tally.seed_confirm.get("confirmed", 0),
+            "rejected_by_judges": tally.seed_confirm.get("rejected", 0),
             "labels_resting_on_seed_alone": sources.get("seed", 0),
         },
     }
-    if unsure_labels:  # written when there are some, so earlier states keep their state hash
+    if tally.unsure_labels:  # written when there are some, so earlier states keep their state hash
         body["counts"]["unsure"] = {
-            "labels": unsure_labels,  # labels a judge marked unsure (with their best grade)
-            "decided_by_lead": unsure_decided,  # confirmed or changed
+            "labels": tally.unsure_labels,  # labels a judge marked unsure (with their best grade)
+            "decided_by_lead": tally.unsure_decided,  # confirmed or changed
         }
     undecided = [f for f in findings if f.decision is None]
-    if undecided:  # issue 14: an export says so (only then: the states of clean exports keep their hash)
+    if undecided:  # an export says so (only then: the states of clean exports keep their hash)
         body["leak_check"]["undecided"] = {
             "findings": len(undecided), "chunks": len({(f.query_id, f.chunk_id) for f in undecided}),
             "queries": len({f.query_id for f in undecided}),
@@ -781,11 +952,11 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
         body["machine_fill"] = _plain({
             "judge": filler.name,
             "kind": "machine",
-            "pairs_filled": sources.get(FILL_SOURCE, 0),
+            "pairs_filled": sources.get(fill_sources[0], 0),
             "pairs_labelled_by_machine": len(filler.labels),
             "calibration": filler.calibration,
         })
-    return VersionState(files, body, qrecs, unjudged, unresolved, n_unjudged, n_unresolved)
+    return body
 
 
 def progress_step(bar, name: str) -> None:

@@ -65,39 +65,71 @@ def verify(path: str | os.PathLike) -> VerifyReport:
     report = VerifyReport(path=path, version=None)
     problems = report.problems
     mpath = path / MANIFEST
-    if not path.is_dir():
-        problems.append(f"{path}: not a folder")
+    found = _read_manifest(path, mpath, problems)
+    if found is None:
         return report
-    if not mpath.exists():
-        problems.append(f"{mpath}: missing; is this an exported version folder?")
-        return report
-    raw = mpath.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        problems.append(f"{mpath}: gzip-compressed data, not a manifest (JSON text); re-export the version")
-        return report
-    try:
-        text = decode_text(raw, mpath)  # strict UTF-8: file:line and column, binary data named as such
-    except InputError as exc:
-        problems.append(str(exc))
-        return report
-    try:
-        manifest = json.loads(text)
-    except ValueError as exc:
-        problems.append(f"{mpath}: not valid JSON ({exc})")
-        return report
-    if not isinstance(manifest, dict):
-        problems.append(f"{mpath}: not a manifest (expected a JSON object)")
-        return report
-    shape = _shape_problems(manifest)
-    if shape:
-        problems.extend(f"{mpath}: {p}" for p in shape)
-        return report
+    raw, manifest = found
     if not manifest_seal_ok(raw):
         problems.append(f"{mpath}: its bytes do not match its manifest_sha256 (the manifest was changed)")
     report.version = manifest.get("version")
     if report.version != path.name:
         problems.append(f"{mpath}: version {report.version!r} but the folder is named {path.name!r}")
     listed = manifest.get("files") or {}
+    intact = _check_listed_files(path, mpath, listed, report)
+    qrels = _read_qrels(path, intact, problems)
+    _check_other_files(path, mpath, manifest, qrels, problems)
+    if {"qrels.txt", "qrels.jsonl", "queries.jsonl"} <= intact:
+        hashes = {n: listed[n]["sha256"] for n in ("qrels.txt", "qrels.jsonl", "queries.jsonl")}
+        if state_hash(hashes, manifest) != manifest.get("state_sha256"):
+            problems.append(f"{mpath}: state_sha256 does not match the files and the manifest's facts")
+    counts = manifest.get("counts") or {}
+    if counts.get("pairs") != len(qrels):
+        problems.append(f"{mpath}: counts.pairs is {counts.get('pairs')}, qrels.txt has {len(qrels)}")
+    by_grade = Counter(str(g) for _, _, g in qrels)
+    listed_grades = {k: v for k, v in (counts.get("grades") or {}).items() if v}
+    if listed_grades != dict(by_grade):
+        problems.append(f"{mpath}: counts.grades {listed_grades} differ from qrels.txt "
+                        f"{dict(sorted(by_grade.items()))}")
+    return report
+
+
+def _read_manifest(path: Path, mpath: Path, problems: list[str]) -> tuple[bytes, dict] | None:
+    """The manifest's bytes and its JSON object; None (with the problem listed) when the folder or
+    the manifest is missing, or the manifest is not a well-formed manifest."""
+    if not path.is_dir():
+        problems.append(f"{path}: not a folder")
+        return None
+    if not mpath.exists():
+        problems.append(f"{mpath}: missing; is this an exported version folder?")
+        return None
+    raw = mpath.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        problems.append(f"{mpath}: gzip-compressed data, not a manifest (JSON text); re-export the version")
+        return None
+    try:
+        text = decode_text(raw, mpath)  # strict UTF-8: file:line and column, binary data named as such
+    except InputError as exc:
+        problems.append(str(exc))
+        return None
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        problems.append(f"{mpath}: not valid JSON ({exc})")
+        return None
+    if not isinstance(manifest, dict):
+        problems.append(f"{mpath}: not a manifest (expected a JSON object)")
+        return None
+    shape = _shape_problems(manifest)
+    if shape:
+        problems.extend(f"{mpath}: {p}" for p in shape)
+        return None
+    return raw, manifest
+
+
+def _check_listed_files(path: Path, mpath: Path, listed: dict, report: VerifyReport) -> set[str]:
+    """The files the manifest lists against the folder's: the names of those intact (their sha256
+    and size as listed)."""
+    problems = report.problems
     for name in DATA_FILES:
         if name not in listed:
             problems.append(f"{mpath}: no checksum for {name}")
@@ -120,7 +152,11 @@ def verify(path: str | os.PathLike) -> VerifyReport:
             problems.append(f"{fpath}: {size} bytes, the manifest says {info.get('bytes')}")
         else:
             intact.add(name)
+    return intact
 
+
+def _read_qrels(path: Path, intact: set[str], problems: list[str]) -> list[tuple[str, str, int]]:
+    """qrels.txt's (qid, docid, grade), each line exactly as the export writes it, sorted and unique."""
     qrels: list[tuple[str, str, int]] = []
     if "qrels.txt" in intact or (path / "qrels.txt").exists():
         qpath = path / "qrels.txt"
@@ -146,6 +182,12 @@ def verify(path: str | os.PathLike) -> VerifyReport:
             problems.append(f"{qpath}: lines are not sorted by qid then docid")
         if len(set(keys)) != len(keys):
             problems.append(f"{qpath}: a pair appears more than once")
+    return qrels
+
+
+def _check_other_files(path: Path, mpath: Path, manifest: dict, qrels: list, problems: list[str]) -> None:
+    """qrels.jsonl holds qrels.txt's pairs and grades; queries.jsonl every qid of the qrels, and as
+    many queries as the manifest counts."""
     jpath = path / "qrels.jsonl"
     try:
         with open_text(jpath) as fh:
@@ -166,19 +208,6 @@ def verify(path: str | os.PathLike) -> VerifyReport:
             problems.append(f"{mpath}: counts.queries is {counts.get('queries')}, queries.jsonl has {len(qs)}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         problems.append(f"{path / 'queries.jsonl'}: unreadable ({exc})")
-    if {"qrels.txt", "qrels.jsonl", "queries.jsonl"} <= intact:
-        hashes = {n: listed[n]["sha256"] for n in ("qrels.txt", "qrels.jsonl", "queries.jsonl")}
-        if state_hash(hashes, manifest) != manifest.get("state_sha256"):
-            problems.append(f"{mpath}: state_sha256 does not match the files and the manifest's facts")
-    counts = manifest.get("counts") or {}
-    if counts.get("pairs") != len(qrels):
-        problems.append(f"{mpath}: counts.pairs is {counts.get('pairs')}, qrels.txt has {len(qrels)}")
-    by_grade = Counter(str(g) for _, _, g in qrels)
-    listed_grades = {k: v for k, v in (counts.get("grades") or {}).items() if v}
-    if listed_grades != dict(by_grade):
-        problems.append(f"{mpath}: counts.grades {listed_grades} differ from qrels.txt "
-                        f"{dict(sorted(by_grade.items()))}")
-    return report
 
 
 def stale_beside(folder: Path) -> list[Path]:

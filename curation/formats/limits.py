@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from curation.formats.fileio import InputError
+from curation.formats.errors import InputError
 
 DEFAULTS = {
     "GOLDEN_MAX_QUERY_BYTES": 10_000,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import case, func, insert
@@ -27,6 +27,7 @@ from sqlmodel import Session, select
 from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, lock_project
 from curation.store.models import MAIN_BASE, Assignment, PoolPair, Project, Query, User, utcnow
+from curation.store.roles import is_lead
 
 
 @dataclass
@@ -168,6 +169,65 @@ def _queue_order(pair_ids: Sequence[int], query_of: dict[int, int], rng: random.
     return out
 
 
+BLOCK = 10  # pairs of one query queued together (in a seeded shuffle) by the decisive order
+
+
+def decisive_queue_order(pair_ids, query_of: dict[int, int], priority: dict[int, float], rng) -> list[int]:
+    """The decisive queue: each query's pairs cut into blocks of :data:`BLOCK`, its most decisive
+    pairs first (ties in the seeded order); blocks ordered by their summed priority (ties in a
+    seeded order); WITHIN a block the pairs are shuffled (seeded), so the order a judge sees inside a
+    query never depends on a rank or a system."""
+    from collections import defaultdict
+
+    by_query: dict[int, list[int]] = defaultdict(list)
+    for pid in sorted(pair_ids):
+        by_query[query_of[pid]].append(pid)
+    blocks = []
+    queries = sorted(by_query)
+    rng.shuffle(queries)
+    for tie_rank, q in enumerate(queries):
+        ids = by_query[q]
+        rng.shuffle(ids)
+        ids.sort(key=lambda p: -priority.get(p, 0.0))  # stable: equal priorities keep the seeded order
+        for start in range(0, len(ids), BLOCK):
+            block = ids[start:start + BLOCK]
+            blocks.append((-sum(priority.get(p, 0.0) for p in block), start, tie_rank, block))
+    blocks.sort(key=lambda b: b[:3])
+    out = []
+    for *_, block in blocks:
+        block = sorted(block)
+        rng.shuffle(block)
+        out.extend(block)
+    return out
+
+
+
+def requeue_open(session, project, judge_ids, query_of: dict[int, int], priority: dict[int, float], seed: int) -> int:
+    """Re-number the positions of the listed judges' open main pairs (not yet labelled) in the
+    decisive order, after the positions of their labelled ones; returns how many moved. Does not
+    commit."""
+    import random
+
+    from sqlalchemy import update
+    from sqlmodel import select
+
+    from curation.store.models import MAIN_BASE, Assignment
+
+    moved = 0
+    for jid in judge_ids:
+        rows = session.exec(select(Assignment.id, Assignment.pair_id, Assignment.position, Assignment.done_at).where(
+            Assignment.project_id == project.id, Assignment.judge_id == jid, Assignment.kind == "main")).all()
+        open_rows = {pid: aid for aid, pid, _, done in rows if done is None and pid in query_of}
+        if not open_rows:
+            continue
+        start = max([pos + 1 for _, _, pos, done in rows if done is not None] + [MAIN_BASE])
+        rng = random.Random(f"requeue:{seed}:{jid}")
+        for i, pid in enumerate(decisive_queue_order(list(open_rows), query_of, priority, rng)):
+            session.execute(update(Assignment).where(Assignment.id == open_rows[pid]).values(position=start + i))
+            moved += 1
+    return moved
+
+
 def main_visible(project: Project) -> bool:
     """Whether judges see their main pairs: the project does not hold them, or a lead released them."""
     return (not project.hold_main) or project.released_at is not None
@@ -206,10 +266,7 @@ def assign(
     seed: int = 0,
     hold: bool | None = None,
     withhold: Collection[int] = (),
-    order: str = "default",
-    compare=(),
-    metric: str = "ndcg@10",
-    tie: float = 0.0,
+    prioritise: Callable[[Session, Project], Mapping[int, float]] | None = None,
 ) -> AssignReport:
     """Assign the project's pairs that no judge has yet, and commit.
 
@@ -223,19 +280,18 @@ def assign(
     store contents. Pairs of dropped queries are not assigned. ``withhold``: pair ids left out of the
     main work (still eligible for the overlap set), e.g. those whose machine label is accepted
     (:func:`curation.machine.escalation.escalation`); a later call without them assigns them.
-    ``order="decisive"`` records the comparisons ``compare`` (["A,B", ...]: is B higher than A on
-    ``metric``?) and queues each judge's main pairs in blocks of a query's most decisive pairs, most
-    unsettled weight first, shuffled within a block (:mod:`curation.judge.decisive`); the judges'
-    open main pairs are re-queued that way too, so running it again after a batch of judgments
-    re-prioritises. The overlap set is drawn as for the default order.
+    ``prioritise`` (the decisive order, :func:`curation.evaluate.decisive.assign_decisive`): called
+    under the project's lock, it returns each pair's priority, and each judge's main pairs are
+    queued in blocks of a query's most decisive pairs, most unsettled weight first, shuffled within a
+    block (:func:`decisive_queue_order`); the judges' open main pairs are re-queued that way too, so
+    running it again after a batch of judgments re-prioritises. The overlap set is drawn as for the
+    default order.
     ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
-    if order not in ("default", "decisive"):
-        raise ValueError(f"order must be 'default' or 'decisive', not {order!r}")
     try:
         return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, withhold=set(withhold),
-                       order=order, compare=compare, metric=metric, tie=tie)
+                       prioritise=prioritise)
     except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
         raise ValueError(
@@ -253,8 +309,8 @@ def assign(
 
 
 def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
-            hold: bool | None, withhold: set[int] = frozenset(), order: str = "default", compare=(),
-            metric: str = "ndcg@10", tie: float = 0.0) -> AssignReport:
+            hold: bool | None, withhold: set[int] = frozenset(),
+            prioritise: Callable[[Session, Project], Mapping[int, float]] | None = None) -> AssignReport:
     """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
     commit, then reads what it added (so pairs are never handed out twice)."""
     lock_project(session, project)
@@ -268,39 +324,90 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         ).all()
     ]
     query_of = {r.pair_id: r.query_id for r in refs}
-    existing = session.exec(
-        select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.position).where(
-            Assignment.project_id == pid
-        )
-    ).all()
-    overlap_set = sorted({p for p, _, k, _ in existing if k == "overlap"})
-    main_owner = {p: j for p, j, k, _ in existing if k == "main"}
-    has_overlap: dict[int, set[int]] = defaultdict(set)
-    next_pos: dict[tuple[int, str], int] = {}
-    for p, j, k, pos in existing:
-        if k == "overlap":
-            has_overlap[j].add(p)
-        key = (j, k)
-        next_pos[key] = max(next_pos.get(key, 0), pos + 1)
-    assigned = set(overlap_set) | main_owner.keys()
-    new = [r for r in refs if r.pair_id not in assigned]
+    work = _existing_work(session, pid)
+    new = [r for r in refs if r.pair_id not in work.assigned]
 
-    no_overlap_note = None
+    overlap_set, no_overlap_note = work.overlap_set, None
     if not overlap_set and overlap > 0 and new:
-        others = {j for _, j, _, _ in existing} - {u.id for u in users}
+        others = {j for _, j, _, _ in work.rows} - {u.id for u in users}
         if len(users) == 1 and not others:
             # Agreement needs two judges on the same pairs: an overlap set would only hold one judge's
-            # work back for a calibration nobody can measure (issue 14).
+            # work back for a calibration nobody can measure.
             no_overlap_note = (f"no overlap set: {users[0].name} is the only judge, and agreement needs at least two "
                                "judges labelling the same pairs; all pairs are main work, not held back")
         else:
             overlap_set = draw_overlap(new, overlap, seed=seed)
     overlap_lookup = set(overlap_set)
     new_main = [r for r in new if r.pair_id not in overlap_lookup and r.pair_id not in withhold]
+    groups, owner = _main_owners(new_main, work.main_owner, query_of, [u.id for u in users], seed=seed)
 
-    judge_ids = [u.id for u in users]
+    priority = None if prioritise is None else prioritise(session, project)
+
+    withheld = sum(1 for r in new if r.pair_id not in overlap_lookup and r.pair_id in withhold)
+    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main), withheld_pairs=withheld,
+                          note=no_overlap_note)
+    refs_by_id = {r.pair_id: r for r in refs}
+    report.overlap_queries = len({refs_by_id[p].query_id for p in overlap_set if p in refs_by_id})
+    report.overlap_strata = len({refs_by_id[p].stratum for p in overlap_set if p in refs_by_id})
+    rows = _queue_rows(users, overlap_set, work, groups, owner, query_of, priority, report, pid=pid, seed=seed,
+                       now=utcnow())
+    proj = session.get(Project, pid)
+    try:
+        if rows:
+            session.execute(insert(Assignment), rows)
+        if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
+            requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
+        if hold is not None:
+            proj.hold_main = bool(hold)
+            if hold:
+                proj.released_at = None
+        elif not work.rows:  # first assignment: hold main work while there is calibration to review
+            proj.hold_main = bool(overlap_set)
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    report.held = not main_visible(proj)
+    assigned_now = work.assigned | {r["pair_id"] for r in rows}
+    report.unassigned_pairs = sum(1 for r in refs if r.pair_id not in assigned_now)
+    return report
+
+
+@dataclass
+class _Work:
+    """The project's assignment rows so far, as :func:`_assign` needs them."""
+
+    rows: list  # (pair id, judge id, kind, position)
+    overlap_set: list[int]  # the overlap pairs, sorted
+    main_owner: dict[int, int]  # main pair -> its judge
+    has_overlap: dict[int, set[int]]  # judge -> the overlap pairs they have
+    next_pos: dict[tuple[int, str], int]  # (judge, kind) -> the next free queue position
+    assigned: set[int]
+
+
+def _existing_work(session: Session, pid: int) -> _Work:
+    rows = session.exec(
+        select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.position).where(
+            Assignment.project_id == pid
+        )
+    ).all()
+    overlap_set = sorted({p for p, _, k, _ in rows if k == "overlap"})
+    main_owner = {p: j for p, j, k, _ in rows if k == "main"}
+    has_overlap: dict[int, set[int]] = defaultdict(set)
+    next_pos: dict[tuple[int, str], int] = {}
+    for p, j, k, pos in rows:
+        if k == "overlap":
+            has_overlap[j].add(p)
+        key = (j, k)
+        next_pos[key] = max(next_pos.get(key, 0), pos + 1)
+    return _Work(rows, overlap_set, main_owner, has_overlap, next_pos, set(overlap_set) | main_owner.keys())
+
+
+def _main_owners(new_main: list[PairRef], main_owner: dict[int, int], query_of: dict[int, int],
+                 judge_ids: list[int], *, seed: int) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """The new main pairs by query, and each query's judge: a query already (partly) owned by a
+    listed judge keeps going to that judge; the others are split by :func:`split_main`."""
     listed = set(judge_ids)
-    # A query already (partly) owned by a listed judge keeps going to that judge.
     owners_of_query: dict[int, Counter] = defaultdict(Counter)
     for p, j in main_owner.items():
         if p in query_of:
@@ -320,27 +427,19 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
     for q, j in owner.items():
         loads[j] += len(groups[q])
     owner.update(split_main(free, judge_ids, loads=dict(loads), seed=seed))
+    return groups, owner
 
-    priority = None
-    if order == "decisive":
-        from curation.judge import decisive
 
-        decisive.record_comparisons(session, project, compare, metric=metric, tie=tie)
-        session.flush()
-        priority = decisive.pair_priority_map(session, project)
-
-    now = utcnow()
+def _queue_rows(users: list[User], overlap_set: list[int], work: _Work, groups: dict[int, list[int]],
+                owner: dict[int, int], query_of: dict[int, int], priority, report: AssignReport, *, pid: int,
+                seed: int, now) -> list[dict]:
+    """Each listed judge's new assignment rows, in queue order: the overlap pairs they lack, then
+    their main pairs (in the decisive order when there are priorities); counted in ``report``."""
     rows = []
-    withheld = sum(1 for r in new if r.pair_id not in overlap_lookup and r.pair_id in withhold)
-    report = AssignReport(overlap_pairs=len(overlap_set), new_main_pairs=len(new_main), withheld_pairs=withheld,
-                          note=no_overlap_note)
-    refs_by_id = {r.pair_id: r for r in refs}
-    report.overlap_queries = len({refs_by_id[p].query_id for p in overlap_set if p in refs_by_id})
-    report.overlap_strata = len({refs_by_id[p].stratum for p in overlap_set if p in refs_by_id})
     for u in users:
         rng = random.Random(f"queue:{seed}:{u.name}")
-        missing_overlap = [p for p in overlap_set if p not in has_overlap[u.id]]
-        pos = next_pos.get((u.id, "overlap"), 0)
+        missing_overlap = [p for p in overlap_set if p not in work.has_overlap[u.id]]
+        pos = work.next_pos.get((u.id, "overlap"), 0)
         for p in _queue_order(missing_overlap, query_of, rng):
             rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="overlap", exclusive_pair_id=None,
                              position=pos, created_at=now, skipped=False))
@@ -348,9 +447,9 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
         if pos >= MAIN_BASE:
             raise ValueError(f"overlap: at most {MAIN_BASE - 1} overlap pairs per judge")
         mine = [p for q, j in owner.items() if j == u.id for p in groups[q]]
-        pos = max(next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
+        pos = max(work.next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
         queued = _queue_order(mine, query_of, rng) if priority is None else \
-            decisive.decisive_queue_order(mine, query_of, priority, rng)
+            decisive_queue_order(mine, query_of, priority, rng)
         for p in queued:
             rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="main", exclusive_pair_id=p,
                              position=pos, created_at=now, skipped=False))
@@ -361,26 +460,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
             "main": len(mine),
             "queries": len({query_of[p] for p in mine}),
         }
-    proj = session.get(Project, pid)
-    try:
-        if rows:
-            session.execute(insert(Assignment), rows)
-        if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
-            decisive.requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
-        if hold is not None:
-            proj.hold_main = bool(hold)
-            if hold:
-                proj.released_at = None
-        elif not existing:  # first assignment: hold main work while there is calibration to review
-            proj.hold_main = bool(overlap_set)
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
-    report.held = not main_visible(proj)
-    assigned_now = assigned | {r["pair_id"] for r in rows}
-    report.unassigned_pairs = sum(1 for r in refs if r.pair_id not in assigned_now)
-    return report
+    return rows
 
 
 def release(session: Session, project: Project, lead: User, *, agreement: float | None = None,
@@ -391,7 +471,7 @@ def release(session: Session, project: Project, lead: User, *, agreement: float 
     :func:`curation.agree.release.review_and_release`'s. ValueError when ``lead`` is not a lead or
     admin, or ``agreement`` is not a finite number at most 1 (chance-corrected measures go below 0,
     and alpha can go below -1 on small samples)."""
-    if lead.role not in ("lead", "admin"):
+    if not is_lead(lead):
         raise ValueError(f"lead: {lead.name!r} is a {lead.role}; only a lead or admin can release work")
     if agreement is not None:
         if isinstance(agreement, bool) or not isinstance(agreement, (int, float)) or not math.isfinite(agreement) \

@@ -201,26 +201,7 @@ def import_judgments(
     proj: Project = get_project(session, project)
     if not create_judge:
         _judge(session, judge, False)  # an unknown judge is named before the file is read
-
-    numbered = list(iter_numbered_qrels(path, allow_empty=allow_empty))
-    lines = [q for _, q in numbered]
-    groups = list(dict.fromkeys(q.iteration for q in lines))
-    if group is None and len(groups) > 1:
-        raise ValueError(
-            f"group: {path} holds judgment groups {', '.join(groups)} in its second column; "
-            "import one at a time with --group G, each as a different --judge"
-        )
-    if group is not None and group not in groups:
-        raise ValueError(f"group: {group!r} is not in {path} (groups: {', '.join(groups) or 'none'})")
-
-    dedup = Dedup(path, policy=on_conflict, what="pair")
-    kept: dict[tuple[str, str], int] = {}  # pair -> the index of the line imported for it
-    read = 0
-    for i, (lineno, line) in enumerate(numbered):
-        if group is None or line.iteration == group:
-            read += 1
-            if dedup.add((line.qid, line.docid), line.grade, lineno):
-                kept[(line.qid, line.docid)] = i
+    lines, groups, kept, read, dedup = _read_group(path, group, on_conflict=on_conflict, allow_empty=allow_empty)
     # the file is checked whole before a judge is created: a refused file leaves no user row behind
     user = _judge(session, judge, create_judge)
     report = ImportReport(path, proj.name, user.name, group, groups=groups, on_conflict=on_conflict)
@@ -359,6 +340,31 @@ def matched_labels(session: Session, proj: Project, labels: list[tuple[int, Fore
             if dedup.add((qid, lab.docid), lab.grade, lab.line):
                 kept[(qid, lab.docid)] = (f"{i}:{qid}", qid, lab.docid, lab.grade)
     return list(kept.values()), unmatched
+
+
+def _read_group(path: str, group: str | None, *, on_conflict: str, allow_empty: bool):
+    """The file's qrels lines, its groups, the line kept for each pair of ``group`` (by
+    ``on_conflict``), how many lines of the group were read, and the :class:`Dedup` that counted
+    repeats and conflicts. ValueError when the group is missing or needed."""
+    numbered = list(iter_numbered_qrels(path, allow_empty=allow_empty))
+    lines = [q for _, q in numbered]
+    groups = list(dict.fromkeys(q.iteration for q in lines))
+    if group is None and len(groups) > 1:
+        raise ValueError(
+            f"group: {path} holds judgment groups {', '.join(groups)} in its second column; "
+            "import one at a time with --group G, each as a different --judge"
+        )
+    if group is not None and group not in groups:
+        raise ValueError(f"group: {group!r} is not in {path} (groups: {', '.join(groups) or 'none'})")
+    dedup = Dedup(path, policy=on_conflict, what="pair")
+    kept: dict[tuple[str, str], int] = {}  # pair -> the index of the line imported for it
+    read = 0
+    for i, (lineno, line) in enumerate(numbered):
+        if group is None or line.iteration == group:
+            read += 1
+            if dedup.add((line.qid, line.docid), line.grade, lineno):
+                kept[(line.qid, line.docid)] = i
+    return lines, groups, kept, read, dedup
 
 
 def _judge(session: Session, name: str, create: bool) -> User:

@@ -95,9 +95,24 @@ class ProgressReport:
         return plain(asdict(self))
 
 
-def format_duration(delta: timedelta) -> str:
-    """A duration in words a person reads at a glance: "4 min", "3 h 20 min", "2 d 5 h"."""
-    minutes = int(delta.total_seconds() // 60)
+def format_duration(duration: timedelta | float | None, *, estimate: bool = False) -> str | None:
+    """A duration (a timedelta, or seconds) in words a person reads at a glance; None stays None.
+
+    A time that has passed in whole minutes, days past 48 hours: "4 min", "3 h 20 min", "2 d 5 h".
+    With ``estimate``, a time still to come, rounded to the minute and said to be an estimate:
+    "under a minute", "about 25 min", "about 1 h 20 min" (the judging page's time left)."""
+    if duration is None:
+        return None
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+    if estimate:
+        minutes = int(round(seconds / 60))
+        if minutes < 1:
+            return "under a minute"
+        if minutes < 60:
+            return f"about {minutes} min"
+        hours, minutes = divmod(minutes, 60)
+        return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
+    minutes = int(seconds // 60)
     if minutes < 60:
         return f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
@@ -123,8 +138,38 @@ def build_progress(
     now = _aware(now) or utcnow()
     pid = project.id
     visible = main_visible(project)
+    per_judge, pair_rows, overlap_rows, overlap_judges = _assignment_counts(session, pid, visible)
+    pairs = session.exec(
+        select(func.count()).select_from(PoolPair).join(Query, Query.id == PoolPair.query_id)
+        .where(PoolPair.project_id == pid, Query.status != "dropped")
+    ).one()
+    by_judge, hourly = _answer_counts(session, pid, now)
+    judges = _judge_rows(session, per_judge, by_judge, now=now, idle_after=idle_after)
 
-    # Assignment rows: per judge, per pair.
+    done_pairs = sum(1 for flags in pair_rows.values() if all(flags))
+    remaining_rows = sum(j.remaining for j in judges)
+    pace = sum(j.per_hour_day for j in judges)
+    if remaining_rows == 0:
+        eta, eta_note = now, "all assigned pairs are judged"
+    elif pace > 0:
+        eta = now + timedelta(hours=remaining_rows / pace)
+        eta_note = f"{remaining_rows} answers left at {pace:.1f} an hour"
+    else:
+        eta, eta_note = None, f"no estimate: nobody answered in the last {HOURS} hours"
+    return ProgressReport(
+        project=project.name, now=now, idle_after=idle_after, pairs=int(pairs), assigned_pairs=len(pair_rows),
+        unassigned_pairs=int(pairs) - len(pair_rows), done_pairs=done_pairs,
+        remaining_pairs=len(pair_rows) - done_pairs,
+        remaining_rows=remaining_rows, held_rows=sum(j.held for j in judges), released=visible, pace=pace, eta=eta,
+        eta_note=eta_note, overlap_pairs=len(overlap_rows),
+        overlap_complete=sum(1 for flags in overlap_rows.values() if all(flags)), overlap_judges=len(overlap_judges),
+        judges=judges, hourly=hourly,
+    )
+
+
+def _assignment_counts(session: Session, pid: int, visible: bool):
+    """The assignment rows of the active queries counted per judge, and each pair's (and overlap
+    pair's) rows as done flags; with the judges who have overlap rows."""
     rows = session.exec(
         select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.done_at.is_not(None))
         .join(PoolPair, PoolPair.id == Assignment.pair_id)
@@ -147,12 +192,12 @@ def build_progress(
         elif not visible and not done:
             c["held"] += 1
         pair_rows[pair_id].append(bool(done))
-    pairs = session.exec(
-        select(func.count()).select_from(PoolPair).join(Query, Query.id == PoolPair.query_id)
-        .where(PoolPair.project_id == pid, Query.status != "dropped")
-    ).one()
+    return per_judge, pair_rows, overlap_rows, overlap_judges
 
-    # Answers given in the app (imports have no timing).
+
+def _answer_counts(session: Session, pid: int, now: datetime) -> tuple[dict[int, dict], list[int]]:
+    """The answers given in the app (imports have no timing) counted per judge, and per hour of the
+    last :data:`HOURS`."""
     answers = session.exec(
         select(Judgment.judge_id, Judgment.answered_at, Judgment.shown_at, Judgment.skipped, Judgment.unsure)
         .where(Judgment.project_id == pid, Judgment.source == "human")
@@ -180,7 +225,12 @@ def build_progress(
             a["day"] += 1
             slot = HOURS - 1 - int((now - answered).total_seconds() // 3600)
             hourly[max(slot, 0)] += 1
+    return by_judge, hourly
 
+
+def _judge_rows(session: Session, per_judge: dict[int, Counter], by_judge: dict[int, dict], *, now: datetime,
+                idle_after: timedelta) -> list[JudgeProgress]:
+    """Each judge's line of the report, by name."""
     names = dict(session.exec(select(User.id, User.name).where(User.id.in_(list(per_judge) or [-1]))).all())
     judges = []
     for judge_id in sorted(per_judge, key=lambda j: names.get(j, "")):
@@ -197,23 +247,4 @@ def build_progress(
             skipped_share=(a["skips"] / a["n"]) if a["n"] else None,
             idle=workable > 0 and (idle_for is None or idle_for > idle_after), idle_for=idle_for,
         ))
-
-    done_pairs = sum(1 for flags in pair_rows.values() if all(flags))
-    remaining_rows = sum(j.remaining for j in judges)
-    pace = sum(j.per_hour_day for j in judges)
-    if remaining_rows == 0:
-        eta, eta_note = now, "all assigned pairs are judged"
-    elif pace > 0:
-        eta = now + timedelta(hours=remaining_rows / pace)
-        eta_note = f"{remaining_rows} answers left at {pace:.1f} an hour"
-    else:
-        eta, eta_note = None, f"no estimate: nobody answered in the last {HOURS} hours"
-    return ProgressReport(
-        project=project.name, now=now, idle_after=idle_after, pairs=int(pairs), assigned_pairs=len(pair_rows),
-        unassigned_pairs=int(pairs) - len(pair_rows), done_pairs=done_pairs,
-        remaining_pairs=len(pair_rows) - done_pairs,
-        remaining_rows=remaining_rows, held_rows=sum(j.held for j in judges), released=visible, pace=pace, eta=eta,
-        eta_note=eta_note, overlap_pairs=len(overlap_rows),
-        overlap_complete=sum(1 for flags in overlap_rows.values() if all(flags)), overlap_judges=len(overlap_judges),
-        judges=judges, hourly=hourly,
-    )
+    return judges

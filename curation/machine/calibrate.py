@@ -39,7 +39,7 @@ import numpy as np
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from curation.agree.labels import Label, final_labels, latest_labels, load_judgments
+from curation.agree.labels import Label, latest_labels, load_judgments
 from curation.agree.measures import Agreement, Estimate, compare_all, compare_pair, krippendorff_alpha
 from curation.agree.settings import CONFIDENCE, RESAMPLES, SEED, default_cut
 from curation.machine.bias import BiasCheck, PairFacts, bias_checks
@@ -47,6 +47,7 @@ from curation.machine.figures import Bootstrap
 from curation.machine.labels import (
     MACHINE_KIND,
     MachineRow,
+    human_grades,
     load_machine_rows,
     machine_grades,
     majority,
@@ -56,6 +57,7 @@ from curation.machine.labels import (
 from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Project, Query
 from curation.store.projects import grades
+from curation.store.provenance import RANKS, decode_ranks
 
 MIN_PAIRS = 30  # below this many compared pairs the report says "not enough pairs"
 REPEAT_TOLERANCE = 0.05  # more pairs than this changing label between samples is flagged
@@ -501,28 +503,22 @@ def calibration_report(
 # ----------------------------------------------------------------------------------- the store
 
 
-def human_grades(session: Session, project: Project) -> dict[tuple[str, str], int]:
-    """The final human label of every pair that has one (policy ``adjudicated``; seeds left out)."""
-    return {(f.qid, f.docid): int(f.grade) for f in final_labels(session, project)
-            if f.grade is not None and f.source != "seed"}
-
-
 def pair_facts(session: Session, project: Project) -> dict[tuple[str, str], PairFacts]:
     """Each pool pair's document length, stratum, query shape and runs (with ranks)."""
     rows = session.exec(
         join_pair_text(select(Query.qid, Document.docid, func.length(Document.text), Query.stratum_key,
-                              Query.stratum_json, PoolPair.systems_json))
+                              Query.stratum_json, RANKS))
         .where(PoolPair.project_id == project.id)
     ).all()
     out = {}
-    for qid, docid, length, key, stratum_json, systems_json in rows:
+    for qid, docid, length, key, stratum_json, ranks in rows:
         try:
             stratum = json.loads(stratum_json or "{}")
         except json.JSONDecodeError:
             stratum = {}
         shape = stratum.get("shape") if isinstance(stratum, dict) else None
         try:
-            systems = json.loads(systems_json or "{}")
+            systems = decode_ranks(ranks)
         except json.JSONDecodeError:
             systems = {}
         out[(qid, docid)] = PairFacts(qid, docid, int(length or 0), key or "(none)",

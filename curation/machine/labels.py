@@ -23,6 +23,7 @@ from typing import NamedTuple
 from sqlalchemy import func, insert
 from sqlmodel import Session, select
 
+from curation.agree.labels import final_labels
 from curation.formats.conflicts import Dedup
 from curation.formats.fileio import sha256_file
 from curation.formats.machine_labels import MachineLabelLine, read_machine_labels
@@ -300,3 +301,9 @@ def count_labels(session: Session, project: Project | int, machine: str) -> int:
     mj = require_machine(session, machine)
     return session.exec(select(func.count(MachineLabel.id)).where(
         MachineLabel.project_id == lookups.project_id(project), MachineLabel.machine_id == mj.id)).one()
+
+
+def human_grades(session: Session, project: Project) -> dict[tuple[str, str], int]:
+    """The final human label of every pair that has one (policy ``adjudicated``; seeds left out)."""
+    return {(f.qid, f.docid): int(f.grade) for f in final_labels(session, project)
+            if f.grade is not None and f.source != "seed"}

@@ -4,7 +4,7 @@
   ``machine:NAME`` (the machine's labels, current prompt version) or ``filled:NAME`` (human labels
   where they exist, the machine's elsewhere): ``golden metrics`` and ``golden compare --qrels-from``.
 - :func:`ranking_figures` ranks the project's runs under human and under machine (and filled)
-  labels, on the runs' rankings as pooled (``PoolPair.systems_json``: run -> rank, to the pool depth)
+  labels, on the runs' rankings as pooled (:mod:`curation.store.provenance`: run -> rank, to the pool depth)
   and on the queries with human labels: Kendall's tau between the two rankings of the runs
   (scipy.stats.kendalltau), the pairs of runs whose order swaps (and how many of those the human
   labels call significant: :func:`curation.evaluate.stats.compare` for every pair, corrected as one
@@ -37,8 +37,7 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 
 def labels_from(session: Session, project: Project, spec: str) -> dict[tuple[str, str], int]:
     """``{(qid, docid): grade}`` of ``spec`` (see :func:`qrels_from`)."""
-    from curation.machine.calibrate import human_grades
-    from curation.machine.labels import load_machine_rows, machine_grades
+    from curation.machine.labels import human_grades, load_machine_rows, machine_grades
 
     kind, name = parse_spec(spec)
     human = human_grades(session, project) if kind in ("human", "filled") else {}

@@ -17,7 +17,6 @@ Input files: see :mod:`curation.formats.seeds_file`.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
 from dataclasses import dataclass, field
@@ -28,19 +27,12 @@ from sqlmodel import Session, select
 from curation.formats.fileio import InputError
 from curation.formats.seeds_file import read_seeds
 from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment
+from curation.store.scale import grade_values
 
 SEED_SOURCES = ("ticket", "click")
 
 
-def project_grades(project: Project) -> list[int]:
-    """The grades of the project's label scale, ascending (from ``grades_json``, else its name)."""
-    try:
-        grades = sorted(int(g["grade"]) for g in json.loads(project.grades_json or "[]"))
-    except (ValueError, TypeError, KeyError):
-        grades = []
-    if grades:
-        return grades
-    return {"binary": [0, 1], "0-2": [0, 1, 2], "0-3": [0, 1, 2, 3]}.get(project.scale, [0, 1])
+project_grades = grade_values  # the scale's grades, ascending (curation.store.scale)
 
 
 def default_grade(source: str, grades: list[int]) -> int:
@@ -167,7 +159,7 @@ def _pool_seeds(session: Session, project: Project, keys, *, source: str, seed: 
                 report.pooled_marked += 1
             continue
         pair = PoolPair(
-            project_id=project.id, query_id=query.id, document_id=doc.id, systems_json="{}",
+            project_id=project.id, query_id=query.id, document_id=doc.id,
             batch=batch, seed_source=source,
         )
         pooled[(query.id, doc.id)] = pair

@@ -4,7 +4,7 @@ The log's files are the map step's pieces: each piece is read and collapsed by t
 code (:func:`curation.sample.logs.collapse_piece`: the same readers, checks, normalisation and
 errors naming ``file:line``), giving per (normalised query, stratum) its searches, and the
 distinct (normalised query, user) and raw query strings. Each piece's rows are then cut into
-buckets by the query's draw key (:func:`curation.sample.sampling.draw_keys`, a seeded hash of the
+buckets by the query's draw key (:func:`curation.sample.draw.draw_keys`, a seeded hash of the
 normalised text, the same in every process): bucket ``b`` takes the ``b``-th of ``n`` equal
 ranges of keys, so every row of one query lands in one bucket whichever file it came from, and
 the buckets in turn hold the queries in the order the draw goes through them. One reduce task
@@ -94,7 +94,7 @@ def _buckets_of(texts: pd.Series, n: int, seed: int | None = None) -> np.ndarray
         return np.zeros(0, dtype=np.int64)
     if seed is None:
         return (pd.util.hash_array(texts.to_numpy(dtype=object)) % np.uint64(n)).astype(np.int64)
-    from curation.sample.sampling import draw_keys
+    from curation.sample.draw import draw_keys
 
     codes, uniques = pd.factorize(texts)  # each distinct text hashed once
     return key_ranges(draw_keys(seed, uniques.tolist()), n)[codes]
@@ -285,9 +285,9 @@ def units_to_float(units: int) -> float:
 def bucket_pool(decided, masses, n_users, excluded, hand, *, dims, shape: bool, seed: int):
     """One text bucket's queries -> (its pool, summary). The pool (left on the worker): per
     stratum key, the queries not excluded nor hand-written as arrays sorted by (draw key, text).
-    The summary (to the driver): the counts of :class:`curation.sample.sampling.PoolFacts` and,
+    The summary (to the driver): the counts of :class:`curation.sample.draw.PoolFacts` and,
     per stratum, (queries, traffic, exact user mass units or None)."""
-    from curation.sample.sampling import _key, draw_keys, query_shapes
+    from curation.sample.draw import draw_keys, query_shapes, stratum_key
 
     q, _ = decided
     mass = None
@@ -313,7 +313,7 @@ def bucket_pool(decided, masses, n_users, excluded, hand, *, dims, shape: bool, 
     strata, totals = {}, {}
     for k, idx in groups:
         idx = idx[np.lexsort((texts[idx], keys[idx]))]  # the draw's order: key, then text
-        skey = _key(k) if dims else ()
+        skey = stratum_key(k) if dims else ()
         strata[skey] = {"text": texts[idx], "traffic": traffic[idx], "users": None if users is None else users[idx],
                         "mass": None if pmass is None else pmass[idx]}
         totals[skey] = (len(idx), int(traffic[idx].sum()), None if pmass is None else exact_units(pmass[idx]))
@@ -396,7 +396,7 @@ class DaskPool:
         self._cluster.__exit__(*exc)
 
     def select(self, *, excluded, hand, dims, shape):
-        from curation.sample.sampling import PoolFacts
+        from curation.sample.draw import PoolFacts
 
         c = self.client
         ex = c.scatter(sorted(excluded), broadcast=True) if excluded else []
@@ -430,7 +430,7 @@ class DaskPool:
     def draw(self, plans, *, weighting: str, seed: int):
         """:meth:`curation.sample.sampling.LogPool.draw`, in two rounds over the buckets: their
         candidates for the certainty units, then their part of each draw."""
-        from curation.sample.sampling import Drawn, _stratum_rng, certain_units, systematic_points
+        from curation.sample.draw import Drawn, certain_units, stratum_rng, systematic_points
 
         c = self.client
         sizes = {self.keys[h]: n for h, n in ((h, sum(b.get(self.keys[h], (0,))[0] for b in self.per_bucket))
@@ -457,7 +457,7 @@ class DaskPool:
                 total = sum(p[1] for p in per)
                 certain, rest_total = certain_units([-t for t, _, _ in cands], k, total)
                 m = k - certain
-                points = systematic_points(m, rest_total, _stratum_rng(seed, label)) if m else np.zeros(0)
+                points = systematic_points(m, rest_total, stratum_rng(seed, label)) if m else np.zeros(0)
                 offset = 0
                 for b in range(self.n):
                     sure = [text for _, text, bb in cands[:certain] if bb == b]

@@ -43,13 +43,24 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
+
+from curation.sample.draw import (
+    Drawn,
+    PoolFacts,
+    certain_units,
+    draw_keys,
+    is_question,
+    stratum_key,
+    stratum_rng,
+    systematic_points,
+)
 
 SAMPLE_WEIGHTINGS = ("traffic", "uniform")
 HANDWRITTEN_STRATUM = {"source": "handwritten"}
@@ -79,58 +90,6 @@ class SampleResult:
     strata: list[StratumSummary]
     warnings: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
-
-
-# --------------------------------------------------------------------------------------------
-# Query shape
-
-
-_WH = r"what|how|why|when|where|who|whom|whose|which"
-_AUX = r"is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had"
-_SUBJECT = (r"i|you|we|they|he|she|it|there|the|a|an|my|your|our|their|his|her|its|this|that|these|those|"
-            r"someone|anyone|anybody|people")
-QUESTION_PATTERN = rf"^(?:(?:{_WH})\b|(?:{_AUX})\s+(?:{_SUBJECT})\b)|\?\s*$"
-"""A query is a ``question`` when it starts with a wh-word, or with an auxiliary verb followed by
-a subject ("can i", "is the"), or ends with ``?``; otherwise a ``keyword`` query (English
-heuristics, applied to the normalised text)."""
-
-
-def query_shapes(texts: Iterable[str]) -> list[str]:
-    """``"question"`` or ``"keyword"`` for each normalised query text.
-
-    >>> query_shapes(["how do i reset my password", "password reset", "can opener", "can i return it"])
-    ['question', 'keyword', 'keyword', 'question']
-    """
-    import pyarrow as pa
-
-    values = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(list(texts), pa.string())
-    return np.where(_is_question(values), "question", "keyword").tolist()
-
-
-def _is_question(texts) -> np.ndarray:
-    """Whether each text (a pyarrow string array) matches :data:`QUESTION_PATTERN`, as Python's ``re`` says.
-
-    Texts of printable ASCII characters only (most queries) are matched in bulk by pyarrow's RE2:
-    there Python's ``\\b`` and ``\\s`` mean what RE2's do (word characters ``[0-9A-Za-z_]``, and
-    the only white space is the space, where RE2's ``$`` and Python's agree). The others, with
-    any non-ASCII or control character, are matched by Python's ``re`` one by one.
-    """
-    import re
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    texts = texts.cast(pa.string())
-    plain = pc.match_substring_regex(texts, r"^[\x20-\x7e]*$").to_numpy(zero_copy_only=False)
-    out = pc.match_substring_regex(texts, QUESTION_PATTERN).to_numpy(zero_copy_only=False)
-    others = np.flatnonzero(~plain)
-    if len(others):
-        pattern = re.compile(QUESTION_PATTERN)
-        out = out.copy()
-        out[others] = [pattern.search(t) is not None for t in texts.take(pa.array(others)).to_pylist()]
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,43 +186,6 @@ def allocate(traffic: Sequence[int], available: Sequence[int], *, size: int, flo
 
 # --------------------------------------------------------------------------------------------
 # Drawing within a stratum
-
-
-def _stratum_rng(seed: int, label: str) -> np.random.Generator:
-    """A generator for one stratum, from the seed and the stratum's label, so adding or removing
-    another stratum never changes what this one draws."""
-    words = np.frombuffer(hashlib.sha256(label.encode("utf-8")).digest()[:16], dtype="<u4")
-    return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
-
-
-def draw_keys(seed: int, texts: Iterable[str]) -> np.ndarray:
-    """Each normalised query's draw key for ``seed``: the first 8 bytes, big-endian, of the query's
-    BLAKE2b hash (:mod:`hashlib`) keyed by the seed, as unsigned 64-bit integers.
-
-    A stratum's queries are drawn in the order of their keys (ties by text): a seeded random order
-    in which a query's place needs no other query, so a log spread over a cluster is drawn without
-    gathering its queries in one place (:mod:`curation.sample.distributed`), to the same result."""
-    key = hashlib.sha256(f"golden sample draw {int(seed)}".encode("ascii")).digest()
-    return np.fromiter((int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8, key=key).digest(), "big")
-                        for t in texts), dtype=np.uint64)
-
-
-def certain_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
-    """How many of a stratum's largest queries a draw of ``k`` takes with certainty, and the traffic
-    left to the others: ``top`` holds the ``k`` largest traffics, descending (ties by text), and
-    ``total`` the stratum's traffic. A query is certain when ``k' * t_i >= T'`` over the queries
-    not yet taken for certain (see :func:`draw_stratum`)."""
-    certain = 0
-    while certain < k and int(top[certain]) * (k - certain) >= total:
-        total -= int(top[certain])
-        certain += 1
-    return certain, total
-
-
-def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
-    """The ``m`` points of a systematic draw over a cumulated traffic of ``total``: one random start
-    in the first interval of ``total / m``, then every ``total / m``."""
-    return (rng.random() + np.arange(m)) * (total / m)
 
 
 def draw_stratum(
@@ -417,33 +339,6 @@ def sample_queries(
                        weighting=weighting, handwritten=handwritten, exclude=exclude, warnings=warnings)
 
 
-@dataclass(frozen=True)
-class PoolFacts:
-    """What :func:`sample_queries` needs to know of the queries it samples from (see :class:`LogPool`)."""
-
-    distinct: int  # distinct queries of the log
-    logged_traffic: int  # their searches
-    excluded: int  # logged queries in the --exclude set
-    excluded_traffic: int
-    hand_in_log: int  # hand-written queries (not excluded) that occur in the log
-    hand_found: dict  # hand-written text -> (traffic, users) of the ones in the log (users None without)
-    size: int  # queries sampled from: not excluded, not hand-written
-    traffic: int  # their searches
-    mass: float | None  # their user mass (math.fsum: the exact sum, rounded once); None without users
-    strata: list  # (stratum key: tuple of values as strings, distinct, traffic, user mass or None), by key
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """The queries drawn in one stratum: parallel arrays, in any order."""
-
-    texts: np.ndarray
-    traffic: np.ndarray  # int64
-    users: np.ndarray | None  # int64; None without a user column
-    mass: np.ndarray | None  # user mass; None without a user column
-    inclusion: np.ndarray
-
-
 class LogPool:
     """The queries of a log collapsed in this process, as :func:`sample_queries` samples them:
     :meth:`select` the pool and its strata, then :meth:`draw` in chosen strata with
@@ -467,11 +362,11 @@ class LogPool:
         if shape:
             import pyarrow as pa
 
-            shapes = np.where(_is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
+            shapes = np.where(is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
             pool = pool.assign(shape=pd.array(shapes, dtype="string"))
         if dims:
-            groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: _key(kv[0]))
-            keys = [_key(k) for k, _ in groups]
+            groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
+            keys = [stratum_key(k) for k, _ in groups]
             self.members = [idx for _, idx in groups]
         else:
             keys, self.members = [()], [np.arange(len(pool))]
@@ -496,7 +391,7 @@ class LogPool:
             idx = self.members[h]
             idx = idx[np.lexsort((self.texts[idx],))]  # by text: independent of the log's row order
             keys = draw_keys(seed, self.texts[idx]) if k < len(idx) else None
-            chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=_stratum_rng(seed, label),
+            chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=stratum_rng(seed, label),
                                          keys=keys)
             picked = idx[chosen]
             out.append(Drawn(texts=self.texts[picked], traffic=self.traffic[picked],
@@ -508,48 +403,11 @@ class LogPool:
 def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude,
             warnings) -> SampleResult:
     """The rest of :func:`sample_queries`, given the log's queries (a :class:`LogPool` or a DaskPool)."""
-    from curation.formats.query_list import read_query_list, read_query_needs
     from curation.sample.pii import pii_flags
 
     st = population.stats
-    if st.empty_rows:
-        warnings.append(f"{st.empty_rows} log rows with an empty query were skipped")
-    if st.zero_traffic:
-        warnings.append(f"{st.zero_traffic} queries with a count of 0 searches were dropped")
-    if st.multi_stratum:
-        warnings.append(
-            f"{st.multi_stratum} queries occur in more than one stratum; each belongs to the stratum where it "
-            f"has most traffic, which moves {st.moved_searches / max(st.searches, 1):.1%} of searches out of "
-            "their row's stratum (strata describe queries; a dimension that varies per search, such as device, "
-            "is better left out)"
-        )
-
-    excluded: set[str] = set()
-    for path in ([exclude] if isinstance(exclude, (str, os.PathLike)) else list(exclude or [])):
-        texts = [text for _, text in read_query_list(path)]
-        if len(set(texts)) < len(texts):
-            warnings.append(f"{path}: {len(texts) - len(set(texts))} duplicate line(s) (after normalisation); "
-                            "read once")
-        excluded.update(texts)
-    hand: list[str] = []
-    hand_needs = read_query_needs(handwritten) if handwritten is not None else {}
-    if handwritten is not None:
-        seen: set[str] = set()
-        dupes = dropped = 0
-        for _, text in read_query_list(handwritten):
-            if text in seen:
-                dupes += 1
-                continue
-            seen.add(text)
-            if text in excluded:
-                dropped += 1
-            else:
-                hand.append(text)
-        if dupes:
-            warnings.append(f"{dupes} hand-written queries are duplicates of an earlier line (after normalisation); "
-                            "kept once")
-        if dropped:
-            warnings.append(f"{dropped} hand-written queries are in the --exclude set and were left out")
+    _log_warnings(st, warnings)
+    excluded, hand, hand_needs = _excluded_and_handwritten(exclude, handwritten, warnings)
     dims = strata + (("shape",) if shape else ())
     pf = population.select(excluded=excluded, hand=hand, dims=dims, shape=shape)
     if pf.excluded:
@@ -565,29 +423,10 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         raise ValueError("log: no queries with traffic are left to sample from")
 
     values = [dict(zip(dims, key)) for key, _, _, _ in pf.strata]
-    labels = [_label(v) for v in values]
     t_h = [t for _, _, t, _ in pf.strata]
     n_h = [n for _, n, _, _ in pf.strata]
     alloc = allocate(t_h, n_h, size=size, floor=floor)
-
-    summaries: list[StratumSummary] = []
-    plans = []
-    for h, (label, vals) in enumerate(zip(labels, values)):
-        share = t_h[h] / pool_traffic
-        short = n_h[h] < floor
-        floor_applied = alloc.lam * t_h[h] < alloc.floors[h]
-        summaries.append(StratumSummary(label=label, values=vals, distinct=n_h[h], traffic=t_h[h], share=share,
-                                        floor=alloc.floors[h], quota=float(alloc.quotas[h]),
-                                        allocated=alloc.counts[h], floor_applied=bool(floor_applied), short=short))
-        if short:
-            warnings.append(
-                f"stratum {label} has only {n_h[h]} distinct queries, fewer than the floor of {floor}: all "
-                f"{n_h[h]} are taken and the rest of its floor goes to the other strata"
-            )
-        if alloc.counts[h]:
-            plans.append((h, label, alloc.counts[h]))
-        elif t_h[h]:
-            warnings.append(f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it")
+    summaries, plans = _stratum_plans(values, t_h, n_h, alloc, pool_traffic, floor, warnings)
 
     rows: list[dict] = []
     flag_counts: dict[str, int] = {}
@@ -595,17 +434,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     for (h, _, k), drawn in zip(plans, population.draw(plans, weighting=weighting, seed=seed)):
         vals, share, probs = values[h], t_h[h] / pool_traffic, drawn.inclusion
         t_pick = drawn.traffic
-        if weighting == "traffic":
-            # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for certainty draws, and the same
-            # (T_h - certain traffic) / (T * draws left) for every other draw, computed once.
-            sure = probs == 1.0
-            weights = t_pick / pool_traffic
-            if not sure.all():
-                rest = (t_h[h] - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
-                weights = np.where(sure, weights, rest)
-        else:
-            # Horvitz-Thompson (t_i / T) / pi_i with pi_i = k / N_h (simple random sampling).
-            weights = t_pick * n_h[h] / (pool_traffic * k)
+        weights = _draw_weights(t_pick, probs, t_h[h], n_h[h], k, pool_traffic, weighting)
         user_weights = user_share = None
         if drawn.mass is not None and mass_total > 0:
             user_weights = drawn.mass / mass_total / probs
@@ -642,10 +471,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     qids = [r["qid"] for r in rows]
     if len(set(qids)) != len(qids):  # 48-bit hashes: would need ~16 million queries to be likely
         raise ValueError("two sampled queries share a qid prefix; please report this")
-    if flag_counts:
-        total_flagged = sum(1 for r in rows if r["pii"])
-        detail = ", ".join(f"{n} {f}" for f, n in sorted(flag_counts.items()))
-        warnings.append(f"{total_flagged} sampled queries look like personal data ({detail}): check the \"pii\" field")
+    _pii_warning(rows, flag_counts, warnings)
     stats = {
         "log_rows": st.rows, "searches": st.searches, "distinct_raw": st.distinct_raw, "distinct": pf.distinct,
         "empty_rows": st.empty_rows, "excluded": pf.excluded, "excluded_traffic": pf.excluded_traffic,
@@ -655,5 +481,99 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
 
 
-def _key(k) -> tuple[str, ...]:
-    return tuple(str(v) for v in (k if isinstance(k, tuple) else (k,)))
+def _log_warnings(st, warnings: list[str]) -> None:
+    """What reading the log left out or moved, said as warnings."""
+    if st.empty_rows:
+        warnings.append(f"{st.empty_rows} log rows with an empty query were skipped")
+    if st.zero_traffic:
+        warnings.append(f"{st.zero_traffic} queries with a count of 0 searches were dropped")
+    if st.multi_stratum:
+        warnings.append(
+            f"{st.multi_stratum} queries occur in more than one stratum; each belongs to the stratum where it "
+            f"has most traffic, which moves {st.moved_searches / max(st.searches, 1):.1%} of searches out of "
+            "their row's stratum (strata describe queries; a dimension that varies per search, such as device, "
+            "is better left out)"
+        )
+
+
+def _excluded_and_handwritten(exclude, handwritten, warnings: list[str]) -> tuple[set[str], list[str], dict]:
+    """The texts of the --exclude lists, the hand-written queries not excluded (each once, in file
+    order) and the information needs a .jsonl list gives them; repeats and exclusions warned of."""
+    from curation.formats.query_list import read_query_list, read_query_needs
+
+    excluded: set[str] = set()
+    for path in ([exclude] if isinstance(exclude, (str, os.PathLike)) else list(exclude or [])):
+        texts = [text for _, text in read_query_list(path)]
+        if len(set(texts)) < len(texts):
+            warnings.append(f"{path}: {len(texts) - len(set(texts))} duplicate line(s) (after normalisation); "
+                            "read once")
+        excluded.update(texts)
+    hand: list[str] = []
+    hand_needs = read_query_needs(handwritten) if handwritten is not None else {}
+    if handwritten is not None:
+        seen: set[str] = set()
+        dupes = dropped = 0
+        for _, text in read_query_list(handwritten):
+            if text in seen:
+                dupes += 1
+                continue
+            seen.add(text)
+            if text in excluded:
+                dropped += 1
+            else:
+                hand.append(text)
+        if dupes:
+            warnings.append(f"{dupes} hand-written queries are duplicates of an earlier line (after normalisation); "
+                            "kept once")
+        if dropped:
+            warnings.append(f"{dropped} hand-written queries are in the --exclude set and were left out")
+    return excluded, hand, hand_needs
+
+
+def _stratum_plans(values: list[dict], t_h: list, n_h: list, alloc: Allocation, pool_traffic: int, floor: int,
+                   warnings: list[str]) -> tuple[list[StratumSummary], list[tuple]]:
+    """Each stratum's summary, and the draws to make: (stratum, label, count) of those allocated any."""
+    summaries: list[StratumSummary] = []
+    plans = []
+    for h, vals in enumerate(values):
+        label = _label(vals)
+        share = t_h[h] / pool_traffic
+        short = n_h[h] < floor
+        floor_applied = alloc.lam * t_h[h] < alloc.floors[h]
+        summaries.append(StratumSummary(label=label, values=vals, distinct=n_h[h], traffic=t_h[h], share=share,
+                                        floor=alloc.floors[h], quota=float(alloc.quotas[h]),
+                                        allocated=alloc.counts[h], floor_applied=bool(floor_applied), short=short))
+        if short:
+            warnings.append(
+                f"stratum {label} has only {n_h[h]} distinct queries, fewer than the floor of {floor}: all "
+                f"{n_h[h]} are taken and the rest of its floor goes to the other strata"
+            )
+        if alloc.counts[h]:
+            plans.append((h, label, alloc.counts[h]))
+        elif t_h[h]:
+            warnings.append(f"stratum {label} gets no queries ({share:.2%} of traffic): the weights do not cover it")
+    return summaries, plans
+
+
+def _draw_weights(t_pick, probs, stratum_traffic: int, stratum_size: int, k: int, pool_traffic: int,
+                  weighting: str):
+    """The Horvitz-Thompson weight of each query drawn in a stratum."""
+    if weighting == "traffic":
+        # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for certainty draws, and the same
+        # (T_h - certain traffic) / (T * draws left) for every other draw, computed once.
+        sure = probs == 1.0
+        weights = t_pick / pool_traffic
+        if not sure.all():
+            rest = (stratum_traffic - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
+            weights = np.where(sure, weights, rest)
+        return weights
+    # Horvitz-Thompson (t_i / T) / pi_i with pi_i = k / N_h (simple random sampling).
+    return t_pick * stratum_size / (pool_traffic * k)
+
+
+def _pii_warning(rows: list[dict], flag_counts: dict[str, int], warnings: list[str]) -> None:
+    """How many sampled queries look like personal data, and of which kinds."""
+    if flag_counts:
+        total_flagged = sum(1 for r in rows if r["pii"])
+        detail = ", ".join(f"{n} {f}" for f, n in sorted(flag_counts.items()))
+        warnings.append(f"{total_flagged} sampled queries look like personal data ({detail}): check the \"pii\" field")

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from curation.store.roles import ROLES  # noqa: F401 - the users' roles (User.role), defined with their permissions
+
 
 def utcnow() -> datetime:
     """Now, timezone-aware in UTC: sqlmodel's datetime columns (UTCDateTime) refuse naive values
@@ -21,7 +23,6 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-ROLES = ("judge", "lead", "admin")
 MAIN_BASE = 1_000_000  # queue positions: overlap (calibration) rows below it, main rows from it
 
 

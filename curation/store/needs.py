@@ -18,6 +18,7 @@ from sqlmodel import Session, select
 
 from curation.store.lookups import project_id
 from curation.store.models import Query, QueryNeed, User
+from curation.store.roles import is_lead
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def set_need(session: Session, project, qid: str, *, lead: User, description: st
     the one in force (the same text keeps it), committed. Returns (the need in force, is_new).
     ValueError naming the field for a user who is not a lead or admin, an unknown qid, or a text
     over GOLDEN_MAX_GUIDELINES_BYTES or holding NUL (:func:`curation.formats.limits.check_size`)."""
-    if lead is None or lead.role not in ("lead", "admin"):
+    if not is_lead(lead):
         raise ValueError("lead: only a lead or admin can write a query's information need")
     pid = project_id(project)
     query = session.exec(select(Query).where(Query.project_id == pid, Query.qid == str(qid))).first()

@@ -31,6 +31,7 @@ from curation.formats.fileio import InputError, sha256_file
 from curation.formats.guidelines import find_grades_section, read_guidelines
 from curation.formats.pool_file import PoolEntry, read_pool, read_pool_meta
 from curation.formats.queries import iter_queries
+from curation.store import scale as _scale
 from curation.store.lookups import join_pair_text, project_id
 from curation.store.models import (
     Document,
@@ -42,35 +43,8 @@ from curation.store.models import (
     User,
 )
 from curation.store.needs import load_needs
-
-
-@dataclass(frozen=True)
-class Grade:
-    """One grade of a label scale: the number stored, a short name and what it means."""
-
-    grade: int
-    name: str
-    description: str
-
-
-DEFAULT_SCALES: dict[str, tuple[Grade, ...]] = {
-    "binary": (
-        Grade(0, "Not relevant", "The document does not help answer the query."),
-        Grade(1, "Relevant", "The document helps answer the query, in whole or in part."),
-    ),
-    "0-2": (
-        Grade(0, "Not relevant", "The document does not help answer the query."),
-        Grade(1, "Partially relevant", "On topic, but answers only part of the query or needs other sources."),
-        Grade(2, "Highly relevant", "Answers the query on its own; a user would be satisfied with it."),
-    ),
-    "0-3": (
-        Grade(0, "Irrelevant", "Nothing to do with the query."),
-        Grade(1, "Related", "On the query's topic, but does not answer it."),
-        Grade(2, "Highly relevant", "Answers the query, perhaps with some digging or only in part."),
-        Grade(3, "Perfectly relevant", "Dedicated to the query: it answers it fully and directly."),
-    ),
-}
-SCALES = tuple(DEFAULT_SCALES)
+from curation.store.provenance import RANKS, merged_ranks, ranks_row, set_ranks
+from curation.store.scale import DEFAULT_SCALES, SCALES, Grade, scale_fields, set_scale
 
 
 @dataclass
@@ -137,9 +111,7 @@ def scale_grades(scale: str, grades: Sequence[dict | Grade] | None = None) -> tu
     return tuple(out)
 
 
-def grades(project: Project) -> tuple[Grade, ...]:
-    """The grades of ``project``'s scale, lowest first (for the judging page and validation)."""
-    return tuple(Grade(int(g["grade"]), g["name"], g["description"]) for g in json.loads(project.grades_json))
+grades = _scale.grades  # a project's grades, lowest first (defined in curation.store.scale)
 
 
 def get_project(session: Session, name: str | None = None) -> Project:
@@ -191,10 +163,6 @@ def list_projects(session: Session) -> list[ProjectSummary]:
 
 
 # --- reading the input files -------------------------------------------------------------------
-
-def _grades_json(scale_def: Sequence[Grade]) -> str:
-    return json.dumps([{"grade": g.grade, "name": g.name, "description": g.description} for g in scale_def])
-
 
 def _one_scale(scale: str, grades: Sequence[dict | Grade] | None, text: str, path=None) -> tuple[Grade, ...]:
     """The project's one definition of its grades: the guidelines' "Grades" section
@@ -292,7 +260,7 @@ def _insert_pairs(session: Session, project_id: int, pairs: list[PoolEntry], qid
                   docs: dict[str, int], batch: int) -> int:
     rows = [
         dict(project_id=project_id, query_id=qids[p.qid], document_id=docs[p.docid], shuffle_order=p.order,
-             systems_json=json.dumps(p.systems, sort_keys=True), batch=batch, seed_source=p.seed_source)
+             **ranks_row(p.systems), batch=batch, seed_source=p.seed_source)
         for p in pairs
     ]
     if rows:
@@ -354,40 +322,20 @@ def create_project(
     if not corpus_paths:
         raise ValueError("corpus_paths: give at least one corpus file")
     scale_grades(scale, grades)  # the scale and a grades file's numbers, checked before any file is read
-    if (guidelines_path is None) == (guidelines_text is None):
-        raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
-    if guidelines_path is not None:
-        guidelines_text = read_guidelines(guidelines_path)
-    if not guidelines_text.strip():
-        raise ValueError(f"guidelines: {guidelines_path or 'the text'} is empty; write the definition of relevance")
+    guidelines_text = _guidelines_text(guidelines_path, guidelines_text)
     scale_def = _one_scale(scale, grades, guidelines_text, guidelines_path)
     if session.exec(select(Project.id).where(Project.name == name)).first() is not None:
         raise ValueError(
             f"name: a project called {name!r} exists; choose another name or `golden project extend {name}`"
         )
-
-    query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
-    query_records = list(iter_queries(queries_path, dedup=query_dedup))
-    queries = [_query_row(q) for q in query_records]
-    pool_dedup = Dedup(pool_path, what="pair")
-    pool = read_pool(pool_path, dedup=pool_dedup)
-    known = {q["qid"] for q in queries}
-    for p in pool:
-        if p.qid not in known:
-            raise InputError(pool_path, p.line,
-                             f"qid {p.qid!r} is not in {queries_path}: was the pool built from this query set?")
-    meta = read_pool_meta(pool_path)
-    fetched = _load_documents(corpus_paths, {p.docid for p in pool}, on_conflict)
+    files = _read_files(queries_path, pool_path, corpus_paths, on_conflict=on_conflict, allow_missing=allow_missing)
+    queries, pool, meta, fetched = files.queries, files.pool, files.meta, files.fetched
     found, missing = fetched.docs, fetched.missing
-    if missing and not allow_missing:
-        raise _missing_error(corpus_paths, missing)
-    missing_set = set(missing)
-    pool = [p for p in pool if p.docid not in missing_set]
 
     try:
         project = Project(
             name=name, scale=scale,
-            grades_json=_grades_json(scale_def),
+            **scale_fields(scale_def),
             corpus_fingerprint=fetched.fingerprint.sha256, queries_sha256=sha256_file(queries_path),
             pool_sha256=sha256_file(pool_path),
             pool_depth=meta.get("depth") if isinstance(meta.get("depth"), int) else None,
@@ -397,7 +345,7 @@ def create_project(
         pid = project.id
         session.execute(insert(Query), [dict(q, project_id=pid) for q in queries])
         qids = dict(session.exec(select(Query.qid, Query.id).where(Query.project_id == pid)).all())
-        nneeds = load_needs(session, pid, query_records, created_by=created_by)
+        nneeds = load_needs(session, pid, files.query_records, created_by=created_by)
         docs = _insert_documents(session, pid, found)
         npairs = _insert_pairs(session, pid, pool, qids, docs, batch=0)
         for r in _meta_runs(meta):
@@ -411,7 +359,54 @@ def create_project(
         raise
     return LoadReport(project_id=pid, name=name, queries=len(queries), pairs=npairs, documents=len(found),
                       new_pairs=npairs, new_documents=len(found), missing_docids=missing, guidelines_version=1,
-                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, query_dedup, pool_dedup), needs=nneeds)
+                      repeats=_repeat_lines(corpus_paths, fetched, on_conflict, files.query_dedup, files.pool_dedup),
+                      needs=nneeds)
+
+
+def _guidelines_text(path, text: str | None) -> str:
+    """The guidelines from exactly one of a file and a text; ValueError when both or neither is
+    given, or they are empty."""
+    if (path is None) == (text is None):
+        raise ValueError("guidelines: give exactly one of guidelines_path and guidelines_text")
+    if path is not None:
+        text = read_guidelines(path)
+    if not text.strip():
+        raise ValueError(f"guidelines: {path or 'the text'} is empty; write the definition of relevance")
+    return text
+
+
+@dataclass
+class _Files:
+    """A new project's input files, read and checked: the queries, the pool (without the pairs
+    whose document is missing, when that is allowed) and the pooled documents' texts."""
+
+    query_records: list
+    queries: list[dict]
+    query_dedup: Dedup
+    pool: list
+    pool_dedup: Dedup
+    meta: dict
+    fetched: object
+
+
+def _read_files(queries_path, pool_path, corpus_paths: list[str], *, on_conflict: str, allow_missing: bool) -> _Files:
+    query_dedup = Dedup(queries_path, policy=on_conflict, what="qid")
+    query_records = list(iter_queries(queries_path, dedup=query_dedup))
+    queries = [_query_row(q) for q in query_records]
+    pool_dedup = Dedup(pool_path, what="pair")
+    pool = read_pool(pool_path, dedup=pool_dedup)
+    known = {q["qid"] for q in queries}
+    for p in pool:
+        if p.qid not in known:
+            raise InputError(pool_path, p.line,
+                             f"qid {p.qid!r} is not in {queries_path}: was the pool built from this query set?")
+    meta = read_pool_meta(pool_path)
+    fetched = _load_documents(corpus_paths, {p.docid for p in pool}, on_conflict)
+    if fetched.missing and not allow_missing:
+        raise _missing_error(corpus_paths, fetched.missing)
+    missing_set = set(fetched.missing)
+    pool = [p for p in pool if p.docid not in missing_set]
+    return _Files(query_records, queries, query_dedup, pool, pool_dedup, meta, fetched)
 
 
 def extend_pool(
@@ -445,7 +440,7 @@ def extend_pool(
     existing = {
         (qid, docid): (pair_id, systems)
         for pair_id, qid, docid, systems in session.exec(
-            join_pair_text(select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json))
+            join_pair_text(select(PoolPair.id, Query.qid, Document.docid, RANKS))
             .where(PoolPair.project_id == pid)
         ).all()
     }
@@ -462,11 +457,9 @@ def extend_pool(
         for p in pool:
             old = existing.get((p.qid, p.docid))
             if old is not None:
-                merged = dict(json.loads(old[1] or "{}"))
-                merged.update(p.systems)
-                text = json.dumps(merged, sort_keys=True)
+                text = merged_ranks(old[1], p.systems)
                 if text != old[1]:
-                    session.get(PoolPair, old[0]).systems_json = text
+                    set_ranks(session.get(PoolPair, old[0]), text)
         docs = _insert_documents(session, pid, found)
         batch = (session.exec(select(func.max(PoolPair.batch)).where(PoolPair.project_id == pid)).one() or 0) + 1
         added = _insert_pairs(session, pid, new, qids, docs, batch=batch)
@@ -519,7 +512,7 @@ def set_guidelines(
             scale_def = _one_scale(proj.scale, None, text)
         except InputError as exc:
             raise ValueError(f"text: line {exc.line}: {exc.message}") from None
-        proj.grades_json = _grades_json(scale_def)
+        set_scale(proj, scale_def)
         session.add(proj)
     version = GuidelinesVersion(
         project_id=project_id(project), version=(current.version + 1) if current else 1, text=text, sha256=digest,

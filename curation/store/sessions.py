@@ -24,7 +24,17 @@ from sqlmodel import Session
 
 from curation.store.direct import Statement, connection_of, to_datetime
 from curation.store.models import LoginSession, User, utcnow
-from curation.store.users import SignedIn
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """Who is logged in, as the web layer needs it on every request: id, name and role (no
+    password hash, and no ORM object to load). Accepted wherever a judge or lead is expected."""
+
+    id: int
+    name: str
+    role: str
+
 
 DEFAULT_IDLE = timedelta(hours=8)  # a working day without a request
 DEFAULT_ABSOLUTE = timedelta(days=7)  # however active, log in again after a week

@@ -13,14 +13,15 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from dataclasses import dataclass
 
 from sqlalchemy import bindparam, true
 from sqlalchemy import select as core_select
 from sqlmodel import Session, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from curation.store.models import ROLES, User
+from curation.store.models import User
+from curation.store.roles import ROLES
+from curation.store.sessions import SignedIn
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 MIN_PASSWORD = 8
@@ -78,16 +79,6 @@ def add_user(session: Session, name: str, *, role: str = "judge", password: str,
 def get_user(session: Session, name: str) -> User | None:
     """The user called ``name``, or None."""
     return session.exec(select(User).where(User.name == name)).first()
-
-
-@dataclass(frozen=True)
-class SignedIn:
-    """Who is logged in, as the web layer needs it on every request: id, name and role (no
-    password hash, and no ORM object to load). Accepted wherever a judge or lead is expected."""
-
-    id: int
-    name: str
-    role: str
 
 
 _ACTIVE_BY_ID = core_select(User.__table__.c.id, User.__table__.c.name, User.__table__.c.role).where(
@@ -191,11 +182,6 @@ def end_user_sessions(session: Session, user: User, *, by=None) -> int:
     session.commit()
     session.refresh(user)
     return n
-
-
-def is_lead(user: User) -> bool:
-    """Leads and admins may review agreement, release held-back work and adjudicate."""
-    return user.role in ("lead", "admin")
 
 
 _DUMMY_HASH = hash_password("not-a-real-password")

@@ -1,5 +1,5 @@
 """The lead dashboard's Comparisons panel: the same figures as `golden decisive settle --json` (one report,
-curation.judge.decisive.settlement_report), for leads only, and the release form is CSRF-protected
+curation.evaluate.decisive.settlement_report), for leads only, and the release form is CSRF-protected
 and recorded."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from curation.cli import main
-from curation.judge import decisive
+from curation.evaluate import decisive
 from curation.store.engine import session as new_session
 from curation.store.models import DecisiveComparison
 from curation.store.projects import get_project

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from curation.evaluate.version_compare import version_coverage
+from curation.export.version_compare import version_coverage
 from curation.store.engine import session as new_session
 from tests.app.test_reports_app import EVIL, exported  # noqa: F401 - the fixture
 from tests.support.client import login

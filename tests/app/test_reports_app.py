@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from curation.evaluate.version_compare import pooled_runs
 from curation.export import versions as export
+from curation.export.version_compare import pooled_runs
 from curation.store.engine import session as new_session
 from curation.store.projects import get_project
 from tests.support.client import login

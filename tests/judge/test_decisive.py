@@ -14,9 +14,9 @@ from scipy import stats
 from sqlmodel import select
 
 from curation.cli import main
+from curation.evaluate.decisive import assign_decisive, pair_priorities, settlement_report
 from curation.evaluate.settle import PoolMatrix, query_bounds, resample_counts, settle
-from curation.judge.assignment import assign
-from curation.judge.decisive import BLOCK, decisive_queue_order, pair_priorities, settlement_report
+from curation.judge.assignment import BLOCK, decisive_queue_order
 from curation.store.engine import session
 from curation.store.models import Assignment, DecisiveComparison, PoolPair, Query
 from curation.store.users import add_user
@@ -87,7 +87,7 @@ def test_displayed_order_within_a_query_is_independent_of_rank(sqlite_engine, tm
             proj, _ = counts_project(s, folder, name=f"p{seed}", queries=queries)
             if seed == 0:
                 add_user(s, "alice", role="judge", password="password1")
-            assign(s, proj, ["alice"], overlap=0, seed=seed, order="decisive", compare=["bm25,dense"])
+            assign_decisive(s, proj, ["alice"], overlap=0, seed=seed, compare=["bm25,dense"])
             for rows in _judge_rows(s, proj).values():
                 seen = defaultdict(int)
                 for _, qid, systems in rows:
@@ -107,9 +107,9 @@ def test_assign_decisive_records_comparisons_and_orders_queries(engine, tmp_path
         proj, _ = counts_project(s, tmp_path, queries={"q1": 3, "q2": 9, "q3": 5})
         add_user(s, "alice", role="judge", password="password1")
         with pytest.raises(ValueError, match="no run named 'bogus'"):
-            assign(s, proj, ["alice"], overlap=0, order="decisive", compare=["bm25,bogus"])
+            assign_decisive(s, proj, ["alice"], overlap=0, compare=["bm25,bogus"])
         s.rollback()
-        assign(s, proj, ["alice"], overlap=0, order="decisive", compare=["bm25,dense"], metric="ndcg@5")
+        assign_decisive(s, proj, ["alice"], overlap=0, compare=["bm25,dense"], metric="ndcg@5")
         rows = s.exec(select(DecisiveComparison)).all()
         assert [(r.run_a, r.run_b, r.metric) for r in rows] == [("bm25", "dense", "ndcg@5")]
         queue = next(iter(_judge_rows(s, proj).values()))
@@ -132,7 +132,7 @@ def test_settle_cli_json_and_settling_when_judged(sqlite_engine, tmp_path):
         proj, _ = counts_project(s, tmp_path, queries=queries)
         judge = add_user(s, "alice", role="judge", password="password1")
         add_user(s, "lena", role="lead", password="password1")
-        assign(s, proj, ["alice"], overlap=0, order="decisive", compare=["bm25,dense"], hold=False)
+        assign_decisive(s, proj, ["alice"], overlap=0, compare=["bm25,dense"], hold=False)
         want = settlement_report(s, proj, record=False)
     out = CliRunner().invoke(main, ["decisive", "settle", "--project", "demo", "--db", db, "--json"])
     assert out.exit_code == 0, out.output

@@ -120,13 +120,13 @@ def test_a_duplicate_token_from_a_race_reports_the_first_judgment(engine, tmp_pa
         first = conn.execute(insert(Judgment).values(project_id=view[0], pair_id=view[1], judge_id=alice.id,
                                                      grade=2, client_token=task.token, source="human")
                              .returning(Judgment.id)).scalar()
-    real = judging._VIEW_D
+    real = judging._operations._VIEW_D
 
     class WithoutExisting:  # the race: our read of the token did not see the other judgment yet
         def read_alone(self, conn, params):
             return [(*row[:9], None, *row[10:]) for row in real.read_alone(conn, params)]
 
-    monkeypatch.setattr(judging, "_VIEW_D", WithoutExisting())
+    monkeypatch.setattr(judging._operations, "_VIEW_D", WithoutExisting())
     with new_session(engine) as s:
         result = judging.submit(s, alice, task.token, grade=1)
     assert (result.judgment_id, result.duplicate) == (first, True)
@@ -213,7 +213,7 @@ def test_generic_plans_of_the_judges_next_pair_walk_the_queue_index(engine, tmp_
     with engine.connect() as conn:
         conn.exec_driver_sql("ANALYZE")
         conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
-        for overlap_only, statement in judging._FIRST_OPEN_D.items():
+        for overlap_only, statement in judging._statements._FIRST_OPEN_D.items():
             sql, names = _numbered(statement.sql(engine.dialect))
             conn.exec_driver_sql(f"PREPARE first_open_{int(overlap_only)} AS {sql}")
             plan = "\n".join(r[0] for r in conn.exec_driver_sql(

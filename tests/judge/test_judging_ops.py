@@ -254,14 +254,14 @@ def test_a_pair_moved_before_it_is_shown_gets_no_token_and_no_page(setup):
     moved between the look-up and the show gives no page and leaves no token behind."""
     engine, project, alice, bob, lena = setup
     with session(engine) as s:
-        a = judging._first_open(s, project, alice.id)
+        a = judging._operations._first_open(s, project, alice.id)
         s.exec(update(Assignment).where(Assignment.id == a.id).values(judge_id=lena.id))
         s.commit()
-        assert judging._show(s, project, alice.id, a, utcnow()) is None
+        assert judging._operations._show(s, project, alice.id, a, utcnow()) is None
         assert s.exec(select(PairView).where(PairView.assignment_id == a.id)).all() == []
         s.exec(update(Assignment).where(Assignment.id == a.id).values(judge_id=alice.id))
         s.commit()
-        shown = judging._show(s, project, alice.id, a, utcnow())
+        shown = judging._operations._show(s, project, alice.id, a, utcnow())
         view = s.exec(select(PairView).where(PairView.assignment_id == a.id)).one()
         assert (shown.token, shown.position) == (view.token, a.position) and view.judge_id == alice.id
         assert task_at(s, project, alice, a.position).qid == shown.qid

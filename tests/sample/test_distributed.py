@@ -68,7 +68,7 @@ def test_exact_units_round_once_as_fsum():
 
 def test_key_ranges_keep_the_key_order():
     from curation.sample.distributed import key_ranges
-    from curation.sample.sampling import draw_keys
+    from curation.sample.draw import draw_keys
 
     keys = draw_keys(3, [f"query {i}" for i in range(5000)])
     for n in (1, 2, 7, 64):
@@ -81,7 +81,8 @@ def test_key_ranges_keep_the_key_order():
 
 def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
     """Monte Carlo over seeds: the order-free rule (draw_keys order, one random start) keeps pi_i."""
-    from curation.sample.sampling import _stratum_rng, draw_keys, draw_stratum
+    from curation.sample.draw import draw_keys, stratum_rng
+    from curation.sample.sampling import draw_stratum
 
     texts = [f"q{i}" for i in range(8)]
     t = np.array([60, 20, 10, 10, 5, 5, 4, 1])
@@ -92,10 +93,10 @@ def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
     hits, uniform_hits = np.zeros(len(t)), np.zeros(len(t))
     for seed in range(runs):
         keys = draw_keys(seed, texts)
-        idx, probs = draw_stratum(t, k, weighting="traffic", rng=_stratum_rng(seed, "(all)"), keys=keys)
+        idx, probs = draw_stratum(t, k, weighting="traffic", rng=stratum_rng(seed, "(all)"), keys=keys)
         assert np.allclose(probs, expected[idx])
         hits[idx] += 1
-        idx, _ = draw_stratum(t, k, weighting="uniform", rng=_stratum_rng(seed, "(all)"), keys=keys)
+        idx, _ = draw_stratum(t, k, weighting="uniform", rng=stratum_rng(seed, "(all)"), keys=keys)
         uniform_hits[idx] += 1
     se = np.sqrt(expected * (1 - expected) / runs)
     assert np.all(np.abs(hits / runs - expected) <= 4 * se + 1e-9)
@@ -103,7 +104,7 @@ def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
 
 
 def test_draw_keys_are_seeded_and_per_text():
-    from curation.sample.sampling import draw_keys
+    from curation.sample.draw import draw_keys
 
     a = draw_keys(1, ["weather", "news", "café"])
     assert a.dtype == np.uint64 and len(set(a.tolist())) == 3

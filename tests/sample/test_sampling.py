@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from curation.formats.normalize import normalize_text
 from curation.formats.queries import format_query, write_queries
 from curation.formats.query_list import read_query_list
+from curation.sample.draw import query_shapes
 from curation.sample.sampling import (
     allocate,
     draw_stratum,
     qid_for,
-    query_shapes,
     sample_queries,
 )
 
@@ -322,7 +322,7 @@ def test_query_shapes_in_bulk_agree_with_python_re_one_by_one():
     know, newlines before the end), the answer is always Python's."""
     import re
 
-    from curation.sample.sampling import QUESTION_PATTERN
+    from curation.sample.draw import QUESTION_PATTERN
 
     pattern = re.compile(QUESTION_PATTERN)
     atoms = ["what", "how", "is", "are", "can", "i", "the", "you", "?", " ", "  ", "\t", "\x0b", "\x1c", "\n",

@@ -1,7 +1,7 @@
-"""Comparing two pooled runs of a project against one of its exported versions (the app's report).
+"""Comparing pooled runs of a project against one of its exported versions (the app's report).
 
 The store does not keep run files, but the pool remembers, for every pooled pair, which run put
-the document where in its top ``depth`` (``PoolPair.systems_json``, hidden from judges). That is
+the document where in its top ``depth`` (:mod:`curation.store.provenance`, hidden from judges). That is
 each run's ranking down to the pool depth, exactly the documents trec_eval sees in any top-k with
 k <= depth, so metrics cut at such a k are the same as from the run files. Uncut metrics (AP and
 MRR over the whole ranking) and deeper cutoffs are refused.
@@ -12,7 +12,6 @@ report is about that version.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from sqlmodel import Session, select
@@ -20,14 +19,14 @@ from sqlmodel import Session, select
 from curation.evaluate.coverage import RunCoverage, unjudged
 from curation.evaluate.metrics import QrelsIndex, evaluate, parse_metric
 from curation.evaluate.stats import Comparison, compare, pair_scores
+from curation.export.reading import version_qrels, version_queries
 from curation.export.versions import get_version
 from curation.export.versions_page import version_files
-from curation.formats.qrels import parse_qrels, qrels_dict
-from curation.formats.queries import parse_queries
 from curation.formats.runs import RankedRun
 from curation.store.lookups import join_pair_text
 from curation.store.models import Document, PoolPair, Query, Run
 from curation.store.projects import get_project
+from curation.store.provenance import RANKS, decode_ranks
 
 __all__ = ["PooledRun", "pooled_runs", "version_runs", "compare_pooled", "version_coverage", "COVERAGE_WARN_BELOW"]
 
@@ -48,10 +47,10 @@ def pooled_runs(session: Session, project: str) -> dict[str, PooledRun]:
     proj = get_project(session, project)
     ranks: dict[str, dict[str, list[tuple[int, str]]]] = {}
     rows = session.exec(
-        join_pair_text(select(Query.qid, Document.docid, PoolPair.systems_json)).where(PoolPair.project_id == proj.id)
+        join_pair_text(select(Query.qid, Document.docid, RANKS)).where(PoolPair.project_id == proj.id)
     ).all()
     for qid, docid, systems in rows:
-        for name, rank in json.loads(systems or "{}").items():
+        for name, rank in decode_ranks(systems).items():
             ranks.setdefault(name, {}).setdefault(qid, []).append((int(rank), docid))
     depths = {r.name: r.depth for r in session.exec(select(Run).where(Run.project_id == proj.id))}
     out = {}
@@ -81,11 +80,8 @@ def _pooled_scores(session: Session, project: str, version: str, names: list[str
     if spec.k is None or spec.k > depth:
         raise ValueError(f"metric: the pool holds these runs' top {depth}; choose a metric cut at k <= {depth}, "
                          f"e.g. {spec.metric.name}@{min(10, depth)}")
-    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
-    queries = None
-    if "queries.jsonl" in files:
-        lines = files["queries.jsonl"].decode("utf-8").split("\n")
-        queries = {q.qid: q for q in parse_queries(lines, "queries.jsonl")}
+    qrels = version_qrels(files)
+    queries = version_queries(files["queries.jsonl"]) if "queries.jsonl" in files else None
     index = QrelsIndex.build(qrels)
     return [evaluate(runs[n].rankings, index, [spec], name=n)[str(spec)] for n in names], queries
 
@@ -151,7 +147,7 @@ def version_coverage(session: Session, project: str, version: str, *, depth: int
     worst first; ``holes`` is set below :data:`COVERAGE_WARN_BELOW` judged. For the version page and
     the comparison report (issue 14: a verdict on runs whose top-10 is 7% judged, with no warning)."""
     _, files, _ = version_files(session, project, version)
-    qrels = qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
+    qrels = version_qrels(files)
     judged = {q: set(docs) for q, docs in qrels.items()}
     out = []
     for run in pooled_runs(session, project).values():

@@ -52,7 +52,6 @@ def query_priorities(pair_query: np.ndarray, priority: np.ndarray, n_queries: in
 # ---------------------------------------------------------------------------------------------
 # The project's comparisons in the store, the settlement report (CLI and dashboard), the release
 
-BLOCK = 10  # pairs of one query queued together (in a seeded shuffle) by the decisive order
 RESAMPLES = 10_000  # the settlement's bootstrap: one fixed set of resamples (seed 0) for every report
 SEED = 0
 
@@ -73,9 +72,8 @@ def parse_pairs(compare) -> list[tuple[str, str]]:
 
 def load_pool(session, project):
     """The project's pool as a :class:`~curation.evaluate.settle.PoolMatrix` (active queries; the
-    runs' ranks from ``PoolPair.systems_json``), each pair's final label (NaN when it has none yet)
-    and the store ids of the pairs, in the matrix's order."""
-    import json
+    runs' ranks from the pool's provenance, :mod:`curation.store.provenance`), each pair's final
+    label (NaN when it has none yet) and the store ids of the pairs, in the matrix's order."""
 
     import numpy as np
     from sqlmodel import select
@@ -84,15 +82,16 @@ def load_pool(session, project):
     from curation.evaluate.settle import PoolMatrix
     from curation.store.lookups import join_pair_text
     from curation.store.models import Document, PoolPair, Query
+    from curation.store.provenance import RANKS, decode_ranks
 
     rows = session.exec(
-        join_pair_text(select(PoolPair.id, Query.qid, Document.docid, PoolPair.systems_json, Query.stratum_key))
+        join_pair_text(select(PoolPair.id, Query.qid, Document.docid, RANKS, Query.stratum_key))
         .where(PoolPair.project_id == project.id, Query.status != "dropped")
         .order_by(Query.qid, PoolPair.id)
     ).all()
     qids = sorted({r[1] for r in rows})
     qindex = {q: i for i, q in enumerate(qids)}
-    systems = [json.loads(r[3] or "{}") for r in rows]
+    systems = [decode_ranks(r[3]) for r in rows]
     runs = sorted({name for s in systems for name in s})
     rindex = {r: i for i, r in enumerate(runs)}
     ranks = np.zeros((len(runs), len(rows)), dtype=np.int32)
@@ -180,35 +179,6 @@ def pair_priority_map(session, project) -> dict[int, float]:
             b, st, _ = _evaluate(pm, grades, [idx[i] for i in sel], metric, tie, G)
             total += pair_priorities(b, st, None, pm.n_pairs)
     return {pid: float(p) for pid, p in zip(ids, total)}
-
-
-def decisive_queue_order(pair_ids, query_of: dict[int, int], priority: dict[int, float], rng) -> list[int]:
-    """The decisive queue: each query's pairs cut into blocks of :data:`BLOCK`, its most decisive
-    pairs first (ties in the seeded order); blocks ordered by their summed priority (ties in a
-    seeded order); WITHIN a block the pairs are shuffled (seeded), so the order a judge sees inside a
-    query never depends on a rank or a system."""
-    from collections import defaultdict
-
-    by_query: dict[int, list[int]] = defaultdict(list)
-    for pid in sorted(pair_ids):
-        by_query[query_of[pid]].append(pid)
-    blocks = []
-    queries = sorted(by_query)
-    rng.shuffle(queries)
-    for tie_rank, q in enumerate(queries):
-        ids = by_query[q]
-        rng.shuffle(ids)
-        ids.sort(key=lambda p: -priority.get(p, 0.0))  # stable: equal priorities keep the seeded order
-        for start in range(0, len(ids), BLOCK):
-            block = ids[start:start + BLOCK]
-            blocks.append((-sum(priority.get(p, 0.0) for p in block), start, tie_rank, block))
-    blocks.sort(key=lambda b: b[:3])
-    out = []
-    for *_, block in blocks:
-        block = sorted(block)
-        rng.shuffle(block)
-        out.extend(block)
-    return out
 
 
 def _pace_seconds(session, project) -> float | None:
@@ -344,8 +314,9 @@ def release_settled(session, project, lead, compare) -> int:
     from sqlmodel import select
 
     from curation.store.models import Assignment, PairView, utcnow
+    from curation.store.roles import is_lead
 
-    if lead.role not in ("lead", "admin"):
+    if not is_lead(lead):
         raise ValueError(f"lead: {lead.name!r} is a {lead.role}; only a lead or admin can release judges")
     (a, b), = parse_pairs([compare])
     report = settlement_report(session, project, record=True)
@@ -368,48 +339,16 @@ def release_settled(session, project, lead, compare) -> int:
     return len(release)
 
 
-def requeue_open(session, project, judge_ids, query_of: dict[int, int], priority: dict[int, float], seed: int) -> int:
-    """Re-number the positions of the listed judges' open main pairs (not yet labelled) in the
-    decisive order, after the positions of their labelled ones; returns how many moved. Does not
-    commit."""
-    import random
+def assign_decisive(session, project, judges, *, compare, metric: str = "ndcg@10", tie: float = 0.0, **options):
+    """:func:`curation.judge.assignment.assign` in the decisive order: records the comparisons
+    ``compare`` (["A,B", ...]: is B higher than A on ``metric``?) under the project's lock and queues
+    the judges' main pairs by their priority in them (:func:`pair_priority_map`). ``options``: those
+    of ``assign`` (``overlap``, ``seed``, ``hold``, ``withhold``)."""
+    from curation.judge.assignment import assign
 
-    from sqlalchemy import update
-    from sqlmodel import select
+    def prioritise(session, project):
+        record_comparisons(session, project, compare, metric=metric, tie=tie)
+        session.flush()
+        return pair_priority_map(session, project)
 
-    from curation.store.models import MAIN_BASE, Assignment
-
-    moved = 0
-    for jid in judge_ids:
-        rows = session.exec(select(Assignment.id, Assignment.pair_id, Assignment.position, Assignment.done_at).where(
-            Assignment.project_id == project.id, Assignment.judge_id == jid, Assignment.kind == "main")).all()
-        open_rows = {pid: aid for aid, pid, _, done in rows if done is None and pid in query_of}
-        if not open_rows:
-            continue
-        start = max([pos + 1 for _, _, pos, done in rows if done is not None] + [MAIN_BASE])
-        rng = random.Random(f"requeue:{seed}:{jid}")
-        for i, pid in enumerate(decisive_queue_order(list(open_rows), query_of, priority, rng)):
-            session.execute(update(Assignment).where(Assignment.id == open_rows[pid]).values(position=start + i))
-            moved += 1
-    return moved
-
-
-def manifest_record(session, project) -> dict | None:
-    """For the export's manifest: how the pool was ordered and which comparisons were settled at
-    what share (None when the project has no decisive comparison: the default order)."""
-    from curation.export.manifest import iso_utc
-
-    rows = stored_comparisons(session, project)
-    if not rows:
-        return None
-    return {
-        "order": "decisive",
-        "block": BLOCK,
-        "comparisons": [
-            {"a": r.run_a, "b": r.run_b, "metric": r.metric, "tie": r.tie,
-             "settled": r.settled_verdict is not None, "verdict": r.settled_verdict,
-             "settled_at": iso_utc(r.settled_at), "settled_share": r.settled_share,
-             "released_at": iso_utc(r.released_at), "released_pairs": r.released_pairs}
-            for r in rows
-        ],
-    }
+    return assign(session, project, judges, prioritise=prioritise, **options)

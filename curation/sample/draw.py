@@ -1,0 +1,140 @@
+"""The pieces of a query sample's draw that the in-process and the distributed sampler share.
+
+:mod:`curation.sample.sampling` draws from a log collapsed in this process and
+:mod:`curation.sample.distributed` from one spread over a Dask cluster; both classify a query's
+shape, order a stratum's queries by their seeded draw keys, seed each stratum's generator from its
+label, and report the same facts of the pool, all from here, so neither imports the other's
+private parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# --------------------------------------------------------------------------------------------
+# Query shape
+
+
+_WH = r"what|how|why|when|where|who|whom|whose|which"
+_AUX = r"is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had"
+_SUBJECT = (r"i|you|we|they|he|she|it|there|the|a|an|my|your|our|their|his|her|its|this|that|these|those|"
+            r"someone|anyone|anybody|people")
+QUESTION_PATTERN = rf"^(?:(?:{_WH})\b|(?:{_AUX})\s+(?:{_SUBJECT})\b)|\?\s*$"
+"""A query is a ``question`` when it starts with a wh-word, or with an auxiliary verb followed by
+a subject ("can i", "is the"), or ends with ``?``; otherwise a ``keyword`` query (English
+heuristics, applied to the normalised text)."""
+
+
+def query_shapes(texts: Iterable[str]) -> list[str]:
+    """``"question"`` or ``"keyword"`` for each normalised query text.
+
+    >>> query_shapes(["how do i reset my password", "password reset", "can opener", "can i return it"])
+    ['question', 'keyword', 'keyword', 'question']
+    """
+    import pyarrow as pa
+
+    values = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(list(texts), pa.string())
+    return np.where(is_question(values), "question", "keyword").tolist()
+
+
+def is_question(texts) -> np.ndarray:
+    """Whether each text (a pyarrow string array) matches :data:`QUESTION_PATTERN`, as Python's ``re`` says.
+
+    Texts of printable ASCII characters only (most queries) are matched in bulk by pyarrow's RE2:
+    there Python's ``\\b`` and ``\\s`` mean what RE2's do (word characters ``[0-9A-Za-z_]``, and
+    the only white space is the space, where RE2's ``$`` and Python's agree). The others, with
+    any non-ASCII or control character, are matched by Python's ``re`` one by one.
+    """
+    import re
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    texts = texts.cast(pa.string())
+    plain = pc.match_substring_regex(texts, r"^[\x20-\x7e]*$").to_numpy(zero_copy_only=False)
+    out = pc.match_substring_regex(texts, QUESTION_PATTERN).to_numpy(zero_copy_only=False)
+    others = np.flatnonzero(~plain)
+    if len(others):
+        pattern = re.compile(QUESTION_PATTERN)
+        out = out.copy()
+        out[others] = [pattern.search(t) is not None for t in texts.take(pa.array(others)).to_pylist()]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Drawing within a stratum
+
+
+def stratum_rng(seed: int, label: str) -> np.random.Generator:
+    """A generator for one stratum, from the seed and the stratum's label, so adding or removing
+    another stratum never changes what this one draws."""
+    words = np.frombuffer(hashlib.sha256(label.encode("utf-8")).digest()[:16], dtype="<u4")
+    return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
+
+
+def draw_keys(seed: int, texts: Iterable[str]) -> np.ndarray:
+    """Each normalised query's draw key for ``seed``: the first 8 bytes, big-endian, of the query's
+    BLAKE2b hash (:mod:`hashlib`) keyed by the seed, as unsigned 64-bit integers.
+
+    A stratum's queries are drawn in the order of their keys (ties by text): a seeded random order
+    in which a query's place needs no other query, so a log spread over a cluster is drawn without
+    gathering its queries in one place (:mod:`curation.sample.distributed`), to the same result."""
+    key = hashlib.sha256(f"golden sample draw {int(seed)}".encode("ascii")).digest()
+    return np.fromiter((int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8, key=key).digest(), "big")
+                        for t in texts), dtype=np.uint64)
+
+
+def certain_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
+    """How many of a stratum's largest queries a draw of ``k`` takes with certainty, and the traffic
+    left to the others: ``top`` holds the ``k`` largest traffics, descending (ties by text), and
+    ``total`` the stratum's traffic. A query is certain when ``k' * t_i >= T'`` over the queries
+    not yet taken for certain (see :func:`draw_stratum`)."""
+    certain = 0
+    while certain < k and int(top[certain]) * (k - certain) >= total:
+        total -= int(top[certain])
+        certain += 1
+    return certain, total
+
+
+def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
+    """The ``m`` points of a systematic draw over a cumulated traffic of ``total``: one random start
+    in the first interval of ``total / m``, then every ``total / m``."""
+    return (rng.random() + np.arange(m)) * (total / m)
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    """What :func:`sample_queries` needs to know of the queries it samples from (see :class:`LogPool`)."""
+
+    distinct: int  # distinct queries of the log
+    logged_traffic: int  # their searches
+    excluded: int  # logged queries in the --exclude set
+    excluded_traffic: int
+    hand_in_log: int  # hand-written queries (not excluded) that occur in the log
+    hand_found: dict  # hand-written text -> (traffic, users) of the ones in the log (users None without)
+    size: int  # queries sampled from: not excluded, not hand-written
+    traffic: int  # their searches
+    mass: float | None  # their user mass (math.fsum: the exact sum, rounded once); None without users
+    strata: list  # (stratum key: tuple of values as strings, distinct, traffic, user mass or None), by key
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """The queries drawn in one stratum: parallel arrays, in any order."""
+
+    texts: np.ndarray
+    traffic: np.ndarray  # int64
+    users: np.ndarray | None  # int64; None without a user column
+    mass: np.ndarray | None  # user mass; None without a user column
+    inclusion: np.ndarray
+
+
+def stratum_key(k) -> tuple[str, ...]:
+    """A stratum's key as a tuple of strings (a single column's value made a 1-tuple)."""
+    return tuple(str(v) for v in (k if isinstance(k, tuple) else (k,)))
