@@ -23,16 +23,18 @@ def project():
 
 @project.command()
 @click.argument("name")
-@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Query set from `golden sample` (queries.jsonl).")
-@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Judging pool from `golden pool` (pool.jsonl).")
-@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--corpus", "corpus_paths", required=True, multiple=True,
+              type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Corpus file (JSONL, TSV or Parquet); repeat for several. Only pooled documents are stored.")
-@click.option("--guidelines", "guidelines_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--guidelines", "guidelines_path", required=True,
+              type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="The written definition of relevance (Markdown); becomes guidelines version 1.")
 @click.option("--scale", type=click.Choice(SCALE_CHOICES), default="0-2", show_default=True, help="Label scale.")
-@click.option("--grades", "grades_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--grades", "grades_path", type=click.Path(exists=True, allow_dash=True, dir_okay=False), default=None,
               help="JSON list of {grade, name, description} overriding the scale's default names and descriptions.")
 @click.option("--allow-missing", is_flag=True,
               help="Leave out pairs whose document is not in the corpus instead of stopping.")
@@ -74,12 +76,13 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
 
 @project.command()
 @click.argument("name")
-@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="The extended pool from `golden pool --extend`.")
-@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--corpus", "corpus_paths", required=True, multiple=True,
+              type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Corpus file(s) holding the new pairs' documents.")
 @click.option("--allow-missing", is_flag=True, help="Leave out new pairs whose document is not in the corpus.")
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--queries", "queries_path", type=click.Path(exists=True, allow_dash=True, dir_okay=False), default=None,
               help="A queries.jsonl whose description / narrative of the project's queries become their "
                    "information need's next version (where they changed).")
 @on_conflict_option

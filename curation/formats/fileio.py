@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -40,15 +41,157 @@ class InputError(ValueError):
         return type(self), (self.path, self.line, self.message)
 
 
+STDIN_NAMES = ("-", "/dev/stdin")  # the names of standard input as an input file
+
+
+def is_stdin(path: str | os.PathLike) -> bool:
+    """True for ``-`` and ``/dev/stdin``: standard input, read as one stream."""
+    return str(path) in STDIN_NAMES
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """True when ``path`` is read as one stream, not a file that can be opened again: standard input,
+    a pipe (``<(cat file)``, a FIFO), a character device (``/dev/zero``) or a socket."""
+    if is_stdin(path):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+#: Seconds a FIFO may stay without a writer before golden says it is waiting for one.
+FIFO_PATIENCE = 1.0
+
+
+def _wait_for_writer(fd: int, path: str) -> None:
+    """Wait until the pipe ``fd`` (opened without blocking) has data or its writer closed it; after
+    :data:`FIFO_PATIENCE` seconds say on stderr that golden waits, so a FIFO nobody writes to never
+    hangs silently (Ctrl-C stops the wait)."""
+    import select
+    import sys
+
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    if not poller.poll(int(FIFO_PATIENCE * 1000)):
+        print(f"golden: waiting for data on {path} (a pipe or FIFO with no writer yet; "
+              "Ctrl-C to stop)", file=sys.stderr, flush=True)
+        while not poller.poll(1000):
+            pass
+
+
+class _Unclosed:
+    """A file whose ``close`` does nothing (standard input, read but not ours to close)."""
+
+    def __init__(self, fh):
+        self._fh = fh
+
+    def read(self, n: int = -1) -> bytes:
+        return self._fh.read(n)
+
+    def readinto(self, buffer) -> int:
+        data = self._fh.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        pass
+
+
+class _Replay(io.RawIOBase):
+    """A raw stream that gives back ``head`` (bytes already read to sniff the format) and then the rest
+    of ``fh``: a stream is read once, and what the sniff read is not lost."""
+
+    def __init__(self, head: bytes, fh):
+        self._head = head
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._fh.readinto(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._fh.close()
+        super().close()
+
+
+def open_input(path: str | os.PathLike) -> tuple[IO[bytes], bool]:
+    """``(binary file, gzipped)``: ``path`` opened once for reading, and whether it starts with gzip's
+    magic bytes.
+
+    A regular file is opened and sniffed with ``peek`` (no second open). Standard input (``-``,
+    ``/dev/stdin``), a pipe, a FIFO or a device is read as one stream: the bytes read to sniff are
+    given back first, so nothing is lost; a FIFO with no writer makes golden say on stderr that it
+    waits (:func:`_wait_for_writer`).
+    """
+    import sys
+
+    name = str(path)
+    if not is_stream(name):
+        fh = open(name, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+        return fh, fh.peek(2)[:2] == b"\x1f\x8b"
+    if name == "-":
+        raw = _Unclosed(sys.stdin.buffer)  # standard input stays open for whoever reads it next
+    else:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once, writer or not
+        except OSError:
+            fd = None
+        if fd is not None and stat.S_ISFIFO(os.fstat(fd).st_mode):
+            try:
+                _wait_for_writer(fd, name)
+                os.set_blocking(fd, True)
+            except BaseException:
+                os.close(fd)
+                raise
+            raw = os.fdopen(fd, "rb", buffering=0)
+        else:
+            if fd is not None:
+                os.close(fd)
+            raw = open(name, "rb", buffering=0)  # noqa: SIM115
+    head = b""
+    while len(head) < 2:
+        more = raw.read(2 - len(head))
+        if not more:
+            break
+        head += more
+    return io.BufferedReader(_Replay(head, raw), buffer_size=_BLOCK), head == b"\x1f\x8b"
+
+
 def is_gzip(path: str | os.PathLike) -> bool:
-    """True when the file starts with gzip's magic bytes (whatever its name)."""
+    """True when the regular file ``path`` starts with gzip's magic bytes (whatever its name); a reader
+    of a stream sniffs with :func:`open_input` instead."""
     with open(path, "rb") as fh:
         return fh.read(2) == b"\x1f\x8b"
 
 
 def open_binary(path: str | os.PathLike) -> IO[bytes]:
-    """Open a file for reading bytes, decompressing gzip transparently."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    """Open an input for reading bytes, opened once (:func:`open_input`), gzip decompressed transparently."""
+    fh, gzipped = open_input(path)
+    return _Gunzip(fh) if gzipped else fh
+
+
+class _Gunzip(gzip.GzipFile):
+    """A gzip stream over an open file, which closes that file too (``GzipFile`` leaves it open)."""
+
+    def __init__(self, fh):
+        super().__init__(fileobj=fh, mode="rb")
+        self._source = fh
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._source.close()
 
 
 _BLOCK = 1 << 20  # bytes decoded at a time by open_text
@@ -122,6 +265,107 @@ def _read_block(fh, path: str, gzipped: bool, lines_done: int) -> bytes:
         raise InputError(path, None, gzip_damage(lines_done, exc)) from None
 
 
+def _refuse_long_line(start: bytes, path: str, lineno: int, cap: int, first: bool) -> None:
+    """Refuse line ``lineno``, of which ``start`` (over ``cap`` bytes, no line end yet) is read: as
+    binary data when it holds a NUL byte (``/dev/zero``), else as over the limit, without reading on."""
+    from curation.formats.limits import line_error
+
+    if first and start.startswith(b"\xef\xbb\xbf"):
+        start = start[3:]
+    nul = start.find(b"\x00")
+    if nul >= 0:
+        _decode_block(start[: nul + 1], path, lineno)
+    raise line_error(path, lineno, None, cap)
+
+
+def iter_line_blocks(fh, path: str | os.PathLike, cap: int, *, size: int = 16 << 20, gzipped: bool = False,
+                     first_line: int = 1) -> Iterator[bytes]:
+    """Blocks of whole lines (about ``size`` bytes each, the last one maybe without a line end) read
+    from the binary file ``fh``, holding at most ``size`` + ``cap`` bytes: a line over ``cap`` bytes is
+    refused as soon as that much of it is read (:func:`_refuse_long_line`), never read whole. Lines
+    are counted from ``first_line`` for the error; ``gzipped``: a damaged stream is named as such."""
+    path_s = str(path)
+    tail = b""
+    lines = first_line - 1
+    first = True
+    while True:
+        try:
+            chunk = fh.read(size)
+        except GZIP_ERRORS + (OSError, _isal_error()) as exc:  # OSError: BadGzipFile; ISA-L's own error
+            if not gzipped:
+                raise
+            raise InputError(path_s, None, gzip_damage(lines, exc)) from None
+        if not chunk:
+            if tail:
+                yield tail
+            return
+        cut = chunk.rfind(b"\n") + 1
+        if not cut:
+            tail += chunk
+            if len(tail) > cap + 2:
+                _refuse_long_line(tail, path_s, lines + 1, cap, first)
+            continue
+        if len(tail) + chunk.find(b"\n") > cap + 2:
+            _refuse_long_line(tail + chunk[: chunk.find(b"\n")], path_s, lines + 1, cap, first)
+        block, tail = tail + chunk[:cut], chunk[cut:]
+        if len(tail) > cap + 2:
+            _refuse_long_line(tail, path_s, lines + block.count(b"\n") + 1, cap, False)
+        lines += block.count(b"\n")
+        first = False
+        yield block
+
+
+def _isal_error() -> type[Exception]:
+    """What ISA-L's gzip raises for a damaged stream, besides the standard library's errors."""
+    from isal import isal_zlib
+
+    return isal_zlib.error
+
+
+class _Hashing:
+    """A binary file whose bytes, as read, are added to a SHA-256 digest (``digest``)."""
+
+    def __init__(self, fh):
+        self._fh = fh
+        self.digest = hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self.digest.update(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        n = self._fh.readinto(buffer)
+        self.digest.update(memoryview(buffer)[:n])
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def read_whole(path: str | os.PathLike, cap: int | None = None) -> tuple[str, bytes]:
+    """``(sha256 of the bytes as stored, content)``: an input read whole, opened once
+    (:func:`open_input`: a pipe or standard input too), gunzipped (ISA-L), a line over ``cap`` bytes
+    (default GOLDEN_MAX_LINE_BYTES) refused while reading (:func:`iter_line_blocks`), so ``/dev/zero``
+    or a gzip stream that inflates to one endless line costs about ``cap`` bytes of memory, not more."""
+    from curation.formats.limits import line_cap
+
+    cap = line_cap() if cap is None else cap
+    source, gzipped = open_input(path)
+    raw = _Hashing(source)
+    try:
+        if gzipped:
+            from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
+
+            with igzip.GzipFile(fileobj=raw, mode="rb") as fh:
+                blocks = list(iter_line_blocks(fh, path, cap, gzipped=True))
+        else:
+            blocks = list(iter_line_blocks(raw, path, cap))
+    finally:
+        raw.close()
+    return raw.digest.hexdigest(), b"".join(blocks)
+
+
 def gzip_damage(lines_done: int, exc: BaseException | None = None) -> str:
     """The message for a truncated or corrupt gzip stream, after ``lines_done`` complete lines."""
     last = f"the last complete line read is line {lines_done}" if lines_done else "no complete line could be read"
@@ -138,10 +382,11 @@ def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Ite
 
     cap = line_cap() if max_line is None else max_line
     path_s = str(path)
-    gzipped = is_gzip(path)
     lineno = 0  # lines yielded
-    with open_binary(path) as fh:
+    source, gzipped = open_input(path)
+    with _Gunzip(source) if gzipped else source as fh:
         pending: list[bytes] = []  # the start of a line not ended yet (a long line spans several reads)
+        waiting = 0  # its size: over the cap, the line is refused before the rest of it is read
         first = True
         while True:
             chunk = _read_block(fh, path_s, gzipped, lineno)
@@ -149,7 +394,11 @@ def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Ite
                 cut = chunk.rfind(b"\n") + 1
                 if not cut:
                     pending.append(chunk)
+                    waiting += len(chunk)
+                    if waiting > cap + 2:  # the line end (\r\n) is not part of the line
+                        _refuse_long_line(b"".join(pending), path_s, lineno + 1, cap, first)
                     continue
+                waiting = len(chunk) - cut
                 pending.append(chunk[:cut])
                 block, pending = b"".join(pending), [chunk[cut:]]
             else:

@@ -18,7 +18,6 @@ line-by-line path side by side, so both keep the same rules and messages.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curation.formats.fileio import InputError, atomic_write, base_suffix, decode_text, decompress_all, no_records
+from curation.formats.fileio import InputError, atomic_write, base_suffix, decode_text, no_records, read_whole
 from curation.formats.limits import check_data_lines
 
 if TYPE_CHECKING:
@@ -145,11 +144,7 @@ def _load(path: str | os.PathLike) -> _Loaded:
     """Read a run file whole: its SHA-256, gunzipped (ISA-L), and checked as text. The slow parts
     (reading, hashing, inflating) run in C without holding the GIL, so threads overlap them."""
     path = str(path)
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    sha256 = hashlib.sha256(raw).hexdigest()
-    data = decompress_all(raw, path)
-    del raw
+    sha256, data = read_whole(path)  # one open (a pipe too); a line over the limit refused while reading
     if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark: dropped, as by every text reader
         data = data[3:]
     ascii = data.isascii()
