@@ -50,10 +50,16 @@ def create(name, queries_path, pool_path, corpus_paths, guidelines_path, scale, 
       golden project create news --queries queries.jsonl --pool pool.jsonl \\
           --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-3
     """
+    from curation.formats.fileio import InputError
     from curation.formats.grades_file import read_grades
-    from curation.store.projects import create_project
+    from curation.store.projects import create_project, scale_grades
 
     grades = read_grades(grades_path) if grades_path is not None else None
+    if grades is not None:
+        try:  # the file's grades against the scale, before anything is stored: a problem names the file
+            scale_grades(scale, grades)
+        except ValueError as exc:
+            raise InputError(grades_path, None, str(exc).removeprefix("grades: ")) from None
     with store_session(db_url) as s:
         rep = create_project(
             s, name, queries_path=queries_path, pool_path=pool_path, corpus_paths=corpus_paths,

@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 import zlib
@@ -252,6 +253,14 @@ def _decode_block(block: bytes, path: str, first_line: int) -> str:
         raise InputError(
             path, first_line + done,
             f"binary data, not text (a NUL byte at column {column}); expected a UTF-8 text file",
+        )
+    at = text.find("\ufeff")
+    if at >= 0:  # one at the very start was dropped before: another is two files joined, or a stray mark
+        done, column = _line_and_column(text[:at])
+        raise InputError(
+            path, first_line + done,
+            f"a byte-order mark (U+FEFF) at column {column}; only the first bytes of a file may hold one "
+            "(two files joined with cat?)",
         )
     return text
 
@@ -600,16 +609,107 @@ def _non_finite(raw: str) -> str:
     return f"{raw[:30]} is not a finite number (NaN, Infinity and overflows such as 1e400 are refused)"
 
 
+#: How deep JSON may nest (objects and arrays in one another): golden's files need 3 or 4 levels.
+MAX_JSON_DEPTH = 64
+#: The most digits a JSON integer may have (a 64-bit integer has 19 or 20): beyond, it is no id, count or grade.
+MAX_INT_DIGITS = 40
+
+
+class _JsonRefused(ValueError):
+    """A JSON value golden refuses (its message says why; ``at``: its text, to find its line)."""
+
+    def __init__(self, message: str, at: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.at = at
+
+
+def _unique_pairs(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _JsonRefused(f"duplicate key {key[:50]!r} in one object (which value is meant?)", json.dumps(key))
+    return obj
+
+
+def _bounded_int(raw: str) -> int:
+    if len(raw) - raw.startswith("-") > MAX_INT_DIGITS:
+        raise _JsonRefused(f"an integer of {len(raw) - raw.startswith('-')} digits (at most {MAX_INT_DIGITS})",
+                           raw[:MAX_INT_DIGITS])
+    return int(raw)
+
+
+# One decoder for every JSON golden reads (the standard library's, its hooks set once): duplicate keys,
+# NaN and Infinity, overflowing floats refused; a second one also bounds integers, used only when a line
+# holds a run of more than MAX_INT_DIGITS digits (rare, and a hook per integer costs time).
+# (key: finite, bounded): ``finite`` refuses NaN, Infinity and overflowing floats anywhere; without it, they
+# are read as floats for the reader's own check of each field, which names the field.
+_DECODERS = {
+    (finite, bounded): json.JSONDecoder(
+        object_pairs_hook=_unique_pairs,
+        **({"parse_float": _finite_float, "parse_constant": _no_constant} if finite else {}),
+        **({"parse_int": _bounded_int} if bounded else {}),
+    )
+    for finite in (False, True) for bounded in (False, True)
+}
+_LONG_DIGITS = re.compile(rf"[0-9]{{{MAX_INT_DIGITS + 1}}}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _depth(text: str) -> int:
+    """How deep ``text``'s arrays and objects nest (brackets inside strings not counted)."""
+    depth = deepest = 0
+    for ch in _JSON_STRING.sub("", text):
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _has_lone_surrogate(value) -> bool:
+    if isinstance(value, str):
+        return bool(_SURROGATE.search(value))
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def loads_json(text: str, *, finite: bool = True):
+    """``text`` parsed as JSON by golden's rules: duplicate keys, NaN, Infinity and overflowing floats,
+    integers over :data:`MAX_INT_DIGITS` digits, nesting deeper than :data:`MAX_JSON_DEPTH` and a lone
+    surrogate (``"\\ud800"``, no character) are refused (``_JsonRefused``, ``_NonFinite``), besides what is
+    not JSON (``json.JSONDecodeError``). Without ``finite``, NaN, Infinity and 1e400 are read as floats,
+    for a reader that checks each number itself (and names its field)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        raise _JsonRefused(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    decoder = _DECODERS[finite, bool(_LONG_DIGITS.search(text))]
+    try:
+        value = decoder.decode(text)
+    except RecursionError:  # brackets the depth count could not see (never expected): refused all the same
+        raise _JsonRefused(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
+        raise _JsonRefused("a lone surrogate escape (such as \\ud800) that is no character")
+    return value
+
+
 def loads_finite(text: str):
-    """``json.loads``, refusing a non-finite number (``_NonFinite`` carries its text)."""
-    return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    """:func:`loads_json` refusing a non-finite number (``_NonFinite`` carries its text)."""
+    return loads_json(text, finite=True)
 
 
 def iter_jsonl_lines(
     lines, path: str | os.PathLike, *, expect: str = "a JSON object", finite: bool = False
 ) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line number, object)`` for each non-blank line of JSON-lines text (``finite``: a
-    non-finite number anywhere in a line is refused, for readers that do not check each field).
+    """Yield ``(line number, object)`` for each non-blank line of JSON-lines text, parsed by
+    :func:`loads_json` (``finite``: a non-finite number anywhere in a line is refused, for readers that
+    do not check each field; without it, each field's check names the field).
 
     A line that is not valid JSON, or not an object, raises :class:`InputError` naming ``path`` and
     the line; ``expect`` completes the message "expected ..." for the second case.
@@ -619,24 +719,95 @@ def iter_jsonl_lines(
             line = decode_text(line, path) if lineno == 1 else _decode_block(line, str(path), lineno)
         if not line.strip():
             continue
-        try:
-            obj = loads_finite(line) if finite else json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
-        except _NonFinite as exc:
-            raise InputError(path, lineno, _non_finite(exc.raw)) from None
+        obj = parse_json_text(line, path, lineno, finite=finite)
         if not isinstance(obj, dict):
             raise InputError(path, lineno, f"expected {expect}")
         yield lineno, obj
 
 
+def parse_json_text(text: str, path: str | os.PathLike, lineno: int | None = None, *, finite: bool = True):
+    """:func:`loads_json` of ``text`` (one line ``lineno`` of a file, or a whole document when
+    ``lineno`` is None), every refusal an :class:`InputError` naming ``path`` and the line."""
+
+    def where(at: str | None, fallback: int | None = None) -> int | None:
+        if lineno is not None:
+            return lineno
+        pos = text.find(at) if at else -1
+        if pos >= 0 and at and at.startswith('"'):  # a duplicate key: its second place
+            pos = text.find(at, pos + 1) if text.find(at, pos + 1) >= 0 else pos
+        return text.count("\n", 0, pos) + 1 if pos >= 0 else fallback
+
+    try:
+        return loads_json(text, finite=finite)
+    except json.JSONDecodeError as exc:
+        line = lineno if lineno is not None else exc.lineno
+        raise InputError(path, line, f"not valid JSON ({exc.msg})") from None
+    except _NonFinite as exc:
+        raise InputError(path, where(exc.raw), _non_finite(exc.raw)) from None
+    except _JsonRefused as exc:
+        raise InputError(path, where(exc.at), exc.message) from None
+
+
 def identifier(obj: dict, key: str, path: str | os.PathLike, lineno: int | None) -> str:
-    """``obj[key]`` as an identifier (qid, docid): a non-empty scalar, kept as a string, as in TREC
-    files; anything else is an :class:`InputError` naming ``path:lineno``."""
-    value = obj.get(key)
-    if value is None or isinstance(value, (dict, list, bool)) or not str(value).strip():
+    """``obj[key]`` as an identifier (qid, docid): a non-empty string, or an integer (written as in the
+    file: ``7`` is ``"7"``); null, booleans, floats, objects, lists and blank strings are an
+    :class:`InputError` naming ``path:lineno``."""
+    return id_value(obj.get(key), key, path, lineno)
+
+
+def id_value(value, key: str, path: str | os.PathLike, lineno: int | None) -> str:
+    """:func:`identifier` of a value already taken from its record (a JSON object, a Parquet row)."""
+    if isinstance(value, str):
+        if value.strip():
+            return value
         raise InputError(path, lineno, f"missing or empty {key!r}")
-    return str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if value is None:
+        raise InputError(path, lineno, f"missing or empty {key!r}")
+    kind = {bool: "a boolean", float: "a number that is not an integer", dict: "an object", list: "a list",
+            bytes: "binary data"}.get(type(value), type(value).__name__)
+    raise InputError(path, lineno, f"{key!r} is {kind} ({_shown(value)}); an id is a non-empty string or an integer")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: A score in a text file: ASCII decimal or scientific notation (no ``_``, no other digits, no ``nan``/``inf``).
+SCORE_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: An integer in a text file (a grade, a rank): ASCII digits with an optional sign.
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+#: What a TREC line's fields are separated by: ASCII space and tab only (not NBSP, U+001F, U+2028...).
+TREC_SPACE = re.compile(r"[ \t]+")
+
+
+def trec_fields(line: str) -> list[str]:
+    """The fields of a line of a white-space separated file (TREC runs and qrels, lists of ids): split on
+    ASCII spaces and tabs only, as trec_eval splits; ``[]`` for a blank line."""
+    stripped = line.strip(" \t\r\n")
+    return TREC_SPACE.split(stripped) if stripped else []
+
+
+def number_text(raw: str, what: str, path: str | os.PathLike, lineno: int | None) -> float:
+    """A number written in a text field (a score): :data:`SCORE_TEXT`, else an :class:`InputError`."""
+    if raw.lstrip("+-").lower() == "nan":
+        raise InputError(path, lineno, f"{what} is NaN")
+    if raw.lstrip("+-").lower() in ("inf", "infinity"):
+        raise InputError(path, lineno, f"{what} {raw!r} is not a finite number")
+    if not SCORE_TEXT.fullmatch(raw):
+        raise InputError(path, lineno, f"{what} {_shown(raw)} is not a number (ASCII digits, a point, an exponent)")
+    return float(raw)
+
+
+def json_number(value, what: str, path: str | os.PathLike, lineno: int | None) -> float:
+    """A JSON number (an integer or a float; not a boolean, not a string holding one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        kind = ("a boolean" if isinstance(value, bool) else "a string" if isinstance(value, str)
+                else type(value).__name__)
+        raise InputError(path, lineno, f"{what} {_shown(value)} is {kind}, not a number")
+    return float(value)
 
 
 def iter_jsonl(
@@ -652,13 +823,7 @@ def load_json(path: str | os.PathLike):
     mark dropped); InputError naming ``path:line`` for text that is not JSON."""
     with open_text(path) as fh:
         text = fh.read()
-    try:
-        return loads_finite(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
-    except _NonFinite as exc:
-        at = text.find(exc.raw)
-        raise InputError(path, text.count("\n", 0, at) + 1 if at >= 0 else None, _non_finite(exc.raw)) from None
+    return parse_json_text(text, path)
 
 
 def json_line(obj, *, spaced: bool = False) -> str:

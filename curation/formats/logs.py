@@ -14,7 +14,6 @@ Collapsing the rows to distinct normalised queries is :mod:`curation.sample.logs
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -31,6 +30,7 @@ from curation.formats.fileio import (
     no_records,
     open_input,
     open_text,
+    parse_json_text,
 )
 from curation.formats.limits import csv_reader, line_cap
 
@@ -67,7 +67,7 @@ def log_fields(path: str, fmt: str) -> tuple[list[str], dict | None]:
     if fmt != "jsonl":
         return present, None
     with open_text(path, encoding="utf-8-sig") as fh:
-        return present, next(json.loads(line) for line in fh if line.strip())
+        return present, next(parse_json_text(line, path, n) for n, line in enumerate(fh, 1) if line.strip())
 
 
 # --------------------------------------------------------------------------------------------
