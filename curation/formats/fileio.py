@@ -177,7 +177,11 @@ def is_gzip(path: str | os.PathLike) -> bool:
 
 def open_binary(path: str | os.PathLike) -> IO[bytes]:
     """Open an input for reading bytes, opened once (:func:`open_input`), gzip decompressed transparently."""
-    fh, gzipped = open_input(path)
+    return open_binary_from(*open_input(path))
+
+
+def open_binary_from(fh: IO[bytes], gzipped: bool) -> IO[bytes]:
+    """What :func:`open_input` gave, gzip decompressed when it is gzip."""
     return _Gunzip(fh) if gzipped else fh
 
 
@@ -393,7 +397,7 @@ def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Ite
     path_s = str(path)
     lineno = 0  # lines yielded
     source, gzipped = open_input(path)
-    with _Gunzip(source) if gzipped else source as fh:
+    with open_binary_from(source, gzipped) as fh:
         pending: list[bytes] = []  # the start of a line not ended yet (a long line spans several reads)
         waiting = 0  # its size: over the cap, the line is refused before the rest of it is read
         first = True
@@ -468,7 +472,7 @@ def decode_text(data: bytes, path: str | os.PathLike) -> str:
 def is_clean_text(data: bytes) -> bool:
     """True when ``data`` is valid UTF-8 without a NUL byte: what a fast reader that does not check
     (pyarrow's JSON reader) may take; otherwise the exact reader must report the line."""
-    if b"\x00" in data:
+    if b"\x00" in data or b"\xef\xbb\xbf" in data:  # a NUL, or a byte-order mark (refused past the start)
         return False
     if data.isascii():
         return True
@@ -657,6 +661,64 @@ _LONG_DIGITS = re.compile(rf"[0-9]{{{MAX_INT_DIGITS + 1}}}")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class NestingGuard:
+    """A bound on how deep JSON lines nest, over their bytes, for a fast reader that does not bound it
+    itself (pyarrow's JSON reader crashes the process on JSON nested 100,000 deep). :meth:`too_deep`
+    takes the bytes in order, in blocks cut anywhere; it counts brackets per line with numpy, those
+    inside strings too, so it may overestimate, never underestimate: a line it flags goes to the exact
+    reader (:func:`loads_json`), which decides and names the line."""
+
+    def __init__(self, limit: int = MAX_JSON_DEPTH):
+        self.limit = limit
+        self._carry = 0  # the depth reached by the line not ended yet
+
+    def too_deep(self, data: bytes) -> bool:
+        if not data:
+            return False
+        opened = data.count(b"[") + data.count(b"{")
+        if opened + self._carry <= self.limit:  # nothing can go deeper: the usual case, no numpy
+            self._carry = 0 if data.endswith(b"\n") else self._carry + opened
+            return False
+        import numpy as np
+
+        raw = np.frombuffer(data, dtype=np.uint8)
+        step = ((raw == ord("[")) | (raw == ord("{"))).astype(np.int64) - ((raw == ord("]")) | (raw == ord("}")))
+        newline = raw == ord("\n")
+        depth = np.cumsum(step) + self._carry
+        line = np.cumsum(newline)  # the line (in this block) each byte is on; a line end closes its line
+        ends = np.flatnonzero(newline)
+        base = np.concatenate(([0], depth[ends]))  # the count at each line's start (the carry on the first)
+        relative = depth - base[line]
+        self._carry = 0 if data.endswith(b"\n") else int(relative[-1])
+        return bool(relative.max() > self.limit)
+
+
+class GuardedJson:
+    """A binary file read by pyarrow's JSON reader through :class:`NestingGuard`: a read whose bytes
+    nest too deep raises OSError (the fast read fails, and the exact reader names the line)."""
+
+    def __init__(self, fh):
+        self._fh = fh
+        self._guard = NestingGuard()
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        if self._guard.too_deep(data):
+            raise OSError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")  # a fast read error: read exactly
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+        self._fh.close()
 
 
 def _depth(text: str) -> int:

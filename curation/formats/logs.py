@@ -23,11 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.formats.fileio import (
+    GuardedJson,
     InputError,
     base_suffix,
     is_stream,
     iter_jsonl_lines,
     no_records,
+    open_binary_from,
     open_input,
     open_text,
     parse_json_text,
@@ -144,6 +146,29 @@ def check_columns(path: str, fmt: str, present: Sequence[str], wanted: Sequence[
             raise InputError(path, line, f"no {what} {name!r} (found: {shown})")
 
 
+def check_parquet_types(path: str, columns: Sequence[str], count_col: str | None) -> None:
+    """Refuse a Parquet log whose wanted columns have a type golden does not read as text: the count
+    column a number (or a string holding one), the others strings or integers; a binary, list or
+    struct column is named with its type, never turned into text."""
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
+    for name in dict.fromkeys(columns):
+        if name not in schema.names:
+            continue  # check_columns names it
+        kind = schema.field(name).type
+        text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        number = pa.types.is_integer(kind) or pa.types.is_floating(kind)
+        if name == count_col and not (number or text):
+            raise InputError(path, None, f"column {name!r} is {kind}; a count column holds numbers")
+        if name != count_col and not (text or pa.types.is_integer(kind)):
+            raise InputError(path, None, f"column {name!r} is {kind}; expected a string column "
+                                         "(binary, list and struct columns are not read as text)")
+
+
 def fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None, first: dict | None):
     """pyarrow streaming readers; raise one of :data:`FAST_READ_ERRORS` on anything suspicious (then
     read the file again with :func:`exact_batches` for the exact line). A log without a row is
@@ -194,7 +219,10 @@ def _fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
             yield batch
         return
     source, gzipped = open_input(path)  # opened and sniffed once
-    stream = pa.input_stream(source, compression="gzip" if gzipped else None)
+    if fmt == "jsonl":  # pyarrow's JSON reader crashes on very deep JSON: the guard fails the fast read first
+        stream = pa.input_stream(GuardedJson(open_binary_from(source, gzipped)))
+    else:
+        stream = pa.input_stream(source, compression="gzip" if gzipped else None)
     if fmt in ("csv", "tsv"):
         import pyarrow.csv as pacsv
 

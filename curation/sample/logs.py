@@ -46,6 +46,7 @@ from curation.formats.fileio import InputError, is_stdin, is_stream
 from curation.formats.logs import (
     FAST_READ_ERRORS,
     check_columns,
+    check_parquet_types,
     count_values,
     exact_batches,
     fast_batches,
@@ -656,6 +657,8 @@ def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, ba
         return attempt
     present, first = log_fields(path, fmt)
     check_columns(path, fmt, present, columns)
+    if fmt == "parquet":
+        check_parquet_types(path, columns, count_col)
     # Read fast into a copy of the collapser; on any doubt, re-read slowly for the exact line.
     attempt = collapser.copy()
     try:
