@@ -294,38 +294,51 @@ def _refuse_long_line(start: bytes, path: str, lineno: int, cap: int, first: boo
 def iter_line_blocks(fh, path: str | os.PathLike, cap: int, *, size: int = 16 << 20, gzipped: bool = False,
                      first_line: int = 1) -> Iterator[bytes]:
     """Blocks of whole lines (about ``size`` bytes each, the last one maybe without a line end) read
-    from the binary file ``fh``, holding at most ``size`` + ``cap`` bytes: a line over ``cap`` bytes is
-    refused as soon as that much of it is read (:func:`_refuse_long_line`), never read whole. Lines
-    are counted from ``first_line`` for the error; ``gzipped``: a damaged stream is named as such."""
+    from the binary file ``fh``, holding at most about ``size`` + ``cap`` bytes: a line still unfinished
+    after ``cap`` bytes is refused then (:func:`_refuse_long_line`), never read whole (a finished line
+    over ``cap`` is the caller's to refuse, with the rest of its checks). Lines are counted from
+    ``first_line`` for the error; ``gzipped``: a damaged stream is named as such, with the last complete
+    line read (a gzip stream is read with ``read1``: what is decompressed so far, up to the damage)."""
     path_s = str(path)
-    tail = b""
-    lines = first_line - 1
-    first = True
+    lines = first_line - 1  # lines in the blocks yielded
+    pieces: list[bytes] = []  # read, not yielded yet
+    held = 0  # their size
+    since = 0  # bytes after their last line end: the line not finished yet
+    first = True  # no block yielded yet
     while True:
         try:
-            chunk = fh.read(size)
+            chunk = fh.read1(size) if gzipped else fh.read(size)
         except GZIP_ERRORS + (OSError, _isal_error()) as exc:  # OSError: BadGzipFile; ISA-L's own error
             if not gzipped:
                 raise
-            raise InputError(path_s, None, gzip_damage(lines, exc)) from None
-        if not chunk:
-            if tail:
-                yield tail
+            if not is_stream(path_s):  # a file: the lines that do decompress counted afresh, exactly
+                raise gzip_file_damage(path_s, exc) from None
+            done = lines - (first_line - 1) + sum(p.count(b"\n") for p in pieces)
+            raise InputError(path_s, None, gzip_damage(done, exc)) from None
+        if chunk:
+            pieces.append(chunk)
+            held += len(chunk)
+            cut = chunk.rfind(b"\n")
+            since = since + len(chunk) if cut < 0 else len(chunk) - cut - 1
+            if since > cap + 2:  # the line end (\r\n) is not part of the line
+                block = b"".join(pieces)
+                start = len(block) - since
+                _refuse_long_line(block[start:], path_s, lines + block.count(b"\n", 0, start) + 1, cap,
+                                  first and start == 0)
+            if held < size:
+                continue
+        block = b"".join(pieces)
+        if not block:
             return
-        cut = chunk.rfind(b"\n") + 1
-        if not cut:
-            tail += chunk
-            if len(tail) > cap + 2:
-                _refuse_long_line(tail, path_s, lines + 1, cap, first)
-            continue
-        if len(tail) + chunk.find(b"\n") > cap + 2:
-            _refuse_long_line(tail + chunk[: chunk.find(b"\n")], path_s, lines + 1, cap, first)
-        block, tail = tail + chunk[:cut], chunk[cut:]
-        if len(tail) > cap + 2:
-            _refuse_long_line(tail, path_s, lines + block.count(b"\n") + 1, cap, False)
-        lines += block.count(b"\n")
-        first = False
-        yield block
+        cut = len(block) - since if chunk else len(block)
+        out, rest = block[:cut], block[cut:]
+        lines += out.count(b"\n")
+        pieces, held = ([rest], len(rest)) if rest else ([], 0)
+        if out:
+            first = False
+            yield out
+        if not chunk:
+            return
 
 
 def _isal_error() -> type[Exception]:
@@ -493,30 +506,32 @@ def decompress_all(raw: bytes, path: str | os.PathLike) -> bytes:
     try:
         return igzip.decompress(raw)
     except GZIP_ERRORS + (OSError,) as exc:
-        partial = _gunzip_prefix(raw)
-        raise InputError(path, None, gzip_damage(partial.count(b"\n"), exc)) from None
+        raise InputError(path, None, gzip_damage(_gunzip_lines(raw), exc)) from None
 
 
 def gzip_file_damage(path: str | os.PathLike, exc: BaseException) -> InputError:
     """The error for a gzip file whose stream broke while being read as a whole (the lines that do
     decompress are counted afresh, so the last complete line is exact)."""
     with open(path, "rb") as fh:
-        complete = _gunzip_prefix(fh.read()).count(b"\n")
+        complete = _gunzip_lines(fh.read())
     return InputError(path, None, gzip_damage(complete, exc))
 
 
-def _gunzip_prefix(raw: bytes) -> bytes:
-    """As much of a damaged gzip stream as decompresses (fed in small pieces, so little is lost at the damage)."""
-    out = []
+def _gunzip_lines(raw: bytes) -> int:
+    """The line ends in as much of a damaged gzip stream as decompresses, counted piece by piece (a
+    damaged bomb is not inflated in memory)."""
+    return sum(piece.count(b"\n") for piece in _gunzip_pieces(raw))
+
+
+def _gunzip_pieces(raw: bytes) -> Iterator[bytes]:
     inflate = zlib.decompressobj(wbits=31)
     try:
         for at in range(0, len(raw), 4096):
-            out.append(inflate.decompress(raw[at : at + 4096]))
+            yield inflate.decompress(raw[at : at + 4096])
             if inflate.eof:
                 break
     except zlib.error:
         pass
-    return b"".join(out)
 
 
 def base_suffix(path: str | os.PathLike) -> str:
@@ -705,7 +720,10 @@ class GuardedJson:
         self.closed = False
 
     def read(self, n: int = -1) -> bytes:
-        data = self._fh.read(n)
+        try:
+            data = self._fh.read(n)
+        except GZIP_ERRORS as exc:  # a damaged gzip stream: a fast read error too (the exact reader names it)
+            raise OSError(str(exc)) from None
         if self._guard.too_deep(data):
             raise OSError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")  # a fast read error: read exactly
         return data

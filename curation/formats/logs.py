@@ -183,6 +183,8 @@ def fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | N
             for col in batch.columns:  # a NUL byte (binary data): the exact reader refuses it with its line
                 if pa.types.is_string(col.type) and _has_nul(col):
                     raise pa.ArrowInvalid("a NUL byte")
+                if pa.types.is_string(col.type) and pc.any(pc.match_substring(col, "\ufeff")).as_py():
+                    raise pa.ArrowInvalid("a byte-order mark past the start")
                 if pa.types.is_string(col.type) and (pc.max(pc.binary_length(col)).as_py() or 0) > long_field:
                     raise pa.ArrowInvalid("a long line")
         yield batch

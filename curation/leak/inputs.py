@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from curation.formats.corpus import (
     iter_jsonl_docs,
 )
 from curation.formats.fileio import (
+    MAX_INT_DIGITS,
     InputError,
     NestingGuard,
     base_suffix,
@@ -158,6 +160,9 @@ def _json_table(data: bytes) -> pa.Table | None:
         return None
 
 
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+
+
 def _longest(texts: pa.Array) -> int:
     import pyarrow.compute as pc
 
@@ -180,7 +185,9 @@ def _python_batches(docs: Iterator, batch_size: int):
 def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
     # Bytes that are not clean UTF-8, or JSON nested deeper than golden reads (pyarrow's reader crashes on
     # very deep JSON), go to the Python reader, which names the line (pyarrow does not check).
-    fast = data and is_clean_text(data) and not NestingGuard().too_deep(data)
+    # So do integers longer than golden reads (pyarrow reads them as floats), found by their digits.
+    fast = (data and is_clean_text(data) and not NestingGuard().too_deep(data)
+            and not _LONG_DIGITS.search(data))
     table = _json_table(data) if fast else None
     cols = _table_columns(table, path) if table is not None else None
     if cols is not None and len(cols[1]) and _longest(cols[1]) > limit("GOLDEN_MAX_DOC_BYTES"):
