@@ -109,8 +109,7 @@ def as_trec_score(score: float) -> float:
 def _parse_score(raw, path, lineno) -> float:
     """A score: a TREC field (ASCII decimal or scientific notation: :data:`~curation.formats.fileio.SCORE_TEXT`)
     or a JSON number (not a boolean, not a string), at trec_eval's precision."""
-    value = number_text(raw, "score", path, lineno) if isinstance(raw, str) else json_number(raw, "score", path,
-                                                                                           lineno)
+    value = number_text(raw, "score", path, lineno) if isinstance(raw, str) else raw
     try:
         score = as_trec_score(value)
     except (TypeError, ValueError, OverflowError):
@@ -319,7 +318,7 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
             if not isinstance(obj, dict) or "qid" not in obj or "docid" not in obj or "score" not in obj:
                 raise InputError(path, lineno, "expected an object with qid, docid and score")
             qid, docid = identifier(obj, "qid", path, lineno), identifier(obj, "docid", path, lineno)
-            score = _parse_score(obj["score"], path, lineno)
+            score = _parse_score(json_number(obj["score"], "score", path, lineno), path, lineno)
             if obj.get("run") is not None:
                 tags.add(id_value(obj["run"], "run", path, lineno))
             value = (score, obj.get("run"))

@@ -405,14 +405,33 @@ def test_expected_lines_are_where_the_spoiled_lines_are(fmt):
 
 
 STRICT_SKIP = {MANIFEST_FILE, "GUIDELINES.md", "handwritten.txt", "exclude.txt", "pool.meta.json"}
+# Values some readers refused before issue 25 already (a JSON id that is null, an object, a boolean or
+# blank; a line starting with a byte-order mark, which is no JSON): left out for those inputs, so each
+# case of the table is one the readers took silently or crashed on.
+_ID_KINDS = {"null", "object", "boolean", "blank"}
+ALREADY_REFUSED = {
+    "queries.jsonl": {f"qid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "split.jsonl": {f"qid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "v1/queries.jsonl": {f"qid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "pool.jsonl": {f"docid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "pool_ext.jsonl": {f"docid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "corpus.jsonl": {"id_null", "bom_inside"},
+    "seeds.jsonl": {"qid_null", "bom_inside"},
+    "seeds.csv": {"grade_underscore"},  # read as 10: not a grade of the scale
+    "log.csv": {"header_again"},  # the count column's "count" is no number (tests/formats/test_logs.py has it)
+}
+# corpus-sample reads only the pool's docids, which it took as they came (null became "None")
+ALREADY_REFUSED_BY = {"corpus-sample-keep": {"docid_nan", "bom_inside"}}
 
 
 def strict_cases():
     for inp in INPUTS:
         if inp.file in STRICT_SKIP:
             continue
+        skip = ALREADY_REFUSED_BY.get(inp.id, ALREADY_REFUSED.get(inp.file, set()))
         for kind, data, expect in mf.strict_cases(inp.fmt):
-            yield pytest.param(inp, data, expect, id=f"{inp.id}-{kind}")
+            if kind not in skip:
+                yield pytest.param(inp, data, expect, id=f"{inp.id}-{kind}")
 
 
 @pytest.mark.parametrize(("inp", "data", "expect"), list(strict_cases()))
