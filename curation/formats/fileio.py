@@ -82,6 +82,11 @@ def _wait_for_writer(fd: int, path: str) -> None:
             pass
 
 
+#: The SHA-256 of each stream read to its end in this process, by the name it was given (``-``,
+#: ``/dev/fd/63``): a stream cannot be read again to be hashed, so :func:`sha256_file` answers from here.
+_STREAM_DIGESTS: dict[str, str] = {}
+
+
 class _Unclosed:
     """A file whose ``close`` does nothing (standard input, read but not ours to close)."""
 
@@ -104,9 +109,11 @@ class _Replay(io.RawIOBase):
     """A raw stream that gives back ``head`` (bytes already read to sniff the format) and then the rest
     of ``fh``: a stream is read once, and what the sniff read is not lost."""
 
-    def __init__(self, head: bytes, fh):
+    def __init__(self, head: bytes, fh, name: str):
         self._head = head
         self._fh = fh
+        self._name = name
+        self._digest = hashlib.sha256(head)
 
     def readable(self) -> bool:
         return True
@@ -117,7 +124,12 @@ class _Replay(io.RawIOBase):
             buffer[:n] = self._head[:n]
             self._head = self._head[n:]
             return n
-        return self._fh.readinto(buffer)
+        n = self._fh.readinto(buffer)
+        if n:
+            self._digest.update(memoryview(buffer)[:n])
+        elif n == 0:  # the end: what was read is the stream's content, whose digest sha256_file gives
+            _STREAM_DIGESTS[self._name] = self._digest.hexdigest()
+        return n
 
     def close(self) -> None:
         if not self.closed:
@@ -165,7 +177,7 @@ def open_input(path: str | os.PathLike) -> tuple[IO[bytes], bool]:
         if not more:
             break
         head += more
-    return io.BufferedReader(_Replay(head, raw), buffer_size=_BLOCK), head == b"\x1f\x8b"
+    return io.BufferedReader(_Replay(head, raw, name), buffer_size=_BLOCK), head == b"\x1f\x8b"
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -543,7 +555,12 @@ def base_suffix(path: str | os.PathLike) -> str:
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes as stored (compressed files are hashed compressed)."""
+    """Hex sha256 of a file's bytes as stored (compressed files are hashed compressed); for a stream
+    (standard input, a pipe), of the bytes read from it, which a reader must have read to the end."""
+    if is_stream(path):  # read once already (by the reader that took its records): hashed then
+        if str(path) not in _STREAM_DIGESTS:
+            raise InputError(path, None, "a pipe or standard input is read once; its content was not read to the end")
+        return _STREAM_DIGESTS[str(path)]
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(chunk), b""):
