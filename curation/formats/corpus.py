@@ -23,6 +23,7 @@ from curation.formats.fileio import (
     atomic_write,
     base_suffix,
     id_value,
+    is_stdin,
     iter_jsonl_lines,
     no_records,
     open_text,
@@ -329,7 +330,7 @@ def read_docids(path: str | os.PathLike, *, dedup=None) -> list[str]:
     its policy.
     """
     path = str(path)
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not is_stdin(path):
         raise InputError(path, None, "no such file")
     out: dict[str, None] = {}
     with open_text(path) as fh:

@@ -115,8 +115,12 @@ def _to_str(value, path: str, line: int, name: str) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(value)
+    if isinstance(value, float):
+        raise InputError(path, line, f"field {name!r} is {value}, not a finite number nor a string")
     raise InputError(path, line, f"field {name!r} is a {type(value).__name__}, expected a string")
 
 
