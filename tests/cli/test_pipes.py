@@ -1,12 +1,13 @@
 """Inputs through pipes and standard input, on the real command line (issue 25): ``golden metrics RUN
 --qrels <(cat qrels)`` and ``--qrels -`` give the file's numbers (the gzip sniff opened a pipe twice and
 lost its first buffer: 758 queries instead of 764, exit 0); ``import-judgments`` through a pipe stores
-what the file stores; a corpus whose values a file must not hold leaves the store as it was, on SQLite and
-PostgreSQL."""
+what the file stores; a corpus whose values a file must not hold, or a Parquet corpus column of the wrong
+type, leaves the store and the outputs as they were, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -147,4 +148,40 @@ def test_a_corpus_value_a_file_must_not_hold_leaves_the_store_as_it_was(engine, 
                                     str(corpus), "--db", db_url])
     assert res.exit_code == 1, res.output
     assert f"{corpus}:2:" in res.output and "Traceback" not in res.output
+    assert _rows(engine) == before
+
+
+@pytest.mark.parametrize("column", ["text-binary", "id-list", "text-struct"])
+def test_a_parquet_corpus_column_of_the_wrong_type_is_refused_by_every_command(engine, db_url, tmp_path, column):
+    """`project create`, `leakcheck` and `corpus-sample` name the column and its type (binary texts were
+    stored as "b'From the...'", list ids as "['kb-...']", struct texts as "{'t': ...}"); no project, no
+    output file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.support.projects import write_inputs
+
+    paths = write_inputs(tmp_path / "in")
+    rows = [json.loads(line) for line in paths["corpus.jsonl"].read_text().splitlines()]
+    ids = pa.array([r["id"] for r in rows])
+    texts = pa.array([r["text"] for r in rows])
+    name, kind = column.split("-")
+    bad = {"binary": pa.array([r[name].encode() for r in rows]), "list": pa.array([[r[name]] for r in rows]),
+           "struct": pa.array([{"t": r[name]} for r in rows])}[kind]
+    corpus = tmp_path / "corpus.parquet"
+    pq.write_table(pa.table({"id": bad if name == "id" else ids, "text": bad if name == "text" else texts}), corpus)
+    runner = CliRunner()
+    before = _rows(engine)
+    for argv, out in (
+        (["project", "create", "p", "--queries", str(paths["queries.jsonl"]), "--pool", str(paths["pool.jsonl"]),
+          "--corpus", str(corpus), "--guidelines", str(paths["GUIDELINES.md"]), "--db", db_url], None),
+        (["leakcheck", "--queries", str(paths["queries.jsonl"]), "--corpus", str(corpus), "--workers", "1",
+          "--out", str(tmp_path / "leak.jsonl")], tmp_path / "leak.jsonl"),
+        (["corpus-sample", str(corpus), "--size", "2", "--seed", "1", "--out", str(tmp_path / "sample.jsonl")],
+         tmp_path / "sample.jsonl"),
+    ):
+        res = runner.invoke(main, argv)
+        assert res.exit_code == 1, res.output
+        assert f"{corpus}: column '{name}' is {kind}" in res.output, res.output
+        assert out is None or not out.exists()
     assert _rows(engine) == before
