@@ -10,13 +10,13 @@ from curation.cli.base import checked_paths, domain_errors, main, on_conflict_op
 
 
 @main.command("corpus-sample")
-@click.argument("corpus", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("corpus", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False))
 @click.option("--size", required=True, type=click.IntRange(min=1), help="Records in the sample, kept ones included.")
 @click.option(
     "--keep",
     "keep_files",
     multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(exists=True, allow_dash=True, dir_okay=False),
     help="Docids to keep: a pool (JSONL), qrels, a run, or one docid a line. Repeatable.",
 )
 @seed_option

@@ -61,8 +61,8 @@ def format_coverage(results, *, per_query: bool = False) -> str:
 
 
 @main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--qrels", "qrels_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False))
+@click.option("--qrels", "qrels_path", type=click.Path(exists=True, allow_dash=True, dir_okay=False), default=None,
               help="TREC qrels file (any grade counts as judged).")
 @project_option(help_text="Measure against this project's judgments in the store instead of a qrels file.")
 @db_option

@@ -18,7 +18,7 @@ def guidelines():
 
 
 @guidelines.command("set")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", type=click.Path(exists=True, allow_dash=True, dir_okay=False))
 @project_option
 @click.option("--note", default=None, help="What changed, for the history.")
 @db_option

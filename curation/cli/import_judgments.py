@@ -10,7 +10,7 @@ from curation.cli.base import db_option, domain_errors, main, on_conflict_option
 
 
 @main.command("import-judgments")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(exists=True, allow_dash=True, dir_okay=False))
 @click.option("--judge", required=True, metavar="NAME", help="The user the labels are recorded for.")
 @project_option
 @click.option("--format", "fmt", type=click.Choice(["trec", "quepid", "rre", "ltr"]), default="trec",

@@ -99,11 +99,12 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
 
 
 @main.command()
-@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Golden queries (JSONL with qid and text, as written by `golden sample queries`).")
-@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--corpus", "corpus_paths", required=True, multiple=True,
+              type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Corpus files (JSONL, TSV or Parquet, gzip allowed); several may follow one --corpus.")
-@click.argument("more_corpus", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("more_corpus", nargs=-1, type=click.Path(exists=True, allow_dash=True, dir_okay=False))
 @click.option("--mode", "modes", default="exact,jaccard,containment", show_default=True, callback=_modes,
               help="Comma-separated: exact (verbatim), jaccard (the chunk is the query), containment "
                    "(the query is quoted in the chunk).")

@@ -115,14 +115,14 @@ def _overlap_table(stats) -> list[str]:
 @click.argument("runs", nargs=-1, required=True, metavar="RUN...")
 @click.option(
     "--queries",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(exists=True, allow_dash=True, dir_okay=False),
     help="Pool only these queries (queries.jsonl, or .txt with one qid a line); other qids are skipped and counted.",
 )
 @click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True, help="Top-k of each run to pool.")
 @seed_option
 @click.option(
     "--extend",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(exists=True, allow_dash=True, dir_okay=False),
     help="An existing pool: write only the pairs it lacks, ordered after its own (which keep their order).",
 )
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Pool file to write (JSONL).")

@@ -23,16 +23,18 @@ def project():
 
 @project.command()
 @click.argument("name")
-@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Query set from `golden sample queries` (queries.jsonl).")
-@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Judging pool from `golden pool` (pool.jsonl).")
-@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--corpus", "corpus_paths", required=True, multiple=True,
+              type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Corpus file (JSONL, TSV or Parquet); repeat for several. Only pooled documents are stored.")
-@click.option("--guidelines", "guidelines_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--guidelines", "guidelines_path", required=True,
+              type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="The written definition of relevance (Markdown); becomes guidelines version 1.")
 @click.option("--scale", type=click.Choice(SCALE_CHOICES), default="0-2", show_default=True, help="Label scale.")
-@click.option("--grades", "grades_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--grades", "grades_path", type=click.Path(exists=True, allow_dash=True, dir_okay=False), default=None,
               help="JSON list of {grade, name, description} overriding the scale's default names and descriptions.")
 @click.option("--allow-missing", is_flag=True,
               help="Leave out pairs whose document is not in the corpus instead of stopping.")
@@ -48,10 +50,16 @@ def create_cmd(name, queries_path, pool_path, corpus_paths, guidelines_path, sca
       golden project create news --queries queries.jsonl --pool pool.jsonl \\
           --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-3
     """
+    from curation.formats.fileio import InputError
     from curation.formats.grades_file import read_grades
-    from curation.store.projects import create_project
+    from curation.store.projects import create_project, scale_grades
 
     grades = read_grades(grades_path) if grades_path is not None else None
+    if grades is not None:
+        try:  # the file's grades against the scale, before anything is stored: a problem names the file
+            scale_grades(scale, grades)
+        except ValueError as exc:
+            raise InputError(grades_path, None, str(exc).removeprefix("grades: ")) from None
     with store_session(db_url) as s:
         rep = create_project(
             s, name, queries_path=queries_path, pool_path=pool_path, corpus_paths=corpus_paths,
@@ -74,12 +82,13 @@ def create_cmd(name, queries_path, pool_path, corpus_paths, guidelines_path, sca
 
 @project.command()
 @click.argument("name")
-@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--pool", "pool_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="The extended pool from `golden pool --extend`.")
-@click.option("--corpus", "corpus_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--corpus", "corpus_paths", required=True, multiple=True,
+              type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="Corpus file(s) holding the new pairs' documents.")
 @click.option("--allow-missing", is_flag=True, help="Leave out new pairs whose document is not in the corpus.")
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--queries", "queries_path", type=click.Path(exists=True, allow_dash=True, dir_okay=False), default=None,
               help="A queries.jsonl whose description / narrative of the project's queries become their "
                    "information need's next version (where they changed).")
 @on_conflict_option

@@ -16,7 +16,7 @@ from curation.cli.base import (
 
 
 @main.command("seed-judgments")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(exists=True, allow_dash=True, dir_okay=False))
 @click.option("--source", type=click.Choice(["ticket", "click"]), required=True,
               help="ticket: a resolved ticket linked the document (default grade: the top grade); "
                    "click: a click (a weak positive, default grade 1).")

@@ -33,8 +33,8 @@ def _pct(x) -> str:
 
 
 @main.command("simulate-judging")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--qrels", "qrels_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False))
+@click.option("--qrels", "qrels_path", required=True, type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="TREC qrels: the judges' labels (a pair it lacks is not relevant).")
 @click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True, help="Pool depth of every run.")
 @click.option("--order", type=click.Choice(["decisive", "shuffled", "depth"]), default="decisive", show_default=True,

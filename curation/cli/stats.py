@@ -43,7 +43,7 @@ def _qrels_option(func=None, *, from_store: bool = False):
     if from_store:
         func = _qrels_from_options(func)
     return click.option(
-        "--qrels", "qrels_path", required=not from_store, type=click.Path(exists=True),
+        "--qrels", "qrels_path", required=not from_store, type=click.Path(exists=True, allow_dash=True),
         help="TREC qrels file, or an exported version folder (its qrels.txt, and queries.jsonl when present)."
         + (" Or --qrels-from." if from_store else ""),
     )(func)
@@ -190,7 +190,7 @@ def _no_results_line(scores_by_run) -> str | None:
 
 
 @main.command("metrics")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @_qrels_option(from_store=True)
 @click.option("-m", "--metric", "metrics", multiple=True, default=("ndcg@10", "recall@100", "ap", "mrr@10"),
               show_default=True, callback=_metric_callback, help=_METRIC_HELP + " Repeat for several.")
@@ -331,10 +331,10 @@ def _print_family(f) -> None:
 
 
 @main.command("compare")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @_qrels_option(from_store=True)
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--queries", "queries_path", type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="queries.jsonl (golden sample queries / export): strata, weights, split, cluster columns.")
 @_rel_level_option
 @_resamples_option
@@ -446,8 +446,8 @@ def compare_cmd(runs, qrels_path, metric, queries_path, rel_level, resamples, se
 
 
 @main.command("power")
-@click.argument("runs", nargs=-1, type=click.Path(exists=True))
-@click.option("--qrels", "qrels_path", type=click.Path(exists=True),
+@click.argument("runs", nargs=-1, type=click.Path(exists=True, allow_dash=True))
+@click.option("--qrels", "qrels_path", type=click.Path(exists=True, allow_dash=True),
               help="Qrels file or export folder (with two runs).")
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @_rel_level_option
@@ -513,7 +513,7 @@ def power_cmd(runs, qrels_path, metric, rel_level, sd_diff, n_queries, delta, as
 
 
 @main.command("noise")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @_qrels_option
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @_rel_level_option
@@ -580,10 +580,10 @@ def noise_cmd(runs, qrels_path, metric, rel_level, rule, resamples, seed, as_jso
 
 
 @main.command("sweep")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @_qrels_option
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--queries", "queries_path", type=click.Path(exists=True, allow_dash=True, dir_okay=False),
               help="queries.jsonl with a split field (default: the export folder's).")
 @_rel_level_option
 @click.option("--top", type=click.IntRange(min=1), default=3, show_default=True,
@@ -641,10 +641,10 @@ def sweep_cmd(runs, qrels_path, metric, queries_path, rel_level, top, simulation
 
 
 @main.command("attribute")
-@click.argument("base", type=click.Path(exists=True))
-@click.argument("a_only", type=click.Path(exists=True))
-@click.argument("b_only", type=click.Path(exists=True))
-@click.argument("both", type=click.Path(exists=True))
+@click.argument("base", type=click.Path(exists=True, allow_dash=True))
+@click.argument("a_only", type=click.Path(exists=True, allow_dash=True))
+@click.argument("b_only", type=click.Path(exists=True, allow_dash=True))
+@click.argument("both", type=click.Path(exists=True, allow_dash=True))
 @_qrels_option
 @click.option("--metric", default="ndcg@10", show_default=True, callback=_metric_callback, help=_METRIC_HELP)
 @click.option("--a-name", default="A", show_default=True, help="Name of the first change.")

@@ -18,7 +18,17 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from curation.formats.fileio import InputError, atomic_write, base_suffix, iter_jsonl_lines, no_records, open_text
+from curation.formats.fileio import (
+    InputError,
+    atomic_write,
+    base_suffix,
+    id_value,
+    is_stdin,
+    iter_jsonl_lines,
+    no_records,
+    open_text,
+    trec_fields,
+)
 from curation.formats.limits import check_size, line_cap
 
 ID_KEYS = ("id", "docid", "_id", "doc_id")
@@ -33,25 +43,59 @@ class Doc:
     url: str | None = None
 
 
-def doc_from_mapping(obj: dict, path: str, lineno: int | None) -> Doc:
-    """The :class:`Doc` of one record read as a mapping (a JSON object, a TSV row, a Parquet row)."""
+def doc_from_mapping(obj: dict, path: str, lineno: int | None, row: int | None = None) -> Doc:
+    """The :class:`Doc` of one record read as a mapping (a JSON object, a TSV row, a Parquet row): the
+    id a non-empty string or an integer (:func:`curation.formats.fileio.id_value`), the text a string,
+    the title and url strings or nothing; anything else (a number, a boolean, binary data, a list, an
+    object) is refused naming the field. ``row``: a Parquet row's number, for the message."""
+    at = f"row {row}: " if row is not None else ""
     for key in ID_KEYS:
         if key in obj and obj[key] is not None:
-            docid = str(obj[key])
+            try:
+                docid = id_value(obj[key], key, path, lineno)
+            except InputError as exc:
+                raise InputError(path, lineno, at + exc.message) from None
             break
     else:
-        raise InputError(path, lineno, "record has no id (expected one of: " + ", ".join(ID_KEYS) + ")")
-    text = next((obj[k] for k in TEXT_KEYS if obj.get(k) is not None), None)
-    if text is None:
-        raise InputError(path, lineno, f"record {docid!r} has no text")
-    check_size(str(text), "GOLDEN_MAX_DOC_BYTES", path, lineno, f"document {docid!r}'s text")
+        raise InputError(path, lineno, at + "record has no id (expected one of: " + ", ".join(ID_KEYS) + ")")
+    key = next((k for k in TEXT_KEYS if obj.get(k) is not None), None)
+    if key is None:
+        raise InputError(path, lineno, f"{at}record {docid!r} has no text")
+    text = obj[key]
+    if not isinstance(text, str):
+        raise InputError(path, lineno, f"{at}record {docid!r}: {key!r} is {_kind(text)}, expected a string")
+    check_size(text, "GOLDEN_MAX_DOC_BYTES", path, lineno, f"document {docid!r}'s text")
     # An empty title or url (as a TSV column left blank) is no title or url, so the same records
     # read from any format are equal (and have the same fingerprint).
-    title = obj.get("title")
-    url = obj.get("url")
-    return Doc(
-        docid, str(text), str(title) if title not in (None, "") else None, str(url) if url not in (None, "") else None
-    )
+    extra = {}
+    for name in ("title", "url"):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(path, lineno, f"{at}record {docid!r}: {name!r} is {_kind(value)}, expected a string")
+        extra[name] = value or None
+    return Doc(docid, text, extra["title"], extra["url"])
+
+
+def check_parquet_columns(schema, path: str) -> None:
+    """Refuse a Parquet corpus whose id, text, title or url column is not of the type its values need:
+    the id a string or an integer, the others strings (binary, list and struct columns are named with
+    their type, never turned into text)."""
+    import pyarrow as pa
+
+    for column in schema:
+        kind = column.type
+        text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        if column.name in ID_KEYS and not (text or pa.types.is_integer(kind)):
+            raise InputError(path, None, f"column {column.name!r} is {kind}; an id column holds strings or integers")
+        if column.name in (*TEXT_KEYS, "title", "url") and not text and not pa.types.is_null(kind):
+            raise InputError(path, None, f"column {column.name!r} is {kind}; expected a string column "
+                                         "(binary, list and struct columns are not read as text)")
+
+
+def _kind(value) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", bytes: "binary data", list: "a list",
+             dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def iter_corpus_file(path: str | os.PathLike, *, batch_size: int = 8192) -> Iterator[Doc]:
@@ -81,19 +125,32 @@ def _corpus_file_docs(path: str, batch_size: int) -> Iterator[tuple[int, Doc]]:
 
         try:  # a damaged or non-Parquet file: named, not a pyarrow traceback
             rowno = 0
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+            pf = pq.ParquetFile(path)
+            check_parquet_columns(pf.schema_arrow, path)
+            for batch in pf.iter_batches(batch_size=batch_size):
                 for row in batch.to_pylist():
                     rowno += 1
-                    yield rowno, doc_from_mapping(row, path, None)
+                    yield rowno, doc_from_mapping(row, path, None, rowno)
         except (pa.ArrowException, OSError) as exc:
             raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
     elif suffix in (".tsv", ".tab"):
         cap = line_cap("GOLDEN_MAX_DOC_BYTES")
         csv.field_size_limit(max(csv.field_size_limit(), cap))  # lines over the cap are refused by open_text
         with open_text(path, max_line=cap) as fh:
-            reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, None)
+            if header is None:
+                return
+            repeated = next((name for i, name in enumerate(header) if name in header[:i]), None)
+            if repeated is not None:
+                raise InputError(path, 1, f"column {repeated!r} appears twice in the header")
             for lineno, row in enumerate(reader, 2):
-                yield lineno, doc_from_mapping(row, path, lineno)
+                if row == []:
+                    continue
+                if len(row) != len(header):
+                    raise InputError(path, lineno, f"has {len(row)} fields, expected {len(header)} as in the header "
+                                                   "(a tab inside a text? TSV fields cannot hold one)")
+                yield lineno, doc_from_mapping(dict(zip(header, row)), path, lineno)
     elif suffix in (".jsonl", ".json", ".ndjson"):
         with open_text(path, max_line=line_cap("GOLDEN_MAX_DOC_BYTES")) as fh:
             for lineno, obj in iter_jsonl_lines(fh, path):
@@ -273,7 +330,7 @@ def read_docids(path: str | os.PathLike, *, dedup=None) -> list[str]:
     its policy.
     """
     path = str(path)
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not is_stdin(path):
         raise InputError(path, None, "no such file")
     out: dict[str, None] = {}
     with open_text(path) as fh:
@@ -282,15 +339,16 @@ def read_docids(path: str | os.PathLike, *, dedup=None) -> list[str]:
                 key = next((k for k in ("docid", "id", "doc_id") if k in obj), None)
                 if key is None:
                     raise InputError(path, lineno, 'expected an object with a "docid" field')
-                if dedup is not None and "qid" in obj and not dedup.add((str(obj["qid"]), str(obj[key])), obj, lineno):
+                docid = id_value(obj[key], key, path, lineno)
+                if dedup is not None and "qid" in obj and not dedup.add((id_value(obj["qid"], "qid", path, lineno),
+                                                                           docid), obj, lineno):
                     continue
-                out[str(obj[key])] = None
+                out[docid] = None
             return _some_docids(out, path)
         for lineno, line in enumerate(fh, 1):
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
+            parts = trec_fields(line)
+            if not parts or parts[0].startswith("#"):
                 continue
-            parts = stripped.split()
             if len(parts) in (4, 6):
                 out[parts[2]] = None
             elif len(parts) == 1:

@@ -11,32 +11,43 @@ from __future__ import annotations
 import json
 import os
 
-from curation.formats.fileio import InputError, load_json, open_text
+from curation.formats.fileio import InputError, open_text, parse_json_text
+from curation.formats.qrels import parse_grade
 
 
 def read_grades(path: str | os.PathLike) -> list[dict]:
-    """The entries of a grades file, checked as the module docstring says."""
-    data = load_json(path)
+    """The entries of a grades file, checked as the module docstring says: each an object whose
+    ``grade`` is a JSON integer and whose ``name`` and ``description``, when given, are strings; every
+    problem names the file (and the entry's line)."""
+    with open_text(path) as fh:  # read once: a pipe too
+        text = fh.read()
+    data = parse_json_text(text, path)
     if isinstance(data, dict):
         data = data.get("grades", data)
     if not isinstance(data, list):
         raise InputError(path, None, "expected a list of {grade, name, description} objects")
-    lines = _entry_lines(path) if data else []
+    lines = _entry_lines(text) if data else []
     for i, entry in enumerate(data):
+        line = lines[i] if i < len(lines) else None
         if not isinstance(entry, dict) or "grade" not in entry:
             raise InputError(
-                path, lines[i] if i < len(lines) else None,
+                path, line,
                 f"each entry needs a 'grade' number, got {json.dumps(entry)[:200]}; "
                 "write it as {\"grade\": 1, \"name\": ..., \"description\": ...}")
+        grade = entry["grade"]
+        if isinstance(grade, str) or isinstance(grade, bool):
+            raise InputError(path, line, f"grade {grade!r} is not a number; write it as a JSON integer")
+        parse_grade(grade, path, line)
+        for key in ("name", "description"):
+            if entry.get(key) is not None and not isinstance(entry[key], str):
+                raise InputError(path, line, f"{key!r} of grade {grade} must be a string, got {entry[key]!r}"[:300])
     _refuse_repeated_grades(path, data, lines)
     return data
 
 
-def _entry_lines(path) -> list[int]:
-    """The line where each entry of the file's top-level list starts (empty when the list is nested
-    under "grades"), to name ``file:line``."""
-    with open_text(path) as fh:
-        text = fh.read()
+def _entry_lines(text: str) -> list[int]:
+    """The line where each entry of the document's top-level list starts (empty when the list is
+    nested under "grades"), to name ``file:line``."""
     at = len(text) - len(text.lstrip())
     if not text.startswith("[", at):
         return []

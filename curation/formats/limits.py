@@ -77,8 +77,10 @@ def line_cap(extra: str | None = None) -> int:
     return limit("GOLDEN_MAX_LINE_BYTES") + (limit(extra) if extra else 0)
 
 
-def line_error(path, lineno: int | None, size: int, cap: int) -> InputError:
-    return InputError(path, lineno, f"the line is {size} bytes, over the limit of {cap} bytes "
+def line_error(path, lineno: int | None, size: int | None, cap: int) -> InputError:
+    """A line over ``cap`` bytes; ``size`` None: refused while it is read, before its end."""
+    length = f"is {size} bytes, over" if size is not None else "is longer than"
+    return InputError(path, lineno, f"the line {length} the limit of {cap} bytes "
                                     "(raise it with GOLDEN_MAX_LINE_BYTES=N)")
 
 

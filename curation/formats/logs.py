@@ -14,7 +14,6 @@ Collapsing the rows to distinct normalised queries is :mod:`curation.sample.logs
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -23,7 +22,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.formats.fileio import InputError, base_suffix, is_gzip, iter_jsonl_lines, no_records, open_text
+from curation.formats.fileio import (
+    GuardedJson,
+    InputError,
+    base_suffix,
+    is_stream,
+    iter_jsonl_lines,
+    no_records,
+    open_binary_from,
+    open_input,
+    open_text,
+    parse_json_text,
+)
 from curation.formats.limits import csv_reader, line_cap
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
@@ -36,6 +46,9 @@ _SLOW_ROWS = 1 << 16
 def log_format(path: str | os.PathLike) -> str:
     """``csv``, ``tsv``, ``jsonl`` or ``parquet`` from the file name (a ``.gz`` is looked through)."""
     suffix = base_suffix(path)
+    if suffix not in FORMATS and is_stream(path):
+        raise InputError(path, None, "a log's format is told by its name, and a pipe or standard input has none: "
+                                     "name a FIFO with .csv, .tsv or .jsonl (mkfifo log.csv), or give the file")
     if suffix not in FORMATS:
         raise InputError(path, None, f"unknown log format {suffix!r}: use .csv, .tsv, .jsonl or .parquet "
                                      "(text forms may be .gz)")
@@ -56,7 +69,7 @@ def log_fields(path: str, fmt: str) -> tuple[list[str], dict | None]:
     if fmt != "jsonl":
         return present, None
     with open_text(path, encoding="utf-8-sig") as fh:
-        return present, next(json.loads(line) for line in fh if line.strip())
+        return present, next(parse_json_text(line, path, n) for n, line in enumerate(fh, 1) if line.strip())
 
 
 # --------------------------------------------------------------------------------------------
@@ -102,8 +115,12 @@ def _to_str(value, path: str, line: int, name: str) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(value)
+    if isinstance(value, float):
+        raise InputError(path, line, f"field {name!r} is {value}, not a finite number nor a string")
     raise InputError(path, line, f"field {name!r} is a {type(value).__name__}, expected a string")
 
 
@@ -133,6 +150,29 @@ def check_columns(path: str, fmt: str, present: Sequence[str], wanted: Sequence[
             raise InputError(path, line, f"no {what} {name!r} (found: {shown})")
 
 
+def check_parquet_types(path: str, columns: Sequence[str], count_col: str | None) -> None:
+    """Refuse a Parquet log whose wanted columns have a type golden does not read as text: the count
+    column a number (or a string holding one), the others strings or integers; a binary, list or
+    struct column is named with its type, never turned into text."""
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
+    for name in dict.fromkeys(columns):
+        if name not in schema.names:
+            continue  # check_columns names it
+        kind = schema.field(name).type
+        text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        number = pa.types.is_integer(kind) or pa.types.is_floating(kind)
+        if name == count_col and not (number or text):
+            raise InputError(path, None, f"column {name!r} is {kind}; a count column holds numbers")
+        if name != count_col and not (text or pa.types.is_integer(kind)):
+            raise InputError(path, None, f"column {name!r} is {kind}; expected a string column "
+                                         "(binary, list and struct columns are not read as text)")
+
+
 def fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None, first: dict | None):
     """pyarrow streaming readers; raise one of :data:`FAST_READ_ERRORS` on anything suspicious (then
     read the file again with :func:`exact_batches` for the exact line). A log without a row is
@@ -141,15 +181,30 @@ def fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | N
     long_field = line_cap() // max(1, len(columns))  # a line may be over GOLDEN_MAX_LINE_BYTES: read it exactly
     for batch in _fast_batches(path, fmt, columns, count_col, first):
         rows += batch.num_rows
+        if fmt in ("csv", "tsv") and batch.num_rows and _repeats_header(batch):
+            raise pa.ArrowInvalid("the header again")  # two logs joined: the exact reader names the line
         if fmt != "parquet":
             for col in batch.columns:  # a NUL byte (binary data): the exact reader refuses it with its line
                 if pa.types.is_string(col.type) and _has_nul(col):
                     raise pa.ArrowInvalid("a NUL byte")
+                if pa.types.is_string(col.type) and pc.any(pc.match_substring(col, "\ufeff")).as_py():
+                    raise pa.ArrowInvalid("a byte-order mark past the start")
                 if pa.types.is_string(col.type) and (pc.max(pc.binary_length(col)).as_py() or 0) > long_field:
                     raise pa.ArrowInvalid("a long line")
         yield batch
     if not rows:
         raise no_records(path, "no row after the header" if fmt in ("csv", "tsv") else "no row")
+
+
+def _repeats_header(batch: pa.RecordBatch) -> bool:
+    """Whether a row of ``batch`` holds each column's own name: the header line again."""
+    same = None
+    for name, col in zip(batch.schema.names, batch.columns):
+        if not pa.types.is_string(col.type):
+            return False
+        equal = pc.equal(col, name)
+        same = equal if same is None else pc.and_(same, equal)
+    return same is not None and bool(pc.any(same).as_py())
 
 
 def _has_nul(col: pa.Array) -> bool:
@@ -169,7 +224,11 @@ def _fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
         for batch in pf.iter_batches(batch_size=_PARQUET_ROWS, columns=list(dict.fromkeys(columns))):
             yield batch
         return
-    stream = pa.input_stream(path, compression="gzip" if is_gzip(path) else None)
+    source, gzipped = open_input(path)  # opened and sniffed once
+    if fmt == "jsonl":  # pyarrow's JSON reader crashes on very deep JSON: the guard fails the fast read first
+        stream = pa.input_stream(GuardedJson(open_binary_from(source, gzipped)))
+    else:
+        stream = pa.input_stream(source, compression="gzip" if gzipped else None)
     if fmt in ("csv", "tsv"):
         import pyarrow.csv as pacsv
 
@@ -209,8 +268,11 @@ def _fast_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
             yield batch
 
 
-def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | None) -> Iterator[tuple[int, list]]:
-    """(line, [values in ``columns`` order]) for each data row, with exact line numbers; raises InputError."""
+def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | None,
+                on_header=None) -> Iterator[tuple[int, list]]:
+    """(line, [values in ``columns`` order]) for each data row, with exact line numbers; raises InputError.
+    ``on_header``: called with the column names (a JSONL log: the first object's keys) before the first
+    row, for a log read in one pass (a pipe)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -227,19 +289,32 @@ def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | No
     with open_text(path, encoding="utf-8-sig") as fh:
         if fmt == "jsonl":
             for lineno, obj in iter_jsonl_lines(fh, path):
+                if on_header is not None:
+                    on_header(list(obj))
+                    on_header = None
                 yield lineno, [obj.get(c) for c in columns]
+            if on_header is not None:
+                raise no_records(path, "the log is empty")
             return
         kwargs = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
         reader = csv_reader(fh, **kwargs)
         try:
             header = next(reader)
         except StopIteration:
+            if on_header is not None:
+                raise no_records(path, "the log is empty; expected a header row naming the columns, "
+                                       "then one row a search") from None
             return
+        if on_header is not None:
+            on_header(header)
         index = [header.index(c) for c in columns]
         start = reader.line_num + 1
         try:
             for row in reader:
                 if row:
+                    if row == header:
+                        raise InputError(path, start, "the header line again, inside the log (two logs joined "
+                                                      "with cat?): keep the first header only")
                     if len(row) != len(header):
                         raise InputError(path, start,
                                          f"has {len(row)} fields, expected {len(header)} (as in the header)")
@@ -249,9 +324,10 @@ def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | No
             raise InputError(path, reader.line_num, f"not valid {fmt.upper()} ({exc})") from None
 
 
-def exact_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None):
+def exact_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | None, on_header=None):
     """The same batches as the fast readers, built row by row with every check and exact lines
-    (``path: no records`` for a log without a row)."""
+    (``path: no records`` for a log without a row); ``on_header`` as for :func:`_exact_rows` (a log
+    given as a pipe is read this way only, in one pass)."""
     where = "" if fmt != "parquet" else "row {}: "
     names = list(dict.fromkeys(columns))
     buf: list[list] = []
@@ -265,7 +341,7 @@ def exact_batches(path: str, fmt: str, columns: Sequence[str], count_col: str | 
         return pa.RecordBatch.from_pydict(data)
 
     any_row = False
-    for line, values in _exact_rows(path, fmt, names, count_col):
+    for line, values in _exact_rows(path, fmt, names, count_col, on_header):
         any_row = True
         out = []
         for name, value in zip(names, values):

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curation.formats.fileio import InputError, atomic_write, identifier, iter_jsonl, load_json, no_records
+from curation.formats.fileio import InputError, atomic_write, identifier, is_stdin, iter_jsonl, load_json, no_records
 
 POOL_FORMAT = "golden.pool/1"
 
@@ -68,7 +68,7 @@ def iter_pool(path: str | os.PathLike, *, dedup=None) -> Iterator[PoolEntry]:
     A line repeated identically is dropped and counted in ``dedup.repeats`` (a
     :class:`curation.formats.conflicts.Dedup`, when given); a pair repeated with other values is an error."""
     path = str(path)
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not is_stdin(path):
         raise InputError(path, None, "no such file")
     seen: dict[tuple[str, str], dict] = {}
     for lineno, obj in iter_jsonl(path, expect="an object with qid, docid and order"):

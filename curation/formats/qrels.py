@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_str  # json.dumps's string encoder (ensure_ascii off)
 
 from curation.formats.conflicts import Dedup
-from curation.formats.fileio import InputError, atomic_write, iter_jsonl_lines, json_line, no_records, open_text
+from curation.formats.fileio import (
+    INTEGER_TEXT,
+    InputError,
+    atomic_write,
+    iter_jsonl_lines,
+    json_line,
+    no_records,
+    open_text,
+    trec_fields,
+)
 from curation.formats.limits import check_size
 
 MAX_GRADE = 2**31 - 1  # grades are stored as 32-bit integers; anything beyond is a broken file
@@ -38,29 +47,26 @@ class QrelLine:
 
 
 def parse_grade(raw, path: str | os.PathLike, lineno: int | None) -> int:
-    """A grade as an integer: ``2``, ``"2"`` or ``"2.0"``; anything else (``"2.5"``, ``"high"``,
-    ``true``, NaN, infinities, ``1e400``, beyond +-:data:`MAX_GRADE`) is an :class:`InputError` naming
-    the file and line."""
+    """A grade as an integer: a JSON integer (``2``, or ``2.0``), or text of ASCII digits with an
+    optional sign (``"2"``, ``"-1"``; ``"2.0"`` too, as trec_eval reads it); anything else (``"2.5"``,
+    ``"high"``, ``"1_0"``, ``"1e1"``, Arabic-Indic, full-width or superscript digits, ``true``, NaN,
+    beyond +-:data:`MAX_GRADE`) is an :class:`InputError` naming the file and line."""
     if isinstance(raw, bool):
         raise InputError(path, lineno, f"grade {raw!r} is not an integer")
-    grade = None
     if isinstance(raw, int):
         grade = raw
-    elif isinstance(raw, str):
-        try:
-            grade = int(raw)
-        except ValueError:
-            pass
-    if grade is None:
-        try:
-            as_float = float(raw)
-        except (TypeError, ValueError):
-            raise InputError(path, lineno, f"grade {raw!r} is not an integer") from None
-        if not math.isfinite(as_float):
+    elif isinstance(raw, float):
+        if not math.isfinite(raw):
             raise InputError(path, lineno, f"grade {raw!r} is not a finite number; grades are integers")
-        if not as_float.is_integer():
+        if not raw.is_integer():
             raise InputError(path, lineno, f"grade {raw!r} is not an integer")
-        grade = int(as_float)
+        grade = int(raw)
+    elif isinstance(raw, str) and INTEGER_TEXT.fullmatch(raw.removesuffix(".0")) and len(raw) <= 20:
+        grade = int(raw.removesuffix(".0"))
+    elif isinstance(raw, str) and INTEGER_TEXT.fullmatch(raw.removesuffix(".0")):
+        raise InputError(path, lineno, f"grade {_short(raw)} is not between -{MAX_GRADE} and {MAX_GRADE}")
+    else:
+        raise InputError(path, lineno, f"grade {_short(raw)} is not an integer (ASCII digits, an optional sign)")
     if abs(grade) > MAX_GRADE:
         raise InputError(path, lineno, f"grade {_short(raw)} is not between -{MAX_GRADE} and {MAX_GRADE}")
     return grade
@@ -85,11 +91,10 @@ def parse_qrel_line(line: str, path: str | os.PathLike, lineno: int | None) -> Q
     """One qrels line as a :class:`QrelLine`; None for a blank or ``#`` line; :class:`InputError`
     naming ``path:lineno`` for anything but four fields with an integer grade, or a line over
     GOLDEN_MAX_LINE_BYTES (:mod:`curation.formats.limits`)."""
-    stripped = line.strip()
-    if not stripped or stripped.startswith("#"):
+    parts = trec_fields(line)
+    if not parts or parts[0].startswith("#"):
         return None
-    check_size(stripped, "GOLDEN_MAX_LINE_BYTES", path, lineno, "the line")
-    parts = stripped.split()
+    check_size(line, "GOLDEN_MAX_LINE_BYTES", path, lineno, "the line")
     if len(parts) != 4:
         raise InputError(path, lineno, f"has {len(parts)} fields, expected 4 (qid iter docid grade)")
     qid, iteration, docid, raw = parts

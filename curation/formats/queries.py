@@ -40,6 +40,7 @@ from curation.formats.fileio import (
     InputError,
     atomic_write,
     identifier,
+    is_stdin,
     iter_jsonl_lines,
     json_line,
     no_records,
@@ -167,7 +168,7 @@ def iter_queries(
     """Stream the :class:`QueryRecord` of a ``queries.jsonl`` file (gzip allowed); repeated qids as
     in :func:`parse_queries`."""
     path = str(path)
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not is_stdin(path):
         raise InputError(path, None, "no such file")
     with open_text(path, encoding="utf-8-sig") as fh:
         yield from parse_queries(fh, path, on_conflict=on_conflict, dedup=dedup)
@@ -187,7 +188,7 @@ def read_query_ids(path: str | os.PathLike, *, dedup: Dedup | None = None) -> li
     path = str(path)
     if not path.endswith((".txt", ".txt.gz")):
         return [q.qid for q in iter_queries(path, dedup=dedup)]
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not is_stdin(path):
         raise InputError(path, None, "no such file")
     qids: list[str] = []
     seen: set[str] = set()

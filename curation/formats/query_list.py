@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 import os
 
-from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, no_records, open_text
+from curation.formats.fileio import InputError, base_suffix, is_stdin, iter_jsonl_lines, no_records, open_text
 from curation.formats.limits import check_size, csv_reader
 from curation.formats.normalize import normalize_text
 
@@ -33,7 +33,7 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
     ``query`` column. Gzip is read transparently.
     """
     path = str(path)
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not is_stdin(path):
         raise InputError(path, None, "no such file")
     suffix = base_suffix(path)
     out: list[tuple[int, str]] = []

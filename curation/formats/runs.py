@@ -18,9 +18,7 @@ line-by-line path side by side, so both keep the same rules and messages.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -28,7 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curation.formats.fileio import InputError, atomic_write, base_suffix, decode_text, decompress_all, no_records
+from curation.formats.fileio import (
+    INTEGER_TEXT,
+    InputError,
+    atomic_write,
+    base_suffix,
+    decode_text,
+    id_value,
+    identifier,
+    json_number,
+    no_records,
+    number_text,
+    parse_json_text,
+    read_whole,
+    trec_fields,
+)
 from curation.formats.limits import check_data_lines
 
 if TYPE_CHECKING:
@@ -95,10 +107,13 @@ def as_trec_score(score: float) -> float:
 
 
 def _parse_score(raw, path, lineno) -> float:
+    """A score: a TREC field (ASCII decimal or scientific notation: :data:`~curation.formats.fileio.SCORE_TEXT`)
+    or a JSON number (not a boolean, not a string), at trec_eval's precision."""
+    value = number_text(raw, "score", path, lineno) if isinstance(raw, str) else raw
     try:
-        score = as_trec_score(float(raw))
-    except (TypeError, ValueError):
-        raise InputError(path, lineno, f"score {raw!r} is not a number") from None
+        score = as_trec_score(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(path, lineno, f"score {str(raw)[:30]!r} is not a number") from None
     if math.isnan(score):
         raise InputError(path, lineno, "score is NaN")
     if math.isinf(score):  # inf, 1e400, or beyond the 32-bit float trec_eval keeps (about 3.4e38)
@@ -145,11 +160,7 @@ def _load(path: str | os.PathLike) -> _Loaded:
     """Read a run file whole: its SHA-256, gunzipped (ISA-L), and checked as text. The slow parts
     (reading, hashing, inflating) run in C without holding the GIL, so threads overlap them."""
     path = str(path)
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    sha256 = hashlib.sha256(raw).hexdigest()
-    data = decompress_all(raw, path)
-    del raw
+    sha256, data = read_whole(path)  # one open (a pipe too); a line over the limit refused while reading
     if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark: dropped, as by every text reader
         data = data[3:]
     ascii = data.isascii()
@@ -300,22 +311,19 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
     extra_first = None
     text = io.StringIO(decode_text(data, path), newline="")
     for lineno, line in enumerate(text, 1):
-        if not line.strip():
+        if not line.strip(" \t\r\n"):
             continue
         if is_jsonl:
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"not valid JSON ({exc.msg})") from None
+            obj = parse_json_text(line, path, lineno, finite=False)
             if not isinstance(obj, dict) or "qid" not in obj or "docid" not in obj or "score" not in obj:
                 raise InputError(path, lineno, "expected an object with qid, docid and score")
-            qid, docid = str(obj["qid"]), str(obj["docid"])
-            score = _parse_score(obj["score"], path, lineno)
+            qid, docid = identifier(obj, "qid", path, lineno), identifier(obj, "docid", path, lineno)
+            score = _parse_score(json_number(obj["score"], "score", path, lineno), path, lineno)
             if obj.get("run") is not None:
-                tags.add(str(obj["run"]))
+                tags.add(id_value(obj["run"], "run", path, lineno))
             value = (score, obj.get("run"))
         else:
-            parts = line.split()
+            parts = trec_fields(line)
             if len(parts) < 6:
                 raise InputError(
                     path, lineno, f"has {len(parts)} fields, expected 6 (qid Q0 docid rank score tag)"
@@ -324,7 +332,9 @@ def _parse_lines(data: bytes, path: str, is_jsonl: bool, depth: int | None):
                 extra += 1
                 extra_first = extra_first or lineno
                 parts = parts[:6]
-            qid, _, docid, _, raw_score, tag = parts
+            qid, _, docid, rank, raw_score, tag = parts
+            if not INTEGER_TEXT.fullmatch(rank):
+                raise InputError(path, lineno, f"rank {rank[:30]!r} is not an integer (ASCII digits, an optional sign)")
             score = _parse_score(raw_score, path, lineno)
             tags.add(tag)
             value = (parts[3], score, tag)
@@ -354,6 +364,8 @@ _OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 # conversions to numpy import pandas, and pyarrow.compute is imported only where numpy cannot
 # decide alone; each import costs a fresh `golden pool` process ~0.1-0.4 s.
 _CONVERTED = {"qid": "string", "docid": "string", "score": "float64", "tag": "string"}
+# The rank is only checked (an integer, as the exact reader wants it), never used: trec_eval orders by score.
+_CHECKED = {"rank": "int64"}
 
 
 def _parse_trec_fast(data: bytes, depth: int | None):
@@ -381,7 +393,7 @@ def _parse_trec_fast(data: bytes, depth: int | None):
     # field is a delimiter at the end of the line, which str.split() would not count).
     width = first.rstrip(b"\r").count(delimiter) + 1
     extra = [f"extra{i}" for i in range(width - len(_TREC_COLUMNS))]
-    types = {c: pa.type_for_alias(t) for c, t in _CONVERTED.items()} | {c: pa.string() for c in extra[-1:]}
+    types = {c: pa.type_for_alias(t) for c, t in (_CONVERTED | _CHECKED).items()} | {c: pa.string() for c in extra[-1:]}
     table = _read_columns(data, delimiter, _TREC_COLUMNS + extra, types)
     if table is None:
         return None

@@ -16,7 +16,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from curation.formats.fileio import InputError, base_suffix, iter_jsonl_lines, no_records, open_text
+from curation.formats.fileio import (
+    InputError,
+    base_suffix,
+    identifier,
+    iter_jsonl_lines,
+    no_records,
+    open_text,
+    trec_fields,
+)
 from curation.formats.limits import csv_reader
 from curation.formats.qrels import parse_grade
 
@@ -50,17 +58,18 @@ def _read_seeds(path: str) -> Iterator[Seed]:
     with open_text(path) as fh:
         if suffix in (".jsonl", ".json", ".ndjson"):
             for lineno, obj in iter_jsonl_lines(fh, path, expect="a JSON object with qid and docid"):
-                for key in ("qid", "docid"):
-                    if obj.get(key) in (None, ""):
-                        raise InputError(path, lineno, f"missing {key!r}")
-                yield Seed(str(obj["qid"]), str(obj["docid"]), _grade(obj.get("grade"), path, lineno), lineno)
+                qid, docid = identifier(obj, "qid", path, lineno), identifier(obj, "docid", path, lineno)
+                grade = obj.get("grade")
+                if isinstance(grade, str) and grade != "":
+                    raise InputError(path, lineno, f"grade {grade[:30]!r} is a string; write it as a JSON integer")
+                yield Seed(qid, docid, _grade(grade, path, lineno), lineno)
             return
         if suffix == ".csv":
             rows = csv_reader(fh)
         elif suffix == ".tsv":
             rows = csv_reader(fh, delimiter="\t")
         else:
-            rows = (line.split() for line in fh)
+            rows = (trec_fields(line) for line in fh)
         for lineno, parts in enumerate(rows, 1):
             parts = [p.strip() for p in parts]
             if not parts or not any(parts) or parts[0].startswith("#"):

@@ -6,22 +6,33 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from curation.formats.corpus import ID_KEYS, TEXT_KEYS, doc_from_mapping, iter_corpus_file, iter_jsonl_docs
+from curation.formats.corpus import (
+    ID_KEYS,
+    TEXT_KEYS,
+    check_parquet_columns,
+    doc_from_mapping,
+    iter_corpus_file,
+    iter_jsonl_docs,
+)
 from curation.formats.fileio import (
-    GZIP_ERRORS,
+    MAX_INT_DIGITS,
     InputError,
+    NestingGuard,
     base_suffix,
-    gzip_file_damage,
     is_clean_text,
     is_gzip,
-    open_binary,
+    is_stream,
+    iter_line_blocks,
+    open_binary_from,
+    open_input,
 )
-from curation.formats.limits import limit
+from curation.formats.limits import limit, line_cap, line_error
 from curation.formats.queries import iter_queries
 
 
@@ -49,12 +60,17 @@ def plan_tasks(
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
+            if is_stream(path):
+                raise InputError(path, None, "a Parquet corpus must be a regular file (Parquet is read by seeking), "
+                                             "not a pipe or standard input")
             try:
-                n = pq.ParquetFile(path).num_row_groups
+                pf = pq.ParquetFile(path)
             except (pa.ArrowException, OSError) as exc:  # a damaged file: named, not a pyarrow traceback
                 raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
+            check_parquet_columns(pf.schema_arrow, path)
+            n = pf.num_row_groups
             tasks.extend(CorpusPiece(path, "rowgroup", i, i + 1) for i in range(n))
-        elif suffix in (".jsonl", ".json", ".ndjson") and not is_gzip(path):
+        elif suffix in (".jsonl", ".json", ".ndjson") and not is_stream(path) and not is_gzip(path):
             size = os.path.getsize(path)
             start = 0
             while start < size:
@@ -71,18 +87,41 @@ def plan_tasks(
 
 
 def _line_aligned(path: str, start: int, end: int) -> bytes:
-    """The lines whose first byte lies in ``[start, end)``."""
+    """The lines whose first byte lies in ``[start, end)``; a line that runs on past the corpus line
+    limit is refused with its line number (never read whole: memory stays bounded)."""
+    cap = line_cap("GOLDEN_MAX_DOC_BYTES")
     with open(path, "rb") as fh:
         if start > 0:
             fh.seek(start - 1)
-            fh.readline()  # the line holding byte start-1 belongs to the previous range
+            while True:  # the line holding byte start-1 belongs to the previous range: skipped a block at a time
+                block = fh.read(1 << 20)
+                cut = block.find(b"\n")
+                if not block or cut >= 0:
+                    fh.seek(cut + 1 - len(block) if block else 0, os.SEEK_CUR)
+                    break
         begin = fh.tell()
         if begin >= end:
             return b""
         data = fh.read(end - begin)
         if not data.endswith(b"\n"):
-            data += fh.readline()
+            data += fh.readline(cap + 2)
+            last = data.rfind(b"\n", 0, len(data) - 1) + 1
+            if not data.endswith(b"\n") and len(data) - last > cap:
+                raise line_error(path, _count_lines(path, begin + last) + 1, None, cap)
         return data
+
+
+def _count_lines(path: str, upto: int) -> int:
+    """Line ends in the first ``upto`` bytes of ``path`` (for an error's line number)."""
+    count = 0
+    with open(path, "rb") as fh:
+        while upto > 0:
+            block = fh.read(min(upto, 1 << 20))
+            if not block:
+                break
+            count += block.count(b"\n")
+            upto -= len(block)
+    return count
 
 
 def _table_columns(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array] | None:
@@ -102,6 +141,10 @@ def _table_columns(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array] | No
         return None
     if not pa.types.is_string(ids.type):
         ids = ids.cast(pa.string())
+    import pyarrow.compute as pc
+
+    if len(ids) and pc.any(pc.equal(pc.utf8_trim_whitespace(ids), "")).as_py():
+        return None  # a blank id: the Python reader refuses it with its line
     return ids.combine_chunks(), texts.combine_chunks()
 
 
@@ -115,6 +158,9 @@ def _json_table(data: bytes) -> pa.Table | None:
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
 
 
 def _longest(texts: pa.Array) -> int:
@@ -137,8 +183,12 @@ def _python_batches(docs: Iterator, batch_size: int):
 
 
 def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
-    # Bytes that are not clean UTF-8 go to the Python reader, which names the line (pyarrow does not check).
-    table = _json_table(data) if data and is_clean_text(data) else None
+    # Bytes that are not clean UTF-8, or JSON nested deeper than golden reads (pyarrow's reader crashes on
+    # very deep JSON), go to the Python reader, which names the line (pyarrow does not check).
+    # So do integers longer than golden reads (pyarrow reads them as floats), found by their digits.
+    fast = (data and is_clean_text(data) and not NestingGuard().too_deep(data)
+            and not _LONG_DIGITS.search(data))
+    table = _json_table(data) if fast else None
     cols = _table_columns(table, path) if table is not None else None
     if cols is not None and len(cols[1]) and _longest(cols[1]) > limit("GOLDEN_MAX_DOC_BYTES"):
         cols = None  # a text over the limit: the Python reader refuses it with its line
@@ -184,14 +234,10 @@ def iter_task_batches(task: CorpusPiece, *, batch_size: int = 4096) -> Iterator[
                 yield cols
     elif base_suffix(path) in (".jsonl", ".json", ".ndjson"):  # gzip: one stream, blocks of lines
         lines_before = 1
-        with open_binary(path) as fh:
-            while True:
-                try:
-                    block = b"".join(fh.readlines(16 << 20))
-                except GZIP_ERRORS as exc:
-                    raise gzip_file_damage(path, exc) from None
-                if not block:
-                    break
+        source, gzipped = open_input(path)  # opened once: a pipe too
+        with open_binary_from(source, gzipped) as fh:
+            # blocks of whole lines, a line over the limit refused as it is read (never read whole)
+            for block in iter_line_blocks(fh, path, line_cap("GOLDEN_MAX_DOC_BYTES"), gzipped=gzipped):
                 start_line = lines_before
                 yield from _jsonl_block_batches(block, path, batch_size, lambda line=start_line: line)
                 lines_before += block.count(b"\n")

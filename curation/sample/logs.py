@@ -42,10 +42,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.formats.fileio import InputError
+from curation.formats.fileio import InputError, is_stdin, is_stream
 from curation.formats.logs import (
     FAST_READ_ERRORS,
     check_columns,
+    check_parquet_types,
     count_values,
     exact_batches,
     fast_batches,
@@ -631,7 +632,7 @@ def collapse_log(
 
 
 def _read_path(path: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not is_stdin(path):
         raise InputError(path, None, "no such file")
     fmt = log_format(path)
     try:
@@ -643,8 +644,21 @@ def _read_path(path: str, columns: list[str], collapser: _Collapser, bar) -> _Co
 def _read_one(path: str, fmt: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:
     """Add one file to a copy of ``collapser`` and return the copy (``collapser`` is left as it was)."""
     count_col = collapser.count_col
+    if is_stream(path):  # a pipe is read once: by the exact reader, which checks the header as it comes
+        if fmt == "parquet":
+            raise InputError(path, None, "a Parquet log must be a regular file (Parquet is read by seeking), "
+                                         "not a pipe or standard input")
+        attempt = collapser.copy()
+        for batch in exact_batches(path, fmt, columns, count_col,
+                                   lambda present: check_columns(path, fmt, present, columns)):
+            attempt.add(batch)
+            bar.update(batch.num_rows)
+        attempt.flush()
+        return attempt
     present, first = log_fields(path, fmt)
     check_columns(path, fmt, present, columns)
+    if fmt == "parquet":
+        check_parquet_types(path, columns, count_col)
     # Read fast into a copy of the collapser; on any doubt, re-read slowly for the exact line.
     attempt = collapser.copy()
     try:

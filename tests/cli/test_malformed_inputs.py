@@ -398,3 +398,58 @@ def test_expected_lines_are_where_the_spoiled_lines_are(fmt):
         elif kind in ("bom", "crlf"):
             clean = mf.corrupt(fmt, "clean")[0]
             assert data.decode("utf-8-sig").replace("\r\n", "\n") == clean.decode()
+
+
+# ---------------------------------------------------------------------------------------------
+# values a file must not hold (issue 25): every input of the table, each value its format can hold
+
+
+STRICT_SKIP = {MANIFEST_FILE, "GUIDELINES.md", "handwritten.txt", "exclude.txt", "pool.meta.json"}
+# Values some readers refused before issue 25 already (a JSON id that is null, an object, a boolean or
+# blank; a line starting with a byte-order mark, which is no JSON): left out for those inputs, so each
+# case of the table is one the readers took silently or crashed on.
+_ID_KINDS = {"null", "object", "boolean", "blank"}
+ALREADY_REFUSED = {
+    "queries.jsonl": {f"qid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "split.jsonl": {f"qid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "v1/queries.jsonl": {f"qid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "pool.jsonl": {f"docid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "pool_ext.jsonl": {f"docid_{k}" for k in _ID_KINDS} | {"bom_inside"},
+    "corpus.jsonl": {"id_null", "bom_inside"},
+    "seeds.jsonl": {"qid_null", "bom_inside"},
+    "seeds.csv": {"grade_underscore"},  # read as 10: not a grade of the scale
+    "log.csv": {"header_again"},  # the count column's "count" is no number (tests/formats/test_logs.py has it)
+}
+# corpus-sample reads only the pool's docids, which it took as they came (null became "None")
+ALREADY_REFUSED_BY = {"corpus-sample-keep": {"docid_nan", "bom_inside"}}
+
+
+def strict_cases():
+    for inp in INPUTS:
+        if inp.file in STRICT_SKIP:
+            continue
+        skip = ALREADY_REFUSED_BY.get(inp.id, ALREADY_REFUSED.get(inp.file, set()))
+        for kind, data, expect in mf.strict_cases(inp.fmt):
+            if kind not in skip:
+                yield pytest.param(inp, data, expect, id=f"{inp.id}-{kind}")
+
+
+@pytest.mark.parametrize(("inp", "data", "expect"), list(strict_cases()))
+def test_value_a_file_must_not_hold_is_refused(world, tmp_path, inp, data, expect):
+    """Grades and ranks of ASCII digits only, scores in ASCII notation, TREC fields split on space and tab
+    only, no byte-order mark past the first byte, JSON ids that are strings or integers, no duplicate
+    key, no integer of hundreds of digits, no JSON nested 100,000 deep, no lone surrogate, a TSV row with
+    its header's fields, no second header in a log: each refused with file:line, nothing written, no row
+    added (today's code took each silently, or crashed)."""
+    got, (result, before, after) = run_case(world, tmp_path, inp, data)
+    path = str(tmp_path / inp.file)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{type(result.exception).__name__}: {result.exception}\n{got.output[-2000:]}")
+    assert "Traceback" not in result.output
+    assert got.code == 1, got.output[-2000:]
+    assert f"{path}:{expect.line}:" in result.output, result.output[-2000:]
+    assert got.written is None
+    assert after == before
+    if inp.store:
+        assert got.rows == row_counts(world / "golden.db")
+        assert got.contents == store_rows(world / "golden.db")

@@ -42,7 +42,7 @@ def test_read_seeds_in_every_format(tmp_path):
 
 @pytest.mark.parametrize("name,content,message", [
     ("bad.jsonl", '{"qid": "1", "docid": "a"}\n{"qid": "1",\n', "bad.jsonl:2: not valid JSON"),
-    ("bad.jsonl", '{"qid": "1"}\n', "bad.jsonl:1: missing 'docid'"),
+    ("bad.jsonl", '{"qid": "1"}\n', "bad.jsonl:1: missing or empty 'docid'"),
     ("bad.tsv", "1\ta\tb\tc\n", "bad.tsv:1: has 4 fields, expected 2 or 3"),
     ("bad.txt", "1 a 0.5\n", "bad.txt:1: grade '0.5' is not an integer"),
 ])

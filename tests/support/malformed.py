@@ -330,3 +330,104 @@ SEEDS_JSONL = Fmt(
     nan='{"qid": "q1", "docid": "d2", "grade": 1e400}',
     missing='{"qid": "q1", "grade": 1}',
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Values a file must not hold (issue 25): each is a clean file with one record spoiled, refused with the
+# file and the spoiled record's line. The lists say, per format, which record (by its index in
+# ``records``) becomes which line; :func:`strict_cases` renders them.
+
+BOM = "\ufeff"
+DEEP = "[" * 100_000 + "]" * 100_000  # JSON nested 100,000 deep
+HUGE_INT = "1" * 401  # overflows a float (OverflowError on today's code)
+HUGER_INT = "7" * 5_000  # past Python's 4,300-digit limit for int() (a message with no file on today's code)
+
+_TREC_QRELS = {
+    "grade_underscore": "q1 0 d2 1_0",  # int() reads it as 10
+    "grade_exponent": "q1 0 d2 1e0",  # float() reads it as 1
+    "grade_arabic_indic": "q1 0 d2 \u0661",
+    "grade_full_width": "q1 0 d2 \uff11",
+    "nbsp_separator": "q1\u00a00 d2 1",  # str.split() splits on NBSP
+    "unit_separator": "q1 0\x1fd2 1",
+    "line_separator": "q1 0 d2\u20281",
+    "bom_inside": BOM + "q1 0 d2 1",  # a BOM at the start of a later line: a new qid
+}
+
+
+def _trec_run(fmt: Fmt) -> dict[str, str]:
+    qid, q0, docid, rank, score, tag = fmt.records[1].split()
+    return {
+        "score_underscore": f"{qid} {q0} {docid} {rank} 2.0_1 {tag}",
+        "score_arabic_indic": f"{qid} {q0} {docid} {rank} \u0662.0 {tag}",
+        "rank_full_width": f"{qid} {q0} {docid} \uff12 {score} {tag}",
+        "nbsp_separator": f"{qid}\u00a0{q0} {docid} {rank} {score} {tag}",
+        "unit_separator": f"{qid} {q0}\x1f{docid} {rank} {score} {tag}",
+        "bom_inside": BOM + fmt.records[1],
+    }
+
+
+def _json_ids(record: str, key: str) -> dict[str, str]:
+    """``record`` (a JSON object holding ``"key": "..."``) with that id spoiled each way."""
+    import json
+    import re
+
+    obj = json.loads(record)
+    value = json.dumps(obj[key])
+    at = f'"{key}": {value}'
+    assert at in record, (record, at)
+
+    def swap(new: str) -> str:
+        return record.replace(at, f'"{key}": {new}', 1)
+
+    return {
+        f"{key}_null": swap("null"),  # becomes "None" on today's code
+        f"{key}_object": swap('{"a": 1}'),
+        f"{key}_boolean": swap("true"),
+        f"{key}_float": swap("1.5"),
+        f"{key}_blank": swap('"  "'),
+        f"{key}_nan": swap("NaN"),
+        f"{key}_lone_surrogate": swap('"\\ud800"'),
+        "duplicate_key": re.sub(r"\}$", f', "{key}": {value}' + "}", record),  # the last value silently won
+        "deep_nesting": re.sub(r"\}$", f', "x": {DEEP}' + "}", record),
+        "huge_integer": re.sub(r"\}$", f', "x": {HUGE_INT}' + "}", record),
+        "huger_integer": re.sub(r"\}$", f', "x": {HUGER_INT}' + "}", record),
+        "bom_inside": BOM + record,
+    }
+
+
+def strict_cases(fmt: Fmt) -> list[tuple[str, bytes, Expect]]:
+    """``(kind, file bytes, answer)`` for each value of issue 25 that ``fmt`` must refuse: the clean
+    file with ``records[1]`` replaced, refused at that record's line."""
+    spoiled: dict[str, str] = {}
+    if fmt is QRELS:
+        spoiled = dict(_TREC_QRELS)
+    elif fmt.name == "trec run":
+        spoiled = _trec_run(fmt)
+    elif fmt in (QUERIES_JSONL, QUERIES_SPLIT):
+        spoiled = _json_ids(fmt.records[1], "qid")
+    elif fmt.name == "pool.jsonl":
+        spoiled = _json_ids(fmt.records[1], "docid")
+    elif fmt is SEEDS_JSONL:
+        spoiled = _json_ids(fmt.records[1], "qid")
+        spoiled["grade_string"] = fmt.records[1].replace('"grade": 1', '"grade": "1"')
+    elif fmt is CORPUS_JSONL:
+        spoiled = _json_ids(fmt.records[1], "id")
+        spoiled["text_number"] = '{"id": "d2", "text": 42}'
+    elif fmt is CORPUS_TSV:
+        spoiled = {"tab_in_text": "d2\tA rye bread\tneeds a long proof.", "bom_inside": BOM + fmt.records[1]}
+    elif fmt is LOG_CSV:
+        spoiled = {"header_again": fmt.header, "bom_inside": BOM + fmt.records[1]}
+    elif fmt is SEEDS_CSV:
+        spoiled = {"grade_underscore": "q1,d2,1_0", "grade_arabic_indic": "q1,d2,\u0661", "bom_inside": BOM + "q1,d2,1"}
+    elif fmt is GRADES_JSON:
+        spoiled = {"grade_string": fmt.records[1].replace('"grade": 1', '"grade": "1"'),
+                   "grade_boolean": fmt.records[1].replace('"grade": 1', '"grade": true'),
+                   "duplicate_key": fmt.records[1].replace('"grade": 1', '"grade": 1, "grade": 1'),
+                   "huger_integer": fmt.records[1].replace('"grade": 1', f'"grade": {HUGER_INT}'),
+                   "name_number": fmt.records[1].replace('"name": "related"', '"name": 7')}
+    out = []
+    for kind, line in spoiled.items():
+        rec = list(fmt.records)
+        rec[1] = line
+        out.append((kind, fmt.render(rec).encode(), Expect(line=fmt.line_of(1))))
+    return out
