@@ -27,7 +27,6 @@ from typing import IO
 
 from curation.formats.errors import InputError
 
-
 STDIN_NAMES = ("-", "/dev/stdin")  # the names of standard input as an input file
 
 

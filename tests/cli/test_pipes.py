@@ -54,26 +54,26 @@ def test_metrics_gives_the_files_numbers_through_a_pipe_and_standard_input(tmp_p
     qrels.write_bytes(data)
     run = tmp_path / "run.trec"
     run.write_text(RUN)
-    from_file = _golden("metrics", str(run), "--qrels", str(qrels), "--json")
+    from_file = _golden("stats", "metrics", str(run), "--qrels", str(qrels), "--json")
     assert from_file.returncode == 0, from_file.stderr
     assert '"queries": 300' in from_file.stdout or "300" in from_file.stdout
 
     fd = _pipe_of(data)
     try:
-        through_pipe = _golden("metrics", str(run), "--qrels", f"/dev/fd/{fd}", "--json", pass_fds=(fd,))
+        through_pipe = _golden("stats", "metrics", str(run), "--qrels", f"/dev/fd/{fd}", "--json", pass_fds=(fd,))
     finally:
         os.close(fd)
     assert through_pipe.returncode == 0, through_pipe.stderr
     assert through_pipe.stdout == from_file.stdout
 
     with open(qrels, "rb") as fh:
-        from_stdin = _golden("metrics", str(run), "--qrels", "-", "--json", stdin=fh)
+        from_stdin = _golden("stats", "metrics", str(run), "--qrels", "-", "--json", stdin=fh)
     assert from_stdin.returncode == 0, from_stdin.stderr
     assert from_stdin.stdout == from_file.stdout
 
     fd = _pipe_of(RUN.encode())  # a run through a pipe: the same numbers too
     try:
-        run_piped = _golden("metrics", f"/dev/fd/{fd}", "--qrels", str(qrels), "--json", pass_fds=(fd,))
+        run_piped = _golden("stats", "metrics", f"/dev/fd/{fd}", "--qrels", str(qrels), "--json", pass_fds=(fd,))
     finally:
         os.close(fd)
     assert run_piped.returncode == 0, run_piped.stderr
@@ -113,10 +113,10 @@ def test_import_judgments_from_standard_input_stores_what_the_file_stores(engine
     qrels.write_text(lines)
     assert paths
     runner = CliRunner()
-    res = runner.invoke(main, ["import-judgments", str(qrels), "--judge", "nist", "--create-judge", "--project", "p",
+    res = runner.invoke(main, ["judging", "import", str(qrels), "--judge", "nist", "--create-judge", "--project", "p",
                                "--db", db_url])
     assert res.exit_code == 0, res.output
-    res = runner.invoke(main, ["import-judgments", "-", "--judge", "piped", "--create-judge", "--project", "p",
+    res = runner.invoke(main, ["judging", "import", "-", "--judge", "piped", "--create-judge", "--project", "p",
                                "--db", db_url], input=gzip.compress(lines.encode()))
     assert res.exit_code == 0, res.output
     with session(engine) as s:
