@@ -17,7 +17,7 @@ variable                       default         what it bounds
                                                logs, pools, seeds, query lists, JSONL, JSON,
                                                guidelines); a corpus line may also hold a
                                                document: GOLDEN_MAX_DOC_BYTES more
-``GOLDEN_MAX_INPUT_BYTES``     200 000 000     one input file once decompressed, for every
+``GOLDEN_MAX_INPUT_BYTES``     150 000 000     one input file once decompressed, for every
                                                reader that keeps what it reads in memory
                                                (runs, qrels, queries, pools, seeds, query
                                                lists, JSON files...); corpora and logs are
@@ -38,7 +38,7 @@ DEFAULTS = {
     "GOLDEN_MAX_GUIDELINES_BYTES": 1_000_000,
     "GOLDEN_MAX_REASON_BYTES": 10_000,
     "GOLDEN_MAX_LINE_BYTES": 1_000_000,
-    "GOLDEN_MAX_INPUT_BYTES": 200_000_000,
+    "GOLDEN_MAX_INPUT_BYTES": 150_000_000,
 }
 
 
