@@ -136,7 +136,7 @@ def _corpus_file_docs(path: str, batch_size: int) -> Iterator[tuple[int, Doc]]:
     elif suffix in (".tsv", ".tab"):
         cap = line_cap("GOLDEN_MAX_DOC_BYTES")
         csv.field_size_limit(max(csv.field_size_limit(), cap))  # lines over the cap are refused by open_text
-        with open_text(path, max_line=cap) as fh:
+        with open_text(path, max_line=cap, streamed=True) as fh:
             reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
             header = next(reader, None)
             if header is None:
@@ -152,7 +152,7 @@ def _corpus_file_docs(path: str, batch_size: int) -> Iterator[tuple[int, Doc]]:
                                                    "(a tab inside a text? TSV fields cannot hold one)")
                 yield lineno, doc_from_mapping(dict(zip(header, row)), path, lineno)
     elif suffix in (".jsonl", ".json", ".ndjson"):
-        with open_text(path, max_line=line_cap("GOLDEN_MAX_DOC_BYTES")) as fh:
+        with open_text(path, max_line=line_cap("GOLDEN_MAX_DOC_BYTES"), streamed=True) as fh:
             for lineno, obj in iter_jsonl_lines(fh, path):
                 yield lineno, doc_from_mapping(obj, path, lineno)
     else:

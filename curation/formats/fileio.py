@@ -366,24 +366,35 @@ class _Hashing:
         self._fh.close()
 
 
-def read_whole(path: str | os.PathLike, cap: int | None = None) -> tuple[str, bytes]:
+def read_whole(path: str | os.PathLike, cap: int | None = None, total: int | None = None) -> tuple[str, bytes]:
     """``(sha256 of the bytes as stored, content)``: an input read whole, opened once
     (:func:`open_input`: a pipe or standard input too), gunzipped (ISA-L), a line over ``cap`` bytes
     (default GOLDEN_MAX_LINE_BYTES) refused while reading (:func:`iter_line_blocks`), so ``/dev/zero``
-    or a gzip stream that inflates to one endless line costs about ``cap`` bytes of memory, not more."""
-    from curation.formats.limits import line_cap
+    or a gzip stream that inflates to one endless line costs about ``cap`` bytes of memory, not more;
+    and content over ``total`` bytes (default GOLDEN_MAX_INPUT_BYTES), however valid its lines (a gzip
+    bomb of run lines), refused at the line where it passes the limit, having held about that much."""
+    from curation.formats.limits import input_error, limit, line_at, line_cap
 
     cap = line_cap() if cap is None else cap
+    total = limit("GOLDEN_MAX_INPUT_BYTES") if total is None else total
     source, gzipped = open_input(path)
     raw = _Hashing(source)
+    blocks: list[bytes] = []
+    held = lines = 0  # bytes and line ends in blocks
     try:
         if gzipped:
             from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
 
-            with igzip.GzipFile(fileobj=raw, mode="rb") as fh:
-                blocks = list(iter_line_blocks(fh, path, cap, gzipped=True))
+            fh = igzip.GzipFile(fileobj=raw, mode="rb")
         else:
-            blocks = list(iter_line_blocks(raw, path, cap))
+            fh = contextlib.nullcontext(raw)
+        with fh as stream:
+            for block in iter_line_blocks(stream, path, cap, gzipped=gzipped, size=min(16 << 20, total + 1)):
+                if held + len(block) > total:
+                    raise input_error(path, lines + line_at(block, total - held), total)
+                blocks.append(block)
+                held += len(block)
+                lines += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
     finally:
         raw.close()
     return raw.digest.hexdigest(), b"".join(blocks)
@@ -396,16 +407,19 @@ def gzip_damage(lines_done: int, exc: BaseException | None = None) -> str:
     return f"truncated or corrupt gzip data{cause}; {last}"
 
 
-def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Iterator[str]:
+def iter_text_lines(path: str | os.PathLike, max_line: int | None = None, max_total: int | None = None
+                    ) -> Iterator[str]:
     """The lines of a text file (gzip allowed), each with its line end as in the file, decoded strictly
     (see the module's docstring); lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (``newline=""``).
     A line over ``max_line`` bytes (default GOLDEN_MAX_LINE_BYTES, :mod:`curation.formats.limits`) is
-    refused with ``path:line`` and the limit."""
-    from curation.formats.limits import check_line, line_cap
+    refused with ``path:line`` and the limit; so is, at the line where it passes it, an input over
+    ``max_total`` bytes once decompressed (None: no such bound)."""
+    from curation.formats.limits import check_line, input_error, line_at, line_cap
 
     cap = line_cap() if max_line is None else max_line
     path_s = str(path)
     lineno = 0  # lines yielded
+    read = 0  # bytes read (decompressed)
     source, gzipped = open_input(path)
     with open_binary_from(source, gzipped) as fh:
         pending: list[bytes] = []  # the start of a line not ended yet (a long line spans several reads)
@@ -413,6 +427,10 @@ def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Ite
         first = True
         while True:
             chunk = _read_block(fh, path_s, gzipped, lineno)
+            if max_total is not None and read + len(chunk) > max_total:  # the line of byte max_total + 1
+                unread = b"".join(pending) + chunk
+                raise input_error(path_s, lineno + line_at(unread, max_total - (read - waiting)), max_total)
+            read += len(chunk)
             if chunk:
                 cut = chunk.rfind(b"\n") + 1
                 if not cut:
@@ -441,8 +459,8 @@ def iter_text_lines(path: str | os.PathLike, max_line: int | None = None) -> Ite
 class _TextLines:
     """What :func:`open_text` returns: an iterator of lines, a context manager, and ``read()``."""
 
-    def __init__(self, path: str | os.PathLike, max_line: int | None = None):
-        self._lines = iter_text_lines(path, max_line)
+    def __init__(self, path: str | os.PathLike, max_line: int | None = None, max_total: int | None = None):
+        self._lines = iter_text_lines(path, max_line, max_total)
 
     def __iter__(self):
         return self._lines
@@ -463,12 +481,17 @@ class _TextLines:
         self.close()
 
 
-def open_text(path: str | os.PathLike, encoding: str = "utf-8", max_line: int | None = None) -> _TextLines:
+def open_text(path: str | os.PathLike, encoding: str = "utf-8", max_line: int | None = None, *,
+              streamed: bool = False) -> _TextLines:
     """Open a text file for reading lines (gzip allowed), strictly decoded as UTF-8 with any byte-order
-    mark dropped (:func:`iter_text_lines`); ``encoding`` may only name UTF-8 (``utf-8-sig`` included)."""
+    mark dropped (:func:`iter_text_lines`); ``encoding`` may only name UTF-8 (``utf-8-sig`` included).
+    The input is bounded by GOLDEN_MAX_INPUT_BYTES once decompressed, unless ``streamed``: a reader whose
+    memory does not grow with the bytes it reads (a corpus, a log) may read any amount."""
+    from curation.formats.limits import limit
+
     if encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig"):
         raise ValueError(f"open_text reads UTF-8 only, not {encoding!r}")
-    return _TextLines(path, max_line)
+    return _TextLines(path, max_line, None if streamed else limit("GOLDEN_MAX_INPUT_BYTES"))
 
 
 def decode_text(data: bytes, path: str | os.PathLike) -> str:

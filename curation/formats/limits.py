@@ -17,6 +17,12 @@ variable                       default         what it bounds
                                                logs, pools, seeds, query lists, JSONL, JSON,
                                                guidelines); a corpus line may also hold a
                                                document: GOLDEN_MAX_DOC_BYTES more
+``GOLDEN_MAX_INPUT_BYTES``     150 000 000     one input file once decompressed, for every
+                                               reader that keeps what it reads in memory
+                                               (runs, qrels, queries, pools, seeds, query
+                                               lists, JSON files...); corpora and logs are
+                                               streamed (memory per document or distinct
+                                               query, not per byte) and not bounded by it
 =============================  ==============  ==============================================
 """
 
@@ -32,6 +38,7 @@ DEFAULTS = {
     "GOLDEN_MAX_GUIDELINES_BYTES": 1_000_000,
     "GOLDEN_MAX_REASON_BYTES": 10_000,
     "GOLDEN_MAX_LINE_BYTES": 1_000_000,
+    "GOLDEN_MAX_INPUT_BYTES": 150_000_000,
 }
 
 
@@ -82,6 +89,19 @@ def line_error(path, lineno: int | None, size: int | None, cap: int) -> InputErr
     length = f"is {size} bytes, over" if size is not None else "is longer than"
     return InputError(path, lineno, f"the line {length} the limit of {cap} bytes "
                                     "(raise it with GOLDEN_MAX_LINE_BYTES=N)")
+
+
+def line_at(data: bytes, pos: int) -> int:
+    """The number (from 1) of the line of ``data`` that byte ``pos`` lies on, lines ended as
+    :func:`~curation.formats.fileio.open_text` ends them (``\\n``, ``\\r\\n`` or a lone ``\\r``)."""
+    return data.count(b"\n", 0, pos) + data.count(b"\r", 0, pos) - data.count(b"\r\n", 0, pos) + 1
+
+
+def input_error(path, lineno: int, cap: int) -> InputError:
+    """An input whose decompressed size passes ``cap`` bytes (GOLDEN_MAX_INPUT_BYTES) at line ``lineno``:
+    refused there, before the rest of it is read."""
+    return InputError(path, lineno, f"the input passes the limit of {cap} bytes (once decompressed) on this "
+                                    "line; refused before reading on (raise it with GOLDEN_MAX_INPUT_BYTES=N)")
 
 
 def check_line(line: str, path, lineno: int | None, cap: int) -> None:

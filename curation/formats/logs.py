@@ -68,7 +68,7 @@ def log_fields(path: str, fmt: str) -> tuple[list[str], dict | None]:
     present = _read_header(path, fmt)
     if fmt != "jsonl":
         return present, None
-    with open_text(path, encoding="utf-8-sig") as fh:
+    with open_text(path, encoding="utf-8-sig", streamed=True) as fh:
         return present, next(parse_json_text(line, path, n) for n, line in enumerate(fh, 1) if line.strip())
 
 
@@ -125,7 +125,7 @@ def _to_str(value, path: str, line: int, name: str) -> str:
 
 
 def _read_header(path: str, fmt: str) -> list[str]:
-    with open_text(path, encoding="utf-8-sig") as fh:
+    with open_text(path, encoding="utf-8-sig", streamed=True) as fh:
         if fmt == "jsonl":
             for _, obj in iter_jsonl_lines(fh, path):
                 return list(obj)
@@ -286,7 +286,7 @@ def _exact_rows(path: str, fmt: str, columns: Sequence[str], count_col: str | No
         except (pa.ArrowException, OSError) as exc:
             raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
         return
-    with open_text(path, encoding="utf-8-sig") as fh:
+    with open_text(path, encoding="utf-8-sig", streamed=True) as fh:
         if fmt == "jsonl":
             for lineno, obj in iter_jsonl_lines(fh, path):
                 if on_header is not None:

@@ -185,3 +185,67 @@ def test_a_parquet_corpus_column_of_the_wrong_type_is_refused_by_every_command(e
         assert f"{corpus}: column '{name}' is {kind}" in res.output, res.output
         assert out is None or not out.exists()
     assert _rows(engine) == before
+
+
+def _fifo_fed(folder: Path, name: str, data: bytes):
+    """A FIFO named ``name`` (its suffix tells the format) in ``folder``, and the thread that writes
+    ``data`` into it once a reader opens it (join it after the command)."""
+    import threading
+
+    fifo = folder / name
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "wb") as fh:  # blocks until golden opens the FIFO for reading
+            fh.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return fifo, writer
+
+
+LOG = "query,market\n" + "".join(f"recipe {i % 97} for {i % 13},{'us' if i % 3 else 'de'}\n" for i in range(5000))
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_sample_queries_reads_a_log_from_a_fifo_named_with_its_format(tmp_path, compress):
+    """``mkfifo log.csv``: the log's format is told by the FIFO's name, and the sample is the file's, byte
+    for byte (the bytes read to sniff gzip and the header are not lost)."""
+    data = gzip.compress(LOG.encode(), mtime=0) if compress else LOG.encode()
+    name = "log.csv.gz" if compress else "log.csv"
+    (tmp_path / "file").mkdir()
+    (tmp_path / "file" / name).write_bytes(data)
+    args = ["--query-col", "query", "--stratum", "market", "--size", "20", "--floor", "5", "--seed", "3"]
+    from_file = _golden("sample", "queries", str(tmp_path / "file" / name), *args, "--out", str(tmp_path / "a.jsonl"))
+    assert from_file.returncode == 0, from_file.stderr
+    fifo, writer = _fifo_fed(tmp_path, name, data)
+    from_fifo = _golden("sample", "queries", str(fifo), *args, "--out", str(tmp_path / "b.jsonl"))
+    writer.join(timeout=60)
+    assert not writer.is_alive()  # golden read the FIFO to its end
+    assert from_fifo.returncode == 0, from_fifo.stderr
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 20
+    assert (tmp_path / "b.jsonl").read_bytes() == (tmp_path / "a.jsonl").read_bytes()
+
+
+def test_project_create_reads_a_corpus_from_a_fifo_named_with_its_format(engine, db_url, tmp_path):
+    """``mkfifo corpus.jsonl``: ``project create --corpus`` stores the documents the file gives, on SQLite and
+    PostgreSQL (two projects, one from the file, one from the FIFO, hold the same documents)."""
+    from sqlalchemy import text
+
+    from tests.support.projects import write_inputs
+
+    paths = write_inputs(tmp_path / "in")
+    fifo, writer = _fifo_fed(tmp_path, "corpus.jsonl", paths["corpus.jsonl"].read_bytes())
+    for project, corpus in (("from-file", paths["corpus.jsonl"]), ("from-fifo", fifo)):
+        res = CliRunner().invoke(main, ["project", "create", project, "--queries", str(paths["queries.jsonl"]),
+                                        "--pool", str(paths["pool.jsonl"]), "--corpus", str(corpus),
+                                        "--guidelines", str(paths["GUIDELINES.md"]), "--db", db_url])
+        assert res.exit_code == 0, res.output
+    writer.join(timeout=60)
+    assert not writer.is_alive()  # golden read the FIFO to its end
+    with engine.connect() as con:
+        stored = {name: sorted(con.execute(text(
+            "SELECT d.docid, d.text FROM document d JOIN project p ON p.id = d.project_id WHERE p.name = :n"),
+            {"n": name}).all()) for name in ("from-file", "from-fifo")}
+    assert len(stored["from-file"]) == len(paths["corpus.jsonl"].read_text().splitlines())
+    assert stored["from-fifo"] == stored["from-file"]
