@@ -70,7 +70,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.formats.normalize import normalize_text
-from curation.leak.index import HASH_MUL, QueryIndex
+from curation.leak.index import HASH_MUL, QueryIndex, arrow_strings
 from curation.leak.inputs import CorpusPiece, iter_task_batches
 from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of, words_of_normalized
 from curation.leak.report import MODES, Match, context
@@ -106,15 +106,6 @@ def _arrow_ints(values: np.ndarray) -> pa.Array:
     """An int64 numpy array as an arrow array (no copy)."""
     values = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
-
-
-def _arrow_strings(values: list[str], type_=None) -> pa.Array:
-    """A list of strings as an arrow (large) string array."""
-    raw = [v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in raw], out=offsets[1:])
-    arr = pa.LargeStringArray.from_buffers(len(raw), pa.py_buffer(offsets), pa.py_buffer(b"".join(raw)))
-    return arr if type_ is None else arr.cast(type_)
 
 
 def _ascii_rows(texts: pa.Array) -> np.ndarray:
@@ -532,6 +523,6 @@ def scan_task(
     out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
-    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else _arrow_strings([])
+    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else arrow_strings([])
     return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid(),
                       task.path, ids)
