@@ -344,7 +344,7 @@ def _decision(project: Project, record, context_of, endpoint: str, partial: str,
     error = None
     if not grade:
         error = "choose the final grade first (press its digit)"
-    elif not (grade.isascii() and grade.lstrip("+-").isdigit() and len(grade) <= 9):
+    elif not _grade_shaped(grade):
         error = f"{grade[:30]!r} is not a grade of the project's scale"
     else:
         try:
@@ -356,6 +356,16 @@ def _decision(project: Project, record, context_of, endpoint: str, partial: str,
         return redirect(url_for(endpoint, project_id=project.id))
     context = context_of(project, pair_id=pair_id if error else None, error=error, form=dict(form) if error else None)
     return render_template(partial if is_htmx() else page, **context), (422 if error else 200)
+
+
+def _grade_shaped(grade: str) -> bool:
+    """Whether a decision's grade is written as a grade can be: at most 9 characters, signs then
+    ASCII digits (the scale itself is checked when the decision is recorded)."""
+    try:
+        whole_number(grade.lstrip("+-"))
+    except ValueError:
+        return False
+    return len(grade) <= 9
 
 
 @bp.post("/<int:project_id>/guidelines")

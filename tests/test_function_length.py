@@ -23,7 +23,7 @@ ALLOWED = {
         "one pass per comparison over the model's per-query arrays, which its steps share",
     "curation/demo/generator.py::generate_demo_data":
         "one seeded generator drawn in one order: split, a change in one part would change the others",
-    "curation/cli/demo.py::demo_command":
+    "curation/cli/demo.py::demo_cmd":
         "the demo's transcript: each step's command and result printed in the order they run",
     "curation/cli/calibrate.py::_echo_text":
         "the calibration report's text, section by section, in the order it prints",

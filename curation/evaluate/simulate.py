@@ -207,11 +207,9 @@ def simulate(
     share, model_cache = 0.0, {}
     t_checks, checks = 0.0, 0
     while True:
-        grades = np.where(judged, np.where(member, truth[None, :], 0.0), np.nan)
-        t0 = time.process_time()
-        bounds = query_bounds(pm, grades, comps, metric, max_grade=G, rel_level=rel_level)
-        st = settle(bounds, counts, level=level, tie=tie)
-        t_checks += time.process_time() - t0
+        grades, bounds, st, seconds = _check(pm, truth, judged, member, comps, metric, counts, G=G,
+                                             rel_level=rel_level, level=level, tie=tie)
+        t_checks += seconds
         checks += 1
         if trace is not None:
             trace["shares"].append(done / np.maximum(pool_size, 1))
@@ -224,8 +222,7 @@ def simulate(
         if progress is not None:
             progress(float(shares.min()))
         active = open_c | est_open
-        left = (member & ~judged).any(axis=1)
-        if not active.any() or not (left if rows > 1 else left & True)[active if rows > 1 else [0]].any():
+        if _finished(active, member, judged):
             break
         share = min(1.0, share + step)
         _judge_batch(pm, member, judged, done, pool_size, active, fixed, bounds, st, rng, share=share,
@@ -233,6 +230,25 @@ def simulate(
     result.seconds_per_check = t_checks / max(checks, 1)
     result.checks = checks
     return result
+
+
+def _check(pm: PoolMatrix, truth: np.ndarray, judged: np.ndarray, member: np.ndarray, comps, metric: str,
+           counts: np.ndarray, *, G: int, rel_level: int, level: float, tie: float):
+    """One check of the replay: the grades known so far (NaN: not judged yet; 0 outside a row's
+    pool), the bounds and the settling they give, and the CPU seconds the bounds and settling took."""
+    grades = np.where(judged, np.where(member, truth[None, :], 0.0), np.nan)
+    t0 = time.process_time()
+    bounds = query_bounds(pm, grades, comps, metric, max_grade=G, rel_level=rel_level)
+    st = settle(bounds, counts, level=level, tie=tie)
+    return grades, bounds, st, time.process_time() - t0
+
+
+def _finished(active: np.ndarray, member: np.ndarray, judged: np.ndarray) -> bool:
+    """Whether the replay stops: no comparison is still open, or the open ones' pools (the one pool
+    when all share it) are judged to the end."""
+    rows = member.shape[0]
+    left = (member & ~judged).any(axis=1)
+    return not active.any() or not (left if rows > 1 else left & True)[active if rows > 1 else [0]].any()
 
 
 def _check_options(*, order: str, mode: str, granularity: str, step: float) -> None:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from curation.export.reading import qrels_file_triples
 from curation.formats.fileio import atomic_write, open_text
-from curation.formats.qrels import parse_label_records, parse_qrels
+from curation.formats.qrels import parse_label_records
 
 FORMATS = ("quepid", "rre", "ltr", "hf")  # the --format choices, in the manifest's order
 TOP_NAMES = {"quepid": "quepid.csv", "rre": "rre.json", "ltr": "ltr.txt", "hf": "hf"}  # what each adds to the folder
@@ -84,8 +85,7 @@ def write_formats(chosen: tuple[str, ...], *, qrels_txt: Path, qrels_jsonl: Path
     """Write the ``chosen`` formats of a version into ``spool`` (each file whole or not at all), from its
     ``qrels.txt`` and ``qrels.jsonl`` (paths: the same pairs in the same order) and its queries (qid ->
     record with ``text``). Returns relative name -> path of every file, and format -> its file names."""
-    with open_text(qrels_txt) as fh:  # the three text formats need (qid, docid, grade) only
-        triples = [(q.qid, q.docid, q.grade) for q in parse_qrels(fh, qrels_txt)]
+    triples = qrels_file_triples(qrels_txt)  # the three text formats need (qid, docid, grade) only
     golden = {"version": version, "project": project, "scale": scale, "relevance_level": relevance_level}
     text = {qid: (q.get("text") or "") for qid, q in queries.items()}
     files: dict[str, Path] = {}

@@ -1,13 +1,16 @@
 """Reading a stored version's data files, in one place: its qrels, its labels and its queries, each
 by the one reader of its format (:mod:`curation.formats.qrels`, :mod:`curation.formats.queries`).
 
-``files`` maps a file's name to its bytes (a version's files as stored, or any mapping of them).
+``files`` maps a file's name to its bytes (a version's files as stored, or any mapping of them);
+:func:`qrels_file_triples` reads a qrels.txt being written, from its path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
+from curation.formats.fileio import open_text
 from curation.formats.qrels import parse_label_records, parse_qrels, qrels_dict
 from curation.formats.queries import QueryRecord, parse_queries
 
@@ -15,6 +18,13 @@ from curation.formats.queries import QueryRecord, parse_queries
 def version_qrels(files: Mapping[str, bytes]) -> dict[str, dict[str, int]]:
     """``{qid: {docid: grade}}`` of the version's qrels.txt."""
     return qrels_dict(parse_qrels(files["qrels.txt"].decode("utf-8").splitlines(), "qrels.txt"))
+
+
+def qrels_file_triples(path: Path) -> list[tuple[str, str, int]]:
+    """``(qid, docid, grade)`` of each line of a version's qrels.txt written at ``path``, in file order
+    (errors name the path)."""
+    with open_text(path) as fh:
+        return [(q.qid, q.docid, q.grade) for q in parse_qrels(fh, path)]
 
 
 def version_labels(files: Mapping[str, bytes]) -> dict[tuple[str, str], dict]:

@@ -212,27 +212,10 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.name == version)
     ).first()
     if row is not None:
-        if row.pending_folder is not None:
-            raise ValueError(
-                f"version {version!r} of project {project.name!r} is pending: an interrupted export was writing "
-                f"it to {row.pending_folder}, which now holds other files; move that folder away and export again"
-            )
-        if row.state_sha256 != state_sha:
-            raise VersionFrozen(_frozen_message(session, project, row, state))
-        manifest = json.loads(row.manifest_json)
-        _same_formats(row, manifest, formats, relevance_level)
-        path = write_folder(out_dir, version, stored_openers(session, row))
-        session.commit()  # ends the transaction, and with it the lock
-        return ExportResult(version, path, False, manifest, state_sha,
-                            {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
+        return _write_stored(session, project, row, version, state, state_sha, out_dir=out_dir, formats=formats,
+                             relevance_level=relevance_level)
 
-    if (state.n_unjudged or state.n_unresolved) and not allow_incomplete:
-        raise ExportBlocked(_blocked_message(state), unjudged=state.n_unjudged, unresolved=state.n_unresolved)
-    target = out_dir / version
-    if os.path.lexists(target):
-        if target.is_dir() and export_of(target) == (version, project.name):
-            raise ValueError(_orphan_message(target, project, version))
-        check_in_place(target, version, {})  # what is in the way, and how to go on
+    target = _new_target(state, project, version, out_dir=out_dir, allow_incomplete=allow_incomplete)
 
     parent_row = session.exec(
         select(ExportVersion).where(ExportVersion.project_id == project.id, ExportVersion.pending_folder.is_(None))
@@ -249,20 +232,8 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     extra: dict = {}
     listed = list(DATA_FILES)
     if formats:
-        from curation.export.formats import formats_entry, write_formats
-        from curation.formats.fileio import sha256_file
-
-        written, names = write_formats(
-            formats, qrels_txt=state.files["qrels.txt"].path, qrels_jsonl=state.files["qrels.jsonl"].path,
-            queries=state.queries,
-            spool=spool / "formats", version=version, project=project.name,
-            scale=state.body["label_scale"]["scale"], relevance_level=relevance_level,
-            agreement=state.body.get("agreement"))
-        extra["formats"] = formats_entry(formats, relevance_level, names)
-        for name, fpath in written.items():
-            files[name] = fpath
-            hashes[name] = (sha256_file(fpath), fpath.stat().st_size)
-        listed += [n for f in formats for n in names[f]]
+        extra["formats"] = _add_formats(files, hashes, listed, state, project, version, formats=formats,
+                                        relevance_level=relevance_level, spool=spool)
     manifest = {
         "version": version,
         "parent": parent,
@@ -302,6 +273,67 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         raise
     row_id = row.id
     session.commit()  # recorded, pending, before the folder exists
+    path = _write_pending(session, project, row_id, version, files, state, state_sha, out_dir=out_dir,
+                          created_by=created_by)
+    return ExportResult(version, path, True, manifest, state_sha, {n: hashes[n][0] for n in DATA_FILES})
+
+
+def _new_target(state: VersionState, project: Project, version: str, *, out_dir: Path, allow_incomplete: bool) -> Path:
+    """The folder a new version is written to, once the state may be exported (ExportBlocked while
+    pairs are unjudged or unresolved, unless allowed) and nothing is in the folder's way."""
+    if (state.n_unjudged or state.n_unresolved) and not allow_incomplete:
+        raise ExportBlocked(_blocked_message(state), unjudged=state.n_unjudged, unresolved=state.n_unresolved)
+    target = out_dir / version
+    if os.path.lexists(target):
+        if target.is_dir() and export_of(target) == (version, project.name):
+            raise ValueError(_orphan_message(target, project, version))
+        check_in_place(target, version, {})  # what is in the way, and how to go on
+    return target
+
+
+def _write_stored(session: Session, project: Project, row: ExportVersion, version: str, state: VersionState,
+                  state_sha: str, *, out_dir: Path, formats: tuple[str, ...], relevance_level: int) -> ExportResult:
+    """An export of a version already stored: refused when it is pending or its state has changed
+    (or its formats differ), else its folder written again from the stored files."""
+    if row.pending_folder is not None:
+        raise ValueError(
+            f"version {version!r} of project {project.name!r} is pending: an interrupted export was writing "
+            f"it to {row.pending_folder}, which now holds other files; move that folder away and export again"
+        )
+    if row.state_sha256 != state_sha:
+        raise VersionFrozen(_frozen_message(session, project, row, state))
+    manifest = json.loads(row.manifest_json)
+    _same_formats(row, manifest, formats, relevance_level)
+    path = write_folder(out_dir, version, stored_openers(session, row))
+    session.commit()  # ends the transaction, and with it the lock
+    return ExportResult(version, path, False, manifest, state_sha,
+                        {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
+
+
+def _add_formats(files: dict, hashes: dict, listed: list[str], state: VersionState, project: Project, version: str,
+                 *, formats: tuple[str, ...], relevance_level: int, spool: Path) -> dict:
+    """Write the chosen other formats into the spool, add their files to ``files``, ``hashes`` and
+    ``listed`` (the manifest's order), and return the manifest's ``formats`` entry."""
+    from curation.export.formats import formats_entry, write_formats
+    from curation.formats.fileio import sha256_file
+
+    written, names = write_formats(
+        formats, qrels_txt=state.files["qrels.txt"].path, qrels_jsonl=state.files["qrels.jsonl"].path,
+        queries=state.queries,
+        spool=spool / "formats", version=version, project=project.name,
+        scale=state.body["label_scale"]["scale"], relevance_level=relevance_level,
+        agreement=state.body.get("agreement"))
+    for name, fpath in written.items():
+        files[name] = fpath
+        hashes[name] = (sha256_file(fpath), fpath.stat().st_size)
+    listed += [n for f in formats for n in names[f]]
+    return formats_entry(formats, relevance_level, names)
+
+
+def _write_pending(session: Session, project: Project, row_id: int, version: str, files: dict, state: VersionState,
+                   state_sha: str, *, out_dir: Path, created_by: str | None) -> Path:
+    """The recorded, pending version's folder written under the lock again, then the version marked
+    complete and audited; on any failure the pending row is settled (completed or removed)."""
     try:
         lock_project(session, project)
         row = session.get(ExportVersion, row_id, populate_existing=True)
@@ -318,7 +350,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     except BaseException:
         _settle_after_failure(session, project, row_id)
         raise
-    return ExportResult(version, path, True, manifest, state_sha, {n: hashes[n][0] for n in DATA_FILES})
+    return path
 
 
 def _same_formats(row: ExportVersion, manifest: dict, formats: tuple[str, ...], relevance_level: int) -> None:

@@ -65,9 +65,7 @@ class QueryIndex:
     def vocab_array(self) -> pa.Array:
         cached = self.__dict__.get("_vocab_array")
         if cached is None:
-            from curation.leak.scan import _arrow_strings
-
-            cached = self.__dict__["_vocab_array"] = _arrow_strings(self.vocab)
+            cached = self.__dict__["_vocab_array"] = arrow_strings(self.vocab)
         return cached
 
     def prefix_tables(self) -> list[np.ndarray] | None:
@@ -165,3 +163,12 @@ def _needed(size: int, threshold: float, modes: Sequence[str]) -> int:
     while k < size and k / size < threshold:
         k += 1
     return max(k, 1)
+
+
+def arrow_strings(values: list[str], type_=None) -> pa.Array:
+    """A list of strings as an arrow (large) string array."""
+    raw = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in raw], out=offsets[1:])
+    arr = pa.LargeStringArray.from_buffers(len(raw), pa.py_buffer(offsets), pa.py_buffer(b"".join(raw)))
+    return arr if type_ is None else arr.cast(type_)

@@ -70,7 +70,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.formats.normalize import normalize_text
-from curation.leak.index import HASH_MUL, QueryIndex
+from curation.leak.index import HASH_MUL, QueryIndex, arrow_strings
 from curation.leak.inputs import CorpusPiece, iter_task_batches
 from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of, words_of_normalized
 from curation.leak.report import MODES, Match, context
@@ -106,15 +106,6 @@ def _arrow_ints(values: np.ndarray) -> pa.Array:
     """An int64 numpy array as an arrow array (no copy)."""
     values = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
-
-
-def _arrow_strings(values: list[str], type_=None) -> pa.Array:
-    """A list of strings as an arrow (large) string array."""
-    raw = [v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in raw], out=offsets[1:])
-    arr = pa.LargeStringArray.from_buffers(len(raw), pa.py_buffer(offsets), pa.py_buffer(b"".join(raw)))
-    return arr if type_ is None else arr.cast(type_)
 
 
 def _ascii_rows(texts: pa.Array) -> np.ndarray:
@@ -307,20 +298,7 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     else:
         a_rows = np.flatnonzero(ascii_mask)
         a_texts = texts.take(_arrow_ints(a_rows))
-        py_text = texts.take(_arrow_ints(np.flatnonzero(~ascii_mask))).to_pylist()
-        py_ids: list[int] = []
-        for r, t in zip(np.flatnonzero(~ascii_mask).tolist(), py_text):
-            norm = normalize_text(t or "")
-            norms[r] = norm
-            if spec.unit == "word":  # the words' ids join the vectorised path's
-                vocab_get = index.vocab_ids.get
-                words = [vocab_get(w, -1) for w in words_of_normalized(norm)]
-                py_ids.extend(words)
-                py_rows.extend([r] * len(words))
-            else:
-                size = _python_gram_hits(index, norm, r, py_rows, py_g)
-                if size == 0:
-                    short_rows.append(r)
+        py_ids = _non_ascii_hits(index, texts, ascii_mask, norms, py_rows, py_g, short_rows)
     if spec.unit == "word":
         wid, wrow = _word_tokens_ascii(index, a_texts, a_rows) if len(a_rows) else (np.zeros(0, np.int32),) * 2
         if py_rows:
@@ -351,20 +329,7 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     candidates: list[tuple[int, int]] = []
     counts: dict[tuple[int, int], int] = {}
     if not index.count_only and len(pair):
-        per = index.q_ptr[p_g + 1] - index.q_ptr[p_g]
-        total = int(per.sum())
-        if total:
-            rep_row = np.repeat(p_row, per)
-            first = np.repeat(index.q_ptr[p_g] - np.concatenate([[0], np.cumsum(per)[:-1]]), per)
-            q = index.q_list[np.arange(total) + first]
-            Q = len(index.qids)
-            rq, shared = np.unique(rep_row * Q + q, return_counts=True)
-            rr, qq = rq // Q, rq % Q
-            keep = shared >= index.need[qq]
-            candidates = list(zip(rr[keep].tolist(), qq[keep].tolist()))
-            if index.positional and index.spec.unit == "word":
-                # Exact keys: the count is |Q ∩ C| itself (see _verify).
-                counts = dict(zip(candidates, shared[keep].tolist()))
+        candidates, counts = _shared_enough(index, p_row, p_g)
     for r in short_rows:
         norm = norms.get(r)
         if norm is None:
@@ -375,6 +340,52 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     if not candidates:
         return
     _verify(index, candidates, counts, ids, texts, norms, source, out, max_matches)
+
+
+def _non_ascii_hits(index: QueryIndex, texts: pa.Array, ascii_mask: np.ndarray, norms: dict[int, str],
+                    py_rows: list[int], py_g: list[int], short_rows: list[int]) -> list[int]:
+    """The Python path of a batch's non-ASCII chunks: each normalised (kept in ``norms``); for word
+    n-grams, returns its words' vocabulary ids (their rows appended to ``py_rows``) to join the
+    vectorised path's; for character n-grams, appends its hits to ``py_rows``/``py_g`` and its row to
+    ``short_rows`` when it has no n-gram."""
+    spec = index.spec
+    py_text = texts.take(_arrow_ints(np.flatnonzero(~ascii_mask))).to_pylist()
+    py_ids: list[int] = []
+    for r, t in zip(np.flatnonzero(~ascii_mask).tolist(), py_text):
+        norm = normalize_text(t or "")
+        norms[r] = norm
+        if spec.unit == "word":  # the words' ids join the vectorised path's
+            vocab_get = index.vocab_ids.get
+            words = [vocab_get(w, -1) for w in words_of_normalized(norm)]
+            py_ids.extend(words)
+            py_rows.extend([r] * len(words))
+        else:
+            size = _python_gram_hits(index, norm, r, py_rows, py_g)
+            if size == 0:
+                short_rows.append(r)
+    return py_ids
+
+
+def _shared_enough(index: QueryIndex, p_row: np.ndarray, p_g: np.ndarray):
+    """From the distinct (chunk, query n-gram) pairs, the (chunk, query) pairs that share enough
+    n-grams to be verified, and (exact word keys only) their shared counts."""
+    candidates: list[tuple[int, int]] = []
+    counts: dict[tuple[int, int], int] = {}
+    per = index.q_ptr[p_g + 1] - index.q_ptr[p_g]
+    total = int(per.sum())
+    if total:
+        rep_row = np.repeat(p_row, per)
+        first = np.repeat(index.q_ptr[p_g] - np.concatenate([[0], np.cumsum(per)[:-1]]), per)
+        q = index.q_list[np.arange(total) + first]
+        Q = len(index.qids)
+        rq, shared = np.unique(rep_row * Q + q, return_counts=True)
+        rr, qq = rq // Q, rq % Q
+        keep = shared >= index.need[qq]
+        candidates = list(zip(rr[keep].tolist(), qq[keep].tolist()))
+        if index.positional and index.spec.unit == "word":
+            # Exact keys: the count is |Q ∩ C| itself (see _verify).
+            counts = dict(zip(candidates, shared[keep].tolist()))
+    return candidates, counts
 
 
 def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, out: _BatchOut, max_matches: int):
@@ -437,28 +448,40 @@ def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, ou
                             score = inter / qset_size
                         if score >= t:
                             found.append((mode, score, None))
-            span = None
-            for mode, score, at in found:
-                out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
-                heap = out.matches.setdefault(qi, [])
-                full = len(heap) >= max_matches
-                if full and (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source)) < heap[0][:4]:
-                    continue  # below the heap's least item whatever its span: counted, not kept
-                if norm is None:
-                    norm = norms[r] = normalize_text(text)
-                if at is None:
-                    if span is None:
-                        al = fuzz.partial_ratio_alignment(qnorm, norm)
-                        span = (al.dest_start, al.dest_end)
-                    at = span
-                a, b = at
-                before, after = context(norm, a, b)
-                match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
-                if full:
-                    heapq.heappushpop(heap, _heap_item(match))
-                else:
-                    heapq.heappush(heap, _heap_item(match))
+            if found:  # one call per (chunk, query) that matches, none for the others
+                norm = _keep(index, out, qi, found, chunk_id, source, text, norm, max_matches,
+                             fuzz.partial_ratio_alignment)
 
+
+
+def _keep(index: QueryIndex, out: _BatchOut, qi: int, found, chunk_id: str, source: str, text: str,
+          norm: str | None, max_matches: int, align) -> str | None:
+    """Count the matches ``found`` of query ``qi`` in one chunk and push those that can enter its
+    heap of the ``max_matches`` best; returns the chunk's normalised text (made here when first
+    needed, else ``norm`` as given). The set modes' span, when needed, is aligned once by ``align``
+    (rapidfuzz's ``partial_ratio_alignment``)."""
+    span = None
+    for mode, score, at in found:
+        out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
+        heap = out.matches.setdefault(qi, [])
+        full = len(heap) >= max_matches
+        if full and (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source)) < heap[0][:4]:
+            continue  # below the heap's least item whatever its span: counted, not kept
+        if norm is None:
+            norm = normalize_text(text)
+        if at is None:
+            if span is None:
+                al = align(index.norms[qi], norm)
+                span = (al.dest_start, al.dest_end)
+            at = span
+        a, b = at
+        before, after = context(norm, a, b)
+        match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
+        if full:
+            heapq.heappushpop(heap, _heap_item(match))
+        else:
+            heapq.heappush(heap, _heap_item(match))
+    return norm
 
 def _query_set(index: QueryIndex, qi: int) -> set:
     cache = index.__dict__.setdefault("_qset_cache", {})
@@ -532,6 +555,6 @@ def scan_task(
     out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
-    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else _arrow_strings([])
+    ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else arrow_strings([])
     return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid(),
                       task.path, ids)

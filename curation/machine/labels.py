@@ -119,6 +119,28 @@ def list_machines(session: Session, project: Project | int) -> list[str]:
     ).all())
 
 
+def _read_lines(session: Session, proj, path: str, fmt: str, *, allow_empty: bool, dedup: Dedup):
+    """The label lines of a machine judge's file in format ``fmt``, the number of rows read, and the
+    rows of another tool's file that match no query (line, query, document)."""
+    unmatched: list[tuple[int, str, str]] = []
+    if fmt == "trec":
+        lines = read_machine_labels(path, allow_empty=allow_empty, dedup=dedup)
+        read_rows = len(lines) + dedup.repeats + dedup.conflicts
+    elif fmt in FOREIGN_FORMATS:
+        read = read_foreign(path, fmt, allow_empty=allow_empty)
+        if len(read.raters) > 1:
+            raise ValueError(f"judge: {path} holds the judgements of raters {', '.join(read.raters)}; a machine "
+                             "judge's file names one")
+        entries, unmatched = matched_labels(session, proj, list(enumerate(read.labels)), dedup)
+        # a row's place among the matched ones stands for its line in the token (an RRE group's rows
+        # may share a line, and one row may give labels to several queries)
+        lines = [MachineLabelLine(qid, docid, grade, n) for n, (_, qid, docid, grade) in enumerate(entries, 1)]
+        read_rows = len(read.labels)
+    else:
+        raise ValueError(f"format: {fmt!r} is not one of trec, {', '.join(FOREIGN_FORMATS)}")
+    return lines, read_rows, unmatched
+
+
 def import_machine_labels(
     session: Session,
     path: str | os.PathLike,
@@ -149,22 +171,7 @@ def import_machine_labels(
         raise ValueError(f"judge: {machine!r} is a human user; give the machine judge a name of its own "
                          "(its labels must never be taken for a person's)")
     dedup = Dedup(path, policy=on_conflict, what="label")
-    unmatched: list[tuple[int, str, str]] = []
-    if fmt == "trec":
-        lines = read_machine_labels(path, allow_empty=allow_empty, dedup=dedup)
-        read_rows = len(lines) + dedup.repeats + dedup.conflicts
-    elif fmt in FOREIGN_FORMATS:
-        read = read_foreign(path, fmt, allow_empty=allow_empty)
-        if len(read.raters) > 1:
-            raise ValueError(f"judge: {path} holds the judgements of raters {', '.join(read.raters)}; a machine "
-                             "judge's file names one")
-        entries, unmatched = matched_labels(session, proj, list(enumerate(read.labels)), dedup)
-        # a row's place among the matched ones stands for its line in the token (an RRE group's rows
-        # may share a line, and one row may give labels to several queries)
-        lines = [MachineLabelLine(qid, docid, grade, n) for n, (_, qid, docid, grade) in enumerate(entries, 1)]
-        read_rows = len(read.labels)
-    else:
-        raise ValueError(f"format: {fmt!r} is not one of trec, {', '.join(FOREIGN_FORMATS)}")
+    lines, read_rows, unmatched = _read_lines(session, proj, path, fmt, allow_empty=allow_empty, dedup=dedup)
     report = MachineImportReport(path, proj.name, machine, on_conflict=on_conflict, unmatched=unmatched)
     report.lines = read_rows
     report.repeats, report.conflicts = dedup.repeats, dedup.conflicts

@@ -348,31 +348,13 @@ def run_machine(
     ids = select_pairs(session, proj, selection, machine=mj, prompt_version=pv, n=sample_size, seed=seed)
     texts = pair_texts(session, proj, ids)
     done = answered(session, proj, mj, pv)
-    jobs: list[Job] = []
-    already = 0
-    for pt in texts:
-        prompt = None
-        for k in range(samples):
-            if (pt.pair_id, k, pt.need_version) in done:
-                already += 1
-                continue
-            if prompt is None:
-                prompt = build_prompt(template, pt, guidelines=gl.text if gl else None, guidelines_version=gv,
-                                      scale_def=scale_def, max_doc_chars=max_doc_chars)
-            jobs.append(Job(pt, k, prompt))
+    jobs, already = _plan_jobs(texts, done, template, samples=samples, guidelines=gl, scale_def=scale_def,
+                               max_doc_chars=max_doc_chars)
     report = RunReport(proj.name, machine, wire.model, pv, template.name, gv, selection, len(texts), len(jobs),
                        already)
-    report.expected_tokens_in = sum(math.ceil(len(j.prompt) / CHARS_PER_TOKEN) for j in jobs)
-    report.expected_tokens_out = len(jobs) * wire.max_tokens
-    if price_in is not None or price_out is not None:
-        report.cost = (report.expected_tokens_in * (price_in or 0.0) + report.expected_tokens_out * (price_out or 0.0)
-                       ) / 1e6
+    _expect(report, jobs, wire, price_in=price_in, price_out=price_out)
     if dry_run:
-        form = wire.structured if wire.structured != "auto" else "json_object or json_schema (asked of the server)"
-        rf = response_format(wire.structured, scale) if wire.structured != "auto" else None
-        report.structured = form
-        report.requests = [{"qid": j.pair.qid, "docid": j.pair.docid, "sample": j.sample,
-                            "body": request_body(j, wire, rf)} for j in jobs[:3]]
+        _show_requests(report, jobs, wire, scale)
         return report
     if mj is None:
         mj = MachineJudge(name=machine)
@@ -404,6 +386,44 @@ def run_machine(
     return report
 
 
+def _plan_jobs(texts, done, template, *, samples: int, guidelines, scale_def, max_doc_chars: int | None):
+    """The requests to make: for each pair, the samples not ``done`` yet with this prompt version,
+    each with its pair's prompt (built once a pair); and how many samples were already done."""
+    gv = guidelines.version if guidelines else None
+    jobs: list[Job] = []
+    already = 0
+    for pt in texts:
+        prompt = None
+        for k in range(samples):
+            if (pt.pair_id, k, pt.need_version) in done:
+                already += 1
+                continue
+            if prompt is None:
+                prompt = build_prompt(template, pt, guidelines=guidelines.text if guidelines else None,
+                                      guidelines_version=gv, scale_def=scale_def, max_doc_chars=max_doc_chars)
+            jobs.append(Job(pt, k, prompt))
+    return jobs, already
+
+
+def _expect(report: RunReport, jobs: list[Job], wire: WireSettings, *, price_in: float | None,
+            price_out: float | None) -> None:
+    """The run's expected tokens in and out, and its cost when a price is given (per million tokens)."""
+    report.expected_tokens_in = sum(math.ceil(len(j.prompt) / CHARS_PER_TOKEN) for j in jobs)
+    report.expected_tokens_out = len(jobs) * wire.max_tokens
+    if price_in is not None or price_out is not None:
+        report.cost = (report.expected_tokens_in * (price_in or 0.0) + report.expected_tokens_out * (price_out or 0.0)
+                       ) / 1e6
+
+
+def _show_requests(report: RunReport, jobs: list[Job], wire: WireSettings, scale) -> None:
+    """A dry run's report: the structured output asked for and the first three requests' bodies."""
+    form = wire.structured if wire.structured != "auto" else "json_object or json_schema (asked of the server)"
+    rf = response_format(wire.structured, scale) if wire.structured != "auto" else None
+    report.structured = form
+    report.requests = [{"qid": j.pair.qid, "docid": j.pair.docid, "sample": j.sample,
+                        "body": request_body(j, wire, rf)} for j in jobs[:3]]
+
+
 async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, scale, sampling, report: RunReport, *,
                  progress: bool, handle_sigint: bool) -> str:
     import httpx
@@ -433,16 +453,7 @@ async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, sca
     bar = None
     try:
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=timeout, limits=limits) as client:
-            form = wire.structured
-            if form == "auto":
-                try:
-                    form, _ids = await detect_structured(client)
-                except httpx.TransportError as exc:
-                    raise ValueError(f"base-url: cannot reach {wire.base_url} ({type(exc).__name__}: {exc})") \
-                        from None
-                except (httpx.HTTPStatusError, ValueError):
-                    form = "json_schema"
-            report.structured = form
+            form = report.structured = await _structured_form(client, wire)
             rf = response_format(form, scale)
             if progress and jobs:
                 from tqdm import tqdm
@@ -468,27 +479,8 @@ async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, sca
                     break
                 done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                 inflight.difference_update(done)
-                labels, fails = [], []
-                for t in done:
-                    if t.cancelled():
-                        continue
-                    out = t.result()
-                    if isinstance(out, Answer):
-                        labels.append(_label_row(out, ids, project_id, pv, sampling))
-                        used += (out.tokens_in or 0) + (out.tokens_out or 0)
-                        report.tokens_in += out.tokens_in or 0
-                        report.tokens_out += out.tokens_out or 0
-                        if out.served_model:
-                            served.add(out.served_model)
-                        pairs_done.add(out.job.pair.pair_id)
-                    elif isinstance(out, Failure):
-                        used += out.tokens
-                        fails.append(dict(run_id=ids.id, pair_id=out.job.pair.pair_id, sample=out.job.sample,
-                                          kind=out.kind, detail=out.detail, raw_response=out.raw, at=utcnow()))
-                        report.errors[out.kind] = report.errors.get(out.kind, 0) + 1
-                    else:  # ServerDown: stop; the unanswered jobs are asked by the next run
-                        stop["reason"] = "server-down"
-                        report.errors["server-down"] = report.errors.get("server-down", 0) + 1
+                labels, fails, tokens = _collect(done, ids, project_id, pv, sampling, report, served, pairs_done, stop)
+                used += tokens
                 if labels:
                     session.execute(insert(MachineLabel), labels)
                 if fails:
@@ -512,6 +504,50 @@ async def _drive(session, run, mj, project_id, pv, jobs, wire: WireSettings, sca
             loop.remove_signal_handler(signal.SIGINT)
         report.served_models = sorted(served)
     return stop["reason"] or "finished"
+
+
+async def _structured_form(client, wire: WireSettings) -> str:
+    """The structured output to ask for: the one set, or with ``auto`` the one the server answers
+    to (json_schema when it cannot tell); ValueError when the server cannot be reached."""
+    import httpx
+
+    form = wire.structured
+    if form == "auto":
+        try:
+            form, _ids = await detect_structured(client)
+        except httpx.TransportError as exc:
+            raise ValueError(f"base-url: cannot reach {wire.base_url} ({type(exc).__name__}: {exc})") from None
+        except (httpx.HTTPStatusError, ValueError):
+            form = "json_schema"
+    return form
+
+
+def _collect(done, ids: RunIds, project_id: int, pv: str, sampling: dict, report: RunReport, served: set[str],
+             pairs_done: set[int], stop: dict) -> tuple[list[dict], list[dict], int]:
+    """The finished requests' label rows and failure rows, and the tokens they used; counts them in
+    ``report``, notes the served models and answered pairs, and on a ServerDown sets ``stop``."""
+    labels, fails, used = [], [], 0
+    for t in done:
+        if t.cancelled():
+            continue
+        out = t.result()
+        if isinstance(out, Answer):
+            labels.append(_label_row(out, ids, project_id, pv, sampling))
+            used += (out.tokens_in or 0) + (out.tokens_out or 0)
+            report.tokens_in += out.tokens_in or 0
+            report.tokens_out += out.tokens_out or 0
+            if out.served_model:
+                served.add(out.served_model)
+            pairs_done.add(out.job.pair.pair_id)
+        elif isinstance(out, Failure):
+            used += out.tokens
+            fails.append(dict(run_id=ids.id, pair_id=out.job.pair.pair_id, sample=out.job.sample,
+                              kind=out.kind, detail=out.detail, raw_response=out.raw, at=utcnow()))
+            report.errors[out.kind] = report.errors.get(out.kind, 0) + 1
+        else:  # ServerDown: stop; the unanswered jobs are asked by the next run
+            stop["reason"] = "server-down"
+            report.errors["server-down"] = report.errors.get("server-down", 0) + 1
+    return labels, fails, used
 
 
 def api_key_from_env(name: str | None) -> str | None:
