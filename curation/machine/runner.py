@@ -264,10 +264,13 @@ class RateLimiter:
     async def wait(self) -> None:
         if not self.gap:
             return
+        # The slot is taken before sleeping: waiters that arrive together get successive slots
+        # (taking it after the sleep let two of them wake for the same one).
         now = time.monotonic()
-        if self.next > now:
-            await asyncio.sleep(self.next - now)
-        self.next = max(now, self.next) + self.gap
+        start = max(now, self.next)
+        self.next = start + self.gap
+        if start > now:
+            await asyncio.sleep(start - now)
 
 
 # ----------------------------------------------------------------------------------------- run

@@ -275,12 +275,38 @@ def test_the_key_comes_from_the_environment_and_is_never_stored(sqlite_engine, t
     assert res.exit_code == 1 and "NOT_SET_ANYWHERE is not set" in res.output
 
 
+def test_waiters_arriving_together_get_successive_slots():
+    import asyncio
+    import time
+
+    from curation.machine.runner import RateLimiter
+
+    async def starts():
+        limiter = RateLimiter(1200)  # one every 0.05 s
+        woke = []
+
+        async def one():
+            await limiter.wait()
+            woke.append(time.monotonic())
+
+        await asyncio.gather(*(one() for _ in range(6)))
+        return sorted(woke)
+
+    woke = asyncio.run(starts())
+    # six waiters at once: the last may start only after five gaps (a shared slot would start two together)
+    assert woke[-1] - woke[0] >= 5 * 0.05 - 0.005, woke
+
+
 def test_rate_limit_and_token_budget(sqlite_engine, tmp_path):
     pairs_project(sqlite_engine, tmp_path, PAIRS[:10])
     with FakeLLM(grade_by_doc) as fake:
         r = go(sqlite_engine, fake, wire=wire(fake, concurrency=4, requests_per_minute=600))
-        gaps = [b - a for a, b in zip(fake.times, fake.times[1:])]
-    assert r.labelled == 10 and min(gaps) >= 0.08  # 600 a minute: one every 0.1 s
+        times = sorted(fake.times)
+    # 600 a minute: one every 0.1 s. Measured where the server receives them, so each time may be
+    # late by the machine's scheduling: the span of ten (at least 0.9 s as sent) and the most in
+    # any 0.3 s (3 as sent) are checked with room for that, not each gap.
+    busiest = max(sum(t <= s + 0.3 for t in times[i:]) for i, s in enumerate(times))
+    assert r.labelled == 10 and times[-1] - times[0] >= 0.8 and busiest <= 5, (times, busiest)
     with FakeLLM(grade_by_doc) as fake:
         r = go(sqlite_engine, fake, machine="llm2", wire=wire(fake, concurrency=1, token_budget=1))
         per = len(fake.requests)
