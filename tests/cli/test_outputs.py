@@ -36,7 +36,7 @@ CASES = {
     "leakcheck-out-is-corpus": (LEAK, "corpus.jsonl", "is the input --corpus"),
     "leakcheck-out-is-queries": (LEAK, "queries.jsonl", "is the input --queries"),
     "sample-out-is-log": (SAMPLE, "log.csv", "is the input LOG"),
-    "compare-html-is-run": (COMPARE, "run_b.trec", "is the input RUN_B"),
+    "compare-html-is-run": (COMPARE, "run_b.trec", "is the input RUNS"),
     "compare-html-is-qrels": (COMPARE, "qrels.txt", "is the input --qrels"),
     "leakcheck-out-is-db": (LEAK + " --db {d}/golden.db", "golden.db", "is the input --db"),
 }
