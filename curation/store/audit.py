@@ -41,6 +41,10 @@ ACTIONS = {
     "adjudicate": "final label recorded",
     "export": "version exported",
     "download": "version downloaded",
+    "unlock": "logins unlocked",
+    "guidelines": "guidelines version added",
+    "need": "information need edited",
+    "leak_decision": "leak finding decided",
 }
 
 

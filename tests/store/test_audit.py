@@ -165,4 +165,4 @@ def test_old_login_failures_are_forgotten_at_the_next_login(engine):
         throttle.record_success(s, "bob")
     with engine.connect() as conn:
         keys = set(conn.execute(text("SELECT key FROM loginthrottle")).scalars())
-    assert keys == {"account:alice", "address:10.0.0.2"}
+    assert keys == {"account:alice", "address:10.0.0.2", "pair:alice|10.0.0.2"}
