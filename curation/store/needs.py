@@ -124,6 +124,10 @@ def set_need(session: Session, project, qid: str, *, lead: User, description: st
     version = (session.exec(select(func.max(QueryNeed.version)).where(QueryNeed.query_id == query.id)).one() or 0) + 1
     session.add(QueryNeed(project_id=pid, query_id=query.id, version=version, description=description,
                           narrative=narrative, note=_clean(note), created_by_id=lead.id))
+    from curation.store.audit import record_audit
+
+    record_audit(session, "need", actor=lead, target=f"query {query.qid} need v{version}", project=pid,
+                 detail={"qid": query.qid, "version": version, "note": _clean(note)})
     try:
         session.commit()
     except Exception:
