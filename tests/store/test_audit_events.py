@@ -73,3 +73,23 @@ def test_leak_decisions_are_audited(engine, setup):  # noqa: F811
     assert ev[1]["detail"]["pairs"] == [["q001", q1.chunks[0].chunk_id]] and ev[1]["actor"] == "lena"
     assert {p[0] for p in ev[0]["detail"]["pairs"]} == {"q002"} and ev[0]["detail"]["count"] == len(q2.chunks)
     assert ev[0]["project_id"] == setup.project_id
+
+
+def test_needs_changed_by_project_extend_are_audited(db_url, tmp_path):
+    from tests.judge.test_needs import _files
+
+    runner = CliRunner()
+    paths = _files(tmp_path / "a")
+    assert runner.invoke(main, ["admin", "db", "upgrade", "--db", db_url]).exit_code == 0
+    out = runner.invoke(main, ["project", "create", "p", "--queries", str(paths["queries"]), "--pool",
+                               str(paths["pool"]), "--corpus", str(paths["corpus"]), "--guidelines",
+                               str(paths["guidelines"]), "--db", db_url])
+    assert out.exit_code == 0, out.output
+    audit = ["admin", "audit", "--json", "--action", "need", "--db", db_url]
+    assert json.loads(runner.invoke(main, audit).output)["events"] == []  # a first need is no edit
+    changed = _files(tmp_path / "b", need="Something else")
+    out = runner.invoke(main, ["project", "extend", "p", "--pool", str(changed["pool"]), "--corpus",
+                               str(changed["corpus"]), "--queries", str(changed["queries"]), "--db", db_url])
+    assert out.exit_code == 0, out.output
+    [e] = json.loads(runner.invoke(main, audit).output)["events"]
+    assert e["detail"]["qids"] == ["q1"] and e["detail"]["count"] == 1 and e["address"].startswith("cli:")
