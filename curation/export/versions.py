@@ -222,8 +222,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
         manifest = json.loads(row.manifest_json)
         _same_formats(row, manifest, formats, relevance_level)
         path = write_folder(out_dir, version, stored_openers(session, row))
-        record_audit(session, "export", actor=created_by, target=f"{project.name} {version}", project=project,
-                     detail={"state_sha256": state_sha, "written_again": str(path)})
+        _audit_again(session, project, version, created_by, state_sha, path)
         session.commit()  # ends the transaction, and with it the lock
         return ExportResult(version, path, False, manifest, state_sha,
                             {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
@@ -470,6 +469,13 @@ def _blocked_message(state: VersionState) -> str:
     )
 
 
+def _audit_again(session: Session, project: Project, version: str, created_by: str | None, state_sha: str,
+                 path: Path, **more) -> None:
+    """An export that wrote a stored version's files again (same state, or ``--frozen``) is audited too."""
+    record_audit(session, "export", actor=created_by, target=f"{project.name} {version}", project=project,
+                 detail={"state_sha256": state_sha, "written_again": str(path), **more})
+
+
 def write_frozen(session: Session, project: Project, version: str, *, out_dir: str | os.PathLike,
                  created_by: str | None = None) -> ExportResult:
     """Write the files of an already exported ``version`` as frozen in the store, whatever the
@@ -477,8 +483,7 @@ def write_frozen(session: Session, project: Project, version: str, *, out_dir: s
     row = get_version(session, project, version)
     manifest = json.loads(row.manifest_json)
     path = write_folder(Path(out_dir), version, stored_openers(session, row))
-    record_audit(session, "export", actor=created_by, target=f"{project.name} {version}", project=project,
-                 detail={"state_sha256": row.state_sha256, "written_again": str(path), "frozen": True})
+    _audit_again(session, project, version, created_by, row.state_sha256, path, frozen=True)
     session.commit()
     return ExportResult(version, path, False, manifest, row.state_sha256,
                         {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
