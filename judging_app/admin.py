@@ -1,7 +1,7 @@
 """Accounts in the app: leads and admins see every user with their open sessions and can end a
-user's sessions (a lead: a judge's; an admin: anyone's); admins also see the audit trail (logins,
-failed logins, lock-outs, role changes, disables, releases, exports, adjudications: who, when and
-from where) and the logins locked now. The data comes from :mod:`curation.store.sessions`,
+user's sessions or unlock their failed logins (a lead: a judge's; an admin: anyone's); admins also
+see the audit trail (logins, failed logins, lock-outs, role changes, disables, releases, exports,
+adjudications: who, when and from where) and the logins locked now. The data comes from :mod:`curation.store.sessions`,
 :mod:`curation.store.throttle` and :mod:`curation.store.audit`, the same functions ``golden user`` and
 ``golden audit`` use."""
 

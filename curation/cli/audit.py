@@ -24,8 +24,9 @@ ACTION_NAMES = (
 @domain_errors
 def audit_cmd(action, who, limit, locked, as_json, db_url):
     """Show the audit trail: logins (and failed ones, and lock-outs after repeated failures),
-    logouts and ended sessions, users added, password and role changes, disables and enables,
-    releases, exports, adjudications and version downloads, with who, when (UTC) and from where
+    unlocks, logouts and ended sessions, users added, password and role changes, disables and
+    enables, releases, guidelines versions, information-need edits, leak decisions, exports (new
+    and written again), adjudications and version downloads, with who, when (UTC) and from where
     (the client address in the app, cli:USER@HOST for a command). Newest first.
 
     \\b
