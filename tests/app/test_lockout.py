@@ -187,3 +187,16 @@ def test_unlock_by_command_by_a_lead_and_by_a_new_password(app, staff, clock):
         changed = conn.execute(text("SELECT detail FROM auditevent WHERE action = 'password_changed'")).scalar_one()
     assert [r[1] for r in rows] == ["alice", "carol"] and rows[1][0] == "lena"
     assert json.loads(changed) == {"unlocked": 2}  # bob's pair and account, cleared by the new password
+
+
+def test_unlocking_one_account_leaves_names_that_only_look_alike(engine):
+    """'_' and '%' in a name are no LIKE wildcards: unlocking a_b leaves axb's and a_bc's locks."""
+    from curation.store.engine import session as new_session
+
+    with new_session(engine) as s:
+        for name in ("a_b", "axb", "a_bc"):
+            for _ in range(5):
+                throttle_module.record_failure(s, throttle_module.keys_for(name, "10.6.0.1"))
+        assert throttle_module.unlock_account(s, "A_B", commit=True) == 2  # its pair and its account
+        held = throttle_module.held_accounts(s)
+    assert set(held) == {"axb", "a_bc"}
