@@ -125,11 +125,13 @@ def create_app(test_config: dict | None = None) -> Flask:
     ``SECRET_KEY`` (default ``GOLDEN_SECRET_KEY``, else the store's own key), ``CLAIM_TIMEOUT_SECONDS``,
     ``SESSION_IDLE_SECONDS`` / ``SESSION_MAX_SECONDS`` (sessions end after this long without a
     request / after login; ``GOLDEN_SESSION_IDLE_HOURS`` / ``GOLDEN_SESSION_MAX_HOURS``, default 8 hours
-    and 7 days), ``LOGIN_*`` (throttling: 5 failures per account or 20 per address in 15 minutes lock
-    for 1 minute, doubling up to an hour), ``SECURE_COOKIES`` (``GOLDEN_SECURE_COOKIES``: Secure cookies
-    and HSTS, behind HTTPS) and ``PROXY_HEADERS`` (``GOLDEN_PROXY_HEADERS``: trust X-Forwarded-For and
-    X-Forwarded-Proto from one reverse proxy, werkzeug's ProxyFix). The app refuses to start on a
-    store whose schema is not at the latest migration, with the command that fixes it.
+    and 7 days), ``LOGIN_*`` (throttling: 5 failures of an account from one address in 15 minutes lock
+    that pair for 1 minute, doubling up to an hour; 5 per account or 20 per address only slow
+    them, for 30 seconds; a known device is counted on its own), ``SECURE_COOKIES``
+    (``GOLDEN_SECURE_COOKIES``: Secure cookies and HSTS, behind HTTPS) and ``PROXY_HEADERS``
+    (``GOLDEN_PROXY_HEADERS``: trust X-Forwarded-For and X-Forwarded-Proto from one
+    reverse proxy, werkzeug's ProxyFix). The app refuses to start on a store whose schema is not at
+    the latest migration, with the command that fixes it.
     """
     app = Flask(
         __name__,
@@ -151,6 +153,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         LOGIN_WINDOW_SECONDS=15 * 60,
         LOGIN_LOCK_SECONDS=60,
         LOGIN_MAX_LOCK_SECONDS=3600,
+        LOGIN_SLOW_SECONDS=30,
         SECURE_COOKIES=_env_flag("GOLDEN_SECURE_COOKIES"),
         PROXY_HEADERS=_env_flag("GOLDEN_PROXY_HEADERS"),
         WTF_CSRF_TIME_LIMIT=12 * 3600,  # a working day: a page left open over lunch still submits

@@ -1,7 +1,7 @@
 """Accounts in the app: leads and admins see every user with their open sessions and can end a
-user's sessions (a lead: a judge's; an admin: anyone's); admins also see the audit trail (logins,
-failed logins, lock-outs, role changes, disables, releases, exports, adjudications: who, when and
-from where) and the logins locked now. The data comes from :mod:`curation.store.sessions`,
+user's sessions or unlock their failed logins (a lead: a judge's; an admin: anyone's); admins also
+see the audit trail (logins, failed logins, lock-outs, role changes, disables, releases, exports,
+adjudications: who, when and from where) and the logins locked now. The data comes from :mod:`curation.store.sessions`,
 :mod:`curation.store.throttle` and :mod:`curation.store.audit`, the same functions ``golden user`` and
 ``golden audit`` use."""
 
@@ -25,8 +25,9 @@ may_end = roles.may_end_sessions
 @bp.get("/users")
 @lead_required
 def users_page():
-    rows = sessions.open_sessions(get_db())
-    return render_template("admin/users.html", rows=rows, may_end=may_end)
+    db = get_db()
+    rows = sessions.open_sessions(db)
+    return render_template("admin/users.html", rows=rows, may_end=may_end, held=throttle.held_accounts(db))
 
 
 @bp.post("/users/<int:user_id>/end-sessions")
@@ -42,6 +43,22 @@ def end_sessions(user_id: int):
     if user.id == g.user.id:
         return redirect(url_for("auth.login"))
     flash(f"Ended {n} session{'s' if n != 1 else ''} of {user.name}: they must log in again.", "info")
+    return redirect(url_for("admin.users_page"))
+
+
+@bp.post("/users/<int:user_id>/unlock")
+@lead_required
+def unlock(user_id: int):
+    """Clear a user's failed-login locks (a lead: a judge's; an admin: anyone's). CSRF-protected like
+    every form; audited as ``unlock``."""
+    db = get_db()
+    user = db.get(User, user_id)
+    if user is None:
+        abort(404)
+    if not may_end(g.user, user.role):
+        abort(403, description="Only an admin can unlock a lead or admin.")
+    users.unlock_user(db, user, by=g.user)
+    flash(f"Unlocked {user.name}: they can log in now.", "info")
     return redirect(url_for("admin.users_page"))
 
 

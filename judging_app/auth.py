@@ -4,8 +4,10 @@ store's own key, HttpOnly, SameSite=Lax, Secure with ``--secure-cookies``) holds
 session token; whether it is still valid is decided by the store on every request
 (:func:`curation.store.sessions.session_user`): logout, a password or role change, disabling or
 enabling the user, and a lead's "end sessions" end it at its next request, in every server process.
-Failed logins are throttled per account and per address (:mod:`curation.store.throttle`): while
-locked, the answer is 429 with ``Retry-After`` and no password is hashed. Logins, failures and
+Failed logins are throttled (:mod:`curation.store.throttle`): locked per pair of account and
+address, only slowed per account and per address, and a browser that logged in to the account before
+(its signed device cookie, :func:`device_id`) is counted on its own. While held, the answer is 429
+with ``Retry-After`` and no password is hashed. Logins, failures and
 lock-outs go to the audit trail (:mod:`curation.store.audit`).
 
 The guards, each written once: :func:`login_required` (any signed-in user), :func:`lead_required`
@@ -21,7 +23,7 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, abort, current_app, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
-from itsdangerous import BadSignature
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from curation.store import roles, sessions, throttle, users
 from curation.store.audit import record_audit
@@ -152,7 +154,50 @@ def throttle_policy() -> throttle.ThrottlePolicy:
     return throttle.ThrottlePolicy(
         max_failures=c["LOGIN_MAX_FAILURES"], address_max_failures=c["LOGIN_ADDRESS_MAX_FAILURES"],
         window=timedelta(seconds=c["LOGIN_WINDOW_SECONDS"]), base_lock=timedelta(seconds=c["LOGIN_LOCK_SECONDS"]),
-        max_lock=timedelta(seconds=c["LOGIN_MAX_LOCK_SECONDS"]))
+        max_lock=timedelta(seconds=c["LOGIN_MAX_LOCK_SECONDS"]), slow=timedelta(seconds=c["LOGIN_SLOW_SECONDS"]))
+
+
+# The device cookie (OWASP's "device cookies"): set at each successful login, it names the accounts
+# that logged in on this browser, each with a random id, signed with the app's key. A login of one of
+# those accounts from this browser is throttled on that id alone (see curation.store.throttle).
+DEVICE_COOKIE = "golden_device"
+DEVICE_MAX_AGE = 365 * 24 * 3600
+DEVICE_ACCOUNTS = 8  # accounts remembered per browser (a shared laptop), the latest kept
+
+
+def _device_signer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.secret_key, salt="golden-device-cookie")
+
+
+def _devices() -> dict:
+    """The verified device cookie's accounts (casefolded name -> id), or {}."""
+    value = request.cookies.get(DEVICE_COOKIE)
+    if not value:
+        return {}
+    try:
+        data = _device_signer().loads(value, max_age=DEVICE_MAX_AGE)
+    except BadSignature:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def device_id(username: str) -> str | None:
+    """The id of this browser for account ``username`` when it logged in to it before, else None."""
+    return _devices().get(username.strip().casefold()[:120])
+
+
+def _remember_device(response, username: str, known: str | None):
+    import secrets
+
+    name = username.strip().casefold()[:120]
+    devices = {k: v for k, v in _devices().items() if k != name}
+    devices = dict(list(devices.items())[-(DEVICE_ACCOUNTS - 1):])
+    devices[name] = known or secrets.token_urlsafe(16)
+    response.set_cookie(DEVICE_COOKIE, _device_signer().dumps(devices), max_age=DEVICE_MAX_AGE, httponly=True,
+                        samesite="Lax", secure=bool(current_app.config.get("SESSION_COOKIE_SECURE")))
+    return response
 
 
 MISMATCH = "That name and password do not match."
@@ -175,8 +220,9 @@ def login():
     if request.method == "POST":
         db = get_db()
         username = request.form.get("username", "").strip()
-        keys = throttle.keys_for(username, request.remote_addr)
-        # Locked: refuse before the password is hashed (a locked login costs one indexed read), the
+        device = device_id(username)
+        keys = throttle.keys_for(username, request.remote_addr, device)
+        # Held: refuse before the password is hashed (a held login costs one indexed read), the
         # same way for a known and an unknown name.
         wait = throttle.seconds_locked(db, keys)
         if wait:
@@ -184,14 +230,15 @@ def login():
             return _locked(next_url, username, wait)
         user = users.authenticate(db, username, request.form.get("password", ""))
         if user is not None:
-            throttle.record_success(db, username, policy=throttle_policy(), commit=False)
-            record_audit(db, "login", actor=user)
+            throttle.record_success(db, username, request.remote_addr, device=device, policy=throttle_policy(),
+                                    commit=False)
+            record_audit(db, "login", actor=user, detail={"known_device": True} if device else None)
             token = sessions.start_session(db, user, address=request.remote_addr,
                                            user_agent=request.user_agent.string)  # commits
             session.clear()  # a fresh session at login: no fixation
             session["sid"] = token
             session.permanent = True
-            return redirect(next_url or url_for("index"))
+            return _remember_device(redirect(next_url or url_for("index")), username, device)
         failure = throttle.record_failure(db, keys, policy=throttle_policy(), commit=False)
         record_audit(db, "login_failed", target=username[:120] or None,
                      detail={"failures": failure.failures[keys[0]]})

@@ -9,6 +9,7 @@ from curation.cli.base import db_option, domain_errors, echo_json, json_option, 
 ACTION_NAMES = (
     "login", "login_failed", "login_locked", "logout", "sessions_ended", "user_added", "password_changed",
     "role_changed", "user_disabled", "user_enabled", "release", "adjudicate", "export", "download",
+    "unlock", "guidelines", "need", "leak_decision",
 )  # curation.store.audit.ACTIONS (a test checks they agree); here so --help needs no SQLAlchemy
 
 
@@ -23,8 +24,9 @@ ACTION_NAMES = (
 @domain_errors
 def audit_cmd(action, who, limit, locked, as_json, db_url):
     """Show the audit trail: logins (and failed ones, and lock-outs after repeated failures),
-    logouts and ended sessions, users added, password and role changes, disables and enables,
-    releases, exports, adjudications and version downloads, with who, when (UTC) and from where
+    unlocks, logouts and ended sessions, users added, password and role changes, disables and
+    enables, releases, guidelines versions, information-need edits, leak decisions, exports (new
+    and written again), adjudications and version downloads, with who, when (UTC) and from where
     (the client address in the app, cli:USER@HOST for a command). Newest first.
 
     \\b

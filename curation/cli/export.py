@@ -70,7 +70,7 @@ def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, f
     with store_session(db_url) as s:
         proj = _project(s, project_name)
         if frozen:
-            res = write_frozen(s, proj, version, out_dir=out_dir)
+            res = write_frozen(s, proj, version, out_dir=out_dir, created_by=created_by or _whoami())
         else:
             res = export_version(s, proj, version, policy=policy, out_dir=out_dir,
                                  allow_incomplete=allow_incomplete, created_by=created_by or _whoami(),

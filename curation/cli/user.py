@@ -1,6 +1,7 @@
 """``golden admin user``: add judges, leads and admins, list them, change a password or role, disable or
 enable a login, and end a user's sessions in the judging app. Every change is in the audit trail
-(``golden admin audit``); a password or role change, disable and enable end the user's sessions."""
+(``golden admin audit``); ``unlock`` clears failed-login locks; a password or role
+change, disable and enable end the user's sessions."""
 
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ def list_cmd(db_url, as_json):
 @db_option
 @domain_errors
 def passwd_cmd(name, password, db_url):
-    """Set NAME's password; their sessions in the judging app end (they log in with the new one).
+    """Set NAME's password; their sessions in the judging app end (they log in with the new one)
+    and their failed-login locks are cleared.
 
     \b
     Example:
@@ -104,6 +106,26 @@ def passwd_cmd(name, password, db_url):
     with store_session(db_url) as s:
         set_password(s, require_user(s, name), password)
     click.echo(f"password of {name} changed")
+
+
+@user.command("unlock")
+@click.argument("name")
+@db_option
+@domain_errors
+def unlock_cmd(name, db_url):
+    """Clear NAME's failed-login locks and slowdowns (from every address and device), so they can
+    log in at once. Recorded in the audit trail.
+
+    \b
+    Example:
+      golden admin user unlock alice
+    """
+    from curation.store.users import require_user, unlock_user
+
+    with store_session(db_url) as s:
+        held = unlock_user(s, require_user(s, name))
+    click.echo(f"unlocked {name}" + (f" ({held} lock{'s' if held != 1 else ''} cleared)" if held else
+                                    " (no lock was holding their logins)"))
 
 
 @user.command("role")

@@ -213,7 +213,7 @@ def _store_and_write(session: Session, project: Project, version: str, state: Ve
     ).first()
     if row is not None:
         return _write_stored(session, project, row, version, state, state_sha, out_dir=out_dir, formats=formats,
-                             relevance_level=relevance_level)
+                             relevance_level=relevance_level, created_by=created_by)
 
     target = _new_target(state, project, version, out_dir=out_dir, allow_incomplete=allow_incomplete)
 
@@ -292,7 +292,8 @@ def _new_target(state: VersionState, project: Project, version: str, *, out_dir:
 
 
 def _write_stored(session: Session, project: Project, row: ExportVersion, version: str, state: VersionState,
-                  state_sha: str, *, out_dir: Path, formats: tuple[str, ...], relevance_level: int) -> ExportResult:
+                  state_sha: str, *, out_dir: Path, formats: tuple[str, ...], relevance_level: int,
+                  created_by: str | None) -> ExportResult:
     """An export of a version already stored: refused when it is pending or its state has changed
     (or its formats differ), else its folder written again from the stored files."""
     if row.pending_folder is not None:
@@ -305,6 +306,7 @@ def _write_stored(session: Session, project: Project, row: ExportVersion, versio
     manifest = json.loads(row.manifest_json)
     _same_formats(row, manifest, formats, relevance_level)
     path = write_folder(out_dir, version, stored_openers(session, row))
+    _audit_again(session, project, version, created_by, state_sha, path)
     session.commit()  # ends the transaction, and with it the lock
     return ExportResult(version, path, False, manifest, state_sha,
                         {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
@@ -500,12 +502,22 @@ def _blocked_message(state: VersionState) -> str:
     )
 
 
-def write_frozen(session: Session, project: Project, version: str, *, out_dir: str | os.PathLike) -> ExportResult:
+def _audit_again(session: Session, project: Project, version: str, created_by: str | None, state_sha: str,
+                 path: Path, **more) -> None:
+    """An export that wrote a stored version's files again (same state, or ``--frozen``) is audited too."""
+    record_audit(session, "export", actor=created_by, target=f"{project.name} {version}", project=project,
+                 detail={"state_sha256": state_sha, "written_again": str(path), **more})
+
+
+def write_frozen(session: Session, project: Project, version: str, *, out_dir: str | os.PathLike,
+                 created_by: str | None = None) -> ExportResult:
     """Write the files of an already exported ``version`` as frozen in the store, whatever the
-    store holds now (ValueError when the project has no such version)."""
+    store holds now (ValueError when the project has no such version). Audited as an export."""
     row = get_version(session, project, version)
     manifest = json.loads(row.manifest_json)
     path = write_folder(Path(out_dir), version, stored_openers(session, row))
+    _audit_again(session, project, version, created_by, row.state_sha256, path, frozen=True)
+    session.commit()
     return ExportResult(version, path, False, manifest, row.state_sha256,
                         {n: manifest["files"][n]["sha256"] for n in DATA_FILES})
 

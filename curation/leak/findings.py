@@ -315,11 +315,22 @@ def decide_many(
             _apply_chunk(session, pid, chunk_id)
         for query_id, was in undo.items():
             _apply_query(session, query_id, undo=was)
+        _audit_decision(session, pid, pairs, decision, lead)
         session.commit()
     except Exception:
         session.rollback()
         raise
     return [query_leaks(session, pid, q) for q in undo]
+
+
+def _audit_decision(session: Session, pid: int, pairs: list[tuple[int, str]], decision: str, lead: User) -> None:
+    """One audit event per decision, naming the queries (by qid) and chunks decided (the first 100)."""
+    from curation.store.audit import record_audit
+
+    qids = dict(session.exec(select(Query.id, Query.qid).where(Query.id.in_({q for q, _ in pairs}))).all())
+    shown = [[qids.get(q, str(q)), c] for q, c in pairs[:100]]
+    record_audit(session, "leak_decision", actor=lead, target=f"{len(pairs)} chunk{'s' if len(pairs) != 1 else ''}",
+                 project=pid, detail={"decision": decision, "pairs": shown, "count": len(pairs)})
 
 
 def _apply_chunk(session: Session, pid: int, chunk_id: str) -> None:

@@ -1,5 +1,6 @@
-"""The audit trail: who did what, when and from where (logins, failed logins and lock-outs, role
-changes, disables, ended sessions, releases, exports, adjudications, downloads).
+"""The audit trail: who did what, when and from where (logins, failed logins, lock-outs and unlocks,
+role changes, disables, ended sessions, releases, guidelines versions, information-need edits, leak
+decisions, exports, adjudications, downloads).
 
 :func:`record_audit` is the one writer. It adds the row to the caller's session without committing
 by default, so an event is stored in the same transaction as the change it describes (a release that
@@ -41,6 +42,10 @@ ACTIONS = {
     "adjudicate": "final label recorded",
     "export": "version exported",
     "download": "version downloaded",
+    "unlock": "logins unlocked",
+    "guidelines": "guidelines version added",
+    "need": "information need edited",
+    "leak_decision": "leak finding decided",
 }
 
 

@@ -97,6 +97,14 @@ def load_needs(session: Session, project, records: Iterable, *, created_by: User
                          created_by_id=created_by.id if created_by else None))
     if rows:
         session.execute(insert(QueryNeed), rows)
+    edits = [r for r in rows if r["version"] > 1]  # a need that changed (a first one comes with its query)
+    if edits:
+        from curation.store.audit import record_audit
+
+        qid_of = {v: k for k, v in ids.items()}
+        record_audit(session, "need", actor=created_by, target=f"{len(edits)} information need"
+                     f"{'s' if len(edits) != 1 else ''}", project=pid,
+                     detail={"qids": [qid_of[r["query_id"]] for r in edits[:100]], "count": len(edits), "note": note})
     return len(rows)
 
 
@@ -124,6 +132,10 @@ def set_need(session: Session, project, qid: str, *, lead: User, description: st
     version = (session.exec(select(func.max(QueryNeed.version)).where(QueryNeed.query_id == query.id)).one() or 0) + 1
     session.add(QueryNeed(project_id=pid, query_id=query.id, version=version, description=description,
                           narrative=narrative, note=_clean(note), created_by_id=lead.id))
+    from curation.store.audit import record_audit
+
+    record_audit(session, "need", actor=lead, target=f"query {query.qid} need v{version}", project=pid,
+                 detail={"qid": query.qid, "version": version, "note": _clean(note)})
     try:
         session.commit()
     except Exception:

@@ -519,6 +519,10 @@ def set_guidelines(
         note=note, created_by_id=created_by.id if created_by else None,
     )
     session.add(version)
+    from curation.store.audit import record_audit
+
+    record_audit(session, "guidelines", actor=created_by, target=f"{proj.name} guidelines v{version.version}",
+                 project=proj, detail={"version": version.version, "sha256": digest, "note": note})
     try:
         session.commit()
     except Exception:

@@ -135,14 +135,31 @@ def _end_sessions(session: Session, user: User) -> None:
 
 
 def set_password(session: Session, user: User, password: str, *, by=None) -> None:
-    """Replace ``user``'s password, end their sessions (a stolen cookie dies with the old password)
-    and commit. ``by``: who did it, for the audit trail (default: the command's user)."""
+    """Replace ``user``'s password, end their sessions (a stolen cookie dies with the old
+    password), clear their failed-login locks (:func:`unlock_user`) and commit. ``by``: who did
+    it, for the audit trail (default: the command's user)."""
     _check_password(password)
     user.password_hash = hash_password(password)
     session.add(user)
     _end_sessions(session, user)
-    _audit(session, "password_changed", user, by=by)
+    held = _unlock(session, user)
+    _audit(session, "password_changed", user, detail={"unlocked": held} if held else None, by=by)
     session.commit()
+
+
+def _unlock(session: Session, user: User) -> int:
+    from curation.store.throttle import unlock_account
+
+    return unlock_account(session, user.name)
+
+
+def unlock_user(session: Session, user: User, *, by=None) -> int:
+    """Clear every failed-login count and lock of ``user`` (from every address and device) and
+    commit; returns how many were holding their logins now. Audited as ``unlock``."""
+    held = _unlock(session, user)
+    _audit(session, "unlock", user, detail={"held": held}, by=by)
+    session.commit()
+    return held
 
 
 def set_role(session: Session, user: User, role: str, *, by=None) -> bool:

@@ -55,14 +55,15 @@ def test_release_export_and_adjudication_commands_are_audited(engine, tmp_path):
     run(url, "labels", "adjudicate", "--lead", "lena", "--pair", "q1/d1", "--grade", "1", "--reason", "partly")
     run(url, "export", "create", "--version", "v1", "--out", str(tmp_path / "out"), "--by", "ana")
     run(url, "export", "create", "--version", "v1", "--out", str(tmp_path / "out2"), "--by",
-        "ana")  # same state: no event
-    rows = {e.action: e for e in events(engine)}
+        "ana")  # same state: written again, and recorded (issue 27)
+    rows = {e.action: e for e in events(engine)}  # newest first: the first event of each kind wins
     assert {"release", "adjudicate", "export"} <= set(rows)
     assert rows["release"].actor == "lena" and rows["release"].target == "p"
     assert json.loads(rows["release"].detail) == {"agreement": 0.5, "forced": "pilot"}
     assert rows["adjudicate"].actor == "lena" and json.loads(rows["adjudicate"].detail) == {"grade": 1}
     assert rows["export"].actor == "ana" and rows["export"].target == "p v1"
-    assert len(events(engine, action="export")) == 1
+    again, first = events(engine, action="export")
+    assert json.loads(again.detail)["written_again"].endswith("out2/v1") and "written_again" not in first.detail
     with new_session(engine) as s:
         pid = get_project(s, "p").id
     for e in (rows["release"], rows["adjudicate"], rows["export"]):
@@ -165,4 +166,4 @@ def test_old_login_failures_are_forgotten_at_the_next_login(engine):
         throttle.record_success(s, "bob")
     with engine.connect() as conn:
         keys = set(conn.execute(text("SELECT key FROM loginthrottle")).scalars())
-    assert keys == {"account:alice", "address:10.0.0.2"}
+    assert keys == {"account:alice", "address:10.0.0.2", "pair:alice|10.0.0.2"}
