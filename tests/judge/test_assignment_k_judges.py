@@ -111,3 +111,33 @@ def test_cli_judges_per_pair(engine, db_url, tmp_path):
     r = CliRunner().invoke(main, ["judging", "assign", "--db", db_url, "--project", project.name, "--judges",
                                   "alice", "--share", "0.25"])
     assert r.exit_code != 0 and "--share goes with --judges-per-pair" in r.output
+
+
+def test_k_judges_label_their_queues_and_every_label_counts(sqlite_engine, tmp_path):
+    """Through the judging API: each judge meets the shared main pairs in their queue once released,
+    and every judge's label of a shared pair reaches the final labels (median of three)."""
+    from datetime import UTC, datetime
+
+    from curation.agree.labels import final_labels
+    from curation.judge.assignment import release
+    from tests.support.judgments import judge_queue
+
+    with session(sqlite_engine) as s:
+        project, _ = counts_project(s, tmp_path)
+        users = _users(s, "alice", "bob", "carol")
+        lead = add_user(s, "lena", role="lead", password="password1")
+        rep = assign(s, project, ["alice", "bob", "carol"], overlap=3, seed=3, judges_per_pair=3, share=0.5)
+        release(s, project, lead, agreement=1.0)
+        pid = project.id
+    grade = {"alice": 0, "bob": 1, "carol": 2}
+    for u in users:
+        judge_queue(sqlite_engine, pid, u.name, lambda docid, g=grade[u.name]: g,
+                    start=datetime(2026, 1, 1, tzinfo=UTC))
+    with session(sqlite_engine) as s:
+        labels = final_labels(s, pid, policy="median")
+        shared = _judges_by_pair(s, s.get(type(project), pid), "main")
+    three = [f for f in labels if len(f.votes) == 3]
+    # 11 main pairs, half of them (round(5.5) = 6) shared: 3 overlap + 6 shared pairs with three labels.
+    assert len(three) == 3 + sum(len(js) == 3 for js in shared.values()) == 3 + rep.shared_main_pairs == 9
+    assert all(f.grade == 1 and f.source == "median" for f in three)
+    assert all(f.source == "single" for f in labels if len(f.votes) == 1)
