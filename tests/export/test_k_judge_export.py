@@ -63,6 +63,9 @@ def test_export_under_an_aggregating_policy_equals_final_labels(k_judges, tmp_pa
     assert m["counts"]["sources"][policy] == sum(r["source"] == policy for r in records)
     if policy != "median":
         assert m["aggregation"]["crowd-kit"] and "crowdkit.aggregation" in m["aggregation"]["method"]
+    from curation.export.verify import verify
+
+    assert verify(folder).ok
 
 
 def test_the_default_policies_write_no_aggregation_keys(k_judges, tmp_path):
