@@ -11,6 +11,20 @@ project's seed judgments, under a stated policy:
 - ``lead``: as ``adjudicated``, but a judgment by a lead or admin wins over the judges' labels
   (``lead``; the latest lead judgment when several leads judged the pair).
 
+- ``median``: as ``adjudicated``, but a disagreement takes the median of the judges' grades
+  (``median``); with an even number of votes whose two middle grades differ it is ``unresolved``.
+- ``dawid_skene``: as ``adjudicated``, but a disagreement takes the label of a model of each judge's
+  reliability fitted on ALL the project's latest labels (``dawid_skene``): Dawid & Skene (1979), EM
+  over each judge's confusion matrix, by crowd-kit's ``crowdkit.aggregation.DawidSkene``
+  (:func:`model_estimates`).
+- ``mace``: the same with MACE (Hovy et al. 2013, "Learning Whom to Trust with MACE"), each judge's
+  competence and spamming pattern, by crowd-kit's ``crowdkit.aggregation.MACE`` (seeded).
+
+Under ``median``, ``dawid_skene`` and ``mace`` (:data:`AGGREGATING`) a pair one judge labelled
+stays ``single`` and judges who agree stay ``unanimous``: the model decides the disagreements (it is
+fitted on every label, so the agreed pairs teach it each judge's reliability). Each judge's raw
+label is kept with the final one (``votes``; the export's ``judgments``).
+
 Under every policy an adjudication is the lead's final word (``adjudicated``), and a pair nobody
 judged that rests only on a seed judgment (a ticket or a click) takes the seed's grade (``seed``).
 
@@ -19,6 +33,7 @@ Used by ``curation.export.versions`` (the qrels are the labels with a grade) and
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,8 +57,13 @@ from curation.store.models import (
 )
 from curation.store.roles import LEAD_ROLES
 
-POLICIES = ("adjudicated", "majority", "lead")
-LABEL_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged")
+POLICIES = ("adjudicated", "majority", "lead", "median", "dawid_skene", "mace")
+# The policies that aggregate several judges' labels into one (their exports say so on every label,
+# curation.export.gather), and those that fit a model of the judges (model_estimates).
+AGGREGATING = ("median", "dawid_skene", "mace")
+MODEL_POLICIES = ("dawid_skene", "mace")
+LABEL_SOURCES = ("single", "unanimous", "majority", "lead", "adjudicated", "seed", "unresolved", "unjudged") \
+    + AGGREGATING
 
 
 class Label(NamedTuple):
@@ -145,15 +165,19 @@ def resolve(
     policy: str = "adjudicated",
     adjudication: int | None = None,
     seed: int | None = None,
+    estimate: int | None = None,
 ) -> tuple[int | None, str]:
     """``(grade, source)`` of one pair from its judges' latest ``votes``, its latest
-    ``adjudication`` grade and a ``seed`` grade, under ``policy`` (see the module's docstring).
-    ``(None, "unjudged")`` when there is no evidence at all.
+    ``adjudication`` grade and a ``seed`` grade, under ``policy`` (see the module's docstring);
+    ``estimate``: the pair's label by the policy's model (``dawid_skene``, ``mace``:
+    :func:`model_estimates`). ``(None, "unjudged")`` when there is no evidence at all.
 
     >>> resolve([Vote("a", 2), Vote("b", 2), Vote("c", 0)], policy="majority")
     (2, 'majority')
     >>> resolve([Vote("a", 2), Vote("b", 0)])
     (None, 'unresolved')
+    >>> resolve([Vote("a", 0), Vote("b", 1), Vote("c", 3)], policy="median")
+    (1, 'median')
     """
     _check_policy(policy)
     if adjudication is not None:
@@ -175,7 +199,53 @@ def resolve(
         (top, n), *_ = grades.most_common()
         if n * 2 > len(votes):
             return top, "majority"
+    elif policy == "median":
+        ordered = sorted(int(v.grade) for v in votes)
+        low, high = ordered[(len(ordered) - 1) // 2], ordered[len(ordered) // 2]
+        if low == high:
+            return low, "median"
+    elif policy in MODEL_POLICIES and estimate is not None:
+        return int(estimate), policy
     return None, "unresolved"
+
+
+class ModelEstimate(NamedTuple):
+    """A model's label of one pair and its posterior probability of each grade."""
+
+    grade: int
+    probabilities: dict[int, float]
+
+
+def model_estimates(votes: Mapping[tuple[str, str], Mapping[str, int]], policy: str, *,
+                    seed: int = 0) -> dict[tuple[str, str], ModelEstimate]:
+    """The label of every pair of ``votes`` (``{(qid, docid): {judge: grade}}``, each judge's latest)
+    by the model of ``policy``, fitted on all of them: ``dawid_skene`` (Dawid & Skene 1979, EM over
+    each judge's confusion matrix, initialised by majority vote; crowd-kit's
+    ``crowdkit.aggregation.DawidSkene`` with its defaults, 100 iterations) or ``mace`` (Hovy et al.
+    2013; crowd-kit's ``crowdkit.aggregation.MACE``, variational Bayes, 10 restarts, ``random_state``
+    ``seed``). crowd-kit (with pandas) is imported here, only when a model policy is used. A tie of
+    probabilities goes to the lowest grade (crowd-kit's ``idxmax``)."""
+    if policy not in MODEL_POLICIES:
+        raise ValueError(f"policy: {policy!r} is not one of {', '.join(MODEL_POLICIES)}")
+    units = sorted(u for u, d in votes.items() if d)
+    if not units:
+        return {}
+    import pandas as pd
+    from crowdkit.aggregation import MACE, DawidSkene
+
+    rows = [(i, judge, int(g)) for i, u in enumerate(units) for judge, g in sorted(votes[u].items())]
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    model = DawidSkene(n_iter=100) if policy == "dawid_skene" else MACE(random_state=seed)
+    with warnings.catch_warnings():  # crowd-kit 1.4.2 calls pandas methods that pandas 3 deprecates
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message=".*inplace.*")
+        model.fit(frame)
+    probas = model.probas_.sort_index()
+    grades = [int(g) for g in probas.columns]
+    labels = model.labels_
+    return {units[i]: ModelEstimate(int(labels.loc[i]), dict(zip(grades, map(float, row), strict=True)))
+            for i, row in zip(probas.index.tolist(), probas.to_numpy(), strict=True)}
 
 
 def _resolve_all(
@@ -186,11 +256,14 @@ def _resolve_all(
     seeds: Mapping[tuple[str, str], int],
     leads: set[str],
     pair_of: Mapping[tuple[str, str], int] | None = None,
+    estimates: Mapping[tuple[str, str], ModelEstimate] | None = None,
 ) -> list[FinalLabel]:
     """:func:`resolve` over every unit, with a fast path for the common cases (one judge, or
     judges who agree, and no adjudication). ``adjudications`` map to a grade, or to a tuple
-    (grade, reason, lead name) whose reason and lead are kept on the label."""
+    (grade, reason, lead name) whose reason and lead are kept on the label; ``estimates``: the
+    model's labels under a model policy (:func:`model_estimates`)."""
     pair_of = pair_of or {}
+    estimates = estimates or {}
     out = []
     for unit in sorted(set(votes) | set(adjudications) | set(seeds)):
         by_judge = votes.get(unit) or {}
@@ -208,7 +281,9 @@ def _resolve_all(
                 continue
         adj_grade, reason, lead = (adj if isinstance(adj, tuple) else (adj, None, None))
         vs = [Vote(j, g, j in leads, t) for j, (g, t) in items]
-        grade, source = resolve(vs, policy=policy, adjudication=adj_grade, seed=seeds.get(unit))
+        est = estimates.get(unit)
+        grade, source = resolve(vs, policy=policy, adjudication=adj_grade, seed=seeds.get(unit),
+                                estimate=None if est is None else est.grade)
         if source != "adjudicated":
             reason = lead = None
         out.append(FinalLabel(unit[0], unit[1], grade, source, pairs, pid, lead, reason))
@@ -327,6 +402,44 @@ def latest_seed_grades(session: Session, pid: int) -> dict[tuple[str, str], int]
     return latest
 
 
+def _latest_votes(session: Session, pid: int, unit_of: Mapping[int, tuple[str, str]],
+                  names: Mapping[int, str]) -> dict[tuple[str, str], dict[str, tuple[int, float]]]:
+    """``{(qid, docid): {judge name: (grade, order)}}``: each judge's latest label of each pair
+    (skips ignored), ``order`` the label's place among the project's judgments (larger = later)."""
+    # Rows in the order they were answered: the last row of a (pair, judge) is its latest label.
+    # Only integers are read (no datetime parsing): this is the export's hot path.
+    votes: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
+    for n, (pair_id, judge_id, grade) in enumerate(session.exec(
+        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None))
+        .order_by(Judgment.answered_at, Judgment.id)
+    ).all()):
+        votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
+    return votes
+
+
+def _estimates_for(votes: Mapping[tuple[str, str], Mapping[str, tuple[int, float]]],
+                   policy: str) -> dict[tuple[str, str], ModelEstimate]:
+    """The model's labels under a model policy, when some pair has a disagreement (else none are
+    needed, and crowd-kit is not loaded)."""
+    if policy not in MODEL_POLICIES or not any(len({g for g, _ in d.values()}) > 1 for d in votes.values()):
+        return {}
+    return model_estimates({u: {j: g for j, (g, _) in d.items()} for u, d in votes.items()}, policy)
+
+
+def policy_estimates(session: Session, project: Project | int, policy: str) -> dict[tuple[str, str], ModelEstimate]:
+    """``{(qid, docid): ModelEstimate}`` of the project's pairs under ``policy``'s model, fitted on
+    every judge's latest labels as :func:`final_labels` fits it (empty for a policy without a
+    model): what the export's per-chunk pass reads the model's labels from."""
+    _check_policy(policy)
+    if policy not in MODEL_POLICIES:
+        return {}
+    pid = project_id(project)
+    unit_of = {i: u for u, i in pair_ids(session, pid).items()}
+    names = dict(session.exec(select(User.id, User.name)).all())
+    return _estimates_for(_latest_votes(session, pid, unit_of, names), policy)
+
+
 def final_labels(
     session: Session,
     project: Project | int,
@@ -349,20 +462,12 @@ def final_labels(
     unit_of = {i: u for u, i in ids.items()}
     names = dict(session.exec(select(User.id, User.name)).all())
     leads = {names[i] for i in session.exec(select(User.id).where(User.role.in_(LEAD_ROLES))).all()}
-    # Rows in the order they were answered: the last row of a (pair, judge) is its latest label.
-    # Only integers are read (no datetime parsing): this is the export's hot path.
-    votes: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
-    for n, (pair_id, judge_id, grade) in enumerate(session.exec(
-        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
-        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None))
-        .order_by(Judgment.answered_at, Judgment.id)
-    ).all()):
-        votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))
+    votes = _latest_votes(session, pid, unit_of, names)
     adjudications = {unit_of[pair_id]: (grade, reason, lead)
                      for pair_id, (grade, reason, lead, _) in latest_adjudications(session, pid).items()}
     seeds = latest_seed_grades(session, pid)
     out = _resolve_all(votes, policy=policy, adjudications=adjudications, seeds=seeds, leads=leads,
-                       pair_of=ids)
+                       pair_of=ids, estimates=_estimates_for(votes, policy))
     if include_unjudged:
         seen = {(f.qid, f.docid) for f in out}
         out.extend(FinalLabel(q, d, None, "unjudged", (), i) for (q, d), i in ids.items() if (q, d) not in seen)

@@ -25,6 +25,12 @@ What is computed, for two judges (:func:`compare_pair`) and for all judges toget
   "Computing Krippendorff's alpha-reliability"); ordinal and interval on graded scales only (on
   two grades both equal the nominal alpha). Interval alpha reads the grades as numbers: the
   disagreement of grades c and k is (c - k) squared, so 0 against 3 weighs nine times 0 against 1;
+- ``fleiss_kappa``: Fleiss' kappa (Fleiss 1971), all judges together only (more than two judges),
+  on the pairs that have the most common number of labels (Fleiss' kappa needs the same number of
+  judges on every pair; a note says how many pairs were left out). Computed here in numpy from the
+  per-pair value counts, so that the query bootstrap reuses them; statsmodels'
+  ``statsmodels.stats.inter_rater.fleiss_kappa`` is the oracle in tests/agree/test_k_judges.py (equal
+  to 1e-9);
 - a bootstrap interval (95 % by default) for each figure that resamples QUERIES with replacement,
   not pairs, because the pairs of one query are not independent (a cluster bootstrap; Efron &
   Tibshirani 1993, ch. 13 percentile interval). It is seeded and reproducible;
@@ -65,6 +71,7 @@ __all__ = [
     "MEASURES",
     "cohen_kappa",
     "krippendorff_alpha",
+    "fleiss_kappa",
     "compare_pair",
     "compare_all",
     "format_estimate",
@@ -125,6 +132,8 @@ MEASURES: dict[str, Measure] = {
         Measure("alpha_ordinal", "Krippendorff's alpha, ordinal", False, True, "Krippendorff 2011; krippendorff.alpha"),
         Measure("alpha_interval", "Krippendorff's alpha, interval", False, True,
                 "Krippendorff 2011; krippendorff.alpha level_of_measurement='interval'"),
+        Measure("fleiss_kappa", "Fleiss' kappa", False, False,
+                "Fleiss 1971; statsmodels.stats.inter_rater.fleiss_kappa (all judges, more than two)"),
     )
 }
 
@@ -360,6 +369,72 @@ def krippendorff_alpha(reliability: np.ndarray, *, scale: Sequence[int], level: 
     return Estimate(float(value))
 
 
+def _fleiss_units(value_counts: np.ndarray) -> tuple[np.ndarray, int, str | None]:
+    """Which units Fleiss' kappa is computed on (a mask over the rows of ``value_counts``): those
+    with the most common number of labels among the units with at least two (the larger number on a
+    tie), that number, and a note when other units were left out."""
+    m = value_counts.sum(axis=1).astype(np.int64)
+    if not m.size:
+        return np.zeros(0, dtype=bool), 0, None
+    sizes, n = np.unique(m, return_counts=True)
+    raters = int(sizes[np.flatnonzero(n == n.max())[-1]])
+    keep = m == raters
+    note = None
+    if not keep.all():
+        note = (f"on the {int(keep.sum())} pairs with {raters} judges; {int((~keep).sum())} pairs with another "
+                "number of judges left out (Fleiss' kappa needs the same number on every pair)")
+    return keep, raters, note
+
+
+def _fleiss_from_sums(agree_sum, n_units, totals, raters: int):
+    """Fleiss' kappa from the sum over units of P_i = (sum_j n_ij^2 - m) / (m (m - 1)), the number of
+    units and the category totals (arrays with a leading replicate axis, or scalars); NaN where
+    undefined."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_bar = agree_sum / n_units
+        p_j = totals / (np.asarray(n_units, dtype=np.float64)[..., None] * raters)
+        p_e = (p_j ** 2).sum(axis=-1)
+        return (p_bar - p_e) / (1.0 - p_e)
+
+
+def _unit_agreement(vc: np.ndarray, raters: int) -> np.ndarray:
+    return ((vc ** 2).sum(axis=1) - raters) / (raters * (raters - 1.0))
+
+
+def fleiss_kappa(value_counts: np.ndarray) -> Estimate:
+    """Fleiss' kappa (Fleiss 1971, "Measuring nominal scale agreement among many raters") of a
+    units x categories matrix of label counts, on the units with the most common number of labels
+    (:func:`_fleiss_units`); undefined (never NaN) without such units or when every label is one
+    grade. The same value as ``statsmodels.stats.inter_rater.fleiss_kappa(table, method='fleiss')``
+    on those rows.
+
+    >>> round(fleiss_kappa(np.array([[2, 0], [0, 2], [1, 1]])).value, 4)
+    0.3333
+    """
+    vc = np.asarray(value_counts, dtype=np.float64)
+    keep, raters, note = _fleiss_units(vc)
+    if raters < 2 or not keep.any():
+        return Estimate(None, undefined="no pairs labelled by two judges")
+    sub = vc[keep]
+    value = _fleiss_from_sums(_unit_agreement(sub, raters).sum(), float(len(sub)), sub.sum(axis=0), raters)
+    if not np.isfinite(value):
+        return Estimate(None, undefined="every label is the same grade: expected agreement is 1, kappa is undefined")
+    return Estimate(float(value), note=note)
+
+
+def _fleiss_replicates(vc: np.ndarray, qi: np.ndarray, nq: int, counts: np.ndarray) -> np.ndarray:
+    """Fleiss' kappa of each bootstrap replicate (``counts``: resample x query multiplicities)."""
+    keep, raters, _ = _fleiss_units(vc)
+    if raters < 2 or not keep.any():
+        return np.full(counts.shape[0], np.nan)
+    sub, q = vc[keep], qi[keep]
+    per_q_p = np.bincount(q, weights=_unit_agreement(sub, raters), minlength=nq)
+    per_q_n = np.bincount(q, minlength=nq).astype(np.float64)
+    per_q_tot = np.zeros((nq, vc.shape[1]))
+    np.add.at(per_q_tot, q, sub)
+    return _fleiss_from_sums(counts @ per_q_p, counts @ per_q_n, counts @ per_q_tot, raters)
+
+
 def _percent(agree: int, total: int) -> Estimate:
     if total == 0:
         return Estimate(None, undefined="no pairs labelled by two judges")
@@ -555,10 +630,12 @@ def compare_all(
     if graded:
         measures["alpha_ordinal"] = krippendorff_alpha(data, scale=scale, level="ordinal")
         measures["alpha_interval"] = krippendorff_alpha(data, scale=scale, level="interval")
+    measures["fleiss_kappa"] = fleiss_kappa(vc)
     binary = {
         "agreement": _percent(int(bunanimous.sum()), len(units)),
         "kappa": Estimate(None, undefined=pairwise_only),
         "alpha_nominal": krippendorff_alpha(bdata, scale=[0, 1], level="nominal"),
+        "fleiss_kappa": fleiss_kappa(bvc),
     }
     why_not = _bootstrap_reason(len(qids), resamples)
     reps: dict[str, np.ndarray] = {}
@@ -594,6 +671,8 @@ def _all_judges_replicates(units, qids, vc, collapse, unanimous, bunanimous, sca
         reps["alpha_ordinal"] = _alpha_from_coincidence(o, "ordinal")
         reps["alpha_interval"] = _alpha_from_coincidence(o, "interval", scale)
     breps = {"agreement": (counts @ per_q_bu) / n, "alpha_nominal": _alpha_from_coincidence(bo, "nominal")}
+    reps["fleiss_kappa"] = _fleiss_replicates(vc, qi, nq, counts)
+    breps["fleiss_kappa"] = _fleiss_replicates(vc @ collapse, qi, nq, counts)
     return reps, breps
 
 

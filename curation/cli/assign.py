@@ -11,6 +11,10 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @click.option("--judges", required=True, help="Comma-separated judge names, e.g. alice,bob.")
 @click.option("--overlap", type=click.IntRange(min=0), default=100, show_default=True,
               help="Pairs every listed judge labels first (calibration and agreement); 0 for none.")
+@click.option("--judges-per-pair", "judges_per_pair", type=click.IntRange(min=2), default=None, metavar="K",
+              help="K judges label each overlap pair (and each pair of --share) instead of every listed judge.")
+@click.option("--share", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="With --judges-per-pair: share of the main pool (drawn seeded) that K judges label too.")
 @project_option
 @click.option("--hold/--no-hold", default=None,
               help="Hold the main pairs back until a lead runs `golden judging release` "
@@ -33,7 +37,8 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
 @seed_option
 @db_option
 @domain_errors
-def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit, order, compare, metric, tie, seed,
+def assign_cmd(judges, overlap, judges_per_pair, share, project_name, hold, machine, accept_above, audit, order,
+               compare, metric, tie, seed,
            db_url):
     """Assign the project's unassigned pairs to judges: an overlap set every judge labels first,
     drawn across queries and strata, then the rest split evenly, a query's pairs with one judge.
@@ -44,8 +49,14 @@ def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit
     system); `golden decisive settle` says when each comparison is settled.
 
     \b
+    With --judges-per-pair K, each overlap pair goes to K of the judges (balanced), and --share
+    gives K judges to that share of the main pool too; `golden export create --policy` then says how
+    the judges' labels become one (majority, median, dawid_skene, mace).
+
+    \b
     Example:
       golden judging assign --project news --judges alice,bob,carol --overlap 100 --seed 7
+      golden judging assign --project news --judges a,b,c,d,e --overlap 200 --judges-per-pair 3 --share 0.1
       golden judging assign --project news --judges alice,bob --machine llm --accept-above 0.9 --audit 0.05
       golden judging assign --project news --judges alice,bob --order decisive --compare bm25,dense --metric ndcg@10
     """
@@ -59,6 +70,8 @@ def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit
         raise click.UsageError("--order decisive needs at least one --compare A,B")
     if order != "decisive" and compare:
         raise click.UsageError("--compare goes with --order decisive")
+    if share and judges_per_pair is None:
+        raise click.UsageError("--share goes with --judges-per-pair K (how many judges label the shared pairs)")
     esc = None
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
@@ -66,7 +79,8 @@ def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit
             from curation.machine.escalation import escalation
 
             esc = escalation(s, proj, machine, accept_above=accept_above, audit=audit, seed=seed)
-        options = dict(overlap=overlap, seed=seed, hold=hold, withhold=esc.accepted if esc else ())
+        options = dict(overlap=overlap, seed=seed, hold=hold, withhold=esc.accepted if esc else (),
+                       judges_per_pair=judges_per_pair, share=share)
         if order == "decisive":
             from curation.evaluate.decisive import assign_decisive
 
@@ -81,6 +95,8 @@ def assign_cmd(judges, overlap, project_name, hold, machine, accept_above, audit
     )
     if rep.note:
         click.echo(f"note: {rep.note}")
+    if rep.judges_per_pair is not None:
+        click.echo(f"{rep.judges_per_pair} judges per overlap pair; shared main pairs: {rep.shared_main_pairs}")
     click.echo("added to each judge's queue:")
     click.echo(f"{'judge':<16} {'overlap':>7} {'main':>6} {'queries':>7}")
     for name, c in rep.per_judge.items():

@@ -8,7 +8,7 @@ import click
 
 from curation.cli.base import db_option, domain_errors, main, project_option, store_session
 
-POLICY_CHOICES = ["adjudicated", "majority", "lead"]
+POLICY_CHOICES = ["adjudicated", "majority", "lead", "median", "dawid_skene", "mace"]  # curation.agree.labels.POLICIES
 
 
 def _project(s, name):
@@ -31,7 +31,8 @@ def _whoami() -> str | None:
               help="Version name, e.g. v5 (a folder of that name is written).")
 @project_option
 @click.option("--policy", type=click.Choice(POLICY_CHOICES), default="adjudicated", show_default=True,
-              help="How a pair's final label is decided when judges disagree (see curation/agree/labels.py).")
+              help="How a pair's final label is decided when judges disagree (see curation/agree/labels.py): "
+                   "majority, median, or a model of each judge's reliability (dawid_skene, mace).")
 @click.option("--allow-incomplete", is_flag=True,
               help="Export even with unjudged pooled pairs or unresolved disagreements (the manifest counts them).")
 @click.option("--fill-unjudged", "fill_unjudged", metavar="machine:NAME", default=None,

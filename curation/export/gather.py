@@ -31,7 +31,16 @@ from pathlib import Path
 from sqlalchemy import false, true
 from sqlmodel import Session, func, select
 
-from curation.agree.labels import LABEL_SOURCES, Label, Vote, latest_adjudications, latest_seed_grades, resolve
+from curation.agree.labels import (
+    AGGREGATING,
+    LABEL_SOURCES,
+    Label,
+    Vote,
+    latest_adjudications,
+    latest_seed_grades,
+    policy_estimates,
+    resolve,
+)
 from curation.export.manifest import FORMAT, iso_utc, state_hash
 from curation.export.split import split_summary
 from curation.formats.qrels import label_record_line, label_vote_json, plain_label_lines, qrel_text
@@ -56,7 +65,9 @@ from curation.store.roles import is_lead as lead_role
 from curation.store.scale import grade_values, scale_records
 
 # The sources of an exported label (curation.agree.labels): every one but the two that carry no grade.
-EXPORTED_SOURCES = tuple(s for s in LABEL_SOURCES if s not in ("unresolved", "unjudged"))
+# The aggregating policies' sources are counted only in an export under that policy (so an export
+# under another policy keeps its manifest's bytes).
+EXPORTED_SOURCES = tuple(s for s in LABEL_SOURCES if s not in ("unresolved", "unjudged") + AGGREGATING)
 # Pooled pairs per chunk of queries (a chunk also stops at CHUNK_QUERIES queries: one IN list each).
 CHUNK_PAIRS = 100_000
 CHUNK_QUERIES = 900
@@ -373,6 +384,7 @@ def _gather_state(session: Session, project: Project, *, policy: str, spool: Pat
     person labelled take that machine judge's label, flagged per pair and counted in the manifest
     (:mod:`curation.machine.fill`); without it nothing a machine said is read."""
     facts = _project_facts(session, project)
+    facts.estimates = policy_estimates(session, project, policy)  # a model policy's fit on every label
 
     progress_step(bar, "final labels")
     filler = None
@@ -424,6 +436,7 @@ class _Facts:
     seeds_by_qid: dict[str, list[tuple[str, str]]]
     known_qids: set[str]
     adjudicated_ids: object  # numpy: the adjudicated pairs' ids, sorted
+    estimates: dict = field(default_factory=dict)  # (qid, docid) -> a model policy's ModelEstimate
 
 
 def _project_facts(session: Session, project: Project) -> _Facts:
@@ -661,7 +674,7 @@ def _label_chunk(conn, chunk: list, facts: _Facts, tally: _Tally, *, policy: str
     g = units.group
     fast = kept & (g >= 0) & ~units.seeded & ~np.isin(units.pair, facts.adjudicated_ids)
     fast[fast] = votes.easy[g[fast]]
-    if units.odd:
+    if units.odd or policy in AGGREGATING:  # an aggregating policy writes two more keys on every label
         fast[:] = False
     slow = np.flatnonzero(kept & ~fast)
     fidx = np.flatnonzero(fast)
@@ -729,8 +742,9 @@ def _resolve_unit(i: int, qid: str, docid: str, units: _Units, votes: _Votes, fa
     else:
         vote_list = [Vote(facts.names[lrank[k]], int(latest[k, 2]), bool(facts.is_lead[lrank[k]]),
                           float(votes.lorder[k])) for k in range(starts[gi], ends[gi])] if gi >= 0 else []
+        est = facts.estimates.get(key)
         grade, source = resolve(vote_list, policy=policy, adjudication=adj[0] if adj else None,
-                                seed=facts.seed_grade.get(key))
+                                seed=facts.seed_grade.get(key), estimate=None if est is None else est.grade)
     machine = None
     if filler is not None and source == "unjudged" and pair_id is not None:
         from curation.machine.fill import FILL_SOURCE
@@ -766,6 +780,11 @@ def _resolve_unit(i: int, qid: str, docid: str, units: _Units, votes: _Votes, fa
         tally.unsure_decided += adjudication is not None
     if filler is not None:
         extra["machine"] = machine
+    if policy in AGGREGATING:
+        # How the label was aggregated (the export's policy) and from how many judges' labels; only
+        # under these policies, so exports under the others keep their bytes.
+        extra["aggregation"] = policy
+        extra["judges"] = int(ends[gi] - starts[gi]) if gi >= 0 else 0
     lines = (qrel_text(qid, docid, grade),
              label_record_line(qid, docid, grade, source, parts, adjudication, seeds or [], pair_id is not None,
                                gv_used if gv_used >= 0 else None, extra))
@@ -841,6 +860,20 @@ def _query_records(session: Session, project: Project, active: dict) -> dict[str
     return qrecs
 
 
+def _aggregation_record(policy: str) -> dict:
+    """The manifest's record of an aggregating policy: what decided the disagreements, and by which
+    implementation (a model's labels depend on its version)."""
+    if policy == "median":
+        return {"policy": policy, "method": "median of the judges' grades (even count, middle grades differ: "
+                "unresolved)"}
+    from importlib.metadata import version
+
+    model = {"dawid_skene": "crowdkit.aggregation.DawidSkene(n_iter=100)",
+             "mace": "crowdkit.aggregation.MACE(random_state=0)"}[policy]
+    return {"policy": policy, "method": model, "crowd-kit": version("crowd-kit"),
+            "fitted_on": "every judge's latest label of every pair"}
+
+
 def _manifest_body(session: Session, project: Project, facts: _Facts, tally: _Tally, qrecs: dict, *,
                    policy: str, filler, bar) -> dict:
     """The manifest's facts (without version, parent, created and files). One dict literal, the
@@ -880,12 +913,14 @@ def _manifest_body(session: Session, project: Project, facts: _Facts, tally: _Ta
         "format": FORMAT,
         "project": project.name,
         "policy": policy,
+        **({"aggregation": _aggregation_record(policy)} if policy in AGGREGATING else {}),
         "counts": {
             "queries": len(qrecs),
             "queries_with_labels": len(tally.with_labels),
             "pairs": n_pairs,
             "grades": {str(g): tally.grade_counts.get(g, 0) for g in scale},
-            "sources": {s: sources.get(s, 0) for s in EXPORTED_SOURCES + fill_sources},
+            "sources": {s: sources.get(s, 0)
+                        for s in EXPORTED_SOURCES + ((policy,) if policy in AGGREGATING else ()) + fill_sources},
             "seed_only": sources.get("seed", 0),
             "left_out": {k: tally.left_out.get(k, 0)
                          for k in ("dropped_query", "excluded_document", "query_not_in_set")},

@@ -7,6 +7,12 @@ judges keeping each query's pairs with one judge, balanced by greedy longest-pro
 (largest query first to the judge with the fewest main pairs). Each judge's queue starts with the
 overlap pairs; main pairs are held back until a lead releases them when the project holds them.
 
+k judges per pair (``judges_per_pair``): instead of every listed judge, each overlap pair goes to
+``k`` of them, and a seeded share (``share``) of the main pairs gets ``k - 1`` judges besides its
+owner; the judges of a pair are those with the fewest such pairs so far (:func:`spread_judges`). A
+shared main pair keeps one owner row (``exclusive_pair_id``) and gets ``k - 1`` more main rows
+without it, held back with the rest of the main work.
+
 Queue positions: overlap rows take positions below :data:`~curation.store.models.MAIN_BASE`, main rows
 positions from it, so a judge always meets the calibration pairs first. Within a block the pairs of
 one query are consecutive (one query at a time) in a per-judge seeded shuffle.
@@ -44,6 +50,8 @@ class AssignReport:
     unassigned_pairs: int = 0  # pairs of the pool still without a judge after this call
     note: str | None = None  # e.g. why there is no overlap set (a single judge)
     withheld_pairs: int = 0  # new pairs kept from people (a machine's accepted labels: curation.machine.escalation)
+    judges_per_pair: int | None = None  # k judges per overlap (and shared main) pair; None: every listed judge
+    shared_main_pairs: int = 0  # new main pairs given to k judges (the sampled share)
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,53 @@ def draw_overlap(pairs: Sequence[PairRef], k: int, *, seed: int = 0) -> list[int
                     need -= 1
             i += 1
     return sorted(chosen)
+
+
+def spread_judges(pair_ids: Sequence[int], judge_ids: Sequence[int], k: int, *,
+                  have: Mapping[int, Collection[int]] | None = None, loads: Mapping[int, int] | None = None,
+                  seed: int = 0) -> dict[int, list[int]]:
+    """Which judges to add so that each pair of ``pair_ids`` has ``k`` judges: ``have`` (pair ->
+    the judges it already has) count towards ``k``; the added ones are the judges without the pair
+    who have the fewest added pairs so far (``loads``: what they start with), ties in a seeded order
+    of the judges; pairs in a seeded order. Returns pair id -> the judge ids to add (in
+    ``judge_ids``' order). ValueError when ``k`` < 2 or more than the judges there are.
+
+    >>> spread_judges([1, 2, 3], [10, 20, 30], 2, seed=0)
+    {1: [10, 30], 2: [10, 20], 3: [20, 30]}
+    """
+    if k < 2:
+        raise ValueError(f"judges_per_pair must be at least 2, got {k}")
+    if k > len(judge_ids):
+        raise ValueError(f"judges_per_pair: {k} judges per pair, but only {len(judge_ids)} judges are listed")
+    rng = random.Random(f"spread:{seed}")
+    tie = list(judge_ids)
+    rng.shuffle(tie)
+    tie_rank = {j: i for i, j in enumerate(tie)}
+    load = {j: (loads or {}).get(j, 0) for j in judge_ids}
+    order = sorted(set(pair_ids))
+    rng.shuffle(order)
+    out: dict[int, list[int]] = {}
+    for p in order:
+        already = set((have or {}).get(p, ()))
+        need = k - len(already)
+        if need <= 0:
+            continue
+        free = sorted((j for j in judge_ids if j not in already), key=lambda j: (load[j], tie_rank[j]))
+        picked = free[:need]
+        for j in picked:
+            load[j] += 1
+        out[p] = [j for j in judge_ids if j in picked]
+    return out
+
+
+def draw_share(pair_ids: Sequence[int], share: float, *, seed: int = 0) -> list[int]:
+    """A seeded sample of ``round(share * len(pair_ids))`` of the pairs (the input order does not
+    matter); returns the ids sorted."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be between 0 and 1, got {share!r}")
+    ids = sorted(set(pair_ids))
+    n = round(share * len(ids))
+    return sorted(random.Random(f"share:{seed}").sample(ids, n))
 
 
 def split_main(
@@ -267,6 +322,8 @@ def assign(
     hold: bool | None = None,
     withhold: Collection[int] = (),
     prioritise: Callable[[Session, Project], Mapping[int, float]] | None = None,
+    judges_per_pair: int | None = None,
+    share: float = 0.0,
 ) -> AssignReport:
     """Assign the project's pairs that no judge has yet, and commit.
 
@@ -286,12 +343,24 @@ def assign(
     block (:func:`decisive_queue_order`); the judges' open main pairs are re-queued that way too, so
     running it again after a batch of judgments re-prioritises. The overlap set is drawn as for the
     default order.
-    ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
+    ``judges_per_pair`` (k >= 2; None: every listed judge): each overlap pair goes to k of the listed
+    judges (:func:`spread_judges`), and ``share`` (0 to 1, with ``judges_per_pair``) of the new main
+    pairs, drawn seeded (:func:`draw_share`), gets k - 1 judges besides its owner. A later call with
+    k tops up pairs that have fewer than k judges.
+    ValueError when ``judges`` is empty, names an unknown user, ``overlap`` < 0, k < 2 or more than
+    the listed judges, or ``share`` is outside [0, 1] or given without k."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
+    if judges_per_pair is not None and (isinstance(judges_per_pair, bool) or not isinstance(judges_per_pair, int)
+                                        or judges_per_pair < 2):
+        raise ValueError(f"judges_per_pair must be a whole number >= 2, got {judges_per_pair!r}")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be a number between 0 and 1, got {share!r}")
+    if share and judges_per_pair is None:
+        raise ValueError("share: give judges_per_pair too (how many judges label the shared pairs)")
     try:
         return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, withhold=set(withhold),
-                       prioritise=prioritise)
+                       prioritise=prioritise, judges_per_pair=judges_per_pair, share=float(share))
     except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
         raise ValueError(
@@ -310,11 +379,15 @@ def assign(
 
 def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
             hold: bool | None, withhold: set[int] = frozenset(),
-            prioritise: Callable[[Session, Project], Mapping[int, float]] | None = None) -> AssignReport:
+            prioritise: Callable[[Session, Project], Mapping[int, float]] | None = None,
+            judges_per_pair: int | None = None, share: float = 0.0) -> AssignReport:
     """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
     commit, then reads what it added (so pairs are never handed out twice)."""
     lock_project(session, project)
     users = _resolve_judges(session, judges)
+    if judges_per_pair is not None and judges_per_pair > len(users):
+        raise ValueError(f"judges_per_pair: {judges_per_pair} judges per pair, but only {len(users)} judges are "
+                         "listed; list more judges with --judges")
     pid = project.id
     refs = [
         PairRef(pair_id, query_id, stratum)
@@ -349,8 +422,13 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
     refs_by_id = {r.pair_id: r for r in refs}
     report.overlap_queries = len({refs_by_id[p].query_id for p in overlap_set if p in refs_by_id})
     report.overlap_strata = len({refs_by_id[p].stratum for p in overlap_set if p in refs_by_id})
+    plan = None
+    if judges_per_pair is not None:
+        plan = _k_plan(users, overlap_set, work, new_main, groups, owner, judges_per_pair, share, seed=seed)
+        report.judges_per_pair = judges_per_pair
+        report.shared_main_pairs = len(plan.shared)
     rows = _queue_rows(users, overlap_set, work, groups, owner, query_of, priority, report, pid=pid, seed=seed,
-                       now=utcnow())
+                       now=utcnow(), plan=plan)
     proj = session.get(Project, pid)
     try:
         if rows:
@@ -385,14 +463,41 @@ class _Work:
     assigned: set[int]
 
 
+@dataclass
+class _KPlan:
+    """With k judges per pair: the overlap pairs to add to each judge, and the shared main pairs'
+    extra judges."""
+
+    overlap_for: dict[int, list[int]]  # judge id -> the overlap pairs to add
+    shared: dict[int, list[int]]  # shared main pair -> its extra judges (not its owner)
+
+
+def _k_plan(users: list[User], overlap_set: list[int], work: _Work, new_main: list[PairRef],
+            groups: dict[int, list[int]], owner: dict[int, int], k: int, share: float, *, seed: int) -> _KPlan:
+    ids = [u.id for u in users]
+    have: dict[int, set[int]] = defaultdict(set)
+    for j, ps in work.has_overlap.items():
+        for p in ps:
+            have[p].add(j)
+    loads = {j: len(work.has_overlap.get(j, ())) for j in ids}
+    overlap_for: dict[int, list[int]] = defaultdict(list)
+    for p, js in spread_judges(overlap_set, ids, k, have=have, loads=loads, seed=seed).items():
+        for j in js:
+            overlap_for[j].append(p)
+    owner_of = {p: owner[q] for q, ps in groups.items() for p in ps}
+    chosen = draw_share([r.pair_id for r in new_main], share, seed=seed) if share else []
+    extra = spread_judges(chosen, ids, k, have={p: {owner_of[p]} for p in chosen}, seed=seed)
+    return _KPlan(dict(overlap_for), extra)
+
+
 def _existing_work(session: Session, pid: int) -> _Work:
     rows = session.exec(
-        select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.position).where(
-            Assignment.project_id == pid
-        )
+        select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.position,
+               Assignment.exclusive_pair_id).where(Assignment.project_id == pid)
     ).all()
-    overlap_set = sorted({p for p, _, k, _ in rows if k == "overlap"})
-    main_owner = {p: j for p, j, k, _ in rows if k == "main"}
+    overlap_set = sorted({p for p, _, k, _, _ in rows if k == "overlap"})
+    main_owner = {p: j for p, j, k, _, x in rows if k == "main" and x is not None}  # a shared pair's owner row
+    rows = [r[:4] for r in rows]
     has_overlap: dict[int, set[int]] = defaultdict(set)
     next_pos: dict[tuple[int, str], int] = {}
     for p, j, k, pos in rows:
@@ -400,7 +505,8 @@ def _existing_work(session: Session, pid: int) -> _Work:
             has_overlap[j].add(p)
         key = (j, k)
         next_pos[key] = max(next_pos.get(key, 0), pos + 1)
-    return _Work(rows, overlap_set, main_owner, has_overlap, next_pos, set(overlap_set) | main_owner.keys())
+    assigned = set(overlap_set) | main_owner.keys()
+    return _Work(rows, overlap_set, main_owner, has_overlap, next_pos, assigned)
 
 
 def _main_owners(new_main: list[PairRef], main_owner: dict[int, int], query_of: dict[int, int],
@@ -432,13 +538,21 @@ def _main_owners(new_main: list[PairRef], main_owner: dict[int, int], query_of: 
 
 def _queue_rows(users: list[User], overlap_set: list[int], work: _Work, groups: dict[int, list[int]],
                 owner: dict[int, int], query_of: dict[int, int], priority, report: AssignReport, *, pid: int,
-                seed: int, now) -> list[dict]:
-    """Each listed judge's new assignment rows, in queue order: the overlap pairs they lack, then
-    their main pairs (in the decisive order when there are priorities); counted in ``report``."""
+                seed: int, now, plan: _KPlan | None = None) -> list[dict]:
+    """Each listed judge's new assignment rows, in queue order: the overlap pairs they lack (with k
+    judges per pair: those ``plan`` gives them), then their main pairs and the shared main pairs they
+    were added to (in the decisive order when there are priorities); counted in ``report``."""
     rows = []
+    shared_with: dict[int, set[int]] = defaultdict(set)
+    for p, js in (plan.shared if plan else {}).items():
+        for j in js:
+            shared_with[j].add(p)
     for u in users:
         rng = random.Random(f"queue:{seed}:{u.name}")
-        missing_overlap = [p for p in overlap_set if p not in work.has_overlap[u.id]]
+        if plan is None:
+            missing_overlap = [p for p in overlap_set if p not in work.has_overlap[u.id]]
+        else:
+            missing_overlap = sorted(plan.overlap_for.get(u.id, ()))
         pos = work.next_pos.get((u.id, "overlap"), 0)
         for p in _queue_order(missing_overlap, query_of, rng):
             rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="overlap", exclusive_pair_id=None,
@@ -447,18 +561,20 @@ def _queue_rows(users: list[User], overlap_set: list[int], work: _Work, groups: 
         if pos >= MAIN_BASE:
             raise ValueError(f"overlap: at most {MAIN_BASE - 1} overlap pairs per judge")
         mine = [p for q, j in owner.items() if j == u.id for p in groups[q]]
+        extra = shared_with.get(u.id, set())
         pos = max(work.next_pos.get((u.id, "main"), MAIN_BASE), MAIN_BASE)
-        queued = _queue_order(mine, query_of, rng) if priority is None else \
-            decisive_queue_order(mine, query_of, priority, rng)
+        queued = _queue_order(mine + sorted(extra), query_of, rng) if priority is None else \
+            decisive_queue_order(mine + sorted(extra), query_of, priority, rng)
         for p in queued:
-            rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="main", exclusive_pair_id=p,
+            rows.append(dict(project_id=pid, pair_id=p, judge_id=u.id, kind="main",
+                             exclusive_pair_id=None if p in extra else p,
                              position=pos, created_at=now, skipped=False))
             pos += 1
         report.new_overlap_rows += len(missing_overlap)
         report.per_judge[u.name] = {
             "overlap": len(missing_overlap),
-            "main": len(mine),
-            "queries": len({query_of[p] for p in mine}),
+            "main": len(mine) + len(extra),
+            "queries": len({query_of[p] for p in mine} | {query_of[p] for p in extra}),
         }
     return rows
 

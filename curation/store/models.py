@@ -147,8 +147,9 @@ class QueryNeed(SQLModel, table=True):
 
 
 class Assignment(SQLModel, table=True):
-    """A pair in a judge's queue. Overlap pairs have one row per judge; a main pair has one row in
-    all, which ``exclusive_pair_id`` (unique, set only for main rows) enforces in the database."""
+    """A pair in a judge's queue. Overlap pairs have one row per judge; a main pair has one owner row,
+    which ``exclusive_pair_id`` (unique, set only for main owner rows) enforces in the database, and,
+    when the project asks for k judges on a share of the pool, k - 1 more main rows without it."""
 
     __table_args__ = (
         UniqueConstraint("pair_id", "judge_id"),

@@ -221,6 +221,10 @@ def test_three_judges_get_an_all_judges_row_and_a_heatmap_per_pair(engine, tmp_p
         with new_session(engine) as s:
             report = agreement_report(load_judgments(s, pid, overlap_only=True), scale=[0, 1, 2], cut=1)
         assert f"{report.overall.measures['alpha_nominal'].value:.3f}" in page
+        # Fleiss' kappa over all judges, from the same report (pairwise rows show a dash in its column).
+        assert "Fleiss' kappa" in page
+        assert f"{report.overall.measures['fleiss_kappa'].value:.3f}" in page
+        assert _row_cells(r.data.decode(), "agreement-table", "ann + ben")[-1][0] == "–"
 
 
 def _row_cells(body: str, testid: str, who: str) -> list[tuple[str, str]]:
