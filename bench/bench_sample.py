@@ -13,6 +13,15 @@ Targets: under 60 s and under 3 GB for 10 million rows.
     python bench/bench_sample.py                 # 10M rows, plain CSV
     python bench/bench_sample.py --rows 1000000 --gzip --baseline
     python bench/bench_sample.py --dir /tmp/bs10 --repeat 3   # keep the log; best of 3 alternating runs
+    python bench/bench_sample.py --logs few distinct --dir /tmp/bs10 --repeat 2   # issue 29's two logs
+
+``--logs`` names the shapes of log to measure, one after the other in the same run, each against
+its own floor (a bare ``pyarrow.csv.read_csv`` of that log): ``zipf`` is the log above (~1M
+possible queries, ~670k distinct in 10M rows); ``few`` the same Zipf law over 10,000 possible
+queries (a head-heavy log: few distinct queries, most rows repeat one); ``distinct`` a log whose
+queries are mostly distinct (nine rows in ten carry a query seen once: two or three words and a
+serial number; the tenth is drawn from a Zipf head of 100,000 queries), as logs of long
+natural-language questions are.
 """
 
 from __future__ import annotations
@@ -60,6 +69,49 @@ def make_vocab(n: int, rng: np.random.Generator) -> list[str]:
                 if len(out) == n:
                     break
     return out
+
+
+def generate_distinct(path: Path, rows: int, seed: int, gzip: bool) -> None:
+    """A log of mostly distinct queries: 90% of the rows carry a query of their own (words and a
+    serial number, built with Arrow kernels: no Python string per row), 10% one of a Zipf head of
+    100,000 queries; users and the two other columns as in :func:`generate`."""
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(seed)
+    head = pa.array(make_vocab(100_000, rng))
+    ranks = np.arange(1, len(head) + 1)
+    p = 1.0 / ranks**1.05
+    p /= p.sum()
+    words = pa.array(WORDS)
+    chunk = 1_000_000
+    opts = pacsv.WriteOptions(include_header=True)
+    sink = pa.output_stream(str(path), compression="gzip" if gzip else None)
+    writer = None
+    for start in range(0, rows, chunk):
+        n = min(chunk, rows - start)
+        serial = pc.cast(pa.array(np.arange(start, start + n)), pa.string())
+        parts = [words.take(pa.array(rng.integers(0, len(WORDS), size=n))) for _ in range(2)]
+        own = pc.binary_join_element_wise(*parts, serial, " ")
+        three = pc.binary_join_element_wise(words.take(pa.array(rng.integers(0, len(WORDS), size=n))), own, " ")
+        own = pc.if_else(pa.array(rng.random(n) < 0.5), own, three)
+        from_head = head.take(pa.array(rng.choice(len(head), size=n, p=p)))
+        query = pc.if_else(pa.array(rng.random(n) < 0.9), own, from_head)
+        users = (rng.pareto(1.2, size=n) * 50_000).astype(np.int64) % 2_000_000
+        table = pa.table({
+            "query": query,
+            "user_id": pa.array([f"u{u}" for u in users.tolist()]),
+            "market": pa.DictionaryArray.from_arrays(
+                pa.array(rng.choice(3, size=n, p=[0.6, 0.3, 0.1]).astype(np.int8)), pa.array(["us", "uk", "de"])
+            ).cast(pa.string()),
+            "device": pa.DictionaryArray.from_arrays(
+                pa.array((rng.random(n) < 0.45).astype(np.int8)), pa.array(["desktop", "mobile"])
+            ).cast(pa.string()),
+        })
+        if writer is None:
+            writer = pacsv.CSVWriter(sink, table.schema, write_options=opts)
+        writer.write_table(table)
+    writer.close()
+    sink.close()
 
 
 def generate(path: Path, rows: int, distinct: int, seed: int, gzip: bool) -> None:
@@ -149,10 +201,16 @@ def run_child(cmd: list[str]) -> tuple[float, float, float, str]:
     return wall, cpu, peak / 1024, proc.stdout  # Linux: ru_maxrss is in KiB
 
 
+SHAPES = ("zipf", "few", "distinct")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--distinct", type=int, default=1_000_000)
+    ap.add_argument("--distinct", type=int, default=None,
+                    help="possible queries of a Zipf log (default 1,000,000 for zipf, 10,000 for few)")
+    ap.add_argument("--logs", nargs="+", choices=SHAPES, default=["zipf"],
+                    help="the shapes of log to measure, one after the other in this run (default: zipf)")
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gzip", action="store_true", help="write the log gzip-compressed")
@@ -165,20 +223,40 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="golden-bench-") if args.dir is None else None
     folder = Path(args.dir or tmp.name)
     folder.mkdir(parents=True, exist_ok=True)
-    log = folder / ("log.csv.gz" if args.gzip else "log.csv")
+    summary = []
+    for shape in args.logs:
+        summary.append(measure(shape, folder, args))
+    if len(summary) > 1:
+        print("summary (golden / bare read_csv, best of each, same run):")
+        for line in summary:
+            print("  " + line)
+    if tmp is not None:
+        tmp.cleanup()
+
+
+def measure(shape: str, folder: Path, args) -> str:
+    """Generate (or reuse) the log of ``shape``, time the floor and golden on it alternately, print
+    the figures; return a one-line summary."""
+    distinct = args.distinct or {"zipf": 1_000_000, "few": 10_000, "distinct": 0}[shape]
+    stem = "log" if shape == "zipf" and args.distinct is None else f"log-{shape}-{args.rows}-{distinct}"
+    log = folder / (f"{stem}.csv.gz" if args.gzip else f"{stem}.csv")
     t0 = time.perf_counter()
     reused = log.exists()
     if not reused:
-        generate(log, args.rows, args.distinct, args.seed, args.gzip)
+        if shape == "distinct":
+            generate_distinct(log, args.rows, args.seed, args.gzip)
+        else:
+            generate(log, args.rows, distinct, args.seed, args.gzip)
     made = "reused from an earlier run" if reused else f"generated in {time.perf_counter() - t0:.1f} s"
-    print(f"log: {args.rows:,} rows, ~{args.distinct:,} distinct queries, {log.stat().st_size / 2**20:,.0f} MiB "
+    what = "mostly distinct queries" if shape == "distinct" else f"Zipf over {distinct:,} possible queries"
+    print(f"log {shape!r}: {args.rows:,} rows, {what}, {log.stat().st_size / 2**20:,.0f} MiB "
           f"({log.name}); {made}")
 
-    out = folder / "queries.jsonl"
+    out = folder / f"queries-{shape}.jsonl"
     cmd = [sys.executable, "-c", GOLDEN, "sample", "queries", str(log),
            "--query-col", "query", "--user-col", "user_id", "--stratum", "market",
            "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7", "--out", str(out)]
-    load = os.getloadavg()[0]
+    load = os.getloadavg()
     floors, goldens = [], []
     for _ in range(args.repeat):  # alternately, so both see the same load
         floors.append(run_child([sys.executable, "-c", FLOOR + PEAK, str(log)]))
@@ -193,13 +271,15 @@ def main() -> None:
     # The best of the runs of each (the least disturbed by other work on the machine); the largest peak.
     f_wall, f_cpu, f_peak = min(f[0] for f in floors), min(f[1] for f in floors), max(f[2] for f in floors)
     wall, cpu, peak_mib = min(g[0] for g in goldens), min(g[1] for g in goldens), max(g[2] for g in goldens)
+    after = os.getloadavg()
     best = f"best of {args.repeat} runs each: " if args.repeat > 1 else ""
     print(f"golden sample queries: {best}{wall:.1f} s wall ({cpu:.1f} s CPU), peak memory {peak_mib:,.0f} MiB "
           f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
     print(f"bare pyarrow.csv.read_csv of the log: {best}{f_wall:.1f} s wall ({f_cpu:.1f} s CPU), "
           f"peak {f_peak:,.0f} MiB; "
-          f"golden / it: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU (issue 17: <= 2.0x, < 1 GB); "
-          f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+          f"golden / it: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU (issue 29: <= 1.5x, < 1 GB); "
+          f"load average (1, 5, 15 min) {'/'.join(f'{x:.1f}' for x in load)} before, "
+          f"{'/'.join(f'{x:.1f}' for x in after)} after, on {os.cpu_count()} cores")
     if args.baseline:
         # The obvious pandas version (whole file in memory, normalise row by row, group by), which
         # only collapses and counts (no sampling).
@@ -207,8 +287,9 @@ def main() -> None:
         print(f"pandas read_csv + map + groupby: {b_wall:.1f} s wall ({b_cpu:.1f} s CPU), peak memory "
               f"{b_peak:,.0f} MiB; golden: {b_wall / wall:.1f}x less wall time, {b_cpu / cpu:.1f}x less CPU, "
               f"{b_peak / peak_mib:.1f}x less memory")
-    if tmp is not None:
-        tmp.cleanup()
+    return (f"{shape:8} golden {wall:.1f} s wall, {cpu:.2f} s CPU, {peak_mib:,.0f} MiB; read_csv {f_wall:.1f} s "
+            f"wall, {f_cpu:.2f} s CPU: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU; "
+            f"load {load[0]:.1f} -> {after[0]:.1f}")
 
 
 if __name__ == "__main__":

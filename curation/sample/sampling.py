@@ -370,7 +370,9 @@ class LogPool:
             self.members = [idx for _, idx in groups]
         else:
             keys, self.members = [()], [np.arange(len(pool))]
-        self.texts = pool["text"].to_numpy(dtype=object)
+        # The texts stay in Arrow (no Python string per query: a log of millions of distinct
+        # queries would hold ~80 bytes more a query); only the drawn ones become Python strings.
+        self.texts = _arrow_strings(pool["text"])
         self.traffic = pool["traffic"].to_numpy(dtype=np.int64)
         self.users = pool["users"].to_numpy(dtype=np.int64) if self.has_users else None
         self.mass = None if self.collapsed.user_mass is None else self.collapsed.user_mass[keep]
@@ -388,16 +390,38 @@ class LogPool:
         seeded by ``seed`` and the label, in the order of :func:`draw_keys`."""
         out = []
         for h, label, k in plans:
-            idx = self.members[h]
-            idx = idx[np.lexsort((self.texts[idx],))]  # by text: independent of the log's row order
-            keys = draw_keys(seed, self.texts[idx]) if k < len(idx) else None
+            idx, texts = _by_text(self.members[h], self.texts)  # independent of the log's row order
+            keys = draw_keys(seed, texts) if k < len(idx) else None
             chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=stratum_rng(seed, label),
                                          keys=keys)
             picked = idx[chosen]
-            out.append(Drawn(texts=self.texts[picked], traffic=self.traffic[picked],
+            out.append(Drawn(texts=texts.take(chosen).to_numpy(zero_copy_only=False), traffic=self.traffic[picked],
                              users=None if self.users is None else self.users[picked],
                              mass=None if self.mass is None else self.mass[picked], inclusion=probs))
         return out
+
+
+def _arrow_strings(column: pd.Series):
+    """A pandas string column as one pyarrow ``string`` array (zero-copy when pandas keeps it in Arrow)."""
+    import pyarrow as pa
+
+    arr = pa.array(column.array, pa.string()) if len(column) else pa.array([], pa.string())
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+
+def _by_text(idx: np.ndarray, texts):
+    """The positions ``idx`` ordered by their texts (code point order, as Python sorts strings: UTF-8
+    bytes compare in that order), and those texts. The pool is usually in text order already (the
+    collapse builds it sorted), which is checked in one pass before sorting."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    taken = texts.take(pa.array(idx))
+    n = len(taken)
+    if n > 1 and not pc.all(pc.less(taken.slice(0, n - 1), taken.slice(1))).as_py():
+        order = pc.sort_indices(taken).to_numpy(zero_copy_only=False)
+        idx, taken = idx[order], taken.take(pa.array(order))
+    return idx, taken
 
 
 def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude,
