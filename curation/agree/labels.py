@@ -231,7 +231,11 @@ def model_estimates(votes: Mapping[tuple[str, str], Mapping[str, int]], policy: 
     if not units:
         return {}
     import pandas as pd
-    from crowdkit.aggregation import MACE, DawidSkene
+
+    try:
+        from crowdkit.aggregation import MACE, DawidSkene
+    except ImportError:  # an optional extra: it brings transformers, which nothing else needs
+        raise ValueError(f"policy: {policy!r} needs crowd-kit; install it with pip install 'golden[crowd]'") from None
 
     rows = [(i, judge, int(g)) for i, u in enumerate(units) for judge, g in sorted(votes[u].items())]
     frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
