@@ -117,7 +117,7 @@ df["text"] = df["query"].map(normalize_text)
 g = df.groupby(["text", "market"]).agg(traffic=("user_id", "size"), users=("user_id", "nunique"))
 print(len(g))
 """
-# The floor of issue 17: a bare pyarrow.csv.read_csv of the whole log (multi-threaded, as it comes).
+# The floor: a bare pyarrow.csv.read_csv of the whole log (multi-threaded, as it comes).
 FLOOR = """
 import sys
 import pyarrow.csv as pacsv
@@ -198,7 +198,7 @@ def main() -> None:
           f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
     print(f"bare pyarrow.csv.read_csv of the log: {best}{f_wall:.1f} s wall ({f_cpu:.1f} s CPU), "
           f"peak {f_peak:,.0f} MiB; "
-          f"golden / it: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU (issue 17: <= 2.0x, < 1 GB); "
+          f"golden / it: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU (target: <= 2.0x, < 1 GB); "
           f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
     if args.baseline:
         # The obvious pandas version (whole file in memory, normalise row by row, group by), which

@@ -378,7 +378,7 @@ def new_guidelines(project_id: int):
                     url_for("lead.queue", project_id=project.id))
 
 
-# ------------------------------------------------------------------ unsure answers (issue 14, judgeux)
+# -------------------------------------------------------------------------------------- unsure answers
 
 
 def _unsure_context(project: Project, *, pair_id: int | None = None, error: str | None = None, form=None):
@@ -415,7 +415,7 @@ def decide_unsure(project_id: int):
     return _decision(project, record, _unsure_context, "lead.unsure", "lead/_unsure.html", "lead/unsure.html")
 
 
-# ---------------------------------------------------- information need per query (issue 14, judgeux)
+# ------------------------------------------------------------------------ information need per query
 
 
 @bp.context_processor

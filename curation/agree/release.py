@@ -5,7 +5,7 @@ measures the agreement on the overlap set (:func:`curation.agree.agreement.build
 the report ``golden agreement`` prints) and releases when the verdict is "usable". Otherwise (no
 labels yet, too few shared pairs, a marginal or poor agreement) the lead must force it and say why;
 the reason is recorded with the release (``Project.released_reason``), beside the measured value.
-Issue 14: ``golden release --agreement 0.71`` used to be accepted with no label in the store.
+Before, ``golden release --agreement 0.71`` used to be accepted with no label in the store.
 """
 
 from __future__ import annotations

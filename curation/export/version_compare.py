@@ -145,7 +145,7 @@ def version_coverage(session: Session, project: str, version: str, *, depth: int
     """How much of each pooled run's top ``depth`` (at most the pool depth) the exported
     ``version``'s qrels judge (:func:`curation.evaluate.coverage.unjudged`, as ``golden coverage``),
     worst first; ``holes`` is set below :data:`COVERAGE_WARN_BELOW` judged. For the version page and
-    the comparison report (issue 14: a verdict on runs whose top-10 is 7% judged, with no warning)."""
+    the comparison report (a verdict on runs whose top-10 is 7% judged used to come with no warning)."""
     _, files, _ = version_files(session, project, version)
     qrels = version_qrels(files)
     judged = {q: set(docs) for q, docs in qrels.items()}

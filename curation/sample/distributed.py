@@ -149,7 +149,7 @@ def reduce_bucket(parts: list, *, strata: Sequence[str], has_users: bool, n_buck
     return queries, {**facts, "distinct_raw": int(raw)}, by_user
 
 
-# A query's user mass (issue 13's user-weighted mean): every user counts once and their distinct
+# A query's user mass (for the user-weighted mean): every user counts once and their distinct
 # queries share that unit, so query i gets sum over its users u of 1 / |Q_u|, over the number of
 # users. |Q_u| needs all of a user's pairs: a second shuffle, by user, then back by text.
 

@@ -295,7 +295,7 @@ def sample_queries(
     for every query not taken with certainty, and a stratum's weights sum to its share exactly;
     with uniform weighting (``pi_i = k_h / N_h``) it is ``t_i * N_h / (k_h * T)``, whose sum over a
     stratum is its share only on average: dividing by the traffic drawn instead (the ratio
-    estimator, golden's earlier uniform weight) is biased when traffic is Zipf-shaped (issue 13).
+    estimator, golden's earlier uniform weight) is biased when traffic is Zipf-shaped.
     So a mean must divide by the stratum's KNOWN share, not by the weights drawn; every row
     carries what that needs: ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn``
     (k_h). With a user column, ``user_weight`` is the same for a user-weighted mean (every user

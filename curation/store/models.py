@@ -162,7 +162,7 @@ class Assignment(SQLModel, table=True):
     kind: str = "main"  # "overlap" or "main"
     exclusive_pair_id: int | None = Field(default=None, unique=True)
     position: int = 0  # order in the judge's queue: overlap rows below MAIN_BASE, main rows from it
-    # No longer written when a pair is shown (issue 19: one statement less per answer); when a pair
+    # No longer written when a pair is shown (one statement less per answer); when a pair
     # was shown is its PairView row's shown_at. Kept so that older stores need no migration.
     claimed_at: datetime | None = None
     done_at: datetime | None = None  # set when this judge's latest judgment is a label (not a skip)

@@ -1,4 +1,4 @@
-"""Many systems (issue 28): adjusted p-values equal statsmodels' multipletests, the paired randomised
+"""Many systems: adjusted p-values equal statsmodels' multipletests, the paired randomised
 Tukey HSD keeps its family-wise rate, and golden compare takes N runs (every pair or a baseline)."""
 
 from __future__ import annotations
