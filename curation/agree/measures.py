@@ -1,6 +1,6 @@
 """Inter-annotator agreement measures on double-judged pairs, with query-bootstrap intervals.
 
-One module (about 540 lines) because every measure is computed from the same confusion and
+One module because every measure is computed from the same confusion and
 coincidence matrices and resampled by the same query bootstrap; split, each part would import the
 other's private matrix helpers.
 
@@ -40,8 +40,8 @@ A figure that the data cannot define (no shared pairs; every label the same grad
 :class:`Estimate` with ``value=None`` and the reason in ``undefined``: never NaN, never an exception.
 
 The verdict, the per-stratum, drift and timing figures and the whole report are in
-:mod:`curation.agree.agreement`; this module is a little over 500 lines because the pairwise and
-all-judges bootstraps share their helpers.
+:mod:`curation.agree.agreement`; this module keeps the pairwise and
+all-judges bootstraps together because they share their helpers.
 """
 
 from __future__ import annotations

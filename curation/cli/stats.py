@@ -1,6 +1,6 @@
 """``golden stats metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics.
 
-One module for six commands (about 500 lines) because they share their options (qrels, metric,
+One module for six commands because they share their options (qrels, metric,
 relevance level, resamples) and their loading of qrels, queries and runs, defined once here.
 """
 

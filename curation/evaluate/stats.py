@@ -34,7 +34,7 @@ the verdict and ``compare``. The resampling is in ``curation.evaluate.bootstrap`
 ``curation.evaluate.exact_tests``, ``power`` in ``curation.evaluate.power``, ``noise`` and ``sweep`` in
 ``curation.evaluate.noise``, ``attribute`` in ``curation.evaluate.attribution``.
 
-One module (about 700 lines) because the weighting design (:func:`design`), the interval choice and
+One module because the weighting design (:func:`design`), the interval choice and
 the comparison they feed are one method: splitting them would scatter the estimator's rules.
 """
 

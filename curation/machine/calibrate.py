@@ -23,7 +23,7 @@ current prompt version (the one imported last; the machine's label is the majori
 - the effect on the decision: the ranking of the project's runs under human and machine labels
   (:mod:`curation.machine.ranking`).
 
-One module (about 530 lines) because it is the one report: every figure of the panel and of
+One module because it is the one report: every figure of the panel and of
 ``golden calibrate`` is computed here, with one set of defaults.
 """
 

@@ -28,7 +28,7 @@ stratum and bucket: bounded by the strata and the sample size, never by the log'
 ``ADDRESS`` is a scheduler (``tcp://host:8786``) or ``local`` / ``local:N`` for a local cluster of
 N worker processes (default: one per core), made for the command and closed after it.
 
-One module of about 500 lines: the collapse's shuffles and the draw's rounds share one bucketing
+One module: the collapse's shuffles and the draw's rounds share one bucketing
 (ranges of draw keys), which is only right when both are read together.
 """
 

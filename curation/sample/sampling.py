@@ -31,11 +31,11 @@ logged queries, ``stratum_traffic``, ``stratum_size`` and ``stratum_drawn`` (the
 totals, which an unbiased mean divides by) and, with a user column, ``user_weight`` and
 ``stratum_user_share`` (the same for a user-weighted mean; see :func:`sample_queries`).
 
-One module of about 630 lines on purpose: shapes, allocation, the draw within a stratum,
+One module on purpose: shapes, allocation, the draw within a stratum,
 :class:`LogPool` (what the draw reads; its Dask twin must match it) and :func:`sample_queries`
 are the steps of one sampling design, and the weights each row carries are
 only right when they are read together; its reader and writer of query files are on their way to
-``curation/formats/``, after which it is well under 500 lines.
+``curation/formats/``.
 """
 
 from __future__ import annotations
