@@ -19,7 +19,7 @@ What is computed, for two judges (:func:`compare_pair`) and for all judges toget
   1968 for the weighted form): the value scikit-learn's :func:`sklearn.metrics.cohen_kappa_score`
   gives with ``labels`` = the scale's grades, computed here in the same floating-point steps so that
   it is the same float (tests/agree/test_agreement.py compares them for equality), without loading
-  scikit-learn (about 2 s of imports for ``golden export``). Pairwise only;
+  scikit-learn (about 2 s of imports for ``golden export create``). Pairwise only;
 - ``alpha_nominal``, ``alpha_ordinal``, ``alpha_interval``: Krippendorff's alpha, any number of
   judges, missing labels allowed, computed by the ``krippendorff`` package (Krippendorff 2011,
   "Computing Krippendorff's alpha-reliability"); ordinal and interval on graded scales only (on

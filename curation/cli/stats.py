@@ -310,7 +310,7 @@ def _print_comparison(c) -> None:
 
 
 def _print_family(f) -> None:
-    """The family table of ``golden compare`` with more than two runs."""
+    """The family table of ``golden stats compare`` with more than two runs."""
     first = f.rows[0].comparison
     click.echo(f"{f.metric}: {len(f.runs)} runs, " + (f"each against the baseline {f.baseline}" if f.baseline
                                                        else f"every pair ({len(f.rows)} comparisons)"))

@@ -1,4 +1,4 @@
-"""Sampling a search log on a Dask cluster (``golden sample --dask``), to the same file as one process.
+"""Sampling a search log on a Dask cluster (``golden sample queries --dask``), to the same file as one process.
 
 The log's files are the map step's pieces: each piece is read and collapsed by the single-process
 code (:func:`curation.sample.logs.collapse_piece`: the same readers, checks, normalisation and
@@ -225,7 +225,7 @@ def collapse_log_dask(
     buckets: int | None = None,
 ):
     """:func:`curation.sample.logs.collapse_log` with the files read and grouped on a Dask cluster,
-    every distinct query gathered on the driver (``golden sample --dask`` does not: see
+    every distinct query gathered on the driver (``golden sample queries --dask`` does not: see
     :class:`DaskPool`). Returns the same :class:`curation.sample.logs.CollapsedLog`."""
     from curation.sample.logs import CollapsedLog, check_log_request
 
@@ -249,7 +249,7 @@ def collapse_log_dask(
 
 
 # --------------------------------------------------------------------------------------------
-# golden sample --dask: the queries stay on the workers, bucket b holding the b-th range of draw
+# golden sample queries --dask: the queries stay on the workers, bucket b holding the b-th range of draw
 # keys; the driver gathers per-stratum totals, allocates, and asks each bucket for its part of
 # each stratum's draw (curation.sample.sampling.draw_stratum, the same rule, spread over buckets).
 
@@ -498,7 +498,7 @@ def _first_two(result):
 def dask_map(address, fn, arguments):
     """``fn(*args)`` for each of ``arguments`` on the Dask cluster at ``address`` (see
     :class:`cluster_client`), yielded in the order given, so the first failing call in that order
-    is the error raised (``golden corpus-sample --dask``)."""
+    is the error raised (``golden sample corpus --dask``)."""
     with cluster_client(address) as client:
         futures = [client.submit(fn, *args, pure=False) for args in arguments]
         for fut in futures:

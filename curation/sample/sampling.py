@@ -1,4 +1,4 @@
-"""Stratified sampling of queries from a search log (``golden sample``).
+"""Stratified sampling of queries from a search log (``golden sample queries``).
 
 The population is the log's searches. Distinct normalised queries (see
 :func:`curation.sample.logs.collapse_log`) are grouped into strata by the values of chosen columns and,

@@ -285,7 +285,7 @@ def test_mix_on_one_dimension_shares_a_group_among_its_strata():
 
 
 def _pps_rows(rng, n_certain=4, n_free=30):
-    """A traffic sample as golden sample writes it: ``n_certain`` queries taken with certainty and
+    """A traffic sample as golden sample queries writes it: ``n_certain`` queries taken with certainty and
     ``n_free`` drawn by traffic, in two strata."""
     rows = []
     for i in range(n_certain + n_free):
