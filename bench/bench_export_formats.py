@@ -1,4 +1,4 @@
-"""Export formats benchmark (issue 33): the CPU time of ``golden export`` with and without
+"""Export formats benchmark: the CPU time of ``golden export`` with and without
 ``--format quepid --format rre --format ltr --format hf`` on one judged project, in the same run.
 
     python bench/bench_export_formats.py 2000 50     # 2,000 queries x 50 documents = 100,000 pairs

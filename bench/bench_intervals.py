@@ -1,4 +1,4 @@
-"""Benchmark: do golden compare's intervals keep their promise? (issue 28)
+"""Benchmark: do golden compare's intervals keep their promise?
 
 Three tables, each from seeded simulations through golden's own functions:
 

@@ -1,4 +1,4 @@
-"""The length check's power and false alarms (issue 30): simulated machines (tests/support/length_lean.py:
+"""The length check's power and false alarms: simulated machines (tests/support/length_lean.py:
 40 queries x 20 pairs, lengths independent of the grades, 8% one-grade errors) with a lenient step
 planted at each decile edge, and clean ones; the share flagged by the scan over the decile cut points
 (max-T band, curation/machine/bias.py) and by the former rule (longer half - shorter half, 95%

@@ -1,4 +1,4 @@
-"""golden machine run's own cost per request (issue 30: golden must add under 5 ms a request at 32
+"""golden machine run's own cost per request (golden must add under 5 ms a request at 32
 concurrent requests), against a trivial OpenAI-compatible server that answers at once (a separate
 process, raw asyncio, so its time is not golden's), and beside llama.cpp's server's own time per
 request on the tests' tiny model (tests/support/tiny_gguf.py) when llama-cpp-python is installed.

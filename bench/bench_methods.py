@@ -1,4 +1,4 @@
-"""Seeded simulations behind issue 13's before/after figures: does each statistic do what it says?
+"""Seeded simulations behind the statistics' before/after figures: does each statistic do what it says?
 
     /work/venv/bin/python bench/bench_methods.py [--sims 10000] [--samples 200]
 

@@ -169,7 +169,7 @@ df["text"] = df["query"].map(normalize_text)
 g = df.groupby(["text", "market"]).agg(traffic=("user_id", "size"), users=("user_id", "nunique"))
 print(len(g))
 """
-# The floor of issue 17: a bare pyarrow.csv.read_csv of the whole log (multi-threaded, as it comes).
+# The floor: a bare pyarrow.csv.read_csv of the whole log (multi-threaded, as it comes).
 FLOOR = """
 import sys
 import pyarrow.csv as pacsv
@@ -277,7 +277,7 @@ def measure(shape: str, folder: Path, args) -> str:
           f"({args.rows / wall / 1e6:.2f} M rows/s); targets for 10M rows: < 60 s, < 3072 MiB")
     print(f"bare pyarrow.csv.read_csv of the log: {best}{f_wall:.1f} s wall ({f_cpu:.1f} s CPU), "
           f"peak {f_peak:,.0f} MiB; "
-          f"golden / it: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU (issue 29: <= 1.5x, < 1 GB); "
+          f"golden / it: {wall / f_wall:.2f}x wall, {cpu / f_cpu:.2f}x CPU (target: <= 1.5x, < 1 GB); "
           f"load average (1, 5, 15 min) {'/'.join(f'{x:.1f}' for x in load)} before, "
           f"{'/'.join(f'{x:.1f}' for x in after)} after, on {os.cpu_count()} cores")
     if args.baseline:

@@ -1,4 +1,4 @@
-"""Benchmark: what accounts and sessions cost per request (issue 15).
+"""Benchmark: what accounts and sessions cost per request.
 
 1. The per-request session check, :func:`curation.store.sessions.session_user` (the token's unique
    index joined to the user's row, idle and absolute limits checked), against the check it replaced,

@@ -107,7 +107,7 @@ def _env_hours(name: str, default: float) -> float:
 
 
 def _secret_key(engine) -> str:
-    """``GOLDEN_SECRET_KEY`` when set, else the store's own key (made by ``golden db upgrade``), so
+    """``GOLDEN_SECRET_KEY`` when set, else the store's own key (made by ``golden admin db upgrade``), so
     a cookie of one store is refused by another and every server process on a store agrees."""
     key = os.environ.get("GOLDEN_SECRET_KEY")
     if key:

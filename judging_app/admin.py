@@ -1,9 +1,10 @@
 """Accounts in the app: leads and admins see every user with their open sessions and can end a
 user's sessions or unlock their failed logins (a lead: a judge's; an admin: anyone's); admins also
 see the audit trail (logins, failed logins, lock-outs, role changes, disables, releases, exports,
-adjudications: who, when and from where) and the logins locked now. The data comes from :mod:`curation.store.sessions`,
-:mod:`curation.store.throttle` and :mod:`curation.store.audit`, the same functions ``golden user`` and
-``golden audit`` use."""
+adjudications: who, when and from where) and the logins locked now. The data comes from
+:mod:`curation.store.sessions`,
+:mod:`curation.store.throttle` and :mod:`curation.store.audit`, the same functions ``golden admin user`` and
+``golden admin audit`` use."""
 
 from __future__ import annotations
 

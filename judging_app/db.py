@@ -22,7 +22,7 @@ def init_app(app: Flask, engine: Engine) -> None:
     """Check the schema (refusing to start with :class:`SchemaError` when it is out of date),
     keep the engine on the app, and close each request's session at teardown."""
     try:
-        check_schema(engine)  # raises SchemaError("... run `golden db upgrade`")
+        check_schema(engine)  # raises SchemaError("... run `golden admin db upgrade`")
     except Exception:
         engine.dispose()
         raise

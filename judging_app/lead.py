@@ -3,7 +3,7 @@ and releasing the held-back remainder of the pool.
 
 Every view is for leads and admins only (:func:`judging_app.auth.lead_required`: anyone else gets
 403). The numbers come from :func:`curation.agree.agreement.build_agreement_report` (the report
-``golden agreement`` prints); the queue and decisions from :mod:`curation.agree.adjudication`; the
+``golden labels agreement`` prints); the queue and decisions from :mod:`curation.agree.adjudication`; the
 release from :func:`curation.judge.assignment.release`. The charts (confusion heatmap, drift, label
 distributions) are inline SVG drawn here from those numbers: no
 script library, no CDN, and no inline style (the app's CSP forbids it; SVG presentation
@@ -176,7 +176,7 @@ def _float_arg(name: str, default: float) -> float:
 
 def _report(project: Project):
     """The project's agreement report (:func:`curation.agree.agreement.build_agreement_report`, as
-    ``golden agreement`` prints it) with the cut and thresholds of the page's settings form."""
+    ``golden labels agreement`` prints it) with the cut and thresholds of the page's settings form."""
     try:
         thresholds = Thresholds(usable=_float_arg("usable", DEFAULT_THRESHOLDS.usable),
                                 marginal=_float_arg("marginal", DEFAULT_THRESHOLDS.marginal))
@@ -248,7 +248,7 @@ def progress(project_id: int):
 @lead_required
 def release(project_id: int):
     """Release the held-back main pairs, recording the lead and the agreement the verdict read
-    (:func:`curation.agree.release.review_and_release`, as ``golden release``). Against a verdict
+    (:func:`curation.agree.release.review_and_release`, as ``golden judging release``). Against a verdict
     other than "usable" the form must carry ``confirm`` and a ``reason``, which is recorded."""
     project = project_or_404(project_id)
     report = _report(project)
@@ -269,7 +269,7 @@ def release(project_id: int):
 @bp.get("/<int:project_id>/comparisons")
 @lead_required
 def comparisons(project_id: int):
-    """The Comparisons panel (an htmx fragment of the dashboard): the report of `golden settle`."""
+    """The Comparisons panel (an htmx fragment of the dashboard): the report of `golden decisive settle`."""
     from curation.evaluate import decisive
 
     project = project_or_404(project_id)
@@ -388,7 +388,7 @@ def new_guidelines(project_id: int):
                     url_for("lead.queue", project_id=project.id))
 
 
-# ------------------------------------------------------------------ unsure answers (issue 14, judgeux)
+# -------------------------------------------------------------------------------------- unsure answers
 
 
 def _unsure_context(project: Project, *, pair_id: int | None = None, error: str | None = None, form=None):
@@ -425,7 +425,7 @@ def decide_unsure(project_id: int):
     return _decision(project, record, _unsure_context, "lead.unsure", "lead/_unsure.html", "lead/unsure.html")
 
 
-# ---------------------------------------------------- information need per query (issue 14, judgeux)
+# ------------------------------------------------------------------------ information need per query
 
 
 @bp.context_processor
@@ -471,7 +471,7 @@ def _machine_judges(project: Project) -> list[str]:
 @lead_required
 def machines(project_id: int):
     """The "Machine judges" panel: one machine judge's calibration against the human labels
-    (:func:`curation.machine.calibrate.build_calibration_report`, the report of `golden calibrate`),
+    (:func:`curation.machine.calibrate.build_calibration_report`, the report of `golden labels calibrate`),
     ``?machine=NAME`` choosing among the project's machine judges."""
     from curation.machine.calibrate import build_calibration_report
     from curation.machine.labels import list_machines

@@ -1,4 +1,4 @@
-"""``golden calibrate --html``: the lead panel's fragment (``templates/lead/_machine.html``) in a
+"""``golden labels calibrate --html``: the lead panel's fragment (``templates/lead/_machine.html``) in a
 self-contained page, rendered by Jinja with autoescape on (names, strata and run names are data)."""
 
 from __future__ import annotations

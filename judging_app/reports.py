@@ -4,7 +4,7 @@ of several runs) and gets golden stats compare's self-contained HTML report
 (curation.export.version_compare + curation.evaluate.html_report).
 
 The form is a GET (it changes nothing, and the report's address can be shared); the report is the
-same document ``golden compare --html`` writes, served with its own Content-Security-Policy: no
+same document ``golden stats compare --html`` writes, served with its own Content-Security-Policy: no
 script at all, only its inline style. Above the verdict it shows how much of each run's top-10
 the version judges, with a warning below 90%, and it links back to the version's page.
 """

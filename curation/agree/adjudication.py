@@ -339,7 +339,7 @@ def adjudicate(
         raise ValueError(f"grade: {str(grade)[:30]!r} is not a number of the scale {scale}") from None
     if grade not in scale:
         raise ValueError(f"grade: {grade} is not on the project's scale {scale}")
-    reason = (reason or "").strip()  # optional: a lead deciding by keyboard may give none (issue 14)
+    reason = (reason or "").strip()  # optional: a lead deciding by keyboard may give none
     from curation.formats.limits import check_size
 
     check_size(reason, "GOLDEN_MAX_REASON_BYTES", "reason", None, "the reason")

@@ -1,5 +1,5 @@
 """The agreement report: everything a lead reads before trusting the judgments, built once for
-``golden agreement``, ``golden agreement --json`` and the ``/lead`` dashboard
+``golden labels agreement``, ``golden labels agreement --json`` and the ``/lead`` dashboard
 (:func:`build_agreement_report`, from the store) or from plain label records
 (:func:`agreement_report`).
 
@@ -461,7 +461,7 @@ def build_agreement_report(
     seed: int = SEED,
     window: int = DRIFT_WINDOW,
 ) -> Report:
-    """The agreement report of ``project``, as ``golden agreement`` (text and ``--json``) and the
+    """The agreement report of ``project``, as ``golden labels agreement`` (text and ``--json``) and the
     ``/lead`` dashboard show it: the overlap set's labels (the overlap assignments and every pair two
     judges labelled) on the project's scale, per stratum of the queries, the judges timed on all their
     judgments, with the disagreements waiting for a lead and those adjudicated.

@@ -457,7 +457,7 @@ def final_labels(
     at all (source ``unjudged``, grade None), for coverage reports.
 
     Each judge's LATEST judgment of a pair counts, skips ignored; the latest adjudication of a pair
-    counts. Imported judgments (``golden import-judgments``) count as the importing judge's.
+    counts. Imported judgments (``golden judging import``) count as the importing judge's.
     Dropped queries are not filtered here: the export decides what to leave out.
     """
     _check_policy(policy)

@@ -1,6 +1,6 @@
 """Inter-annotator agreement measures on double-judged pairs, with query-bootstrap intervals.
 
-One module (about 540 lines) because every measure is computed from the same confusion and
+One module because every measure is computed from the same confusion and
 coincidence matrices and resampled by the same query bootstrap; split, each part would import the
 other's private matrix helpers.
 
@@ -19,7 +19,7 @@ What is computed, for two judges (:func:`compare_pair`) and for all judges toget
   1968 for the weighted form): the value scikit-learn's :func:`sklearn.metrics.cohen_kappa_score`
   gives with ``labels`` = the scale's grades, computed here in the same floating-point steps so that
   it is the same float (tests/agree/test_agreement.py compares them for equality), without loading
-  scikit-learn (about 2 s of imports for ``golden export``). Pairwise only;
+  scikit-learn (about 2 s of imports for ``golden export create``). Pairwise only;
 - ``alpha_nominal``, ``alpha_ordinal``, ``alpha_interval``: Krippendorff's alpha, any number of
   judges, missing labels allowed, computed by the ``krippendorff`` package (Krippendorff 2011,
   "Computing Krippendorff's alpha-reliability"); ordinal and interval on graded scales only (on
@@ -46,8 +46,8 @@ A figure that the data cannot define (no shared pairs; every label the same grad
 :class:`Estimate` with ``value=None`` and the reason in ``undefined``: never NaN, never an exception.
 
 The verdict, the per-stratum, drift and timing figures and the whole report are in
-:mod:`curation.agree.agreement`; this module is a little over 500 lines because the pairwise and
-all-judges bootstraps share their helpers.
+:mod:`curation.agree.agreement`; this module keeps the pairwise and
+all-judges bootstraps together because they share their helpers.
 """
 
 from __future__ import annotations

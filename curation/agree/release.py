@@ -1,11 +1,11 @@
 """Releasing the held-back pool only against an agreement measured on the overlap set.
 
-``golden release`` and the dashboard's release button both call :func:`review_and_release`: it
+``golden judging release`` and the dashboard's release button both call :func:`review_and_release`: it
 measures the agreement on the overlap set (:func:`curation.agree.agreement.build_agreement_report`,
-the report ``golden agreement`` prints) and releases when the verdict is "usable". Otherwise (no
+the report ``golden labels agreement`` prints) and releases when the verdict is "usable". Otherwise (no
 labels yet, too few shared pairs, a marginal or poor agreement) the lead must force it and say why;
 the reason is recorded with the release (``Project.released_reason``), beside the measured value.
-Issue 14: ``golden release --agreement 0.71`` used to be accepted with no label in the store.
+Before, ``golden judging release --agreement 0.71`` used to be accepted with no label in the store.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def review_and_release(
 
     A "usable" verdict releases, recording the measured value. Any other verdict raises
     :class:`ReleaseRefused` (a ValueError) unless ``force`` and a non-empty ``reason``, which is
-    recorded. ``claimed`` (``golden release --agreement``) must equal the measured value to three
+    recorded. ``claimed`` (``golden judging release --agreement``) must equal the measured value to three
     decimals: the record holds what was measured, not what was typed."""
     if not is_lead(lead):  # before measuring anything (as assignment.release)
         raise ValueError(f"lead: {getattr(lead, 'name', None)!r} is a {getattr(lead, 'role', None)}; "

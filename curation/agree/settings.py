@@ -1,4 +1,4 @@
-"""The agreement report's defaults, defined once for ``golden agreement``, ``--json``, the ``/lead``
+"""The agreement report's defaults, defined once for ``golden labels agreement``, ``--json``, the ``/lead``
 dashboard and the export's agreement summary: the verdict thresholds (:class:`Thresholds`: 70 %
 usable, 60 % marginal, at least 30 pairs), 1,000 query resamples, seed 0, 95 % intervals, 20 pairs
 per drift point, and the cut derived from the scale (:func:`default_cut`).

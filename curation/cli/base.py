@@ -466,7 +466,7 @@ def run_files(arg: str) -> list[str]:
 
 
 def glob_files(arg: str) -> list[str]:
-    """A path, or the files a quoted glob pattern names (``golden sample``'s LOG)."""
+    """A path, or the files a quoted glob pattern names (``golden sample queries``'s LOG)."""
     import glob
 
     if not os.path.exists(arg) and glob.has_magic(arg):

@@ -53,7 +53,7 @@ def _print_report(r: dict) -> None:
              "asked again")
     elif r["errors"]:
         echo("failed requests are not labels; run the same command again to ask for them again")
-    echo(f"next: golden calibrate --project {r['project']} --machine {r['machine']}")
+    echo(f"next: golden labels calibrate --project {r['project']} --machine {r['machine']}")
 
 
 @machine.command("run")

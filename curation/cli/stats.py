@@ -1,6 +1,6 @@
 """``golden stats metrics | compare | power | noise | sweep | attribute``: per-query metrics and paired statistics.
 
-One module for six commands (about 500 lines) because they share their options (qrels, metric,
+One module for six commands because they share their options (qrels, metric,
 relevance level, resamples) and their loading of qrels, queries and runs, defined once here.
 """
 
@@ -310,7 +310,7 @@ def _print_comparison(c) -> None:
 
 
 def _print_family(f) -> None:
-    """The family table of ``golden compare`` with more than two runs."""
+    """The family table of ``golden stats compare`` with more than two runs."""
     first = f.rows[0].comparison
     click.echo(f"{f.metric}: {len(f.runs)} runs, " + (f"each against the baseline {f.baseline}" if f.baseline
                                                        else f"every pair ({len(f.rows)} comparisons)"))

@@ -25,7 +25,7 @@ MACHINE_SAMPLES = 3
 def write_machine_judge(result: DemoResult, *, seed: int = 0) -> Path:
     """Write ``machine/llm.jsonl``: a simulated machine judge of every pooled pair, three samples each
     with probabilities, derived from the hidden truth: ``MACHINE_ERROR`` of the pairs one grade off,
-    half the pairs of the longest 30% of documents raised one grade (the lean ``golden calibrate``
+    half the pairs of the longest 30% of documents raised one grade (the lean ``golden labels calibrate``
     finds), and the odd sample that differs. Same seed, same bytes."""
     from curation.formats.machine_labels import MachineLabelLine, write_machine_labels
     from curation.formats.qrels import read_qrels

@@ -1,5 +1,5 @@
 """2x2 attribution of two changes on the same queries: each main effect under each state of the
-other and their interaction, with paired bootstrap intervals (``golden attribute``)."""
+other and their interaction, with paired bootstrap intervals (``golden stats attribute``)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Attribution:
     level: float
     resamples: int
     seed: int
-    ci_method: str = "t"  # the paired t interval at every query count, as golden compare's --ci auto
+    ci_method: str = "t"  # the paired t interval at every query count, as golden stats compare's --ci auto
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -51,7 +51,7 @@ def attribute(
 ) -> Attribution:
     """A 2x2 of two changes on the same queries: each main effect under each state of the other,
     and the interaction computed both ways (they agree: both equal x11 - x10 - x01 + x00), each
-    with a paired t interval at every query count, the rule of ``golden compare --ci auto`` (the
+    with a paired t interval at every query count, the rule of ``golden stats compare --ci auto`` (the
     percentile bootstrap covered 92-93% at 30 queries); below 30 queries a note says the estimates
     are rough."""
     qids, x = align_scores([base, a_only, b_only, both])

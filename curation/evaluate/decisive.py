@@ -232,7 +232,7 @@ def _pairs_left_estimate(pm, grades, comp, metric, tie, G, prio, counts, probs) 
 def settlement_report(session, project, compare=None, *, metric: str | None = None, tie: float | None = None,
                       record: bool = True) -> dict:
     """The settlement of the project's comparisons (the stored ones, or ``compare``): the one
-    report behind ``golden settle`` (text and ``--json``) and the lead dashboard's Comparisons
+    report behind ``golden decisive settle`` (text and ``--json``) and the lead dashboard's Comparisons
     panel. Per comparison: the verdict so far, settled (with the guarantee) or open, the share of
     the pool judged, the pairs that can still change it, and the ESTIMATE (P(flip), pairs left and
     time left at the judges' pace). With ``record``, a comparison found settled for the first

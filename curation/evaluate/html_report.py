@@ -1,4 +1,4 @@
-"""A self-contained HTML report of one paired comparison (``golden compare --html``).
+"""A self-contained HTML report of one paired comparison (``golden stats compare --html``).
 
 One file, no script, no external resource (no CDN, no font, no image file): the per-query
 differences, sorted, and the bootstrap distribution of the delta are drawn as inline SVG. Every
@@ -210,7 +210,7 @@ def render_comparison(c: Comparison, *, title: str | None = None, coverage=None,
 
 def render_family(f, *, title: str | None = None, coverage=None, warn_below: float = 0.9,
                   back: tuple[str, str] | None = None) -> str:
-    """The report of a family of comparisons (``golden compare`` of N runs, the app's report of
+    """The report of a family of comparisons (``golden stats compare`` of N runs, the app's report of
     several runs): one row per pair with its interval, p-value, adjusted p-value and corrected
     verdict, the correction named above the table, then each pair's notes once."""
     e = escape

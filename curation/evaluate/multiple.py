@@ -130,7 +130,7 @@ class FamilyRow:
 
 @dataclass
 class Family:
-    """``golden compare`` of N runs: every pair, or each against a baseline, corrected as a family."""
+    """``golden stats compare`` of N runs: every pair, or each against a baseline, corrected as a family."""
 
     metric: str
     runs: list[str]

@@ -1,6 +1,6 @@
 """How much of a difference is noise: the noise floor of repeated runs of one configuration
-(``golden noise``) and the optimism of picking the best of N configurations on a tune split,
-re-measured on the holdout split (``golden sweep``)."""
+(``golden stats noise``) and the optimism of picking the best of N configurations on a tune split,
+re-measured on the holdout split (``golden stats sweep``)."""
 
 from __future__ import annotations
 

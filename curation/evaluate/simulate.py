@@ -1,4 +1,4 @@
-"""Replaying judging with a qrels file as the judges (``golden simulate-judging``, bench/bench_decisive.py).
+"""Replaying judging with a qrels file as the judges (``golden decisive simulate``, bench/bench_decisive.py).
 
 The pool is every listed run's top ``depth`` over the qrels' queries; the "judges" give each pair its
 grade in the qrels (a pair the qrels lack is not relevant). Pairs are judged in batches of
@@ -9,7 +9,7 @@ grade in the qrels (a pair the qrels lack is not relevant). Pairs are judged in 
 * ``oracle``: an order that knows the labels (:func:`oracle_sequence`), the reference for what any
   order could save (``mode="each"`` only; the CLI does not offer it);
 * ``decisive``: after each batch, the priorities of :mod:`curation.evaluate.decisive` are recomputed
-  and whole queries are taken, the most unsettled weight first (as ``golden assign --order
+  and whole queries are taken, the most unsettled weight first (as ``golden judging assign --order
   decisive`` hands them to judges; ``granularity="pair"`` takes single pairs instead, the bound of
   what an order could save).
 
@@ -89,7 +89,7 @@ class SimulationResult:
 
     def summary(self) -> dict:
         # "significant" counts the fully judged verdicts that survive the correction for the number
-        # of comparisons (Holm by default, as golden compare of many runs); each is also
+        # of comparisons (Holm by default, as golden stats compare of many runs); each is also
         # significant on its own, which is what the guarantee settles
         sig = [c for c in self.comparisons if c.full_verdict in (HIGHER, LOWER) and c.full_significant_corrected]
         shares = [c.settled_share if c.settled_share is not None else 1.0 for c in sig]
@@ -377,7 +377,7 @@ def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: in
                     rng: np.random.Generator, block: int = 10) -> np.ndarray:
     """At least ``need`` unjudged pairs, the highest priority first: single pairs
     (``granularity="pair"``), whole queries (``"query"``) or blocks of each query's ``block`` most
-    decisive pairs (``"block"``, as ``golden assign --order decisive`` queues them); ties in a
+    decisive pairs (``"block"``, as ``golden judging assign --order decisive`` queues them); ties in a
     seeded order."""
     idx = np.flatnonzero(todo)
     if len(idx) == 0:

@@ -20,7 +20,7 @@ Weighting (declared up front, printed with the result):
 
 * ``unweighted``: every query counts once.
 * ``traffic``: each query counts its ``weight`` from queries.jsonl (what it stands for in the
-  search traffic, from ``golden sample``); hand-written queries have weight 0 and so stay out.
+  search traffic, from ``golden sample queries``); hand-written queries have weight 0 and so stay out.
   Resampling is within strata, as the sample was drawn; queries taken with certainty stay fixed.
 * ``stratum``: every stratum counts the same, whatever its query count (each query weighs
   ``1 / n_stratum``); resampling is within strata.
@@ -34,7 +34,7 @@ the verdict and ``compare``. The resampling is in ``curation.evaluate.bootstrap`
 ``curation.evaluate.exact_tests``, ``power`` in ``curation.evaluate.power``, ``noise`` and ``sweep`` in
 ``curation.evaluate.noise``, ``attribute`` in ``curation.evaluate.attribution``.
 
-One module (about 700 lines) because the weighting design (:func:`design`), the interval choice and
+One module because the weighting design (:func:`design`), the interval choice and
 the comparison they feed are one method: splitting them would scatter the estimator's rules.
 """
 
@@ -320,7 +320,7 @@ class StratumDelta:
 
 @dataclass
 class Comparison:
-    """Everything ``golden compare`` reports (``as_dict`` for --json)."""
+    """Everything ``golden stats compare`` reports (``as_dict`` for --json)."""
 
     metric: str
     name_a: str
@@ -497,7 +497,7 @@ def design(
     at sampling), unweighted from ``cluster_col`` (each user's queries share one unit of weight).
     ``mix``: a target share per stratum (``parse_mix``), replacing the strata's own shares.
 
-    With ``traffic`` and rows that state their stratum's known share (``golden sample`` writes
+    With ``traffic`` and rows that state their stratum's known share (``golden sample queries`` writes
     ``stratum_share``, ``stratum_drawn``), the mean is Horvitz-Thompson: ``sum(w x) / sum of the
     strata's known shares``, each stratum's weights scaled by ``drawn / kept`` when some of its
     queries are not in the comparison; unbiased under both sampling designs. Otherwise it is the
@@ -786,7 +786,7 @@ def compare(
     if trouble is not None:
         v = VERDICT_UNTRUSTED
         notes.append(f"no trustworthy interval: {trouble}; the interval shown would cover the truth far less "
-                     "often than it says. Sample by traffic (golden sample's default) to estimate a "
+                     "often than it says. Sample by traffic (the default of golden sample queries) to estimate a "
                      "traffic-weighted mean, or compare --weighting unweighted")
     if tie is not None and v.startswith("equivalent") and (low > 0 or high < 0):
         notes.append("the interval excludes 0, but the whole of it lies inside the declared tie")

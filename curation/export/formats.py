@@ -1,6 +1,6 @@
 """A version's files in the formats of other tools, written beside qrels.txt and qrels.jsonl.
 
-``golden export --format NAME`` (repeatable) adds, to the version folder:
+``golden export create --format NAME`` (repeatable) adds, to the version folder:
 
 ==========  ==============================  ===================================================
 name        files                           written by

@@ -119,7 +119,7 @@ def _check_ids(qid: str, docid: str) -> None:
 
 def _agreement_summary(units: list[tuple[str, str]], votes: list, names: list[str], scale: list[int]) -> dict | None:
     """Agreement on the overlap pairs (:func:`curation.agree.agreement.agreement_core`, as
-    ``golden agreement`` reports it), summarised. ``units``: the (qid, docid) of each pair two or more
+    ``golden labels agreement`` reports it), summarised. ``units``: the (qid, docid) of each pair two or more
     judges labelled or the overlap set holds, and ``votes``: arrays of (unit number, judge rank, grade),
     each judge's latest label of those pairs, as the labels' pass found them (the labels
     :func:`curation.agree.labels.load_judgments` with ``overlap_only`` and
@@ -239,7 +239,7 @@ def _decisive_record(session, project) -> dict | None:
 
 
 def _judging_order(session, project) -> dict:
-    """``{"judging_order": ...}`` when the pool was ordered for comparisons (golden assign --order
+    """``{"judging_order": ...}`` when the pool was ordered for comparisons (golden judging assign --order
     decisive), else nothing (:func:`_decisive_record`)."""
     record = _decisive_record(session, project)
     return {} if record is None else {"judging_order": record}
@@ -848,8 +848,8 @@ def _query_records(session: Session, project: Project, active: dict) -> dict[str
             "status": q.status,
         }
         if q.stratum_share:
-            # The stratum's known share of the traffic, as golden sample recorded it: what the statistics'
-            # Horvitz-Thompson mean divides by (curation.evaluate.stats.design), so `golden compare` on an
+            # The stratum's known share of the traffic, as golden sample queries recorded it: what the statistics'
+            # Horvitz-Thompson mean divides by (curation.evaluate.stats.design), so `golden stats compare` on an
             # export weights as it does on the sample. Written only when known (older states keep their bytes).
             qrecs[qid]["stratum_share"] = _number(q.stratum_share)
     # The information need in force, on the queries that have one (absent otherwise: the bytes of a

@@ -89,7 +89,7 @@ def assign_splits(queries: Iterable[SplitQuery], *, holdout: float, seed: int) -
 
 @dataclass
 class SplitReport:
-    """What ``golden split`` did: the parameters, how many queries it assigned now, and the totals."""
+    """What ``golden export split`` did: the parameters, how many queries it assigned now, and the totals."""
 
     project: str
     holdout: float
@@ -170,7 +170,7 @@ def assign_pending(session: Session, project: Project) -> SplitReport | None:
     """Assign new queries under the project's stored split; None when the project has no split.
 
     Called by the export, so every exported query carries its split even when queries arrived
-    after the last ``golden split``.
+    after the last ``golden export split``.
     """
     if project.split_holdout is None:
         return None

@@ -1,4 +1,4 @@
-"""``golden verify``: re-check an exported version folder against its manifest."""
+"""``golden export verify``: re-check an exported version folder against its manifest."""
 
 from __future__ import annotations
 

@@ -128,7 +128,7 @@ def compare_pooled_many(
 ):
     """Every pair of the pooled runs ``names`` (or each against ``baseline``), corrected as a family
     (:func:`curation.evaluate.multiple.compare_many`), on the qrels and queries of ``version``: what
-    ``golden compare`` of several runs gives."""
+    ``golden stats compare`` of several runs gives."""
     from curation.evaluate.multiple import compare_many
 
     names = list(dict.fromkeys(names))
@@ -143,9 +143,9 @@ def compare_pooled_many(
 
 def version_coverage(session: Session, project: str, version: str, *, depth: int = 10) -> list[RunCoverage]:
     """How much of each pooled run's top ``depth`` (at most the pool depth) the exported
-    ``version``'s qrels judge (:func:`curation.evaluate.coverage.unjudged`, as ``golden coverage``),
+    ``version``'s qrels judge (:func:`curation.evaluate.coverage.unjudged`, as ``golden stats coverage``),
     worst first; ``holes`` is set below :data:`COVERAGE_WARN_BELOW` judged. For the version page and
-    the comparison report (issue 14: a verdict on runs whose top-10 is 7% judged, with no warning)."""
+    the comparison report (a verdict on runs whose top-10 is 7% judged used to come with no warning)."""
     _, files, _ = version_files(session, project, version)
     qrels = version_qrels(files)
     judged = {q: set(docs) for q, docs in qrels.items()}

@@ -1,4 +1,4 @@
-"""Versioned, immutable qrels: ``golden export`` writes ``DIR/<version>/`` and freezes it in the store.
+"""Versioned, immutable qrels: ``golden export create`` writes ``DIR/<version>/`` and freezes it in the store.
 
 A version folder holds five files:
 
@@ -36,7 +36,7 @@ Rules:
 This module owns the export itself (``export_version``, ``write_frozen``) and the stored versions
 (``list_versions``, ``get_version``). The state is gathered in ``curation.export.gather``, CHANGES.md
 is written by ``curation.export.changes``, the zip by ``curation.export.archive``, the folder by
-``curation.export.write``, the manifest's hashes are in ``curation.export.manifest``; ``golden verify``
+``curation.export.write``, the manifest's hashes are in ``curation.export.manifest``; ``golden export verify``
 is ``curation.export.verify`` and the versions page's data ``curation.export.versions_page``.
 """
 
@@ -165,7 +165,7 @@ def export_version(
     is written. Existing name: from the same state the frozen files are written again (byte for
     byte); from another state :class:`VersionFrozen` is raised and nothing is written.
     :class:`ExportBlocked` when pooled pairs are unjudged or disagreements unresolved and
-    ``allow_incomplete`` is off. Queries that arrived since ``golden split`` are assigned first.
+    ``allow_incomplete`` is off. Queries that arrived since ``golden export split`` are assigned first.
     ``progress``: show the steps as a tqdm bar on stderr. ``fill_unjudged`` (``machine:NAME``): pooled
     pairs no person labelled take that machine judge's labels, flagged per pair and counted in the
     manifest with its calibration figures (:mod:`curation.machine.fill`). ``formats``: other tools'
@@ -456,7 +456,7 @@ def settle_pending(session: Session, project: Project, *,
     ``own``: this process's version id), under the project's lock: a version whose folder is in place
     holding exactly its stored files is marked complete (its folder was published); one whose folder
     never appeared is removed with its zip (nothing of it was published). A folder there with other
-    content is left alone and the version stays pending (``golden verify`` reports it). Returns the
+    content is left alone and the version stays pending (``golden export verify`` reports it). Returns the
     pending versions still being written, as (name, owner, folder), and how many were settled."""
     from sqlalchemy import delete
 
@@ -543,7 +543,7 @@ def get_version(session: Session, project: Project, version: str) -> ExportVersi
 
 
 def store_problems(session: Session, folder: Path) -> list[str]:
-    """What ``golden verify --db`` reports about a version folder against the store: the store has no
+    """What ``golden export verify --db`` reports about a version folder against the store: the store has no
     such version (a folder left by an export interrupted before the store recorded it, or from
     another store), the version is still pending, or the folder's manifest is not the stored one."""
     from curation.export.write import export_of
@@ -565,7 +565,7 @@ def store_problems(session: Session, folder: Path) -> list[str]:
                 "export again"]
     if row.pending_folder is not None:
         return [f"version {version!r} is still pending in the store (an export of it was interrupted); the next "
-                "`golden export` of the project settles it"]
+                "`golden export create` of the project settles it"]
     if (Path(folder) / MANIFEST).read_bytes() != row.manifest_json.encode("utf-8"):
         return [f"manifest.json is not the one the store froze for version {version!r}"]
     return []

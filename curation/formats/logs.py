@@ -1,4 +1,4 @@
-"""Search logs (``golden sample``'s input): the one reader of CSV, TSV, JSONL and Parquet logs.
+"""Search logs (``golden sample queries``'s input): the one reader of CSV, TSV, JSONL and Parquet logs.
 
 A log row is one search (or, with a count column, that many searches); the text forms may be
 gzip-compressed (detected by content). Each file is read in chunks by pyarrow's streaming readers

@@ -1,4 +1,4 @@
-"""Machine judges' labels (``golden import-judgments --machine``): the one reader.
+"""Machine judges' labels (``golden judging import --machine``): the one reader.
 
 Two layouts, told apart by the file name (``.jsonl``, ``.json`` or ``.ndjson``, gzip allowed, is
 JSONL; anything else is TREC qrels):

@@ -1,6 +1,6 @@
 """Query and text normalisation shared by sampling, pooling and the leak check.
 
-One function decides when two strings are "the same query", so `golden sample` and
+One function decides when two strings are "the same query", so `golden sample queries` and
 `golden leakcheck` can never disagree about it.
 """
 

@@ -1,4 +1,4 @@
-"""``queries.jsonl``: the query set, one JSON object per line (written by ``golden sample`` and by an export).
+"""``queries.jsonl``: the query set, one JSON object per line (written by ``golden sample queries`` and by an export).
 
 Fields and rules (one set, for every command that reads the file)::
 
@@ -13,8 +13,8 @@ Fields and rules (one set, for every command that reads the file)::
     weight         optional non-negative number (its weight for traffic-weighted means)
     stratum_share  optional non-negative number
     users          optional non-negative integer
-    pii            optional; anything (the PII flags ``golden sample`` found)
-    split          optional; null, ``"tune"`` or ``"holdout"`` (``golden split``'s values)
+    pii            optional; anything (the PII flags ``golden sample queries`` found)
+    split          optional; null, ``"tune"`` or ``"holdout"`` (``golden export split``'s values)
     description    optional; null or a string: the query's information need in a sentence, as a
                    TREC topic's description ("Find how to reset a forgotten password")
     narrative      optional; null or a string: what makes a document relevant or not, as a TREC
@@ -210,7 +210,7 @@ def format_query(row: Mapping | QueryRecord, *, spaced: bool = False) -> str:
     """One line (without newline): compact, key order as given, non-ASCII kept, so it is byte-for-byte stable.
 
     ``spaced``: the layout of an exported version (``", "`` and ``": "``, see
-    :func:`curation.formats.fileio.json_line`); ``golden sample`` writes the compact one.
+    :func:`curation.formats.fileio.json_line`); ``golden sample queries`` writes the compact one.
     """
     if isinstance(row, QueryRecord):
         row = row.as_dict()

@@ -1,4 +1,4 @@
-"""Query lists: the queries ``golden sample --exclude`` leaves out and ``--handwritten`` adds, as texts.
+"""Query lists: the queries ``golden sample queries --exclude`` leaves out and ``--handwritten`` adds, as texts.
 
 One query a line, in one of these forms (by the name's suffix, gzip read transparently, a UTF-8
 byte-order mark allowed)::
@@ -29,7 +29,7 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
     """(line, normalised text) for each query in a list file, in file order; empty lines skipped.
 
     ``.txt``: one query per line. ``.jsonl``: objects with ``text`` (or ``query``), such as an
-    earlier ``golden sample`` output. ``.csv``/``.tsv``: a header row with a ``text`` or
+    earlier ``golden sample queries`` output. ``.csv``/``.tsv``: a header row with a ``text`` or
     ``query`` column. Gzip is read transparently.
     """
     path = str(path)
@@ -75,7 +75,7 @@ def read_query_list(path: str | os.PathLike) -> list[tuple[int, str]]:
 
 def read_query_needs(path: str | os.PathLike) -> dict[str, dict]:
     """``{normalised text: {"description", "narrative"}}`` of the queries of a ``.jsonl`` list that
-    carry an information need (``golden sample --handwritten`` passes them on to queries.jsonl);
+    carry an information need (``golden sample queries --handwritten`` passes them on to queries.jsonl);
     ``{}`` for the other list formats. The fields are checked as queries.jsonl's are."""
     from curation.formats.queries import _need_text
 

@@ -12,7 +12,7 @@ TREC form, one line a result, white-space separated::
 JSONL form, one object a line: ``{"qid": "301", "docid": "FT911-3", "score": 12.5}`` (``rank`` and
 ``run`` optional; ``run`` names the system when the file has no other name).
 
-One module (about 700 lines): the one reader of runs, with its fast pyarrow/numpy path and its exact
+One module: the one reader of runs, with its fast pyarrow/numpy path and its exact
 line-by-line path side by side, so both keep the same rules and messages.
 """
 

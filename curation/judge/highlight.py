@@ -1,4 +1,4 @@
-"""The query's words marked in the document a judge reads (issue 14): which words count, and where
+"""The query's words marked in the document a judge reads: which words count, and where
 they are in a text, as plain (text, is_match) pieces. The pieces are strings of the untrusted
 document; the page prints each one through Jinja's autoescaping and wraps the matches in
 ``<mark>``, so highlighting never turns document text into markup.

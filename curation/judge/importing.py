@@ -2,7 +2,7 @@
 
 A TREC qrels file (``qid iter docid grade``) is loaded as judgments of one judge, with
 ``source = "import"``, so labels from earlier campaigns and second assessors can be compared with
-the project's own judges (``golden agreement``) and enter the final labels (:mod:`curation.agree.labels`).
+the project's own judges (``golden labels agreement``) and enter the final labels (:mod:`curation.agree.labels`).
 
 - Pairs that are not in the project's pool are reported and skipped (the pool is what is judged).
 - A multi-assessor file whose second column is the judgment group (trec_eval's ``qrels.123``) is

@@ -1,4 +1,4 @@
-"""Where the judging stands: per judge and for the project, built once for ``golden progress`` and
+"""Where the judging stands: per judge and for the project, built once for ``golden judging progress`` and
 the lead's progress page (``/lead/<project>/progress``), with one set of defaults.
 
 Per judge (every user with pairs assigned in the project):

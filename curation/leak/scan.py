@@ -3,7 +3,7 @@
 A query copied into the corpus (an FAQ page built from the search logs, say) is found by lexical
 retrieval for the wrong reason and inflates every score. :func:`leakcheck` compares every query
 with every chunk of a corpus under three measures, on the n-gram sets of the normalised texts
-(:func:`curation.formats.normalize.normalize_text`, the same normalisation as ``golden sample``):
+(:func:`curation.formats.normalize.normalize_text`, the same normalisation as ``golden sample queries``):
 
 ``exact``
     the normalised query appears verbatim in the normalised chunk, at word boundaries (a chunk

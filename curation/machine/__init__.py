@@ -1,7 +1,7 @@
 """Machine judges (a model prompted with the guidelines), measured against the human labels.
 
 Modules: ``labels`` (importing a machine judge's labels, reading them back, its label per pair),
-``calibrate`` (the calibration report of ``golden calibrate`` and the lead's "Machine judges" panel,
+``calibrate`` (the calibration report of ``golden labels calibrate`` and the lead's "Machine judges" panel,
 built by one function), ``bias`` (the bias checks), ``ranking`` (qrels from human, machine or
 filled labels; the system ranking under each), ``escalation`` (which pairs go to people when the
 machine's confident labels are accepted), ``prompt`` (the prompt golden sends, its version, the strict

@@ -1,4 +1,4 @@
-"""The calibration report of a machine judge against the human labels: ``golden calibrate`` (text,
+"""The calibration report of a machine judge against the human labels: ``golden labels calibrate`` (text,
 ``--json``, ``--html``) and the lead's "Machine judges" panel are built by ONE function,
 :func:`build_calibration_report` (from the store), with the defaults of this module and of
 :mod:`curation.agree.settings` (1,000 query resamples, seed 0, 95 % intervals).
@@ -23,8 +23,8 @@ current prompt version (the one imported last; the machine's label is the majori
 - the effect on the decision: the ranking of the project's runs under human and machine labels
   (:mod:`curation.machine.ranking`).
 
-One module (about 530 lines) because it is the one report: every figure of the panel and of
-``golden calibrate`` is computed here, with one set of defaults.
+One module because it is the one report: every figure of the panel and of
+``golden labels calibrate`` is computed here, with one set of defaults.
 """
 
 from __future__ import annotations
@@ -537,7 +537,7 @@ def build_calibration_report(
     ranking: bool = True,
     metric: str = "ndcg@10",
 ) -> CalibrationReport:
-    """The calibration report of machine judge ``machine`` in ``project``, as ``golden calibrate``
+    """The calibration report of machine judge ``machine`` in ``project``, as ``golden labels calibrate``
     (text, ``--json``, ``--html``), the lead's panel and the export's manifest show it."""
     scale = [g.grade for g in grades(project)]
     rows = load_machine_rows(session, project, machine)

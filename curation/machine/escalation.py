@@ -1,8 +1,8 @@
-"""Escalation to people (``golden assign --machine NAME --accept-above P``): a machine's label is
+"""Escalation to people (``golden judging assign --machine NAME --accept-above P``): a machine's label is
 accepted for a pair when its stated confidence is at least P; every other pair goes to people, and
 so do the overlap set (the humans' own agreement) and a seeded random audit share of the accepted
 pairs (so the calibration against people stays honest). Accepted pairs stay unjudged by people:
-``golden export --fill-unjudged machine:NAME`` exports them flagged as the machine's.
+``golden export create --fill-unjudged machine:NAME`` exports them flagged as the machine's.
 """
 
 from __future__ import annotations

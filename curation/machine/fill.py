@@ -1,4 +1,4 @@
-"""``golden export --fill-unjudged machine:NAME``: the machine's labels for the pooled pairs no person
+"""``golden export create --fill-unjudged machine:NAME``: the machine's labels for the pooled pairs no person
 labelled, each flagged in ``qrels.jsonl`` (source ``machine`` and a ``machine`` object naming the
 judge as a machine, its model, prompt version, samples and confidence), counted in the manifest with
 the calibration figures that justified it (:func:`curation.machine.calibrate.build_calibration_report`:

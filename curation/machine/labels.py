@@ -1,7 +1,7 @@
 """A machine judge's labels in the store: importing them, reading them back, and the machine's one
 label per pair.
 
-- ``import_machine_labels`` (``golden import-judgments --machine``) stores each line of the file as a
+- ``import_machine_labels`` (``golden judging import --machine``) stores each line of the file as a
   :class:`~curation.store.models.MachineLabel` (never a ``Judgment``), creating the
   :class:`~curation.store.models.MachineJudge` on first use. Pairs not in the pool are reported and
   skipped; grades outside the scale are skipped or clipped (``clip``). A re-import of the same file

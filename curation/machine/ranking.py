@@ -2,7 +2,7 @@
 
 - :func:`qrels_from` yields the project's qrels from ``human`` labels (the final human labels),
   ``machine:NAME`` (the machine's labels, current prompt version) or ``filled:NAME`` (human labels
-  where they exist, the machine's elsewhere): ``golden metrics`` and ``golden compare --qrels-from``.
+  where they exist, the machine's elsewhere): ``golden stats metrics`` and ``golden stats compare --qrels-from``.
 - :func:`ranking_figures` ranks the project's runs under human and under machine (and filled)
   labels, on the runs' rankings as pooled (:mod:`curation.store.provenance`: run -> rank, to the pool depth)
   and on the queries with human labels: Kendall's tau between the two rankings of the runs

@@ -1,4 +1,4 @@
-"""Sampling a search log on a Dask cluster (``golden sample --dask``), to the same file as one process.
+"""Sampling a search log on a Dask cluster (``golden sample queries --dask``), to the same file as one process.
 
 The log's files are the map step's pieces: each piece is read and collapsed by the single-process
 code (:func:`curation.sample.logs.collapse_piece`: the same readers, checks, normalisation and
@@ -28,7 +28,7 @@ stratum and bucket: bounded by the strata and the sample size, never by the log'
 ``ADDRESS`` is a scheduler (``tcp://host:8786``) or ``local`` / ``local:N`` for a local cluster of
 N worker processes (default: one per core), made for the command and closed after it.
 
-One module of about 500 lines: the collapse's shuffles and the draw's rounds share one bucketing
+One module: the collapse's shuffles and the draw's rounds share one bucketing
 (ranges of draw keys), which is only right when both are read together.
 """
 
@@ -149,7 +149,7 @@ def reduce_bucket(parts: list, *, strata: Sequence[str], has_users: bool, n_buck
     return queries, {**facts, "distinct_raw": int(raw)}, by_user
 
 
-# A query's user mass (issue 13's user-weighted mean): every user counts once and their distinct
+# A query's user mass (for the user-weighted mean): every user counts once and their distinct
 # queries share that unit, so query i gets sum over its users u of 1 / |Q_u|, over the number of
 # users. |Q_u| needs all of a user's pairs: a second shuffle, by user, then back by text.
 
@@ -225,7 +225,7 @@ def collapse_log_dask(
     buckets: int | None = None,
 ):
     """:func:`curation.sample.logs.collapse_log` with the files read and grouped on a Dask cluster,
-    every distinct query gathered on the driver (``golden sample --dask`` does not: see
+    every distinct query gathered on the driver (``golden sample queries --dask`` does not: see
     :class:`DaskPool`). Returns the same :class:`curation.sample.logs.CollapsedLog`."""
     from curation.sample.logs import CollapsedLog, check_log_request
 
@@ -249,7 +249,7 @@ def collapse_log_dask(
 
 
 # --------------------------------------------------------------------------------------------
-# golden sample --dask: the queries stay on the workers, bucket b holding the b-th range of draw
+# golden sample queries --dask: the queries stay on the workers, bucket b holding the b-th range of draw
 # keys; the driver gathers per-stratum totals, allocates, and asks each bucket for its part of
 # each stratum's draw (curation.sample.sampling.draw_stratum, the same rule, spread over buckets).
 
@@ -498,7 +498,7 @@ def _first_two(result):
 def dask_map(address, fn, arguments):
     """``fn(*args)`` for each of ``arguments`` on the Dask cluster at ``address`` (see
     :class:`cluster_client`), yielded in the order given, so the first failing call in that order
-    is the error raised (``golden corpus-sample --dask``)."""
+    is the error raised (``golden sample corpus --dask``)."""
     with cluster_client(address) as client:
         futures = [client.submit(fn, *args, pure=False) for args in arguments]
         for fut in futures:

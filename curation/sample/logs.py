@@ -25,7 +25,7 @@ Bad input stops with the file and line (``path:line: message``): when the fast r
 on a chunk fails, the file's chunks collapsed so far are dropped and it is read again by the exact
 reader (:func:`curation.formats.logs.exact_batches`), which reports which line is wrong.
 
-One module (about 650 lines): the collapse's string ids, buckets and user masses are one
+One module: the collapse's string ids, buckets and user masses are one
 streaming pass; the Dask path (curation.sample.distributed) calls the same pieces.
 """
 

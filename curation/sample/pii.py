@@ -2,7 +2,7 @@
 
 Three patterns, chosen to catch what search logs leak most (people paste contact details and
 account or order numbers into search boxes). They flag, they never remove: the output keeps the
-query and lists its flags, and ``golden sample`` counts them in its summary.
+query and lists its flags, and ``golden sample queries`` counts them in its summary.
 
 - ``email``: ``local@domain.tld``.
 - ``phone``: 9 to 15 digits written as a phone number (optional ``+`` country code, groups joined

@@ -1,4 +1,4 @@
-"""Stratified sampling of queries from a search log (``golden sample``).
+"""Stratified sampling of queries from a search log (``golden sample queries``).
 
 The population is the log's searches. Distinct normalised queries (see
 :func:`curation.sample.logs.collapse_log`) are grouped into strata by the values of chosen columns and,
@@ -31,11 +31,11 @@ logged queries, ``stratum_traffic``, ``stratum_size`` and ``stratum_drawn`` (the
 totals, which an unbiased mean divides by) and, with a user column, ``user_weight`` and
 ``stratum_user_share`` (the same for a user-weighted mean; see :func:`sample_queries`).
 
-One module of about 630 lines on purpose: shapes, allocation, the draw within a stratum,
+One module on purpose: shapes, allocation, the draw within a stratum,
 :class:`LogPool` (what the draw reads; its Dask twin must match it) and :func:`sample_queries`
 are the steps of one sampling design, and the weights each row carries are
 only right when they are read together; its reader and writer of query files are on their way to
-``curation/formats/``, after which it is well under 500 lines.
+``curation/formats/``.
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def sample_queries(
     for every query not taken with certainty, and a stratum's weights sum to its share exactly;
     with uniform weighting (``pi_i = k_h / N_h``) it is ``t_i * N_h / (k_h * T)``, whose sum over a
     stratum is its share only on average: dividing by the traffic drawn instead (the ratio
-    estimator, golden's earlier uniform weight) is biased when traffic is Zipf-shaped (issue 13).
+    estimator, golden's earlier uniform weight) is biased when traffic is Zipf-shaped.
     So a mean must divide by the stratum's KNOWN share, not by the weights drawn; every row
     carries what that needs: ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn``
     (k_h). With a user column, ``user_weight`` is the same for a user-weighted mean (every user

@@ -1,4 +1,4 @@
-"""An export version's frozen zip in the store, in chunks (table ``exportchunk``; issue 19).
+"""An export version's frozen zip in the store, in chunks (table ``exportchunk``).
 
 A zip of a big export (10 million judgments: hundreds of MB) is never one value in the store
 nor one object in memory: :class:`ChunkWriter` is the seekable file ``zipfile`` writes it into,

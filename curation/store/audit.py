@@ -6,7 +6,7 @@ decisions, exports, adjudications, downloads).
 by default, so an event is stored in the same transaction as the change it describes (a release that
 rolls back leaves no "release" row). "From where" is the client address for a request of the web
 app (it sets :data:`ORIGIN` per request) and ``cli:USER@HOST`` for a command. :func:`list_audit` is
-the one reader, for ``golden audit`` and the admin page.
+the one reader, for ``golden admin audit`` and the admin page.
 """
 
 from __future__ import annotations

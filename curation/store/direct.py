@@ -1,5 +1,5 @@
 """Prebuilt statements run on the database driver's connection (sqlite3, psycopg 3) directly: the
-judging hot path (issue 17), where SQLAlchemy's per-execution work (cache look-up, execution
+judging hot path, where SQLAlchemy's per-execution work (cache look-up, execution
 context, parameter and result processing) was about a third of a submit-and-next's CPU.
 
 SQLAlchemy Core still builds every statement (one definition for SQLite and PostgreSQL) and

@@ -52,7 +52,7 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-# The key of the PostgreSQL advisory lock `golden db upgrade` holds while it migrates: a 64-bit number
+# The key of the PostgreSQL advisory lock `golden admin db upgrade` holds while it migrates: a 64-bit number
 # no other application on the server is likely to use (the first 8 bytes of sha256("golden db upgrade")).
 UPGRADE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"golden db upgrade").digest()[:8], "big", signed=True)
 
@@ -61,7 +61,7 @@ def lock_for_upgrade(conn) -> None:
     """On PostgreSQL, wait for and then hold, until the transaction ends, the store's migration lock
     (a transaction-level advisory lock, ``pg_advisory_xact_lock``): two servers starting together
     migrate one after the other, and the second finds the schema at head. A SQLite store lives on one
-    machine, where `golden db upgrade` is run once before the servers start."""
+    machine, where `golden admin db upgrade` is run once before the servers start."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY})
 
@@ -101,7 +101,7 @@ def schema_problem(engine: Engine) -> str | None:
 
 def check_schema(engine: Engine) -> None:
     """Raise :class:`SchemaError` unless the store is at the head revision; the message says what
-    to run (``golden db upgrade``)."""
+    to run (``golden admin db upgrade``)."""
     problem = schema_problem(engine)
     if problem:
         raise SchemaError(problem)

@@ -40,8 +40,8 @@ class Project(SQLModel, table=True):
     released_by_id: int | None = Field(default=None, foreign_key="user.id")
     released_agreement: float | None = None
     released_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why, when forced
-    split_holdout: float | None = None  # `golden split`: share of each stratum held out (fixed once set)
-    split_seed: int | None = None  # `golden split`: seed of the per-stratum systematic split
+    split_holdout: float | None = None  # `golden export split`: share of each stratum held out (fixed once set)
+    split_seed: int | None = None  # `golden export split`: seed of the per-stratum systematic split
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -163,7 +163,7 @@ class Assignment(SQLModel, table=True):
     kind: str = "main"  # "overlap" or "main"
     exclusive_pair_id: int | None = Field(default=None, unique=True)
     position: int = 0  # order in the judge's queue: overlap rows below MAIN_BASE, main rows from it
-    # No longer written when a pair is shown (issue 19: one statement less per answer); when a pair
+    # No longer written when a pair is shown (one statement less per answer); when a pair
     # was shown is its PairView row's shown_at. Kept so that older stores need no migration.
     claimed_at: datetime | None = None
     done_at: datetime | None = None  # set when this judge's latest judgment is a label (not a skip)
@@ -349,7 +349,7 @@ class MachineJudge(SQLModel, table=True):
     """A machine judge (a model prompted with the guidelines): a judge of its own kind, never a
     :class:`User`. Its labels live in :class:`MachineLabel`, never in :class:`Judgment`, so they
     cannot count in human agreement, final labels or exports unless a command asks for them
-    (``golden export --fill-unjudged machine:NAME``, ``--qrels-from machine:NAME``)."""
+    (``golden export create --fill-unjudged machine:NAME``, ``--qrels-from machine:NAME``)."""
 
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
@@ -359,7 +359,7 @@ class MachineJudge(SQLModel, table=True):
 
 class MachineLabel(SQLModel, table=True):
     """One label of a machine judge for a pool pair: one row per (sample, prompt version) as imported
-    by ``golden import-judgments --machine``; ``token`` (file hash + line) makes a re-import add nothing."""
+    by ``golden judging import --machine``; ``token`` (file hash + line) makes a re-import add nothing."""
 
     __table_args__ = (
         UniqueConstraint("machine_id", "token"),
@@ -426,7 +426,7 @@ class MachineFailure(SQLModel, table=True):
     raw_response: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     at: datetime = Field(default_factory=utcnow)
 class DecisiveComparison(SQLModel, table=True):
-    """A comparison the decisive judging order serves (``golden assign --order decisive --compare
+    """A comparison the decisive judging order serves (``golden judging assign --order decisive --compare
     A,B``): is run B higher than run A on ``metric``? ``settled_*`` record when a settlement report
     first found it settled with the guarantee (and at what share of the pool judged);
     ``released_*`` the lead's decision to release the judges from the pairs that no open

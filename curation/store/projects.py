@@ -2,7 +2,7 @@
 
 A project is built from the files the earlier steps write:
 
-* ``QUERIES.jsonl`` (``golden sample``): one object per query with ``qid``, ``text``, ``stratum``
+* ``QUERIES.jsonl`` (``golden sample queries``): one object per query with ``qid``, ``text``, ``stratum``
   (a dict), ``traffic``, ``users``, ``stratum_share``, ``weight`` and ``pii``;
 * ``POOL.jsonl`` (``golden pool``): one object per pair with ``qid``, ``docid``, ``order`` (a seeded
   shuffle within the query) and ``systems`` (run name -> rank, the hidden provenance), and an
@@ -227,7 +227,7 @@ def _meta_runs(meta: dict) -> list[dict]:
 
 def _load_documents(corpus_paths, wanted: set[str], on_conflict: str = "error"):
     """Stream the corpus once (curation.formats.corpus.fetch_docs), keeping the records of ``wanted``
-    docids and computing the snapshot fingerprint `golden corpus-sample` also prints."""
+    docids and computing the snapshot fingerprint `golden sample corpus` also prints."""
     # tqdm progress on stderr, shown only on a terminal (disable=None).
     with tqdm(desc="reading corpus", unit=" docs", disable=None, leave=False, file=sys.stderr) as bar:
         return fetch_docs(corpus_paths, wanted, progress=bar.update, on_conflict=on_conflict)
@@ -422,7 +422,7 @@ def extend_pool(
     """Add the pairs of an extended pool (``golden pool --extend``) that the project lacks, as a new
     batch, with the texts of their new documents; the provenance of pairs already in the project is
     merged with the new runs'. Existing pairs, assignments and judgments are untouched; run
-    ``golden assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`.
+    ``golden judging assign`` again to hand the new pairs out. ``on_conflict``: as in :func:`create_project`.
     ``queries_path``: a queries.jsonl whose ``description`` / ``narrative`` of the project's queries
     are recorded as their information need's next version where they differ (other queries in it
     are ignored: a pool extension adds no query)."""

@@ -1,7 +1,7 @@
 """Settings kept in the store itself, shared by every ``golden serve`` process on it.
 
 The one there is so far: the key that signs the judging app's session cookies. Migration 0015
-(``golden db upgrade``) writes a random one when the store is made, so two stores never share a key
+(``golden admin db upgrade``) writes a random one when the store is made, so two stores never share a key
 and a cookie signed for one is refused by another. ``GOLDEN_SECRET_KEY`` overrides it for
 deployments that manage their secrets (:func:`judging_app.create_app`).
 """

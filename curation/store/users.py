@@ -34,7 +34,7 @@ def hash_password(password: str) -> str:
 
 
 def generate_password(*, nbytes: int = 12) -> str:
-    """A random password (URL-safe text from ``secrets``), for ``golden user add`` without one."""
+    """A random password (URL-safe text from ``secrets``), for ``golden admin user add`` without one."""
     return secrets.token_urlsafe(nbytes)
 
 

@@ -2,7 +2,7 @@
 
 ``golden demo`` rebuilds its folder's store from scratch; before it does, it asks
 :func:`work_counts` whether anyone has judged, adjudicated, imported, decided a leak, written a
-guidelines version or frozen an export version in it (issue 14: re-running the demo used to wipe
+guidelines version or frozen an export version in it (re-running the demo used to wipe
 all of that without a word).
 """
 

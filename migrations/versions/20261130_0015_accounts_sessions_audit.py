@@ -1,5 +1,5 @@
 """accounts and sessions: session versions, login sessions, login throttling, the audit trail and
-the store's own secret key (issue 15)
+the store's own secret key
 
 Revision ID: 0015
 Revises: 0001

@@ -1,5 +1,5 @@
 """queue counts: each judge's assignment rows by project and kind, open and skipped, kept by
-triggers on ``assignment`` (the judging page's progress on every answer, issue 17)
+triggers on ``assignment`` (the judging page's progress on every answer)
 
 Revision ID: 0020
 Revises: 0019

@@ -1,4 +1,4 @@
-"""machine runs: `golden machine run` (issue 30): each run of a machine judge against an
+"""machine runs: `golden machine run`: each run of a machine judge against an
 OpenAI-compatible endpoint, its failed requests, each label's provenance (run, information-need
 version, served model, sampling, raw response, tokens, latency), and the model a system run uses
 

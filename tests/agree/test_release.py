@@ -1,4 +1,4 @@
-"""Releasing the held-back pool needs an agreement measured on the overlap set (issue 14:
+"""Releasing the held-back pool needs an agreement measured on the overlap set (before,
 `golden judging release --agreement 0.71` was accepted with no label in the store), or --force with a
 reason, which is recorded. Real stores (SQLite and PostgreSQL), labels through the importer."""
 

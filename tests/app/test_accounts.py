@@ -1,4 +1,4 @@
-"""Accounts and sessions through Flask's test client, on SQLite and PostgreSQL (issue 15): a cookie
+"""Accounts and sessions through Flask's test client, on SQLite and PostgreSQL: a cookie
 stops working after logout, a password change, a role change, disable and enable, and a lead's "end
 sessions"; sessions expire when idle and absolutely; a cookie of another store is refused; failed
 logins are throttled (429 + Retry-After, back-off doubling per account and address, no password

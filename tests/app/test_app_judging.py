@@ -95,7 +95,7 @@ def test_a_disabled_judge_is_logged_out_at_the_next_request(app, setup, engine):
     assert response.status_code == 401 and judgments(engine) == []
     with new_session(engine) as db:
         set_active(db, get_user(db, "alice"), True)
-    assert judge_page(client, setup).status_code == 302  # enabling ends the old session too (issue 15)
+    assert judge_page(client, setup).status_code == 302  # enabling ends the old session too
     login(client, "alice")
     assert judge_page(client, setup).status_code == 200
 

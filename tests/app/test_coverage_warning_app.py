@@ -1,4 +1,4 @@
-"""Incompleteness shown where decisions are made (issue 14): a version's page and the comparison
+"""Incompleteness shown where decisions are made: a version's page and the comparison
 report show how much of each pooled run's top-10 the version judges, warn below 90%, and the report
 links back to the app. The store of test_reports_app: each run's top 3 of 4 queries, the "c"
 documents unjudged, so 8 of 12 judged (66.7%) for both runs, worked out by hand."""

@@ -1,4 +1,4 @@
-"""The judging page's issue-14 changes through Flask's test client, on SQLite and PostgreSQL: one
+"""The judging page's aids for judges through Flask's test client, on SQLite and PostgreSQL: one
 definition of the grades on every page, the query's words marked in escaped text, the unsure form
 with grade buttons, ids shown as they are."""
 

@@ -135,7 +135,7 @@ def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup, tmp_
     with new_session(engine) as s:
         after = {f.pair_id: f for f in final_labels(s, setup.project_id)}
     assert (after[pair_id].grade, after[pair_id].source, after[pair_id].adjudicated_by) == (1, "adjudicated", "lena")
-    # A missing grade is refused with the form kept; a missing reason is not (issue 14: by keyboard alone).
+    # A missing grade is refused with the form kept; a missing reason is not (a lead may decide by keyboard alone).
     nxt = int(re.search(rb'name="pair_id" value="(\d+)"', r.data).group(1))
     r = lead.post(f"/lead/{setup.project_id}/adjudicate",
                   data={"pair_id": nxt, "grade": "", "reason": "x", "csrf_token": csrf(page.data)}, headers=HTMX)
@@ -304,7 +304,7 @@ def test_cli_json_and_dashboard_show_the_same_figures_on_a_1_to_3_scale(engine, 
     cells = _row_cells(body, "agreement-table", "alice + bob")
     assert cells[:2] == [(str(pair["pairs"]), ""), (str(pair["queries"]), "")]
     want = [_as_shown(est, name == "agreement") for name, est in pair["measures"].items()]
-    assert cells[2:] == want and len(want) == 7  # with Krippendorff's interval alpha (issue 13)
+    assert cells[2:] == want and len(want) == 7  # with Krippendorff's interval alpha
     cells = _row_cells(body, "binary-table", "alice + bob")
     want = [_as_shown(est, name == "agreement") for name, est in pair["binary"].items()]
     assert cells[1:] == want and len(want) == 3

@@ -1,4 +1,4 @@
-"""No 500 from a request parameter (issue 15): every route with an integer or float in its path, and
+"""No 500 from a request parameter: every route with an integer or float in its path, and
 the ids and positions read from query strings and forms, answer 404 (an id that names nothing) or
 400 (a number that is not a finite number in range) for values past 64 bits; comparison reports
 refuse tie=inf / 1e308 with a 400; project names are checked at creation; and a version of a
@@ -121,7 +121,7 @@ def test_ids_and_positions_in_query_strings_and_forms_past_64_bits(app, exported
 
 @pytest.mark.parametrize("big", HUGE)
 def test_the_unsure_queue_need_form_and_progress_page_refuse_numbers_past_their_range(app, exported, big):
-    """The lead screens added with issue 14 take ids and minutes like the others: no 500."""
+    """The unsure queue, the need form and the progress page take ids and minutes like the others: no 500."""
     client = app.test_client()
     with new_session(exported) as s:
         pid = get_project(s, "p").id

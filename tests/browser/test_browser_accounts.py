@@ -1,4 +1,4 @@
-"""Accounts and sessions in a real Chromium against `golden serve` (issue 15): every page a judge, a
+"""Accounts and sessions in a real Chromium against `golden serve`: every page a judge, a
 lead and an admin open logs no console error (the strict CSP holds, /favicon.ico is served); and a
 logged-in browser is sent back to the login page at its next request after logout (on another
 device), a password change, a role change, disable, and a lead's "end sessions"."""

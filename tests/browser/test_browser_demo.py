@@ -1,4 +1,4 @@
-"""`golden demo` on a folder whose store holds work (issue 14: re-running it silently wiped the
+"""`golden demo` on a folder whose store holds work (re-running it silently wiped the
 store): a judge labels a pair in a real Chromium on the demo's store, then `golden demo` on the
 same folder refuses and leaves the store as it was; --force replaces it."""
 

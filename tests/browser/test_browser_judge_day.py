@@ -1,4 +1,4 @@
-"""The judge's side of issue 14 in a real Chromium against `golden serve`: an unsure answer sent
+"""The judge's side in a real Chromium against `golden serve`: an unsure answer sent
 with the judge's best grade reaches the lead's "Unsure answers" queue and does not block the export;
 skip after back keeps the answer; one definition of the grades on every page; the query stays in
 view on a long document, its words marked, nothing running from a hostile document; the judge's

@@ -86,7 +86,7 @@ def test_lead_sees_numbers_and_heatmap_and_adjudicates_by_keyboard(server, page)
 
 
 def test_a_lead_adjudicates_five_items_with_digits_and_enter_only(server, page):
-    """Issue 14: after each decision focus returns to the screen, so the next digit chooses a grade
+    """After each decision focus returns to the screen, so the next digit chooses a grade
     (before, it stayed in the next item's reason field and "1" was typed into it); keys pressed as
     soon as the next item shows are not lost and do not reload the page."""
     from playwright.sync_api import expect

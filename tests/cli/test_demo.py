@@ -112,7 +112,7 @@ def test_demo_command(tmp_path):
 
 @pytest.mark.slow  # four demo runs
 def test_demo_refuses_to_overwrite_a_store_with_work_unless_forced(tmp_path):
-    """Issue 14: re-running `golden demo` on a folder silently replaced its store, judgments and all."""
+    """Before, re-running `golden demo` on a folder silently replaced its store, judgments and all."""
     from curation.judge import judging
     from curation.store import projects, users
     from curation.store.engine import make_engine

@@ -1,4 +1,4 @@
-"""Issue 12: every kind of malformed file against every file input of every command.
+"""Every kind of malformed file against every file input of every command.
 
 The table (:data:`INPUTS` x the kinds of :mod:`tests.support.malformed` that make sense for the
 input's format) asserts, through the real command line (click's CliRunner) on real files:
@@ -175,7 +175,7 @@ def corrupt_manifest(raw: bytes, kind: str) -> tuple[bytes, mf.Expect]:
     manifest = json.loads(raw)
     if kind == "nan_inf":
         manifest["counts"]["pairs"] = float("inf")  # written as Infinity
-    elif kind == "missing_columns":  # "files" not an object (verify crashed on it, issue 12)
+    elif kind == "missing_columns":  # "files" not an object (verify crashed on it)
         manifest["files"] = sorted(manifest["files"])
     body = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     return reseal(body.encode()), mf.Expect()
@@ -401,11 +401,11 @@ def test_expected_lines_are_where_the_spoiled_lines_are(fmt):
 
 
 # ---------------------------------------------------------------------------------------------
-# values a file must not hold (issue 25): every input of the table, each value its format can hold
+# values a file must not hold: every input of the table, each value its format can hold
 
 
 STRICT_SKIP = {MANIFEST_FILE, "GUIDELINES.md", "handwritten.txt", "exclude.txt", "pool.meta.json"}
-# Values some readers refused before issue 25 already (a JSON id that is null, an object, a boolean or
+# Values some readers refused already before this table (a JSON id that is null, an object, a boolean or
 # blank; a line starting with a byte-order mark, which is no JSON): left out for those inputs, so each
 # case of the table is one the readers took silently or crashed on.
 _ID_KINDS = {"null", "object", "boolean", "blank"}

@@ -1,4 +1,4 @@
-"""Inputs through pipes and standard input, on the real command line (issue 25): ``golden metrics RUN
+"""Inputs through pipes and standard input, on the real command line: ``golden stats metrics RUN
 --qrels <(cat qrels)`` and ``--qrels -`` give the file's numbers (the gzip sniff opened a pipe twice and
 lost its first buffer: 758 queries instead of 764, exit 0); ``import-judgments`` through a pipe stores
 what the file stores; a corpus whose values a file must not hold, or a Parquet corpus column of the wrong

@@ -1,4 +1,4 @@
-"""The serve message's grammar (issue 14: "(1 worker processes)")."""
+"""The serve message's grammar (it once said "(1 worker processes)")."""
 
 from curation.cli.serve import describe_workers
 

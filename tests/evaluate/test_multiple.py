@@ -1,5 +1,5 @@
-"""Many systems (issue 28): adjusted p-values equal statsmodels' multipletests, the paired randomised
-Tukey HSD keeps its family-wise rate, and golden compare takes N runs (every pair or a baseline)."""
+"""Many systems: adjusted p-values equal statsmodels' multipletests, the paired randomised
+Tukey HSD keeps its family-wise rate, and golden stats compare takes N runs (every pair or a baseline)."""
 
 from __future__ import annotations
 

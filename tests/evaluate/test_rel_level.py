@@ -1,4 +1,4 @@
-"""``--rel-level`` above 1: binary measures follow the level, nDCG does not (issue 13, item 1).
+"""``--rel-level`` above 1: binary measures follow the level, nDCG does not.
 
 Checked against pytrec_eval (trec_eval's C code) per query, on trec_eval's ``qrels.rel_level`` at
 levels 1-4 and on every robust03 run at levels 1 and 2.

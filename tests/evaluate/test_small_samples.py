@@ -1,4 +1,4 @@
-"""Few queries (issue 13, item 4): the default interval keeps its coverage at 20 queries, and every
+"""Few queries: the default interval keeps its coverage at 20 queries, and every
 command that estimates from few queries or repeats says so."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How queries count in golden stats compare's mean (issue 13, items 2 and 8): Horvitz-Thompson weights
+"""How queries count in golden stats compare's mean: Horvitz-Thompson weights
 over the strata's known shares (unbiased under uniform and traffic sampling), user-weighted means
 and a stated target mix of strata."""
 
@@ -281,11 +281,11 @@ def test_mix_on_one_dimension_shares_a_group_among_its_strata():
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 28: intervals that follow the sampling design
+# Intervals that follow the sampling design
 
 
 def _pps_rows(rng, n_certain=4, n_free=30):
-    """A traffic sample as golden sample writes it: ``n_certain`` queries taken with certainty and
+    """A traffic sample as golden sample queries writes it: ``n_certain`` queries taken with certainty and
     ``n_free`` drawn by traffic, in two strata."""
     rows = []
     for i in range(n_certain + n_free):

@@ -1,4 +1,4 @@
-"""The frozen zip of an export version in the store's chunks (issue 19): written as it is written,
+"""The frozen zip of an export version in the store's chunks: written as it is written,
 read as it is read, never one value nor one object in memory; and the upgrade of stores that kept
 it as one value (migration 0019), on SQLite and PostgreSQL."""
 

@@ -67,7 +67,7 @@ def test_the_data_files_keep_the_layout_of_versions_already_exported(complete, t
     assert (folder / "queries.jsonl").read_text().splitlines()[1] == (
         '{"qid": "10", "text": "query 10", "stratum": {"freq": "tail"}, "stratum_key": "freq=tail", "traffic": 11, '
         '"users": 2, "weight": 1.5, "split": null, "leak_status": null, "status": "active", "stratum_share": 0.5}'
-    )  # stratum_share (issue 13): written only when the store knows it, after the keys older versions had
+    )  # stratum_share: written only when the store knows it, after the keys older versions had
     assert (folder / "qrels.jsonl").read_text().splitlines()[0] == (
         '{"qid": "007", "docid": "d1", "grade": 2, "source": "unanimous", "seed_only": false, "judgments": '
         '[{"judge": "alice", "grade": 2, "unsure": false, "guidelines_version": null}, {"judge": "bob", "grade": 2, '

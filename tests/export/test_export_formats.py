@@ -1,7 +1,7 @@
-"""``golden export --format``: other tools' formats beside the qrels, on SQLite and PostgreSQL. The
+"""``golden export create --format``: other tools' formats beside the qrels, on SQLite and PostgreSQL. The
 Hugging Face folder is read by ``datasets.load_dataset`` (offline) and gives the rows of
 qrels.jsonl; every format file is listed with its checksum in the manifest and checked by
-``golden verify``; the qrels.txt that ranx and ir_measures read is the same bytes with or without
+``golden export verify``; the qrels.txt that ranx and ir_measures read is the same bytes with or without
 formats; a frozen version keeps the formats it was exported with."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An export's queries.jsonl carries what the statistics need to weight as they do on the sample:
-each stratum's known share of the traffic (issue 13, item 2)."""
+each stratum's known share of the traffic."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """An export killed at any point leaves either no version or a complete, recorded one, and an existing
 version folder is never rewritten, on SQLite and PostgreSQL.
 
-A real ``golden export`` runs in a subprocess (:mod:`tests.support.paused`), paused at one point of
+A real ``golden export create`` runs in a subprocess (:mod:`tests.support.paused`), paused at one point of
 its work, and is sent SIGTERM (or SIGKILL, which nothing can catch: the next export settles what it
 left). Then the store and the folder must agree.
 """

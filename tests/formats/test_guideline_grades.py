@@ -1,4 +1,4 @@
-"""One definition of the grades (issue 14, item 2): the guidelines' "Grades" section is read by
+"""One definition of the grades: the guidelines' "Grades" section is read by
 curation.formats.guidelines, becomes the project's scale (buttons, guidelines page, exports), and a
 grades file that says otherwise, or a section whose numbers are not the scale's, is refused."""
 

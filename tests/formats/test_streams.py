@@ -1,4 +1,4 @@
-"""Inputs read as one stream (issue 25): pipes, FIFOs, ``-`` and ``/dev/stdin`` give the records the
+"""Inputs read as one stream: pipes, FIFOs, ``-`` and ``/dev/stdin`` give the records the
 file gives, gzip sniffed from the bytes already read; a FIFO with no writer says golden waits; a line
 over the limit, ``/dev/zero`` and a gzip stream that inflates to one endless line are refused with the
 file and line while reading, memory bounded; Parquet and TSV columns of the wrong type are named."""

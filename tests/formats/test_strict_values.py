@@ -1,4 +1,4 @@
-"""What the readers refuse that Python would take (issue 25): JSON by golden's rules (duplicate keys,
+"""What the readers refuse that Python would take: JSON by golden's rules (duplicate keys,
 huge integers, deep nesting, lone surrogates, ids that are not strings or integers, numbers that are not
 numbers), columns of the wrong type (Parquet binary, list and struct columns, a TSV row with a field too
 many, a header naming a column twice), a second header inside a CSV log, grades.json problems with the

@@ -1,4 +1,4 @@
-"""Every reader of curation/formats against untrusted bytes (issue 12: encoding, compression, empty input).
+"""Every reader of curation/formats against untrusted bytes (encoding, compression, empty input).
 
 For each reader: a byte-order mark, CRLF line ends, or both give exactly the clean file's records; invalid
 UTF-8 is ``file:line: not valid UTF-8 (byte 0x.. at column N)``; binary data (a NUL byte) is refused as

@@ -1,5 +1,5 @@
 """A single judge gets no overlap set (agreement needs two judges on the same pairs) and a message
-saying why, instead of an overlap set that holds the rest of the pool back (issue 14)."""
+saying why, instead of an overlap set that holds the rest of the pool back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The judging hot path's plumbing (issue 17 / 19): statements run on the driver directly
+"""The judging hot path's plumbing: statements run on the driver directly
 (curation.store.direct), the queue counts kept by the database's triggers (migration 0020), and on
 PostgreSQL the prepared statements that must outlive a request. Real SQLite and PostgreSQL stores."""
 

@@ -1,6 +1,6 @@
 """Round trips with other tools, on SQLite and PostgreSQL: a Quepid CSV, an RRE ratings file and a
 learning-to-rank judgment list, written here by hand from each format's documentation, are imported
-with ``golden import-judgments --format``, exported again with ``golden export --format`` and read
+with ``golden judging import --format``, exported again with ``golden export create --format`` and read
 back: the same (query, document, grade) rows. Rows whose query the project lacks are listed with
 their file:line."""
 

@@ -1,4 +1,4 @@
-"""Information needs per query (issue 14, item 11): read from queries.jsonl, passed on by `golden
+"""Information needs per query: read from queries.jsonl, passed on by `golden
 sample --handwritten`, loaded by `project create` / `extend --queries`, shown to the judge with the
 version recorded in each judgment, written by a lead as a new version, exported in queries.jsonl.
 On SQLite and PostgreSQL."""

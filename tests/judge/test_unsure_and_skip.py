@@ -1,6 +1,6 @@
 """Unsure answers carry the judge's best grade, reach the lead's "Unsure answers" queue, no longer
-block the export and are flagged in it; skipping a pair already answered keeps the answer
-(issue 14, items 1 and 8). On SQLite and PostgreSQL."""
+block the export and are flagged in it; skipping a pair already answered keeps the answer.
+On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

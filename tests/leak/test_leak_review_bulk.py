@@ -1,4 +1,4 @@
-"""The leak review a lead can trust (issue 14): each match in its chunk's text, decisions on a
+"""The leak review a lead can trust: each match in its chunk's text, decisions on a
 selection or a whole query at once (all or nothing), filters and paging, counts of findings and
 chunks that match the CLI, and an export that says when findings are undecided. SQLite and
 PostgreSQL, findings recorded by `golden leakcheck --project`."""

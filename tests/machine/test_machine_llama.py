@@ -3,7 +3,7 @@
 the project's pairs with provenance through the server's own structured-output form; the server is
 killed (SIGKILL) mid-run and started again, and either the run rides it out (retries) or stops and
 the next run continues, never asking twice for an answered (pair, sample) (counted from the
-server's access logs); ``golden calibrate`` then reports on the labels."""
+server's access logs); ``golden labels calibrate`` then reports on the labels."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_a_run_against_llama_cpp_survives_a_killed_server_and_calibrate_reports_
     assert proc.returncode == 0, out
     assert count(engine, "llm2") == len(PAIRS)
 
-    # 4. golden calibrate reports on the run's labels, on their prompt version
+    # 4. golden labels calibrate reports on the run's labels, on their prompt version
     res = CliRunner().invoke(main, ["labels", "calibrate", "--project", "p", "--machine", "llm", "--json",
                                     "--resamples", "200", "--db", db])
     assert res.exit_code == 0, res.output

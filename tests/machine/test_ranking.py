@@ -96,7 +96,7 @@ def test_swapped_significant_pairs_and_tau_against_a_hand_count():
 
 def test_swapped_pairs_count_verdicts_corrected_for_the_number_of_pairs():
     """The human verdicts behind "significant" are the Holm-corrected family of every pair (the
-    same as golden compare of all the runs), not each pair at 5% on its own."""
+    same as golden stats compare of all the runs), not each pair at 5% on its own."""
     import numpy as np
 
     from curation.evaluate.metrics import evaluate

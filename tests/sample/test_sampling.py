@@ -246,7 +246,7 @@ def test_weighted_mean_estimates_the_mean_over_searches(log, weighting):
     """Monte Carlo over seeds: the weighted sample mean of a per-query value is centred on the
     traffic-weighted mean over all searches (computed by hand from the log), within 2 standard
     errors of the simulation. (Uniform draws give Horvitz-Thompson weights, unbiased but much
-    noisier on this Zipf head than traffic draws: issue 13.)"""
+    noisier on this Zipf head than traffic draws.)"""
     lines = log.read_text(encoding="utf-8").splitlines()[1:]
     per_search = [len(normalize_text(line.rsplit(",", 2)[0])) for line in lines]
     truth = sum(per_search) / len(per_search)

@@ -1,4 +1,4 @@
-"""The audit trail in the store and through `golden admin audit` (issue 15), on SQLite and PostgreSQL:
+"""The audit trail in the store and through `golden admin audit`, on SQLite and PostgreSQL:
 releases, exports, adjudications and user changes made by commands are recorded with who, when and
 from where (cli:USER@HOST); an event is stored with the change it describes (a failed change leaves
 none); and the store keeps working for a store migrated from before (session versions start at 0,

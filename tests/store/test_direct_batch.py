@@ -1,5 +1,5 @@
-"""curation.store.direct.batch: one transaction of the judging hot path, pipelined on PostgreSQL
-(issue 19). Real SQLite and PostgreSQL stores: commit, rollback, a failing statement inside the
+"""curation.store.direct.batch: one transaction of the judging hot path, pipelined on PostgreSQL.
+Real SQLite and PostgreSQL stores: commit, rollback, a failing statement inside the
 pipeline, the prepared statements afterwards, and the round trips a block takes."""
 
 from __future__ import annotations

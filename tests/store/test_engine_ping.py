@@ -1,5 +1,5 @@
 """A pooled PostgreSQL connection is pinged before use only after sitting idle
-(curation.store.engine._ping_when_idle, issue 19): a connection whose server process went away is
+(curation.store.engine._ping_when_idle): a connection whose server process went away is
 replaced instead of failing the request, and a connection in steady use costs no extra round trip."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Malformed input files for the table-driven test of every command that reads files
-(tests/cli/test_malformed_inputs.py, issue 12).
+(tests/cli/test_malformed_inputs.py).
 
 A :class:`Fmt` is one file format as a command reads it: a few clean record lines, and the lines that
 turn them into each kind of malformed file (:data:`KINDS`). :func:`corrupt` renders a format as one
@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 from dataclasses import dataclass, field
 
-# The kinds of malformed file (issue 12), and the clean file every other one is compared with.
+# The kinds of malformed file, and the clean file every other one is compared with.
 KINDS = (
     "clean", "empty", "header_only", "truncated_gzip", "wrong_delimiter", "bom", "crlf", "invalid_utf8",
     "binary", "duplicate_ids", "conflicting_duplicates", "nan_inf", "huge_line", "missing_columns",
@@ -333,7 +333,7 @@ SEEDS_JSONL = Fmt(
 
 
 # ---------------------------------------------------------------------------------------------
-# Values a file must not hold (issue 25): each is a clean file with one record spoiled, refused with the
+# Values a file must not hold: each is a clean file with one record spoiled, refused with the
 # file and the spoiled record's line. The lists say, per format, which record (by its index in
 # ``records``) becomes which line; :func:`strict_cases` renders them.
 
@@ -396,7 +396,7 @@ def _json_ids(record: str, key: str) -> dict[str, str]:
 
 
 def strict_cases(fmt: Fmt) -> list[tuple[str, bytes, Expect]]:
-    """``(kind, file bytes, answer)`` for each value of issue 25 that ``fmt`` must refuse: the clean
+    """``(kind, file bytes, answer)`` for each value that ``fmt`` must refuse: the clean
     file with ``records[1]`` replaced, refused at that record's line."""
     spoiled: dict[str, str] = {}
     if fmt is QRELS:
