@@ -147,6 +147,9 @@ def simulate(
     estimate_until: float = 0.5,
     progress: Callable[[float], None] | None = None,
     trace: dict | None = None,
+    machine: np.ndarray | None = None,
+    machine_key: np.ndarray | None = None,
+    machine_top: np.ndarray | None = None,
 ) -> SimulationResult:
     """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
     comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
@@ -154,8 +157,19 @@ def simulate(
     estimate first put P(flip) at most ``1 - estimate_level`` on a significant verdict (checked up to
     ``estimate_until`` of the pool, then given up: counted as the whole pool). ``trace`` (a dict)
     receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
-    outside the row's pool) and ``shares`` (per check, each row's share judged)."""
-    from curation.judge.decisive import pair_priorities
+    outside the row's pool) and ``shares`` (per check, each row's share judged).
+
+    ``machine`` (per pair: a machine judge's P(relevant) or vote share, NaN where it has no label;
+    ``machine_key`` its calibration class, e.g. its grade) guides the decisive order
+    (:func:`curation.judge.decisive.guided_priorities`, calibrated after each batch against the
+    pairs judged so far) and feeds the estimate; the settlement reads only the judged labels."""
+    from curation.judge.decisive import (
+        calibrated_relevance,
+        guided_priorities,
+        machine_leaning,
+        pair_priorities,
+        pair_sides,
+    )
 
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
@@ -171,6 +185,13 @@ def simulate(
         raise ValueError("compare: no comparison to simulate")
     G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
     C, P, n = len(comps), pm.n_pairs, len(pm.qids)
+    if machine is not None:
+        machine = np.asarray(machine, dtype=np.float64)
+        if machine.shape != (P,):
+            raise ValueError(f"machine: one P(relevant) per pair of the pool ({P}), not shape {machine.shape}")
+        machine_top = machine if machine_top is None else np.asarray(machine_top, dtype=np.float64)
+        sides = pair_sides(pm, comps, _k)
+        extra = _machine_features(machine, machine_key)
     counts = resample_counts(n, resamples=resamples, seed=seed)
     rng = np.random.default_rng(seed)
 
@@ -231,6 +252,12 @@ def simulate(
         bounds = query_bounds(pm, grades, comps, metric, max_grade=G, rel_level=rel_level)
         st = settle(bounds, counts, level=level, tie=tie)
         t_checks += time.process_time() - t0
+        p_rel = lean = None
+        if machine is not None:  # calibrated against the labels judged so far, per row
+            p_rel = np.stack([calibrated_relevance(machine, machine_key, judged[r] & member[r],
+                                                   np.nan_to_num(grades[r]) >= rel_level) for r in range(rows)])
+            p_top = np.stack([calibrated_relevance(machine_top, machine_key, judged[r] & member[r],
+                                                   np.nan_to_num(grades[r]) >= G) for r in range(rows)])
         checks += 1
         if trace is not None:
             trace["shares"].append(done / np.maximum(pool_size, 1))
@@ -253,7 +280,8 @@ def simulate(
             ask = np.flatnonzero(est_open & (shares <= estimate_until if rows > 1 else shares[0] <= estimate_until))
             if len(ask):
                 est = run_estimate(pm, grades, comps, metric, counts, max_grade=G, rel_level=rel_level, level=level,
-                                   tie=tie, only=ask, members=member, cache=model_cache, samples=8, seed=seed)
+                                   tie=tie, only=ask, members=member, cache=model_cache, samples=8, seed=seed,
+                                   **({} if machine is None else {"extra_features": extra}))
                 for i, e in est.items():
                     if e["p_flip"] <= 1 - estimate_level and e["verdict"] in (HIGHER, LOWER):
                         res = result.comparisons[i]
@@ -279,6 +307,14 @@ def simulate(
                 continue
             if fixed is not None:
                 take = fixed[r][done[r]:done[r] + need]
+            elif machine is not None:
+                if lean is None:
+                    lean = machine_leaning(pm, grades, comps, metric, p_rel if rows > 1 else p_rel[0],
+                                           max_grade=G, rel_level=rel_level)
+                prio = guided_priorities(bounds, st, rows_comps, P, sides, p_rel if rows > 1 else p_rel[0],
+                                         p_top if rows > 1 else p_top[0], lean)
+                todo = member[r] & ~judged[r]
+                take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
             else:
                 prio = pair_priorities(bounds, st, rows_comps, P)
                 todo = member[r] & ~judged[r]
@@ -290,6 +326,41 @@ def simulate(
     result.seconds_per_check = t_checks / max(checks, 1)
     result.checks = checks
     return result
+
+
+def _machine_features(machine: np.ndarray, key: np.ndarray | None) -> np.ndarray:
+    """The machine's columns for the estimate's model of P(relevant): its figure (0 where it has no
+    label), whether it has one, and its calibration class one-hot (the model calibrates them)."""
+    has = ~np.isnan(machine)
+    if key is None:
+        key = np.rint(np.nan_to_num(machine) * 10).astype(np.int64)
+    key = np.where(has, np.asarray(key, dtype=np.int64), -1)
+    classes = np.unique(key)
+    onehot = (key[:, None] == classes[None, :]).astype(np.float64)
+    return np.hstack([np.nan_to_num(machine)[:, None], has[:, None].astype(np.float64), onehot])
+
+
+def machine_from_qrels(truth: np.ndarray, agreement: float, *, lean: float = 0.2, max_grade: int | None = None,
+                       seed: int = 0, random: bool = False) -> np.ndarray:
+    """A simulated machine judge's grade of every pair, built from the judges' ``truth``: each grade
+    kept with probability ``agreement`` (the exact agreement), else moved to a neighbouring grade,
+    up with probability ``0.5 + lean`` (the machine more lenient, the humans stricter, as the TREC
+    2024 RAG assessment study found of LLM judges), down otherwise; a grade at the end of the
+    scale moves to its only neighbour. ``random``: grades that say nothing, the truth's grades
+    shuffled across the pool (the same distribution, no relation to the pair). Seeded."""
+    if not 0 <= agreement <= 1:
+        raise ValueError(f"agreement must be a share in [0, 1], not {agreement!r}")
+    if not -0.5 <= lean <= 0.5:
+        raise ValueError(f"lean must be in [-0.5, 0.5] (the share of flips upward minus one half), not {lean!r}")
+    rng = np.random.default_rng(seed)
+    t = np.clip(np.rint(truth), 0, None).astype(np.int64)
+    G = int(max_grade if max_grade is not None else max(1, int(t.max(initial=1))))
+    if random:
+        return rng.permutation(t).astype(np.float64)
+    flip = rng.random(len(t)) >= agreement
+    up = rng.random(len(t)) < 0.5 + lean
+    step = np.where(t == 0, 1, np.where(t >= G, -1, np.where(up, 1, -1)))
+    return np.where(flip, t + step, t).astype(np.float64)
 
 
 def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: int, granularity: str,
