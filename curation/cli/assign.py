@@ -17,7 +17,9 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
                    "(default: hold when there is an overlap set).")
 @click.option("--machine", "machine", metavar="NAME", default=None,
               help="A machine judge whose confident labels are accepted: people get only the pairs below "
-                   "--accept-above (plus the overlap set and an audit share).")
+                   "--accept-above (plus the overlap set and an audit share). With --order decisive, it also "
+                   "guides the order (its calibrated probabilities choose the pairs; judges see nothing of it); "
+                   "the choice is kept for the project (--machine none: back to the blind order).")
 @click.option("--accept-above", type=click.FloatRange(0, 1), default=None, metavar="P",
               help="With --machine: accept the machine's label where its confidence is at least P.")
 @click.option("--audit", type=click.FloatRange(0, 1), default=0.05, show_default=True,
@@ -48,12 +50,15 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, or
       golden assign --project news --judges alice,bob,carol --overlap 100 --seed 7
       golden assign --project news --judges alice,bob --machine llm --accept-above 0.9 --audit 0.05
       golden assign --project news --judges alice,bob --order decisive --compare bm25,dense --metric ndcg@10
+      golden assign --project news --judges alice,bob --order decisive --compare bm25,dense --machine llm
     """
     from curation.judge.assignment import assign as do_assign
     from curation.store.projects import get_project
 
-    if (machine is None) != (accept_above is None):
-        raise click.UsageError("--machine and --accept-above go together")
+    if accept_above is not None and machine in (None, "none"):
+        raise click.UsageError("--accept-above goes with --machine NAME")
+    if machine is not None and accept_above is None and order != "decisive":
+        raise click.UsageError("--machine goes with --accept-above, or with --order decisive (to guide the order)")
     names = [n.strip() for n in judges.split(",") if n.strip()]
     if order == "decisive" and not compare:
         raise click.UsageError("--order decisive needs at least one --compare A,B")
@@ -62,12 +67,21 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, or
     esc = None
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
-        if machine is not None:
+        if accept_above is not None:
             from curation.machine.escalation import escalation
 
             esc = escalation(s, proj, machine, accept_above=accept_above, audit=audit, seed=seed)
+        figures = guide = None
+        if order == "decisive":
+            from curation.machine.guide import guide_machine, project_figures, set_guide_machine
+
+            if machine is not None:
+                set_guide_machine(s, proj, None if machine == "none" else machine)
+            guide = guide_machine(s, proj)
+            figures = None if guide is None else project_figures(s, proj, guide)
         rep = do_assign(s, proj, names, overlap=overlap, seed=seed, hold=hold,
-                        withhold=esc.accepted if esc else (), order=order, compare=compare, metric=metric, tie=tie)
+                        withhold=esc.accepted if esc else (), order=order, compare=compare, metric=metric, tie=tie,
+                        machine_figures=figures)
     again = (" (assigned before; its pairs are not added again)"
              if rep.overlap_pairs and not rep.new_overlap_rows else "")
     click.echo(
@@ -85,7 +99,8 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, or
         click.echo(f"{rep.withheld_pairs} new pairs withheld from people; export them with "
                    f"golden export --fill-unjudged machine:{machine}")
     if order == "decisive":
-        click.echo(f"main pairs queued in the decisive order for {', '.join(compare)} ({metric}); "
+        how = f", guided by machine judge {guide}" if guide else ""
+        click.echo(f"main pairs queued in the decisive order for {', '.join(compare)} ({metric}){how}; "
                    "see `golden settle --project NAME`")
     if rep.held:
         click.echo("main pairs are held back until a lead reviews agreement: golden release --lead NAME")

@@ -210,6 +210,7 @@ def assign(
     compare=(),
     metric: str = "ndcg@10",
     tie: float = 0.0,
+    machine_figures=None,
 ) -> AssignReport:
     """Assign the project's pairs that no judge has yet, and commit.
 
@@ -227,7 +228,10 @@ def assign(
     ``metric``?) and queues each judge's main pairs in blocks of a query's most decisive pairs, most
     unsettled weight first, shuffled within a block (:mod:`curation.judge.decisive`); the judges'
     open main pairs are re-queued that way too, so running it again after a batch of judgments
-    re-prioritises. The overlap set is drawn as for the default order.
+    re-prioritises. The overlap set is drawn as for the default order. ``machine_figures`` (with
+    the decisive order; :func:`curation.machine.guide.project_figures`) guides the priorities by a
+    machine judge's calibrated probabilities (:func:`curation.judge.decisive.guided_priorities`);
+    the judges see nothing of it.
     ValueError when ``judges`` is empty, names an unknown user, or ``overlap`` < 0."""
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
         raise ValueError(f"overlap must be a whole number >= 0, got {overlap!r}")
@@ -235,7 +239,7 @@ def assign(
         raise ValueError(f"order must be 'default' or 'decisive', not {order!r}")
     try:
         return _assign(session, project, judges, overlap=overlap, seed=seed, hold=hold, withhold=set(withhold),
-                       order=order, compare=compare, metric=metric, tie=tie)
+                       order=order, compare=compare, metric=metric, tie=tie, machine_figures=machine_figures)
     except IntegrityError:  # another assign got there first (the lock makes this a last resort)
         session.rollback()
         raise ValueError(
@@ -254,7 +258,7 @@ def assign(
 
 def _assign(session: Session, project: Project, judges: Sequence[User | str], *, overlap: int, seed: int,
             hold: bool | None, withhold: set[int] = frozenset(), order: str = "default", compare=(),
-            metric: str = "ndcg@10", tie: float = 0.0) -> AssignReport:
+            metric: str = "ndcg@10", tie: float = 0.0, machine_figures=None) -> AssignReport:
     """:func:`assign` under the project's write lock: a concurrent assign waits for this one to
     commit, then reads what it added (so pairs are never handed out twice)."""
     lock_project(session, project)
@@ -327,7 +331,7 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
 
         decisive.record_comparisons(session, project, compare, metric=metric, tie=tie)
         session.flush()
-        priority = decisive.pair_priority_map(session, project)
+        priority = decisive.pair_priority_map(session, project, machine=machine_figures)
 
     now = utcnow()
     rows = []

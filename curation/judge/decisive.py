@@ -253,10 +253,15 @@ def _evaluate(pm, grades, comps, metric, tie, G):
     return b, settle(b, counts, tie=tie), counts
 
 
-def pair_priority_map(session, project) -> dict[int, float]:
+def pair_priority_map(session, project, machine=None) -> dict[int, float]:
     """Priority of every unjudged pair of ``project`` (store pair id -> priority) for its stored
-    comparisons, grouped by metric and summed."""
+    comparisons, grouped by metric and summed. ``machine`` (a function of the pool matrix giving
+    the machine's P(grade >= 1), P(top grade) and class per pair, e.g.
+    :func:`curation.machine.guide.project_figures`) guides them (:func:`guided_priorities`); without
+    it, the blind priorities (:func:`pair_priorities`), exactly as before."""
     import numpy as np
+
+    from curation.evaluate.settle import metric_form
 
     comps = stored_comparisons(session, project)
     if not comps:
@@ -264,13 +269,23 @@ def pair_priority_map(session, project) -> dict[int, float]:
     pm, grades, ids = load_pool(session, project)
     G = max_grade(project)
     total = np.zeros(pm.n_pairs)
+    if machine is not None:
+        raw_rel, raw_top, key = machine(pm)
+        judged = ~np.isnan(grades)
+        p_rel = calibrated_relevance(raw_rel, key, judged, np.nan_to_num(grades) >= 1)
+        p_top = calibrated_relevance(raw_top, key, judged, np.nan_to_num(grades) >= G)
     for metric in sorted({c.metric for c in comps}):
         mine = [c for c in comps if c.metric == metric]
         idx = [(pm.run_index(c.run_a), pm.run_index(c.run_b)) for c in mine]
         for tie in sorted({c.tie for c in mine}):
-            sel = [i for i, c in enumerate(mine) if c.tie == tie]
-            b, st, _ = _evaluate(pm, grades, [idx[i] for i in sel], metric, tie, G)
-            total += pair_priorities(b, st, None, pm.n_pairs)
+            sel = [idx[i] for i, c in enumerate(mine) if c.tie == tie]
+            b, st, _ = _evaluate(pm, grades, sel, metric, tie, G)
+            if machine is None:
+                total += pair_priorities(b, st, None, pm.n_pairs)
+            else:
+                side = pair_sides(pm, sel, metric_form(metric, pm.depth)[1])
+                lean = machine_leaning(pm, grades, sel, metric, p_rel, max_grade=G)
+                total += guided_priorities(b, st, None, pm.n_pairs, side, p_rel, p_top, lean)
     return {pid: float(p) for pid, p in zip(ids, total)}
 
 
