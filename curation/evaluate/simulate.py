@@ -166,6 +166,7 @@ def simulate(
     from curation.judge.decisive import (
         calibrated_relevance,
         guided_priorities,
+        machine_features,
         machine_leaning,
         pair_priorities,
         pair_sides,
@@ -191,7 +192,8 @@ def simulate(
             raise ValueError(f"machine: one P(relevant) per pair of the pool ({P}), not shape {machine.shape}")
         machine_top = machine if machine_top is None else np.asarray(machine_top, dtype=np.float64)
         sides = pair_sides(pm, comps, _k)
-        extra = _machine_features(machine, machine_key)
+        key = np.rint(np.nan_to_num(machine) * 10) if machine_key is None else machine_key
+        extra = machine_features(machine, machine_top, key)
     counts = resample_counts(n, resamples=resamples, seed=seed)
     rng = np.random.default_rng(seed)
 
@@ -326,18 +328,6 @@ def simulate(
     result.seconds_per_check = t_checks / max(checks, 1)
     result.checks = checks
     return result
-
-
-def _machine_features(machine: np.ndarray, key: np.ndarray | None) -> np.ndarray:
-    """The machine's columns for the estimate's model of P(relevant): its figure (0 where it has no
-    label), whether it has one, and its calibration class one-hot (the model calibrates them)."""
-    has = ~np.isnan(machine)
-    if key is None:
-        key = np.rint(np.nan_to_num(machine) * 10).astype(np.int64)
-    key = np.where(has, np.asarray(key, dtype=np.int64), -1)
-    classes = np.unique(key)
-    onehot = (key[:, None] == classes[None, :]).astype(np.float64)
-    return np.hstack([np.nan_to_num(machine)[:, None], has[:, None].astype(np.float64), onehot])
 
 
 def machine_from_qrels(truth: np.ndarray, agreement: float, *, lean: float = 0.2, max_grade: int | None = None,

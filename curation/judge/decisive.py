@@ -318,6 +318,23 @@ def decisive_queue_order(pair_ids, query_of: dict[int, int], priority: dict[int,
     return out
 
 
+def machine_features(raw_rel: np.ndarray, raw_top: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """A machine judge's columns for the estimate's model of P(relevant) (which calibrates them on the
+    judged pairs): its P(grade >= 1) and P(top grade) (0 where it has no label), whether it has one,
+    and its grade one-hot."""
+    has = ~np.isnan(raw_rel)
+    key = np.where(has, np.asarray(key, dtype=np.int64), -1)
+    onehot = (key[:, None] == np.unique(key)[None, :]).astype(np.float64)
+    return np.hstack([np.nan_to_num(raw_rel)[:, None], np.nan_to_num(raw_top)[:, None],
+                      has[:, None].astype(np.float64), onehot])
+
+
+# The estimate's measured wrong-call rate (a significant verdict the fully judged pool contradicts,
+# over all comparisons), shown beside it: bench/bench_decisive.py (blind, robust03 nDCG@10, 136
+# comparisons) and bench/bench_decisive_machine.py --estimate (machine at 80% exact agreement).
+ESTIMATE_WRONG_RATE = {"blind": 0.037, "machine": None}
+
+
 def _pace_seconds(session, project) -> float | None:
     """The judges' median seconds per label (shown to answered), human labels of the last 500."""
     import statistics
@@ -367,13 +384,17 @@ def _pairs_left_estimate(pm, grades, comp, metric, tie, G, prio, counts, probs) 
 
 
 def settlement_report(session, project, compare=None, *, metric: str | None = None, tie: float | None = None,
-                      record: bool = True) -> dict:
+                      record: bool = True, machine: str | None = None, machine_figures=None) -> dict:
     """The settlement of the project's comparisons (the stored ones, or ``compare``): the one
     report behind ``golden settle`` (text and ``--json``) and the lead dashboard's Comparisons
     panel. Per comparison: the verdict so far, settled (with the guarantee) or open, the share of
     the pool judged, the pairs that can still change it, and the ESTIMATE (P(flip), pairs left and
     time left at the judges' pace). With ``record``, a comparison found settled for the first
-    time gets its settlement recorded (``DecisiveComparison.settled_*``) and committed."""
+    time gets its settlement recorded (``DecisiveComparison.settled_*``) and committed.
+    ``machine`` names the machine judge guiding the order (shown as such); its ``machine_figures``
+    (:func:`curation.machine.guide.project_figures`) join the estimate's model of P(relevant), and
+    the estimate's wrong-call rate measured for a machine-fed estimate is reported beside it
+    (:data:`ESTIMATE_WRONG_RATE`). The guarantee reads only human labels."""
     import numpy as np
 
     from curation.evaluate.settle import OPEN, estimate
@@ -395,6 +416,10 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
     G = max_grade(project)
     pace = _pace_seconds(session, project)
     judged = int((~np.isnan(grades)).sum())
+    extra = None
+    if machine_figures is not None:
+        raw_rel, raw_top, key = machine_figures(pm)
+        extra = machine_features(raw_rel, raw_top, key)
     out = []
     changed = False
     for c in chosen:
@@ -407,11 +432,12 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
         mine_judged = int((member & ~np.isnan(grades)).sum())
         share = mine_judged / pool if pool else 1.0
         status = st.status[0]
-        est = estimate(pm, grades, [comp], m, counts, max_grade=G, tie=t)[0]
+        est = estimate(pm, grades, [comp], m, counts, max_grade=G, tie=t, extra_features=extra)[0]
         prio = pair_priorities(b, st, None, pm.n_pairs)
         from curation.evaluate.settle import _features, relevance_probability
 
-        probs = relevance_probability(_features(pm, list(range(len(pm.runs)))), ~np.isnan(grades),
+        feats = _features(pm, list(range(len(pm.runs))))
+        probs = relevance_probability(feats if extra is None else np.hstack([feats, extra]), ~np.isnan(grades),
                                       np.nan_to_num(grades) >= 1)
         left = None if status != OPEN else _pairs_left_estimate(pm, grades, comp, m, t, G, prio, counts, probs)
         if record and status != OPEN and c.id is not None and c.settled_at is None:
@@ -430,6 +456,7 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
                 "verdict": est["verdict"], "p_flip": est["p_flip"], "pairs_left": left,
                 "seconds_left": None if left is None or pace is None else left * pace,
                 "note": "an estimate from a model of P(relevant), not a guarantee",
+                "wrong_call_rate": ESTIMATE_WRONG_RATE["machine" if extra is not None else "blind"],
             },
             "settled_at": c.settled_at.isoformat() if c.settled_at else None,
             "settled_share": c.settled_share,
@@ -439,7 +466,8 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
     if changed:
         session.commit()
     return {"project": project.name, "queries": len(pm.qids), "pool_pairs": pm.n_pairs, "judged_pairs": judged,
-            "seconds_per_label": pace, "resamples": RESAMPLES, "level": 0.95, "comparisons": out}
+            "seconds_per_label": pace, "resamples": RESAMPLES, "level": 0.95, "machine": machine,
+            "comparisons": out}
 
 
 def release_settled(session, project, lead, compare) -> int:

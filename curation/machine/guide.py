@@ -114,3 +114,14 @@ def guided_priority_map(session: Session, project: Project) -> dict[int, float]:
     if name is None:
         return pair_priority_map(session, project)
     return pair_priority_map(session, project, machine=project_figures(session, project, name))
+
+
+def guided_settlement_report(session: Session, project: Project, compare=None, **kwargs) -> dict:
+    """:func:`curation.judge.decisive.settlement_report` with the project's guiding machine judge
+    named (``"machine"``) and its labels in the estimate's model: the one report behind ``golden
+    settle`` and the dashboard's Comparisons panel."""
+    from curation.judge.decisive import settlement_report
+
+    name = guide_machine(session, project)
+    figures = None if name is None else project_figures(session, project, name)
+    return settlement_report(session, project, compare, machine=name, machine_figures=figures, **kwargs)
