@@ -314,7 +314,7 @@ def simulate(
                     lean = machine_leaning(pm, grades, comps, metric, p_rel if rows > 1 else p_rel[0],
                                            max_grade=G, rel_level=rel_level)
                 prio = guided_priorities(bounds, st, rows_comps, P, sides, p_rel if rows > 1 else p_rel[0],
-                                         p_top if rows > 1 else p_top[0], lean)
+                                         p_top if rows > 1 else p_top[0], lean, pm.pair_query)
                 todo = member[r] & ~judged[r]
                 take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
             else:

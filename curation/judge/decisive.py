@@ -111,7 +111,8 @@ def machine_leaning(pm, grades: np.ndarray, comparisons, metric, p_rel: np.ndarr
 
 
 def guided_priorities(bounds, settlement, comparisons: Sequence[int] | None, n_pairs: int, side: np.ndarray,
-                      p_rel: np.ndarray, p_top: np.ndarray, leaning: np.ndarray) -> np.ndarray:
+                      p_rel: np.ndarray, p_top: np.ndarray, leaning: np.ndarray,
+                      pair_query: np.ndarray | None = None) -> np.ndarray:
     """The machine-guided priority of every pair (THE RULE):
 
         sum over the open comparisons c of  urgency(c) * weight(c, pair) * P(the pair's label moves
@@ -123,10 +124,14 @@ def guided_priorities(bounds, settlement, comparisons: Sequence[int] | None, n_p
     top grade, so a label of one of B's pairs (``side`` +1) moves it when it is relevant
     (``p_rel``), a label of one of A's (``side`` -1) when it is below the top grade
     (``1 - p_top``); for "B lower" the other way round. A pair that counts only through the ideal
-    DCG or the relevant count (``side`` 0), or any pair when the machine points nowhere
-    (``leaning`` 0), gets one half. ``p_rel`` / ``p_top``: the machine's calibrated P(grade >= 1) and
-    P(top grade) per pair (:func:`calibrated_relevance`), one row or one per comparison. The labels
-    that settle a comparison are still only the humans'."""
+    DCG or the relevant count (``side`` 0) moves the settling end of its query (``pair_query``;
+    the low end for "B higher", minus the high end for "B lower") when it is not relevant if that
+    end is above 0 (the worst case counts it relevant, to shrink the difference), when it is relevant
+    if the end is at or below 0 (the worst case leaves it out, to magnify a negative difference);
+    without ``pair_query``, one half. Any pair when the machine points nowhere (``leaning`` 0) gets
+    one half, so that the order is exactly the blind one. ``p_rel`` / ``p_top``: the machine's
+    calibrated P(grade >= 1) and P(top grade) per pair (:func:`calibrated_relevance`), one row or
+    one per comparison. The labels that settle a comparison are still only the humans'."""
     if comparisons is None:
         comparisons = range(bounds.weight.shape[0])
     comparisons = list(comparisons)
@@ -137,7 +142,13 @@ def guided_priorities(bounds, settlement, comparisons: Sequence[int] | None, n_p
     pr = np.broadcast_to(np.atleast_2d(p_rel), shape)[comparisons]
     pt = np.broadcast_to(np.atleast_2d(p_top), shape)[comparisons]
     s = side[comparisons] * np.asarray(leaning)[comparisons, None]
-    q = np.where(s > 0, pr, np.where(s < 0, 1.0 - pt, 0.5))
+    zq = 0.5
+    if pair_query is not None:
+        lean = np.asarray(leaning)[comparisons, None]
+        end = np.where(lean > 0, bounds.lo[comparisons], -bounds.hi[comparisons])  # (C', n)
+        e = end[:, pair_query]
+        zq = np.where(lean == 0, 0.5, np.where(e > 0, 1.0 - pr, pr))
+    q = np.where(s > 0, pr, np.where(s < 0, 1.0 - pt, zq))
     return urg[comparisons] @ (bounds.weight[comparisons] * q)
 
 
@@ -285,7 +296,7 @@ def pair_priority_map(session, project, machine=None) -> dict[int, float]:
             else:
                 side = pair_sides(pm, sel, metric_form(metric, pm.depth)[1])
                 lean = machine_leaning(pm, grades, sel, metric, p_rel, max_grade=G)
-                total += guided_priorities(b, st, None, pm.n_pairs, side, p_rel, p_top, lean)
+                total += guided_priorities(b, st, None, pm.n_pairs, side, p_rel, p_top, lean, pm.pair_query)
     return {pid: float(p) for pid, p in zip(ids, total)}
 
 
