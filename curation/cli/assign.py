@@ -56,9 +56,10 @@ def assign(judges, overlap, project_name, hold, machine, accept_above, audit, or
     from curation.store.projects import get_project
 
     if accept_above is not None and machine in (None, "none"):
-        raise click.UsageError("--accept-above goes with --machine NAME")
+        raise click.UsageError("--machine and --accept-above go together")
     if machine is not None and accept_above is None and order != "decisive":
-        raise click.UsageError("--machine goes with --accept-above, or with --order decisive (to guide the order)")
+        raise click.UsageError("--machine and --accept-above go together (or --machine with --order decisive, "
+                               "to guide the order)")
     names = [n.strip() for n in judges.split(",") if n.strip()]
     if order == "decisive" and not compare:
         raise click.UsageError("--order decisive needs at least one --compare A,B")
