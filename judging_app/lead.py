@@ -270,14 +270,36 @@ def release(project_id: int):
 @lead_required
 def comparisons(project_id: int):
     """The Comparisons panel (an htmx fragment of the dashboard): the report of `golden decisive settle`."""
-    from curation.evaluate import decisive
+    from curation.machine.guide import guided_settlement_report
+    from curation.machine.labels import list_machines
 
     project = project_or_404(project_id)
     try:
-        rep = decisive.settlement_report(get_db(), project)
+        rep = guided_settlement_report(get_db(), project)
     except ValueError:  # no comparison recorded for this project
         rep = None
-    return render_template("lead/_comparisons.html", project=project, rep=rep)
+    return render_template("lead/_comparisons.html", project=project, rep=rep,
+                           machines=list_machines(get_db(), project))
+
+
+@bp.post("/<int:project_id>/comparisons/machine")
+@lead_required
+def comparisons_machine(project_id: int):
+    """The setting: which machine judge guides the decisive order (or none: the blind order). It
+    applies when the order is next recomputed (`golden judging assign --order decisive`)."""
+    from curation.machine.guide import set_guide_machine
+
+    project = project_or_404(project_id)
+    name = (request.form.get("machine") or "").strip()
+    db = get_db()
+    try:
+        set_guide_machine(db, project, name or None)
+    except ValueError as exc:
+        abort(400, description=str(exc))
+    db.commit()
+    flash(f"The decisive order is now {'guided by machine judge ' + name if name else 'blind (no machine judge)'}"
+          f" (by {g.user.name}); it applies when the order is next recomputed.", "info")
+    return redirect(url_for("lead.dashboard", project_id=project.id))
 
 
 @bp.post("/<int:project_id>/comparisons/release")

@@ -7,6 +7,19 @@ import click
 from curation.cli.base import db_option, domain_errors, main, project_option, seed_option, store_session
 
 
+def _assign_decisive(session, project, names, machine, **options):
+    """``assign_decisive`` guided by the project's machine judge (``machine`` sets it first; "none"
+    clears it: the blind order). Returns the report and the guiding machine's name (or None)."""
+    from curation.evaluate.decisive import assign_decisive
+    from curation.machine.guide import guide_machine, project_figures, set_guide_machine
+
+    if machine is not None:
+        set_guide_machine(session, project, None if machine == "none" else machine)
+    guide = guide_machine(session, project)
+    figures = None if guide is None else project_figures(session, project, guide)
+    return assign_decisive(session, project, names, machine_figures=figures, **options), guide
+
+
 @main.command()
 @click.option("--judges", required=True, help="Comma-separated judge names, e.g. alice,bob.")
 @click.option("--overlap", type=click.IntRange(min=0), default=100, show_default=True,
@@ -21,7 +34,9 @@ from curation.cli.base import db_option, domain_errors, main, project_option, se
                    "(default: hold when there is an overlap set).")
 @click.option("--machine", "machine", metavar="NAME", default=None,
               help="A machine judge whose confident labels are accepted: people get only the pairs below "
-                   "--accept-above (plus the overlap set and an audit share).")
+                   "--accept-above (plus the overlap set and an audit share). With --order decisive, it also "
+                   "guides the order (its calibrated probabilities choose the pairs; judges see nothing of it); "
+                   "the choice is kept for the project (--machine none: back to the blind order).")
 @click.option("--accept-above", type=click.FloatRange(0, 1), default=None, metavar="P",
               help="With --machine: accept the machine's label where its confidence is at least P.")
 @click.option("--audit", type=click.FloatRange(0, 1), default=0.05, show_default=True,
@@ -59,12 +74,16 @@ def assign_cmd(judges, overlap, judges_per_pair, share, project_name, hold, mach
       golden judging assign --project news --judges a,b,c,d,e --overlap 200 --judges-per-pair 3 --share 0.1
       golden judging assign --project news --judges alice,bob --machine llm --accept-above 0.9 --audit 0.05
       golden judging assign --project news --judges alice,bob --order decisive --compare bm25,dense --metric ndcg@10
+      golden judging assign --project news --judges alice,bob --order decisive --compare bm25,dense --machine llm
     """
     from curation.judge.assignment import assign as do_assign
     from curation.store.projects import get_project
 
-    if (machine is None) != (accept_above is None):
+    if accept_above is not None and machine in (None, "none"):
         raise click.UsageError("--machine and --accept-above go together")
+    if machine is not None and accept_above is None and order != "decisive":
+        raise click.UsageError("--machine and --accept-above go together (or --machine with --order decisive, "
+                               "to guide the order)")
     names = [n.strip() for n in judges.split(",") if n.strip()]
     if order == "decisive" and not compare:
         raise click.UsageError("--order decisive needs at least one --compare A,B")
@@ -75,16 +94,15 @@ def assign_cmd(judges, overlap, judges_per_pair, share, project_name, hold, mach
     esc = None
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
-        if machine is not None:
+        if accept_above is not None:
             from curation.machine.escalation import escalation
 
             esc = escalation(s, proj, machine, accept_above=accept_above, audit=audit, seed=seed)
         options = dict(overlap=overlap, seed=seed, hold=hold, withhold=esc.accepted if esc else (),
                        judges_per_pair=judges_per_pair, share=share)
+        guide = None
         if order == "decisive":
-            from curation.evaluate.decisive import assign_decisive
-
-            rep = assign_decisive(s, proj, names, compare=compare, metric=metric, tie=tie, **options)
+            rep, guide = _assign_decisive(s, proj, names, machine, compare=compare, metric=metric, tie=tie, **options)
         else:
             rep = do_assign(s, proj, names, **options)
     again = (" (assigned before; its pairs are not added again)"
@@ -106,7 +124,8 @@ def assign_cmd(judges, overlap, judges_per_pair, share, project_name, hold, mach
         click.echo(f"{rep.withheld_pairs} new pairs withheld from people; export them with "
                    f"golden export create --fill-unjudged machine:{machine}")
     if order == "decisive":
-        click.echo(f"main pairs queued in the decisive order for {', '.join(compare)} ({metric}); "
+        how = f", guided by machine judge {guide}" if guide else ""
+        click.echo(f"main pairs queued in the decisive order for {', '.join(compare)} ({metric}){how}; "
                    "see `golden decisive settle --project NAME`")
     if rep.held:
         click.echo("main pairs are held back until a lead reviews agreement: golden judging release --lead NAME")

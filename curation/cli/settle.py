@@ -20,7 +20,9 @@ def _time(seconds) -> str:
 def format_report(rep: dict) -> str:
     """The settlement report as text (the same figures as ``--json`` and the dashboard panel)."""
     lines = [f"project {rep['project']}: {rep['judged_pairs']} of {rep['pool_pairs']} pairs judged, "
-             f"{rep['queries']} queries"]
+             f"{rep['queries']} queries",
+             f"order: guided by machine judge {rep['machine']} (judges see nothing of it; settlement uses only "
+             "human labels)" if rep.get("machine") else "order: blind (no machine judge guides it)"]
     head = (f"{'A':<14} {'B':<14} {'metric':<8} {'status':<8} {'verdict':<26} {'judged':>7} "
             f"{'can change':>10}  estimate (not a guarantee)")
     lines.append(head)
@@ -29,6 +31,8 @@ def format_report(rep: dict) -> str:
         est = (f"P(flip) {e['p_flip']:.2f}, heading to '{e['verdict']}'"
                + (f", ~{e['pairs_left']} pairs / {_time(e['seconds_left'])} left" if e["pairs_left"] is not None
                   else ""))
+        rate = e.get("wrong_call_rate")
+        est += f" (estimate's wrong calls measured: {'not measured' if rate is None else f'{100 * rate:.1f}%'})"
         if c["status"] == "settled":
             est = "-"
         verdict = c["verdict"] if c["status"] == "settled" else f"so far: {c['verdict']}"
@@ -65,7 +69,8 @@ def settle_cmd(project_name, compare, metric, tie, release, lead_name, as_json, 
       golden decisive settle --project news --compare bm25,dense --json
       golden decisive settle --project news --release bm25,dense --lead lena
     """
-    from curation.evaluate.decisive import release_settled, settlement_report
+    from curation.evaluate.decisive import release_settled
+    from curation.machine.guide import guided_settlement_report
     from curation.store.projects import get_project
     from curation.store.users import require_user
 
@@ -77,7 +82,7 @@ def settle_cmd(project_name, compare, metric, tie, release, lead_name, as_json, 
             n = release_settled(s, proj, require_user(s, lead_name), release)
             click.echo(f"project {proj.name}: judges released from {n} queued pairs no open comparison needs")
             return
-        rep = settlement_report(s, proj, list(compare) or None, metric=metric, tie=tie)
+        rep = guided_settlement_report(s, proj, list(compare) or None, metric=metric, tie=tie)
     if as_json:
         echo_json(rep)
     else:

@@ -50,6 +50,109 @@ def query_priorities(pair_query: np.ndarray, priority: np.ndarray, n_queries: in
 
 
 # ---------------------------------------------------------------------------------------------
+# The machine-guided order: the same priorities, weighted by how likely each pair's label moves the
+# end of the interval that has to cross 0 (under a machine judge's calibrated P(relevant))
+
+CALIBRATION_PRIOR = 5.0  # pseudo-pairs of the machine's own P(relevant) in each calibration class
+
+
+def pair_sides(pm, comparisons: Sequence[tuple[int, int]], k: int) -> np.ndarray:
+    """``(C, P)``: +1 where run B ranks the pair higher in its top ``k`` than run A (a relevant
+    label raises B's metric more than A's), -1 where A does, 0 where neither (the pair counts only
+    through the ideal DCG or the relevant count)."""
+    def score(r):
+        return np.where((r >= 1) & (r <= k), 1.0 / np.maximum(r, 1), 0.0)
+
+    comps = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
+    return np.sign(score(pm.ranks[comps[:, 1]]) - score(pm.ranks[comps[:, 0]])).astype(np.int8)
+
+
+def calibrated_relevance(raw: np.ndarray, key: np.ndarray | None, judged: np.ndarray, relevant: np.ndarray, *,
+                         prior: float = CALIBRATION_PRIOR) -> np.ndarray:
+    """The machine's P(relevant) of every pair, calibrated against the human labels so far.
+
+    ``raw`` is what the machine says (its stated P(relevant) when it gave probabilities, else the
+    share of its samples that voted relevant; NaN where it has no label); ``key`` a calibration class
+    per pair (default: ``raw`` in 11 bins of 0.1; the simulated machine uses its grade). In each
+    class, ``(relevant judged + prior * mean raw) / (judged + prior)``: with no human label yet it
+    is the machine's own figure (the vote share), with many it is the humans' rate in the class
+    (a machine whose labels say nothing tends to the base rate in every class). A pair the machine
+    did not label gets the humans' smoothed base rate ``(relevant + 1) / (judged + 2)``."""
+    raw = np.asarray(raw, dtype=np.float64)
+    has = ~np.isnan(raw)
+    judged = np.asarray(judged, dtype=bool)
+    relevant = np.asarray(relevant, dtype=bool) & judged
+    base = (relevant.sum() + 1.0) / (judged.sum() + 2.0)
+    if key is None:
+        key = np.rint(np.nan_to_num(raw) * 10).astype(np.int64)
+    key = np.where(has, np.asarray(key, dtype=np.int64), -1)
+    _, cls = np.unique(key, return_inverse=True)
+    m = int(cls.max()) + 1 if len(cls) else 0
+    n_j = np.bincount(cls, weights=judged & has, minlength=m)
+    n_r = np.bincount(cls, weights=relevant & has, minlength=m)
+    n_all = np.bincount(cls, weights=has, minlength=m)
+    raw_mean = np.bincount(cls, weights=np.where(has, raw, 0.0), minlength=m) / np.maximum(n_all, 1)
+    p = (n_r + prior * raw_mean) / (n_j + prior)
+    return np.where(has, p[cls], base)
+
+
+def machine_leaning(pm, grades: np.ndarray, comparisons, metric, p_rel: np.ndarray, *, max_grade: int,
+                    rel_level: int = 1) -> np.ndarray:
+    """Per comparison, the verdict the machine points to: the sign (+1 "B higher", -1 "B lower",
+    0 even) of the mean difference with every unjudged pair given the top grade when its
+    P(relevant) is at least 0.5, else 0. ``grades`` and ``p_rel``: one row, or one per comparison."""
+    from curation.evaluate.settle import query_bounds
+
+    g = np.atleast_2d(np.asarray(grades, dtype=np.float64))
+    p = np.broadcast_to(np.atleast_2d(p_rel), g.shape)
+    filled = np.where(np.isnan(g), np.where(p >= 0.5, float(max_grade), 0.0), g)
+    d = query_bounds(pm, filled, comparisons, metric, max_grade=max_grade, rel_level=rel_level).lo.mean(axis=1)
+    return np.sign(np.where(np.abs(d) > 1e-12, d, 0.0)).astype(np.int8)
+
+
+def guided_priorities(bounds, settlement, comparisons: Sequence[int] | None, n_pairs: int, side: np.ndarray,
+                      p_rel: np.ndarray, p_top: np.ndarray, leaning: np.ndarray,
+                      pair_query: np.ndarray | None = None) -> np.ndarray:
+    """The machine-guided priority of every pair (THE RULE):
+
+        sum over the open comparisons c of  urgency(c) * weight(c, pair) * P(the pair's label moves
+        the end of c's interval that has to cross 0)
+
+    ``urgency`` and ``weight`` as in :func:`pair_priorities` (the blind order). The end to move is
+    the one of the verdict the machine points to (``leaning``, :func:`machine_leaning`). To prove
+    "B higher" the low end must rise; its worst case gives B's unjudged pairs grade 0 and A's the
+    top grade, so a label of one of B's pairs (``side`` +1) moves it when it is relevant
+    (``p_rel``), a label of one of A's (``side`` -1) when it is below the top grade
+    (``1 - p_top``); for "B lower" the other way round. A pair that counts only through the ideal
+    DCG or the relevant count (``side`` 0) moves the settling end of its query (``pair_query``;
+    the low end for "B higher", minus the high end for "B lower") when it is not relevant if that
+    end is above 0 (the worst case counts it relevant, to shrink the difference), when it is relevant
+    if the end is at or below 0 (the worst case leaves it out, to magnify a negative difference);
+    without ``pair_query``, one half. Any pair when the machine points nowhere (``leaning`` 0) gets
+    one half, so that the order is exactly the blind one. ``p_rel`` / ``p_top``: the machine's
+    calibrated P(grade >= 1) and P(top grade) per pair (:func:`calibrated_relevance`), one row or
+    one per comparison. The labels that settle a comparison are still only the humans'."""
+    if comparisons is None:
+        comparisons = range(bounds.weight.shape[0])
+    comparisons = list(comparisons)
+    if not comparisons:
+        return np.zeros(n_pairs)
+    urg = comparison_urgency(settlement.status, settlement.gap)
+    shape = bounds.weight.shape
+    pr = np.broadcast_to(np.atleast_2d(p_rel), shape)[comparisons]
+    pt = np.broadcast_to(np.atleast_2d(p_top), shape)[comparisons]
+    s = side[comparisons] * np.asarray(leaning)[comparisons, None]
+    zq = 0.5
+    if pair_query is not None:
+        lean = np.asarray(leaning)[comparisons, None]
+        end = np.where(lean > 0, bounds.lo[comparisons], -bounds.hi[comparisons])  # (C', n)
+        e = end[:, pair_query]
+        zq = np.where(lean == 0, 0.5, np.where(e > 0, 1.0 - pr, pr))
+    q = np.where(s > 0, pr, np.where(s < 0, 1.0 - pt, zq))
+    return urg[comparisons] @ (bounds.weight[comparisons] * q)
+
+
+# ---------------------------------------------------------------------------------------------
 # The project's comparisons in the store, the settlement report (CLI and dashboard), the release
 
 RESAMPLES = 10_000  # the settlement's bootstrap: one fixed set of resamples (seed 0) for every report
@@ -160,10 +263,15 @@ def _evaluate(pm, grades, comps, metric, tie, G):
     return b, settle(b, counts, tie=tie), counts
 
 
-def pair_priority_map(session, project) -> dict[int, float]:
+def pair_priority_map(session, project, machine=None) -> dict[int, float]:
     """Priority of every unjudged pair of ``project`` (store pair id -> priority) for its stored
-    comparisons, grouped by metric and summed."""
+    comparisons, grouped by metric and summed. ``machine`` (a function of the pool matrix giving
+    the machine's P(grade >= 1), P(top grade) and class per pair, e.g.
+    :func:`curation.machine.guide.project_figures`) guides them (:func:`guided_priorities`); without
+    it, the blind priorities (:func:`pair_priorities`), exactly as before."""
     import numpy as np
+
+    from curation.evaluate.settle import metric_form
 
     comps = stored_comparisons(session, project)
     if not comps:
@@ -171,14 +279,43 @@ def pair_priority_map(session, project) -> dict[int, float]:
     pm, grades, ids = load_pool(session, project)
     G = max_grade(project)
     total = np.zeros(pm.n_pairs)
+    if machine is not None:
+        raw_rel, raw_top, key = machine(pm)
+        judged = ~np.isnan(grades)
+        p_rel = calibrated_relevance(raw_rel, key, judged, np.nan_to_num(grades) >= 1)
+        p_top = calibrated_relevance(raw_top, key, judged, np.nan_to_num(grades) >= G)
     for metric in sorted({c.metric for c in comps}):
         mine = [c for c in comps if c.metric == metric]
         idx = [(pm.run_index(c.run_a), pm.run_index(c.run_b)) for c in mine]
         for tie in sorted({c.tie for c in mine}):
-            sel = [i for i, c in enumerate(mine) if c.tie == tie]
-            b, st, _ = _evaluate(pm, grades, [idx[i] for i in sel], metric, tie, G)
-            total += pair_priorities(b, st, None, pm.n_pairs)
+            sel = [idx[i] for i, c in enumerate(mine) if c.tie == tie]
+            b, st, _ = _evaluate(pm, grades, sel, metric, tie, G)
+            if machine is None:
+                total += pair_priorities(b, st, None, pm.n_pairs)
+            else:
+                side = pair_sides(pm, sel, metric_form(metric, pm.depth)[1])
+                lean = machine_leaning(pm, grades, sel, metric, p_rel, max_grade=G)
+                total += guided_priorities(b, st, None, pm.n_pairs, side, p_rel, p_top, lean, pm.pair_query)
     return {pid: float(p) for pid, p in zip(ids, total)}
+
+
+def machine_features(raw_rel: np.ndarray, raw_top: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """A machine judge's columns for the estimate's model of P(relevant) (which calibrates them on the
+    judged pairs): its P(grade >= 1) and P(top grade) (0 where it has no label), whether it has one,
+    and its grade one-hot."""
+    has = ~np.isnan(raw_rel)
+    key = np.where(has, np.asarray(key, dtype=np.int64), -1)
+    onehot = (key[:, None] == np.unique(key)[None, :]).astype(np.float64)
+    return np.hstack([np.nan_to_num(raw_rel)[:, None], np.nan_to_num(raw_top)[:, None],
+                      has[:, None].astype(np.float64), onehot])
+
+
+# The estimate's measured wrong-call rate (a significant verdict the fully judged pool contradicts,
+# over all comparisons), shown beside it. Blind: bench/bench_decisive.py, robust03 nDCG@10, 136
+# comparisons, 5 of 136. Machine-fed: bench/bench_decisive_machine.py --estimate --every 6
+# --resamples 2000 --seeds 1 --agreements 0.8, 0 of 23 (a reduced run; the blind estimate in the same
+# run: 1 of 23).
+ESTIMATE_WRONG_RATE = {"blind": 0.037, "machine": 0.0}
 
 
 def _pace_seconds(session, project) -> float | None:
@@ -229,14 +366,28 @@ def _pairs_left_estimate(pm, grades, comp, metric, tie, G, prio, counts, probs) 
     return int(lo)
 
 
+def _relevance_probabilities(pm, grades, extra):
+    """P(relevant) of every pair from the estimate's model over every run's ranks (and a machine
+    judge's columns ``extra``, when one guides the order), fitted on the judged pairs."""
+    from curation.evaluate.settle import _features, relevance_probability
+
+    feats = _features(pm, list(range(len(pm.runs))))
+    return relevance_probability(feats if extra is None else np.hstack([feats, extra]), ~np.isnan(grades),
+                                 np.nan_to_num(grades) >= 1)
+
+
 def settlement_report(session, project, compare=None, *, metric: str | None = None, tie: float | None = None,
-                      record: bool = True) -> dict:
+                      record: bool = True, machine: str | None = None, machine_figures=None) -> dict:
     """The settlement of the project's comparisons (the stored ones, or ``compare``): the one
     report behind ``golden decisive settle`` (text and ``--json``) and the lead dashboard's Comparisons
     panel. Per comparison: the verdict so far, settled (with the guarantee) or open, the share of
     the pool judged, the pairs that can still change it, and the ESTIMATE (P(flip), pairs left and
     time left at the judges' pace). With ``record``, a comparison found settled for the first
-    time gets its settlement recorded (``DecisiveComparison.settled_*``) and committed."""
+    time gets its settlement recorded (``DecisiveComparison.settled_*``) and committed.
+    ``machine`` names the machine judge guiding the order (shown as such); its ``machine_figures``
+    (:func:`curation.machine.guide.project_figures`) join the estimate's model of P(relevant), and
+    the estimate's wrong-call rate measured for a machine-fed estimate is reported beside it
+    (:data:`ESTIMATE_WRONG_RATE`). The guarantee reads only human labels."""
     import numpy as np
 
     from curation.evaluate.settle import OPEN, estimate
@@ -258,6 +409,8 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
     G = max_grade(project)
     pace = _pace_seconds(session, project)
     judged = int((~np.isnan(grades)).sum())
+    extra = None if machine_figures is None else machine_features(*machine_figures(pm))
+    probs = _relevance_probabilities(pm, grades, extra)
     out = []
     changed = False
     for c in chosen:
@@ -270,12 +423,8 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
         mine_judged = int((member & ~np.isnan(grades)).sum())
         share = mine_judged / pool if pool else 1.0
         status = st.status[0]
-        est = estimate(pm, grades, [comp], m, counts, max_grade=G, tie=t)[0]
+        est = estimate(pm, grades, [comp], m, counts, max_grade=G, tie=t, extra_features=extra)[0]
         prio = pair_priorities(b, st, None, pm.n_pairs)
-        from curation.evaluate.settle import _features, relevance_probability
-
-        probs = relevance_probability(_features(pm, list(range(len(pm.runs)))), ~np.isnan(grades),
-                                      np.nan_to_num(grades) >= 1)
         left = None if status != OPEN else _pairs_left_estimate(pm, grades, comp, m, t, G, prio, counts, probs)
         if record and status != OPEN and c.id is not None and c.settled_at is None:
             c.settled_at, c.settled_verdict, c.settled_share = utcnow(), status, share
@@ -293,6 +442,7 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
                 "verdict": est["verdict"], "p_flip": est["p_flip"], "pairs_left": left,
                 "seconds_left": None if left is None or pace is None else left * pace,
                 "note": "an estimate from a model of P(relevant), not a guarantee",
+                "wrong_call_rate": ESTIMATE_WRONG_RATE["machine" if extra is not None else "blind"],
             },
             "settled_at": c.settled_at.isoformat() if c.settled_at else None,
             "settled_share": c.settled_share,
@@ -302,7 +452,8 @@ def settlement_report(session, project, compare=None, *, metric: str | None = No
     if changed:
         session.commit()
     return {"project": project.name, "queries": len(pm.qids), "pool_pairs": pm.n_pairs, "judged_pairs": judged,
-            "seconds_per_label": pace, "resamples": RESAMPLES, "level": 0.95, "comparisons": out}
+            "seconds_per_label": pace, "resamples": RESAMPLES, "level": 0.95, "machine": machine,
+            "comparisons": out}
 
 
 def release_settled(session, project, lead, compare) -> int:
@@ -339,16 +490,19 @@ def release_settled(session, project, lead, compare) -> int:
     return len(release)
 
 
-def assign_decisive(session, project, judges, *, compare, metric: str = "ndcg@10", tie: float = 0.0, **options):
+def assign_decisive(session, project, judges, *, compare, metric: str = "ndcg@10", tie: float = 0.0,
+                    machine_figures=None, **options):
     """:func:`curation.judge.assignment.assign` in the decisive order: records the comparisons
     ``compare`` (["A,B", ...]: is B higher than A on ``metric``?) under the project's lock and queues
-    the judges' main pairs by their priority in them (:func:`pair_priority_map`). ``options``: those
-    of ``assign`` (``overlap``, ``seed``, ``hold``, ``withhold``)."""
+    the judges' main pairs by their priority in them (:func:`pair_priority_map`). ``machine_figures``
+    (:func:`curation.machine.guide.project_figures`) guides the priorities by a machine judge's
+    calibrated probabilities (:func:`guided_priorities`); the judges see nothing of it.
+    ``options``: those of ``assign`` (``overlap``, ``seed``, ``hold``, ``withhold``)."""
     from curation.judge.assignment import assign
 
     def prioritise(session, project):
         record_comparisons(session, project, compare, metric=metric, tie=tie)
         session.flush()
-        return pair_priority_map(session, project)
+        return pair_priority_map(session, project, machine=machine_figures)
 
     return assign(session, project, judges, prioritise=prioritise, **options)

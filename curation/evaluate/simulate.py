@@ -172,6 +172,9 @@ def simulate(
     progress: Callable[[float], None] | None = None,
     trace: dict | None = None,
     correction: str = "holm",
+    machine: np.ndarray | None = None,
+    machine_key: np.ndarray | None = None,
+    machine_top: np.ndarray | None = None,
 ) -> SimulationResult:
     """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
     comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
@@ -181,19 +184,19 @@ def simulate(
     receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
     outside the row's pool) and ``shares`` (per check, each row's share judged). ``correction``
     (:data:`curation.evaluate.choices.CORRECTIONS` but tukey): the summary's "significant" counts the
-    fully judged verdicts that survive it over the ``comparisons``."""
+    fully judged verdicts that survive it over the ``comparisons``. ``machine``, ``machine_top`` and
+    ``machine_key``: a machine judge guiding the decisive order and feeding the estimate
+    (:func:`_machine_guide`); the settlement reads only the judged labels."""
     _check_options(order=order, mode=mode, granularity=granularity, step=step)
-    metric_form(metric, pm.depth)
     comps = [tuple(c) for c in comparisons]
     if not comps:
         raise ValueError("compare: no comparison to simulate")
     G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
     C, P, n = len(comps), pm.n_pairs, len(pm.qids)
-    counts = resample_counts(n, resamples=resamples, seed=seed)
-    rng = np.random.default_rng(seed)
-    # each comparison's own pool (C, P), or one row for all
+    guide = _machine_guide(pm, comps, metric_form(metric, pm.depth)[1], machine, machine_key, machine_top)
+    counts, rng = resample_counts(n, resamples=resamples, seed=seed), np.random.default_rng(seed)
     member = np.stack([pm.members(c) for c in comps]) if mode == "each" else np.ones((1, P), dtype=bool)
-    rows, pool_size = member.shape[0], member.sum(axis=1)
+    rows, pool_size = member.shape[0], member.sum(axis=1)  # each comparison's own pool (C, P), or one row for all
     result, full = _fully_judged(pm, truth, comps, metric, member, counts, G, order=order, mode=mode,
                                  granularity=granularity, step=step, rel_level=rel_level, level=level, tie=tie,
                                  correction=correction)
@@ -202,23 +205,20 @@ def simulate(
     if trace is not None:  # for studies of a stopping rule: the check after which each pair was judged
         trace.update(judged_at=np.where(member, np.iinfo(np.int16).max, -1).astype(np.int16), shares=[])
     done = np.zeros(rows, dtype=np.int64)
-    open_c = np.ones(C, dtype=bool)
-    est_open = np.ones(C, dtype=bool) if estimate else np.zeros(C, dtype=bool)
-    share, model_cache = 0.0, {}
-    t_checks, checks = 0.0, 0
+    open_c, est_open = np.ones(C, dtype=bool), np.full(C, bool(estimate))
+    share, model_cache, t_checks, checks = 0.0, {}, 0.0, 0
     while True:
         grades, bounds, st, seconds = _check(pm, truth, judged, member, comps, metric, counts, G=G,
                                              rel_level=rel_level, level=level, tie=tie)
-        t_checks += seconds
-        checks += 1
+        t_checks, checks = t_checks + seconds, checks + 1
         if trace is not None:
             trace["shares"].append(done / np.maximum(pool_size, 1))
         shares = done / np.maximum(pool_size, 1)
         _record_settled(st, shares, open_c, result)
-        if estimate and est_open.any():
+        if est_open.any():  # only with ``estimate``
             _estimate_check(pm, grades, comps, metric, counts, member, st, shares, est_open, result, model_cache, G=G,
                             rel_level=rel_level, level=level, tie=tie, seed=seed, estimate_level=estimate_level,
-                            estimate_until=estimate_until)
+                            estimate_until=estimate_until, extra=None if guide is None else guide["extra"])
         if progress is not None:
             progress(float(shares.min()))
         active = open_c | est_open
@@ -226,10 +226,56 @@ def simulate(
             break
         share = min(1.0, share + step)
         _judge_batch(pm, member, judged, done, pool_size, active, fixed, bounds, st, rng, share=share,
-                     granularity=granularity, trace=trace, checks=checks)
-    result.seconds_per_check = t_checks / max(checks, 1)
-    result.checks = checks
+                     granularity=granularity, trace=trace, checks=checks,
+                     guided=_guided(pm, guide, grades, judged, member, comps, metric, G=G, rel_level=rel_level))
+    result.seconds_per_check, result.checks = t_checks / max(checks, 1), checks
     return result
+
+
+def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_top) -> dict | None:
+    """What a machine judge's figures give the replay once (None without one). ``machine``: per
+    pair, a machine judge's P(relevant) or vote share, NaN where it has no label; ``machine_top`` its
+    P(top grade) (default ``machine``); ``machine_key`` its calibration class, e.g. its grade. It
+    guides the decisive order (:func:`curation.evaluate.decisive.guided_priorities`, calibrated after
+    each batch against the pairs judged so far: :func:`_guided`) and its columns
+    (:func:`curation.evaluate.decisive.machine_features`) join the estimate's model."""
+    from curation.evaluate.decisive import machine_features, pair_sides
+
+    if machine is None:
+        return None
+    machine = np.asarray(machine, dtype=np.float64)
+    if machine.shape != (pm.n_pairs,):
+        raise ValueError(f"machine: one P(relevant) per pair of the pool ({pm.n_pairs}), not shape {machine.shape}")
+    top = machine if machine_top is None else np.asarray(machine_top, dtype=np.float64)
+    key = np.rint(np.nan_to_num(machine) * 10) if machine_key is None else machine_key
+    return dict(rel=machine, top=top, key=machine_key, sides=pair_sides(pm, comps, k),
+                extra=machine_features(machine, top, key))
+
+
+def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, metric, *, G: int, rel_level: int):
+    """A function of (bounds, settlement, the row's comparisons) giving the machine-guided
+    priorities (:func:`curation.evaluate.decisive.guided_priorities`), the machine calibrated per row
+    against the labels judged so far; None without a machine (``guide`` None: the blind order)."""
+    if guide is None:
+        return None
+    from curation.evaluate.decisive import calibrated_relevance, guided_priorities, machine_leaning
+
+    rows = member.shape[0]
+    p_rel = np.stack([calibrated_relevance(guide["rel"], guide["key"], judged[r] & member[r],
+                                           np.nan_to_num(grades[r]) >= rel_level) for r in range(rows)])
+    p_top = np.stack([calibrated_relevance(guide["top"], guide["key"], judged[r] & member[r],
+                                           np.nan_to_num(grades[r]) >= G) for r in range(rows)])
+    if rows == 1:
+        p_rel, p_top = p_rel[0], p_top[0]
+    lean = []
+
+    def priorities(bounds, st, rows_comps):
+        if not lean:  # the verdict the machine points to, once per batch
+            lean.append(machine_leaning(pm, grades, comps, metric, p_rel, max_grade=G, rel_level=rel_level))
+        return guided_priorities(bounds, st, rows_comps, pm.n_pairs, guide["sides"], p_rel, p_top, lean[0],
+                                 pm.pair_query)
+
+    return priorities
 
 
 def _check(pm: PoolMatrix, truth: np.ndarray, judged: np.ndarray, member: np.ndarray, comps, metric: str,
@@ -320,9 +366,10 @@ def _fixed_orders(pm: PoolMatrix, truth, comps, metric, member, counts, full, G:
 
 
 def _estimate_check(pm: PoolMatrix, grades, comps, metric, counts, member, st, shares, est_open, result, model_cache,
-                    *, G, rel_level, level, tie, seed, estimate_level, estimate_until) -> None:
+                    *, G, rel_level, level, tie, seed, estimate_level, estimate_until, extra=None) -> None:
     """Where the estimate first called a significant verdict with P(flip) small enough (or the
-    guarantee came first), recorded in ``result``; those comparisons leave ``est_open``."""
+    guarantee came first), recorded in ``result``; those comparisons leave ``est_open``. ``extra``:
+    a machine judge's columns for the estimate's model (:func:`curation.evaluate.decisive.machine_features`)."""
     from curation.evaluate.settle import estimate as run_estimate
 
     rows = member.shape[0]
@@ -335,7 +382,7 @@ def _estimate_check(pm: PoolMatrix, grades, comps, metric, counts, member, st, s
     if len(ask):
         est = run_estimate(pm, grades, comps, metric, counts, max_grade=G, rel_level=rel_level, level=level,
                            tie=tie, only=ask, members=member, cache=model_cache, samples=8,
-                           seed=seed)
+                           seed=seed, extra_features=extra)
         for i, e in est.items():
             if e["p_flip"] <= 1 - estimate_level and e["verdict"] in (HIGHER, LOWER):
                 res = result.comparisons[i]
@@ -346,9 +393,10 @@ def _estimate_check(pm: PoolMatrix, grades, comps, metric, counts, member, st, s
 
 
 def _judge_batch(pm: PoolMatrix, member, judged, done, pool_size, active, fixed, bounds, st, rng, *, share: float,
-                 granularity: str, trace: dict | None, checks: int) -> None:
+                 granularity: str, trace: dict | None, checks: int, guided=None) -> None:
     """The next batch, per row of the judged state: each active row judged up to ``share`` of its
-    pool, in its fixed order or the decisive one (``judged``, ``done`` and ``trace`` updated)."""
+    pool, in its fixed order or the decisive one (``judged``, ``done`` and ``trace`` updated);
+    ``guided`` (:func:`_guided`): the decisive priorities guided by a machine judge."""
     from curation.evaluate.decisive import pair_priorities
     from curation.judge.assignment import BLOCK  # the judges' queue: a query's pairs in blocks
 
@@ -364,13 +412,37 @@ def _judge_batch(pm: PoolMatrix, member, judged, done, pool_size, active, fixed,
         if fixed is not None:
             take = fixed[r][done[r]:done[r] + need]
         else:
-            prio = pair_priorities(bounds, st, rows_comps, P)
+            prio = (pair_priorities(bounds, st, rows_comps, P) if guided is None
+                    else guided(bounds, st, rows_comps))
             todo = member[r] & ~judged[r]
             take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
         judged[r, take] = True
         if trace is not None:
             trace["judged_at"][r, take] = checks
         done[r] += len(take)
+
+
+def machine_from_qrels(truth: np.ndarray, agreement: float, *, lean: float = 0.2, max_grade: int | None = None,
+                       seed: int = 0, random: bool = False) -> np.ndarray:
+    """A simulated machine judge's grade of every pair, built from the judges' ``truth``: each grade
+    kept with probability ``agreement`` (the exact agreement), else moved to a neighbouring grade,
+    up with probability ``0.5 + lean`` (the machine more lenient, the humans stricter, as the TREC
+    2024 RAG assessment study found of LLM judges), down otherwise; a grade at the end of the
+    scale moves to its only neighbour. ``random``: grades that say nothing, the truth's grades
+    shuffled across the pool (the same distribution, no relation to the pair). Seeded."""
+    if not 0 <= agreement <= 1:
+        raise ValueError(f"agreement must be a share in [0, 1], not {agreement!r}")
+    if not -0.5 <= lean <= 0.5:
+        raise ValueError(f"lean must be in [-0.5, 0.5] (the share of flips upward minus one half), not {lean!r}")
+    rng = np.random.default_rng(seed)
+    t = np.clip(np.rint(truth), 0, None).astype(np.int64)
+    G = int(max_grade if max_grade is not None else max(1, int(t.max(initial=1))))
+    if random:
+        return rng.permutation(t).astype(np.float64)
+    flip = rng.random(len(t)) >= agreement
+    up = rng.random(len(t)) < 0.5 + lean
+    step = np.where(t == 0, 1, np.where(t >= G, -1, np.where(up, 1, -1)))
+    return np.where(flip, t + step, t).astype(np.float64)
 
 
 def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: int, granularity: str,

@@ -86,7 +86,8 @@ def _coefficient_spread(features: np.ndarray, judged: np.ndarray, relevant: np.n
 def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int, int]], metric: str | MetricSpec,
              counts: np.ndarray, *, max_grade: int, rel_level: int = 1, level: float = DEFAULT_LEVEL,
              tie: float = 0.0, only: Sequence[int] | None = None, members: np.ndarray | None = None,
-             samples: int = 16, seed: int = 0, cache: dict | None = None) -> dict[int, dict]:
+             samples: int = 16, seed: int = 0, cache: dict | None = None,
+             extra_features: np.ndarray | None = None) -> dict[int, dict]:
     """An ESTIMATE of where each comparison is heading: per comparison index (``only``, default
     all) the verdict the fully judged pool most likely gives, its probability ``1 - p_flip``, and
     the expected mean difference. P(relevant) per unjudged pair by :func:`relevance_probability`
@@ -103,7 +104,8 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
     the queries' own variances (``sd`` in the answer: each part's share, on the mean difference;
     ``interval``: the widened one).
     It is not a guarantee: only :func:`settle` says "settled". ``cache`` (a dict kept between
-    calls) reuses a row's fitted probabilities until its judged pairs grow by a quarter."""
+    calls) reuses a row's fitted probabilities until its judged pairs grow by a quarter.
+    ``extra_features`` (pairs x columns, e.g. a machine judge's labels) join the model's features."""
     from scipy.stats import norm
 
     name, k = metric_form(metric, pm.depth)
@@ -123,6 +125,8 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
         if r not in prob:
             runs = list(comps[i]) if rows == C else list(range(len(pm.runs)))
             feats = _features(pm, runs)
+            if extra_features is not None:
+                feats = np.hstack([feats, extra_features])
             judged = ~np.isnan(g[r]) & members[r]
             rel = np.nan_to_num(g[r], nan=0.0) >= rel_level
             n_j = int(judged.sum())

@@ -1,0 +1,164 @@
+"""The machine-guided decisive order, replayed (curation.evaluate.simulate with a machine judge): a
+good machine settles with fewer pairs than the blind order, a random one is within 2 points of it,
+a machine that points nowhere gives the blind order exactly, the simulated machine's flips, the
+calibration, and `golden decisive simulate --machine-from-qrels / --machine FILE`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from curation.cli import main
+from curation.evaluate.decisive import calibrated_relevance, guided_priorities, pair_priorities, pair_sides
+from curation.evaluate.settle import query_bounds, resample_counts, settle
+from curation.evaluate.simulate import machine_from_qrels, pool_from_runs, simulate
+
+COMPS = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+
+
+def synthetic(seed=0, n=40, docs=30, runs=4):
+    """``runs`` runs over ``n`` queries of ``docs`` documents (grades 0,0,0,0,1,2 drawn per document);
+    run j scores a document by 0.3 j times its grade plus noise (later runs are better)."""
+    rng = np.random.default_rng(seed)
+    rankings = {f"r{j}": {} for j in range(runs)}
+    qrels = {}
+    for q in range(n):
+        grade = rng.choice([0, 0, 0, 0, 1, 2], size=docs)
+        qrels[f"q{q}"] = {f"d{q}_{i}": int(grade[i]) for i in range(docs)}
+        for j in range(runs):
+            order = np.argsort(-(grade * 0.3 * j + rng.normal(size=docs)))
+            rankings[f"r{j}"][f"q{q}"] = [f"d{q}_{i}" for i in order]
+    return rankings, qrels
+
+
+@pytest.fixture(scope="module")
+def pool():
+    rankings, qrels = synthetic()
+    return pool_from_runs(rankings, qrels, 20)
+
+
+def _machine(truth, agreement, seed, random=False):
+    mg = machine_from_qrels(truth, agreement, lean=0.2, seed=seed, random=random)
+    return dict(machine=(mg >= 1).astype(float), machine_top=(mg >= 2).astype(float), machine_key=mg.astype(int))
+
+
+def _replay(pm, truth, seed, **machine):
+    res = simulate(pm, truth, COMPS, "ndcg@10", step=0.02, resamples=1000, seed=seed, **machine)
+    s = res.summary()
+    assert s["wrong_calls"] == 0
+    return s
+
+
+def test_good_machine_settles_with_fewer_pairs(pool):
+    pm, truth = pool
+    for seed in (0, 1):
+        blind = _replay(pm, truth, seed)
+        guided = _replay(pm, truth, seed, **_machine(truth, 0.9, seed))
+        assert blind["significant"] == guided["significant"] == 6
+        assert guided["settled_of_significant"] == 6
+        # blind about 50%, guided about 37%
+        assert guided["median_share_significant"] < blind["median_share_significant"] - 0.05
+
+
+def test_random_machine_is_within_two_points_of_the_blind_order(pool):
+    pm, truth = pool
+    for seed in (0, 1, 2):
+        blind = _replay(pm, truth, seed)
+        rand = _replay(pm, truth, seed, **_machine(truth, 0.0, seed, random=True))
+        assert rand["median_share_significant"] <= blind["median_share_significant"] + 0.02
+
+
+def test_a_machine_that_points_nowhere_gives_the_blind_order(pool):
+    """With the leaning 0 every factor is one half: the priorities are the blind ones halved, so the
+    order (a sort by priority) is the blind order exactly."""
+    pm, truth = pool
+    rng = np.random.default_rng(3)
+    grades = np.where(rng.random(pm.n_pairs) < 0.3, truth, np.nan)
+    b = query_bounds(pm, grades, COMPS, "ndcg@10", max_grade=2)
+    st = settle(b, resample_counts(len(pm.qids), resamples=500))
+    p = rng.random(pm.n_pairs)
+    guided = guided_priorities(b, st, None, pm.n_pairs, pair_sides(pm, COMPS, 10), p, p / 2, np.zeros(len(COMPS)))
+    blind = pair_priorities(b, st, None, pm.n_pairs)
+    assert blind.max() > 0
+    np.testing.assert_array_equal(guided, blind * 0.5)
+
+
+def test_rule_prefers_the_pairs_that_move_the_settling_end(pool):
+    """Proving "B higher": B's relevant pairs and A's pairs below the top grade come first."""
+    pm, truth = pool
+    comp = [(0, 3)]
+    b = query_bounds(pm, np.full(pm.n_pairs, np.nan), comp, "ndcg@10", max_grade=2)
+    st = settle(b, resample_counts(len(pm.qids), resamples=500))
+    side = pair_sides(pm, comp, 10)
+    rel, top = (truth >= 1).astype(float), (truth >= 2).astype(float)
+    prio = guided_priorities(b, st, None, pm.n_pairs, side, rel, top, np.array([1]))
+    w = b.weight[0] > 0
+    assert (prio[w & (side[0] > 0) & (truth == 0)] == 0).all()  # B's non-relevant: no move
+    assert (prio[w & (side[0] < 0) & (truth == 2)] == 0).all()  # A's top grade: no move
+    assert (prio[w & (side[0] > 0) & (truth >= 1)] > 0).all()
+    assert (prio[w & (side[0] < 0) & (truth < 2)] > 0).all()
+
+
+def test_machine_from_qrels_flips_to_neighbours_leaning_up():
+    truth = np.repeat([0.0, 1.0, 2.0], 20_000)
+    mg = machine_from_qrels(truth, 0.8, lean=0.2, seed=4)
+    assert abs((mg == truth).mean() - 0.8) < 0.01
+    assert (np.abs(mg - truth) <= 1).all() and mg.min() == 0 and mg.max() == 2
+    mid = (truth == 1) & (mg != truth)
+    assert abs((mg[mid] == 2).mean() - 0.7) < 0.02  # up with probability 0.5 + lean
+    np.testing.assert_array_equal(mg, machine_from_qrels(truth, 0.8, lean=0.2, seed=4))  # seeded
+    rand = machine_from_qrels(truth, 0.8, seed=4, random=True)
+    assert sorted(rand) == sorted(truth) and abs((rand == truth).mean() - 1 / 3) < 0.02
+    with pytest.raises(ValueError, match="agreement"):
+        machine_from_qrels(truth, 1.5)
+
+
+def test_calibration_starts_at_the_vote_share_and_ends_at_the_humans_rate():
+    raw = np.array([1.0] * 100 + [0.0] * 100 + [np.nan] * 10)
+    judged = np.zeros(210, dtype=bool)
+    rel = np.zeros(210, dtype=bool)
+    p = calibrated_relevance(raw, None, judged, rel)
+    assert (p[:100] == 1).all() and (p[100:200] == 0).all() and np.allclose(p[200:], 0.5)
+    # the humans say the machine's "relevant" class is relevant 30% of the time
+    judged[:100] = judged[100:200] = True
+    rel[:30] = True
+    p = calibrated_relevance(raw, None, judged, rel)
+    assert p[0] == pytest.approx((30 + 5 * 1.0) / (100 + 5))
+    assert p[150] == pytest.approx(0.0)
+    assert p[205] == pytest.approx(31 / 202)
+
+
+def _write(tmp_path, rankings, qrels):
+    paths = []
+    for name, by_q in rankings.items():
+        path = tmp_path / f"{name}.trec"
+        path.write_text("".join(f"{q} Q0 {d} {i + 1} {100 - i} {name}\n" for q, docs in by_q.items()
+                                for i, d in enumerate(docs)))
+        paths.append(str(path))
+    qpath = tmp_path / "qrels.txt"
+    qpath.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    return paths, str(qpath)
+
+
+def test_simulate_judging_cli_with_a_machine(tmp_path):
+    rankings, qrels = synthetic(n=20, runs=2)
+    runs, qpath = _write(tmp_path, rankings, qrels)
+    base = ["decisive", "simulate", *runs, "--qrels", qpath, "--depth", "20", "--compare", "r0,r1", "--json"]
+    blind = CliRunner().invoke(main, base)
+    assert blind.exit_code == 0, blind.output
+    out = CliRunner().invoke(main, [*base, "--machine-from-qrels", "--agreement", "0.9", "--seed", "1"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.stdout)
+    assert "90% agreement" in got["machine"] and got["summary"]["wrong_calls"] == 0
+    assert json.loads(blind.stdout)["machine"] is None
+    # a real machine label file: the qrels themselves as a perfect machine
+    out = CliRunner().invoke(main, [*base, "--machine", qpath])
+    assert out.exit_code == 0, out.output
+    perfect = json.loads(out.stdout)
+    assert perfect["machine"].endswith(f"{perfect['pool_pairs']} of {perfect['pool_pairs']} pool pairs labelled")
+    assert perfect["comparisons"][0]["settled_share"] <= json.loads(blind.stdout)["comparisons"][0]["settled_share"]
+    bad = CliRunner().invoke(main, [*base, "--random-machine"])
+    assert bad.exit_code == 2 and "--random-machine goes with --machine-from-qrels" in bad.output
