@@ -86,6 +86,10 @@ def _stale_after() -> timedelta:
     return timedelta(seconds=current_app.config.get("CLAIM_TIMEOUT_SECONDS") or 0) or judging.DEFAULT_STALE_AFTER
 
 
+def _min_seconds() -> float:
+    return (current_app.config.get("MIN_ANSWER_MS") or 0) / 1000
+
+
 def _task_at(project, position: int | None):
     """The judge's own pair at ``position``, or None when there is none they may see."""
     if position is None:
@@ -183,12 +187,17 @@ def answer(project_id: int):
                  skip=action == "skip")
     try:
         if is_htmx():  # the answer and the next pair together (one transaction, fewer round trips)
-            answered = judging.submit_and_next(db, project_id, g.user, token, stale_after=_stale_after(), **reply)
+            answered = judging.submit_and_next(db, project_id, g.user, token, stale_after=_stale_after(),
+                                               min_seconds=_min_seconds(), **reply)
             project, task, progress = answered.project, answered.task, answered.progress
         else:
-            judging.submit(db, g.user, token, **reply)
+            judging.submit(db, g.user, token, min_seconds=_min_seconds(), **reply)
     except judging.AccessDenied:
         abort(404)
+    except judging.TooSoon as exc:
+        abort(409, description=f"That answer came {exc.seconds * 1000:.0f} ms after the pair appeared, too soon "
+                               "to be for it (a key pressed twice?), so it was not recorded. Read the pair, "
+                               "then answer again.")
     except judging.PairReassigned:
         note = "That pair went to another judge after a long pause, so your answer was not recorded."
     except ValueError as exc:

@@ -52,4 +52,5 @@ from curation.judge.judging._records import (  # noqa: F401
     Progress,
     SubmitResult,
     Task,
+    TooSoon,
 )

@@ -22,6 +22,7 @@ from curation.judge.judging._records import (
     Progress,
     SubmitResult,
     Task,
+    TooSoon,
 )
 from curation.judge.judging._statements import (
     _ANSWER_THEN_SHOW_D,
@@ -264,6 +265,7 @@ def submit(
     note: str | None = None,
     skip: bool = False,
     now: datetime | None = None,
+    min_seconds: float = 0.0,
 ) -> SubmitResult:
     """Record the judge's answer to the pair shown with ``token``: a grade of the project's scale,
     "unsure" (with the judge's best grade, and an optional note), or a skip; append-only, with the
@@ -274,12 +276,15 @@ def submit(
 
     Idempotent on the token: a second submit with it records nothing and returns the first
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
-    judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile; ValueError
-    for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer at all."""
+    judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile;
+    :class:`TooSoon` (nothing recorded) when the answer comes less than ``min_seconds`` after the
+    pair was shown (the time its token was issued): a second press of a key meant for the pair
+    before; ValueError for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer
+    at all."""
     _check_token(token)
     view = _VIEW_D.read_alone(connection_of(session), {"token": token})
     return _submit(session, _jid(judge), token, view, grade=grade, unsure=unsure, note=note, skip=skip,
-                   now=now).result
+                   now=now, min_seconds=min_seconds).result
 
 
 def _check_token(token) -> None:
@@ -299,6 +304,7 @@ def submit_and_next(
     skip: bool = False,
     stale_after: timedelta | None = DEFAULT_STALE_AFTER,
     now: datetime | None = None,
+    min_seconds: float = 0.0,
 ) -> Answered:
     """:func:`submit`, then :func:`next_task` in ``project`` and the judge's :func:`progress`: the
     judging page's answer. The same outcome as the three calls, with the answer, the next pair's
@@ -326,7 +332,7 @@ def submit_and_next(
     else:
         proj, view = _project(session, project), _VIEW_D.read_alone(conn, {"token": token})
     answered = _submit(session, jid, token, view, grade=grade, unsure=unsure, note=note, skip=skip, now=now,
-                       then_show=proj if plan_of(conn).answer_then_show else None)
+                       min_seconds=min_seconds, then_show=proj if plan_of(conn).answer_then_show else None)
     if answered.task is None:
         return Answered(answered.result, next_task(session, proj, jid, now=now, stale_after=stale_after), None,
                         proj)
@@ -334,7 +340,7 @@ def submit_and_next(
 
 
 def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure, note, skip, now,
-            then_show: Project | JudgeProject | None = None) -> Answered:
+            min_seconds: float = 0.0, then_show: Project | JudgeProject | None = None) -> Answered:
     """:func:`submit` of the token whose ``_VIEW`` rows are ``rows``; with ``then_show``, also the
     judge's next open pair there and their progress (see :func:`submit_and_next`) when the pair can
     be shown in the same transaction."""
@@ -349,6 +355,10 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
     keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
 
     now = now or utcnow()
+    if min_seconds > 0 and shown_at is not None:  # the token's row, read above: no statement more
+        seconds = (now - to_datetime(shown_at)).total_seconds()
+        if seconds < min_seconds:
+            raise TooSoon(seconds, min_seconds)
     try:
         with batch(conn) as tx:
             # Write first: this takes the assignment row's lock, which serialises with a stale move.
