@@ -100,9 +100,10 @@ def _task_at(project, position: int | None):
         return None
 
 
-def _render(project, task, *, note: str | None = None, progress=None):
+def _render(project, task, *, note: str | None = None, progress=None, last: dict | None = None):
     """The judging page, or only its swappable part for an htmx request (one template serves both:
-    the page includes the partial); ``progress`` when the caller has read it already."""
+    the page includes the partial); ``progress`` when the caller has read it already; ``last``: the
+    answer just recorded (the "Last:" line and its undo)."""
     db = get_db()
     terms = highlight.query_terms(task.query_text) if task else frozenset()
     context = dict(
@@ -114,6 +115,7 @@ def _render(project, task, *, note: str | None = None, progress=None):
         progress=progress or judging.progress(db, project, g.user),
         format_duration=format_duration,
         note=note,
+        last=last,
         urls=_urls(project.id),
     )
     if is_htmx():
@@ -182,7 +184,7 @@ def answer(project_id: int):
         abort(400, description="The grade must be a number of the project's scale.")
     note_text = (form.get("note") or "").strip() if action == "unsure" else ""
     note = None
-    task = progress = None
+    task = progress = last = None
     reply = dict(grade=grade, unsure=action == "unsure", note=note_text or None,
                  skip=action == "skip")
     try:
@@ -190,6 +192,7 @@ def answer(project_id: int):
             answered = judging.submit_and_next(db, project_id, g.user, token, stale_after=_stale_after(),
                                                min_seconds=_min_seconds(), **reply)
             project, task, progress = answered.project, answered.task, answered.progress
+            last = dict(reply, id=answered.result.judgment_id)
         else:
             judging.submit(db, g.user, token, min_seconds=_min_seconds(), **reply)
     except judging.AccessDenied:
@@ -210,7 +213,26 @@ def answer(project_id: int):
         project = _own_project_or_404(project_id)
         task = judging.next_task(db, project, g.user, stale_after=_stale_after())
     _keep_csrf_token()
-    return _render(project, task, note=note, progress=progress)
+    return _render(project, task, note=note, progress=progress, last=last)
+
+
+@bp.post("/<int:project_id>/judge/undo")
+@login_required
+def undo(project_id: int):
+    """Undo the judge's last answer (``judgment``, the "Last:" line's): the pair is shown again."""
+    project = _own_project_or_404(project_id)
+    db = get_db()
+    judgment_id = request.form.get("judgment", type=store_int)
+    try:
+        position = judging.undo_last(db, project, g.user, judgment_id)
+    except judging.AccessDenied:
+        abort(404)
+    except (judging.PairReassigned, ValueError) as exc:
+        abort(409, description=f"Not undone: {exc}.")
+    if not is_htmx():
+        flash("Your last answer was undone: answer the pair again.", "info")
+        return redirect(url_for("judge.page", project_id=project.id, at=position), code=303)
+    return _render(project, _task_at(project, position), note="Your last answer was undone: answer the pair again.")
 
 
 def _keep_csrf_token() -> None:

@@ -96,6 +96,23 @@
     try { window.localStorage.setItem(MARKS, off ? "off" : "on"); } catch (e) { /* private mode */ }
   }
 
+  // Compact grades (names only), remembered per judge in this browser.
+  function compactKey() { var root = pair(); return "golden.compact." + ((root && root.getAttribute("data-judge")) || ""); }
+  function applyCompact() {
+    var on = false;
+    try { on = window.localStorage.getItem(compactKey()) === "on"; } catch (e) { /* private mode */ }
+    document.documentElement.classList.toggle("compact-grades", on);
+    var button = document.querySelector("[data-toggle-compact]");
+    if (button) { button.setAttribute("aria-pressed", on ? "true" : "false"); }
+  }
+  function toggleCompact() {
+    var on = !document.documentElement.classList.contains("compact-grades");
+    try { window.localStorage.setItem(compactKey(), on ? "on" : "off"); } catch (e) { /* private mode */ }
+    applyCompact();
+  }
+  document.addEventListener("DOMContentLoaded", applyCompact);
+  document.addEventListener("htmx:afterSwap", applyCompact);
+
   function guidelines() { return document.getElementById("guidelines"); }
 
   function toggleGuidelines() {
@@ -169,6 +186,7 @@
     // A grade tapped on the grade bar while the unsure note is open sends the unsure answer with
     // its note, not a plain grade that would drop the note.
     if (event.target.closest && event.target.closest("[data-unsure-cancel]")) { closeUnsure(); return; }
+    if (event.target.closest && event.target.closest("[data-toggle-compact]")) { toggleCompact(); return; }
     var grade = event.target.closest && event.target.closest("form.grade-bar button[name=grade]");
     if (grade && unsureOpen()) {
       var unsure = document.querySelector('#unsure [data-unsure-key="' + grade.value + '"]');
@@ -227,7 +245,7 @@
       if (key === "Escape") { closeUnsure(); return; }
       var el = document.querySelector('#unsure [data-unsure-key="' + key + '"]');
       if (el && !el.disabled) { el.click(); }
-    } else if (/^[0-9]$/.test(key) || key === "b" || key === "s") {
+    } else if (/^[0-9]$/.test(key) || key === "b" || key === "s" || key === "z") {
       if (press(key)) { prevent(); }
     } else if (key === "u") {
       prevent();
@@ -235,6 +253,9 @@
     } else if (key === "g") {
       prevent();
       toggleGuidelines();
+    } else if (key === "c") {
+      prevent();
+      toggleCompact();
     } else if (key === "h") {
       prevent();
       toggleMarks();

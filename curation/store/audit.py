@@ -41,6 +41,7 @@ ACTIONS = {
     "adjudicate": "final label recorded",
     "export": "version exported",
     "download": "version downloaded",
+    "answer_undone": "a judge undid their last answer",
 }
 
 

@@ -140,3 +140,46 @@ def test_on_a_phone_the_bottom_bar_becomes_the_unsure_grades(server, browser):
         expect(phone.locator("form.grade-bar")).to_be_visible()  # the next pair: the grade bar again
     rows = judged(server["engine"], "pho")
     assert [(r.grade, r.unsure, r.note) for r in rows] == [(1, True, "is a stew a soup?")]
+
+
+def test_the_last_answer_is_shown_and_z_undoes_it(server, page):
+    from playwright.sync_api import expect
+
+    first_pair(page, server["base"], "zed")
+    shown = page.inner_text("#doc-text")
+    page.keyboard.press("1")
+    expect(page.locator("#last-answer")).to_contain_text("Last: 1 Partially relevant")
+    expect(page.locator("#last-answer")).to_contain_text("B to change")
+    assert len(judged(server["engine"], "zed")) == 1
+    page.wait_for_timeout(QUIET_MS)
+    page.keyboard.press("Shift+Z")
+    expect(page.locator("#pair .message.info")).to_contain_text("undone")
+    assert page.inner_text("#doc-text") == shown
+    assert judged(server["engine"], "zed") == []
+    expect(page.locator("#progress-counts")).to_contain_text("0 / ")
+    page.wait_for_timeout(QUIET_MS)
+    page.keyboard.press("2")
+    expect(page.locator("#last-answer")).to_contain_text("Last: 2 Highly relevant")
+    assert [r.grade for r in judged(server["engine"], "zed")] == [2]
+
+
+def test_compact_grades_are_remembered_for_the_judge(server, browser):
+    from playwright.sync_api import expect
+
+    with new_page(browser, viewport={"width": 1280, "height": 800}) as page:
+        first_pair(page, server["base"], "key")
+        description = page.locator("form.grade-bar .grade .desc").first
+        expect(description).to_be_visible()
+        tall = page.evaluate("document.querySelector('form.grade-bar').offsetHeight")
+        page.keyboard.press("c")
+        expect(description).to_be_hidden()
+        assert page.evaluate("document.querySelector('form.grade-bar').offsetHeight") < tall
+        expect(page.locator("[data-toggle-compact]")).to_have_attribute("aria-pressed", "true")
+        page.keyboard.press("g")  # the descriptions are behind G
+        expect(page.locator("dialog#guidelines .scale dd").first).to_be_visible()
+        page.keyboard.press("g")
+        page.reload()
+        page.wait_for_load_state("load")
+        expect(description).to_be_hidden()  # remembered
+        page.locator("[data-toggle-compact]").click()
+        expect(description).to_be_visible()

@@ -7,7 +7,7 @@ import secrets
 import statistics
 from datetime import datetime, timedelta
 
-from sqlalchemy import false, func, true, update
+from sqlalchemy import delete, false, func, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -42,12 +42,14 @@ from curation.judge.judging._statements import (
     _Row,
     plan_of,
 )
+from curation.store.audit import record_audit
 from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
     Assignment,
     Document,
+    Judgment,
     PoolPair,
     Project,
     Query,
@@ -408,6 +410,44 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
         return Answered(result, None, None, then_show)
     task = _shown_task(_Row(a[:6]), next_token, a[6:], None)
     return Answered(result, task, _progress_of(session, then_show, jid, counts.fetchall()), then_show)
+
+
+def undo_last(session: Session, project: Project | JudgeProject | int, judge: User | int, judgment_id: int) -> int:
+    """Undo the judge's last answer in ``project`` (judgment ``judgment_id``, which must be their
+    latest there) while its pair is still theirs: the judgment is removed, and the pair is open
+    again for them (or, when they had answered it before, back at that earlier answer). The audit
+    trail keeps what was undone. Returns the pair's queue position. :class:`AccessDenied` when the
+    judgment is not the judge's; ValueError when it is not their last answer any more;
+    :class:`PairReassigned` when the pair went to another judge."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    j = session.get(Judgment, judgment_id) if isinstance(judgment_id, int) else None
+    if j is None or j.judge_id != jid or j.project_id != proj.id or j.source != "human":
+        raise AccessDenied("no such answer")
+    latest = session.exec(select(func.max(Judgment.id)).where(Judgment.judge_id == jid,
+                                                               Judgment.project_id == proj.id)).one()
+    if latest != j.id:
+        raise ValueError("only your last answer can be undone; go back (B) to change an earlier one")
+    a = session.exec(select(Assignment).where(Assignment.project_id == proj.id, Assignment.pair_id == j.pair_id,
+                                              Assignment.judge_id == jid)).first()
+    if a is None:
+        raise PairReassigned("this pair went to another judge; its answer stays")
+    earlier = session.exec(select(Judgment.id).where(Judgment.judge_id == jid, Judgment.pair_id == j.pair_id,
+                                                     Judgment.id < j.id, Judgment.skipped == false()).limit(1)).first()
+    detail = {"pair": j.pair_id, "grade": j.grade, "unsure": bool(j.unsure), "skipped": bool(j.skipped),
+              "note": j.note, "answered_at": j.answered_at.isoformat() if j.answered_at else None}
+    try:
+        session.execute(delete(Judgment).where(Judgment.id == j.id))
+        values = {"skipped": False} if earlier is not None else {"skipped": False, "done_at": None}
+        session.execute(_plain_update(update(Assignment).where(Assignment.id == a.id, Assignment.judge_id == jid)
+                                      .values(**values)))
+        record_audit(session, "answer_undone", actor=None if isinstance(judge, int) else judge,
+                     target=f"pair {j.pair_id}", project=proj.id, detail=detail)
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    return a.position
 
 
 def _checked_answer(stored_scale: str, scale: str, *, grade, note, skip, unsure) -> tuple:
