@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, flash, g, make_response, redirect, render_template, request, url_for
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
 from markupsafe import Markup, escape
 
@@ -24,7 +24,7 @@ from curation.judge import highlight, judging
 from curation.judge.progress import format_duration
 from curation.store import projects, roles
 
-from .auth import login_required
+from .auth import login_required, project_or_404
 from .db import get_db
 from .errors import is_htmx, store_int, whole_number
 from .tokens import signed_at
@@ -78,8 +78,16 @@ def _urls(project_id: int) -> dict[str, str]:
 
 
 def _own_project_or_404(project_id: int):
-    """The project, when the logged-in user has work in it; else 404 (nothing is revealed)."""
-    return judging.judge_project(get_db(), g.user, project_id) or abort(404)
+    """The project, when the logged-in user has work in it; else 404 (nothing is revealed), or for a
+    lead, who may see every project, a page that says so and links to the project's lead pages."""
+    project = judging.judge_project(get_db(), g.user, project_id)
+    if project is None:
+        if roles.is_lead(g.user) and request.method == "GET" and not is_htmx() \
+                and "lead.dashboard" in current_app.view_functions:
+            lead_project = project_or_404(project_id)
+            abort(make_response(render_template("judge/not_judging.html", project=lead_project), 200))
+        abort(404)
+    return project
 
 
 def _stale_after() -> timedelta:
@@ -214,6 +222,17 @@ def answer(project_id: int):
         task = judging.next_task(db, project, g.user, stale_after=_stale_after())
     _keep_csrf_token()
     return _render(project, task, note=note, progress=progress, last=last)
+
+
+@bp.get("/<int:project_id>/judge/released")
+@login_required
+def released(project_id: int):
+    """Whether the held work is out yet, for the "come back later" screen's polling: 204 (nothing
+    to swap) while it is held, else a notice with a link to the work. One prebuilt statement."""
+    project = _own_project_or_404(project_id)
+    if not judging.work_released(project):
+        return "", 204
+    return render_template("judge/_released.html", urls=_urls(project.id))
 
 
 @bp.post("/<int:project_id>/judge/undo")

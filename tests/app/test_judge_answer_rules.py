@@ -8,6 +8,7 @@ import re
 import time
 
 import pytest
+from sqlmodel import select
 
 from curation.store.engine import session as new_session
 from tests.app.test_app_judging import HTMX, answer, doc_text, field, judge_page, judgments
@@ -108,3 +109,39 @@ def test_undoing_a_changed_answer_keeps_the_earlier_one(app, project, engine):
                 data={"judgment": field(changed.data, "judgment"), "csrf_token": field(changed.data, "csrf_token")})
     assert [r.grade for r in judgments(engine, "alice")] == [2]
     assert b"1 / " in judge_page(client, project).data  # still done, with its first answer
+
+
+def test_a_judge_waiting_for_held_work_is_told_when_it_is_released(app, engine, tmp_path):
+    from curation.judge import assignment
+    from curation.store import projects
+    from curation.store.models import User
+    from tests.support.projects import assigned_project
+
+    setup = assigned_project(engine, tmp_path / "held", name="held", hold=True, overlap=1)
+    client = login(app.test_client(), "alice")
+    page = judge_page(client, setup)
+    done = answer(client, setup, page.data, headers=HTMX, grade="1")
+    assert b"Calibration done" in done.data and b"/judge/released" in done.data  # the screen polls
+    released_url = f"/projects/{setup.project_id}/judge/released"
+    waiting = client.get(released_url, headers=HTMX)
+    assert waiting.status_code == 204 and waiting.data == b""
+    with new_session(engine) as db:
+        lead = db.exec(select(User).where(User.name == "lena")).one()
+        assignment.release(db, projects.get_project(db, "held"), lead, agreement=0.9)
+    out = client.get(released_url, headers=HTMX)
+    assert out.status_code == 200 and b"released the rest of your pairs" in out.data
+    assert f'href="/projects/{setup.project_id}/judge"'.encode() in out.data
+    assert login(app.test_client(), "bob").get(f"/projects/{setup.project_id + 99}/judge/released").status_code == 404
+
+
+def test_a_lead_on_a_judge_url_gets_a_page_that_says_where_to_go(app, project):
+    lead = login(app.test_client(), "lena")
+    response = judge_page(lead, project)
+    assert response.status_code == 200
+    body = response.data.decode()
+    assert "No pairs of yours to judge here" in body and f'href="/lead/{project.project_id}"' in body
+    assert "There is nothing here" not in body
+    assert lead.get(f"/projects/{project.project_id + 99}/judge").status_code == 404  # no such project
+    # a judge still learns nothing about a project that is not theirs
+    judge = login(app.test_client(), "alice")
+    assert judge.get(f"/projects/{project.project_id + 99}/judge").status_code == 404

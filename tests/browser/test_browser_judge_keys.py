@@ -25,8 +25,10 @@ def server(tmp_path_factory):
     with sqlite_store(folder) as (url, engine):
         setup = assigned_project(engine, folder / "recipes", name="recipes", n_queries=10, docs_per_query=5,
                                  judges=JUDGES, overlap=0)
+        held = assigned_project(engine, folder / "held", name="held", n_queries=2, docs_per_query=2,
+                                judges=("hal", "hil"), overlap=1, hold=True)
         with golden_serve(url, folder, secret="judge-keys-secret", threads=4, min_answer_ms=250) as base:
-            yield {"base": base, "engine": engine, "project": setup.project_id}
+            yield {"base": base, "engine": engine, "project": setup.project_id, "held": held.project_id}
 
 
 def judged(engine, name: str) -> list[Judgment]:
@@ -183,3 +185,24 @@ def test_compact_grades_are_remembered_for_the_judge(server, browser):
         expect(description).to_be_hidden()  # remembered
         page.locator("[data-toggle-compact]").click()
         expect(description).to_be_visible()
+
+
+def test_a_judge_waiting_for_held_work_sees_a_notice_when_it_is_released(server, page):
+    from playwright.sync_api import expect
+
+    from curation.judge import assignment
+    from curation.store import projects
+
+    first_pair(page, server["base"], "hal")
+    page.keyboard.press("1")
+    expect(page.locator(".done")).to_contain_text("Calibration done")
+    page.evaluate("window.dispatchEvent(new Event('focus'))")  # back to the tab: it asks, still held
+    page.wait_for_timeout(500)
+    expect(page.locator("#release-notice")).to_have_text("")
+    with new_session(server["engine"]) as db:
+        lead = db.exec(select(User).where(User.name == "lena")).one()
+        assignment.release(db, projects.get_project(db, "held"), lead, agreement=0.8)
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    expect(page.locator("#release-notice")).to_contain_text("released the rest of your pairs")
+    page.locator("#release-notice a").click()
+    expect(page.locator("#doc-text")).to_be_visible()

@@ -42,6 +42,7 @@ from curation.judge.judging._operations import (  # noqa: F401 - the package's n
     submit_and_next,
     task_at,
     undo_last,
+    work_released,
 )
 from curation.judge.judging._records import (  # noqa: F401
     DEFAULT_STALE_AFTER,

@@ -101,6 +101,11 @@ def _judge_project_of(row) -> JudgeProject:
     return JudgeProject(pid, name, scale, stored_scale, bool(hold_main), to_datetime(released_at))
 
 
+def work_released(project: Project | JudgeProject) -> bool:
+    """Whether the project's main pairs are open to its judges (not held, or released by a lead)."""
+    return main_visible(project)
+
+
 def _commit(session: Session, conn) -> None:
     """Commit the request's transaction on the driver's connection; through the Session when the
     caller left ORM changes in it (SQLAlchemy flushes them first)."""
