@@ -110,9 +110,15 @@ def _env_ms(name: str, default: int) -> int:
     raw = os.environ.get(name)
     if not raw:
         return default
-    if not raw.strip().isascii() or not raw.strip().isdigit() or int(raw) > 60_000:
+    from .errors import whole_number
+
+    try:
+        value = whole_number(raw.strip())
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 60_000:
         raise ValueError(f"{name}={raw!r}: give a whole number of milliseconds from 0 to 60000")
-    return int(raw)
+    return value
 
 
 def _secret_key(engine) -> str:
