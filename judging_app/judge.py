@@ -114,12 +114,15 @@ def _render(project, task, *, note: str | None = None, progress=None, last: dict
     answer just recorded (the "Last:" line and its undo)."""
     db = get_db()
     terms = highlight.query_terms(task.query_text) if task else frozenset()
+    grades = projects.grades(project)
+    if last is not None and last["grade"] is not None:
+        last = dict(last, grade=next((x for x in grades if x.grade == last["grade"]), None))
     context = dict(
         project=project,
         task=task,
         marks=dict(title=marked(highlight.mark(task.doc_title, terms)),
                    text=marked(highlight.mark(task.doc_text, terms))) if task else None,
-        grades=projects.grades(project),
+        grades=grades,
         progress=progress or judging.progress(db, project, g.user),
         format_duration=format_duration,
         note=note,
