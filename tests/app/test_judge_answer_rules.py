@@ -43,10 +43,16 @@ def test_an_answer_sooner_than_the_minimum_after_its_pair_is_refused(guarded, pr
 
 
 def test_the_minimum_comes_from_the_environment(engine, monkeypatch):
-    monkeypatch.setenv("GOLDEN_MIN_ANSWER_MS", "400")
     from judging_app import create_app
 
     url = engine.url.render_as_string(hide_password=False)
+    monkeypatch.delenv("GOLDEN_MIN_ANSWER_MS", raising=False)
+    app = create_app({"DATABASE_URL": url, "SECRET_KEY": "t", "TESTING": True})
+    try:
+        assert app.config["MIN_ANSWER_MS"] == 250  # the default
+    finally:
+        app.extensions["golden_engine"].dispose()
+    monkeypatch.setenv("GOLDEN_MIN_ANSWER_MS", "400")
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "t", "TESTING": True})
     try:
         assert app.config["MIN_ANSWER_MS"] == 400
