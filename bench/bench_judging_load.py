@@ -206,7 +206,8 @@ def server_cpu_seconds(pid: int) -> float | None:
 def start_server(url: str, port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
     """Start `golden serve`; its stderr goes to ``log`` (a pipe nobody reads could fill up and
     block the server)."""
-    env = {**os.environ, "GOLDEN_SECRET_KEY": "bench-secret"}
+    # GOLDEN_MIN_ANSWER_MS=0: the simulated judges answer as soon as a pair is shown
+    env = {**os.environ, "GOLDEN_SECRET_KEY": "bench-secret", "GOLDEN_MIN_ANSWER_MS": "0"}
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url,

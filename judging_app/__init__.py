@@ -106,6 +106,21 @@ def _env_hours(name: str, default: float) -> float:
     return value
 
 
+def _env_ms(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    from .errors import whole_number
+
+    try:
+        value = whole_number(raw.strip())
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 60_000:
+        raise ValueError(f"{name}={raw!r}: give a whole number of milliseconds from 0 to 60000")
+    return value
+
+
 def _secret_key(engine) -> str:
     """``GOLDEN_SECRET_KEY`` when set, else the store's own key (made by ``golden admin db upgrade``), so
     a cookie of one store is refused by another and every server process on a store agrees."""
@@ -123,6 +138,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     ``test_config`` overrides the configuration; the keys golden reads are ``DATABASE_URL``
     (default: :func:`curation.store.engine.default_url`, i.e. ``DATABASE_URL`` or ``./golden.db``),
     ``SECRET_KEY`` (default ``GOLDEN_SECRET_KEY``, else the store's own key), ``CLAIM_TIMEOUT_SECONDS``,
+    ``MIN_ANSWER_MS`` (``GOLDEN_MIN_ANSWER_MS``, default 250: an answer that comes sooner after its
+    pair was shown is refused, as a key pressed for the pair before),
     ``SESSION_IDLE_SECONDS`` / ``SESSION_MAX_SECONDS`` (sessions end after this long without a
     request / after login; ``GOLDEN_SESSION_IDLE_HOURS`` / ``GOLDEN_SESSION_MAX_HOURS``, default 8 hours
     and 7 days), ``LOGIN_*`` (throttling: 5 failures of an account from one address in 15 minutes lock
@@ -158,6 +175,9 @@ def create_app(test_config: dict | None = None) -> Flask:
         PROXY_HEADERS=_env_flag("GOLDEN_PROXY_HEADERS"),
         WTF_CSRF_TIME_LIMIT=12 * 3600,  # a working day: a page left open over lunch still submits
         CLAIM_TIMEOUT_SECONDS=15 * 60,
+        # No one reads a pair in a quarter of a second: an answer sooner than this after its pair
+        # was shown is the second press of a key meant for the pair before, and is refused.
+        MIN_ANSWER_MS=_env_ms("GOLDEN_MIN_ANSWER_MS", 250),
         SEND_FILE_MAX_AGE_DEFAULT=3600,
     )
     if test_config:

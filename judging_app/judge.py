@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, flash, g, make_response, redirect, render_template, request, url_for
 from markdown_it import MarkdownIt  # markdown-it-py, "js-default": raw HTML off, unsafe links refused
 from markupsafe import Markup, escape
 
@@ -24,7 +24,7 @@ from curation.judge import highlight, judging
 from curation.judge.progress import format_duration
 from curation.store import projects, roles
 
-from .auth import login_required
+from .auth import login_required, project_or_404
 from .db import get_db
 from .errors import is_htmx, store_int, whole_number
 from .tokens import signed_at
@@ -78,12 +78,24 @@ def _urls(project_id: int) -> dict[str, str]:
 
 
 def _own_project_or_404(project_id: int):
-    """The project, when the logged-in user has work in it; else 404 (nothing is revealed)."""
-    return judging.judge_project(get_db(), g.user, project_id) or abort(404)
+    """The project, when the logged-in user has work in it; else 404 (nothing is revealed), or for a
+    lead, who may see every project, a page that says so and links to the project's lead pages."""
+    project = judging.judge_project(get_db(), g.user, project_id)
+    if project is None:
+        if roles.is_lead(g.user) and request.method == "GET" and not is_htmx() \
+                and "lead.dashboard" in current_app.view_functions:
+            lead_project = project_or_404(project_id)
+            abort(make_response(render_template("judge/not_judging.html", project=lead_project), 200))
+        abort(404)
+    return project
 
 
 def _stale_after() -> timedelta:
     return timedelta(seconds=current_app.config.get("CLAIM_TIMEOUT_SECONDS") or 0) or judging.DEFAULT_STALE_AFTER
+
+
+def _min_seconds() -> float:
+    return (current_app.config.get("MIN_ANSWER_MS") or 0) / 1000
 
 
 def _task_at(project, position: int | None):
@@ -96,20 +108,25 @@ def _task_at(project, position: int | None):
         return None
 
 
-def _render(project, task, *, note: str | None = None, progress=None):
+def _render(project, task, *, note: str | None = None, progress=None, last: dict | None = None):
     """The judging page, or only its swappable part for an htmx request (one template serves both:
-    the page includes the partial); ``progress`` when the caller has read it already."""
+    the page includes the partial); ``progress`` when the caller has read it already; ``last``: the
+    answer just recorded (the "Last:" line and its undo)."""
     db = get_db()
     terms = highlight.query_terms(task.query_text) if task else frozenset()
+    grades = projects.grades(project)
+    if last is not None and last["grade"] is not None:
+        last = dict(last, grade=next((x for x in grades if x.grade == last["grade"]), None))
     context = dict(
         project=project,
         task=task,
         marks=dict(title=marked(highlight.mark(task.doc_title, terms)),
                    text=marked(highlight.mark(task.doc_text, terms))) if task else None,
-        grades=projects.grades(project),
+        grades=grades,
         progress=progress or judging.progress(db, project, g.user),
         format_duration=format_duration,
         note=note,
+        last=last,
         urls=_urls(project.id),
     )
     if is_htmx():
@@ -178,17 +195,23 @@ def answer(project_id: int):
         abort(400, description="The grade must be a number of the project's scale.")
     note_text = (form.get("note") or "").strip() if action == "unsure" else ""
     note = None
-    task = progress = None
+    task = progress = last = None
     reply = dict(grade=grade, unsure=action == "unsure", note=note_text or None,
                  skip=action == "skip")
     try:
         if is_htmx():  # the answer and the next pair together (one transaction, fewer round trips)
-            answered = judging.submit_and_next(db, project_id, g.user, token, stale_after=_stale_after(), **reply)
+            answered = judging.submit_and_next(db, project_id, g.user, token, stale_after=_stale_after(),
+                                               min_seconds=_min_seconds(), **reply)
             project, task, progress = answered.project, answered.task, answered.progress
+            last = dict(reply, id=answered.result.judgment_id)
         else:
-            judging.submit(db, g.user, token, **reply)
+            judging.submit(db, g.user, token, min_seconds=_min_seconds(), **reply)
     except judging.AccessDenied:
         abort(404)
+    except judging.TooSoon as exc:
+        abort(409, description=f"That answer came {exc.seconds * 1000:.0f} ms after the pair appeared, too soon "
+                               "to be for it (a key pressed twice?), so it was not recorded. Read the pair, "
+                               "then answer again.")
     except judging.PairReassigned:
         note = "That pair went to another judge after a long pause, so your answer was not recorded."
     except ValueError as exc:
@@ -201,7 +224,37 @@ def answer(project_id: int):
         project = _own_project_or_404(project_id)
         task = judging.next_task(db, project, g.user, stale_after=_stale_after())
     _keep_csrf_token()
-    return _render(project, task, note=note, progress=progress)
+    return _render(project, task, note=note, progress=progress, last=last)
+
+
+@bp.get("/<int:project_id>/judge/released")
+@login_required
+def released(project_id: int):
+    """Whether the held work is out yet, for the "come back later" screen's polling: 204 (nothing
+    to swap) while it is held, else a notice with a link to the work. One prebuilt statement."""
+    project = _own_project_or_404(project_id)
+    if not judging.work_released(project):
+        return "", 204
+    return render_template("judge/_released.html", urls=_urls(project.id))
+
+
+@bp.post("/<int:project_id>/judge/undo")
+@login_required
+def undo(project_id: int):
+    """Undo the judge's last answer (``judgment``, the "Last:" line's): the pair is shown again."""
+    project = _own_project_or_404(project_id)
+    db = get_db()
+    judgment_id = request.form.get("judgment", type=store_int)
+    try:
+        position = judging.undo_last(db, project, g.user, judgment_id)
+    except judging.AccessDenied:
+        abort(404)
+    except (judging.PairReassigned, ValueError) as exc:
+        abort(409, description=f"Not undone: {exc}.")
+    if not is_htmx():
+        flash("Your last answer was undone: answer the pair again.", "info")
+        return redirect(url_for("judge.page", project_id=project.id, at=position), code=303)
+    return _render(project, _task_at(project, position), note="Your last answer was undone: answer the pair again.")
 
 
 def _keep_csrf_token() -> None:

@@ -1,13 +1,20 @@
 // golden's keyboard handling for the judging page. Every key is shown on the page; every action is
-// a real form or link, so the page also works without this script (and without htmx).
+// a real form or link, so the page also works without this script (and without htmx). Letters work
+// with Shift and Caps Lock too, digits with Shift.
 //
 //   digit  label the pair with that grade and move on (htmx swaps in the next pair)
 //   b      back to the previous pair          s  skip this pair
 //   u      unsure: open the note; Enter ends the note, then a digit sends "unsure" with that grade
 //          (the judge's best guess, which a lead confirms or changes); Esc cancels
+//   z      undo the last answer (while the pair is still the judge's): the pair is shown again
 //   g      show / hide the guidelines         Esc closes them
+//   c      compact grades: names only (remembered per judge in this browser)
 //   h      mark the query's words in the document, or not (remembered in this browser)
 //   n      show / hide the query's information need (remembered per judge in this browser)
+//
+// An answer is for the pair the judge saw: a key still held down since the last answer, and an
+// answering key pressed within twice the server's minimum (data-min-ms, MIN_ANSWER_MS) after a
+// pair is painted, are ignored; the server refuses what comes sooner than the minimum itself.
 (function () {
   "use strict";
 
@@ -15,6 +22,23 @@
   // screen, e.g. a double press). Once the next pair is on screen but htmx has not yet wired its
   // forms (the settle step), a key is kept and replayed, so fast typing never submits natively.
   var sending = false, settling = false, pending = null;
+  // The quiet time after a pair is painted, and the keys (by code) not released since they answered.
+  var quietUntil = 0, unreleased = {};
+  function quietMs() {
+    var root = pair();
+    return root ? 2 * (parseInt(root.getAttribute("data-min-ms"), 10) || 0) : 0;
+  }
+  function painted() {
+    var now = window.performance.now();
+    window.requestAnimationFrame(function () { quietUntil = Math.max(now, window.performance.now()) + quietMs(); });
+    quietUntil = now + quietMs();
+  }
+  document.addEventListener("DOMContentLoaded", painted);
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (event.detail.target && event.detail.target.id === "pair") { painted(); }
+  });
+  document.addEventListener("keyup", function (event) { delete unreleased[event.code || event.key]; });
+  window.addEventListener("blur", function () { unreleased = {}; });
   document.addEventListener("htmx:beforeRequest", function () { sending = true; });
   document.addEventListener("htmx:beforeSwap", function (event) {
     sending = false;
@@ -24,6 +48,16 @@
     settling = false;
     if (pending) { var key = pending; pending = null; handleKey(key, null); }
   });
+
+  // Shift and Caps Lock: "B" is b; Shift with a digit key ("!" on many layouts) is the digit.
+  function keyOf(event) {
+    var key = event.key;
+    if (/^(Digit|Numpad)[0-9]$/.test(event.code || "") && !/^[0-9]$/.test(key) && key.length === 1) {
+      key = event.code.slice(-1);
+    }
+    return key.length === 1 ? key.toLowerCase() : key;
+  }
+  function answering(key) { return /^[0-9sz]$/.test(key); }
   document.addEventListener("htmx:afterRequest", function () { sending = false; });
   document.addEventListener("htmx:sendError", function () { sending = false; settling = false; });
 
@@ -62,6 +96,23 @@
     try { window.localStorage.setItem(MARKS, off ? "off" : "on"); } catch (e) { /* private mode */ }
   }
 
+  // Compact grades (names only), remembered per judge in this browser.
+  function compactKey() { var root = pair(); return "golden.compact." + ((root && root.getAttribute("data-judge")) || ""); }
+  function applyCompact() {
+    var on = false;
+    try { on = window.localStorage.getItem(compactKey()) === "on"; } catch (e) { /* private mode */ }
+    document.documentElement.classList.toggle("compact-grades", on);
+    var button = document.querySelector("[data-toggle-compact]");
+    if (button) { button.setAttribute("aria-pressed", on ? "true" : "false"); }
+  }
+  function toggleCompact() {
+    var on = !document.documentElement.classList.contains("compact-grades");
+    try { window.localStorage.setItem(compactKey(), on ? "on" : "off"); } catch (e) { /* private mode */ }
+    applyCompact();
+  }
+  document.addEventListener("DOMContentLoaded", applyCompact);
+  document.addEventListener("htmx:afterSwap", applyCompact);
+
   function guidelines() { return document.getElementById("guidelines"); }
 
   function toggleGuidelines() {
@@ -76,13 +127,31 @@
     return true;
   }
 
+  // Unsure keeps the pair in view: the note takes the focus without scrolling the page (the panel
+  // scrolls inside itself to show it on a wide screen; on a phone the note and its grades are a
+  // bar at the bottom, in place of the grade bar: golden.css).
   function openUnsure() {
     var details = document.getElementById("unsure");
     if (!details) { return; }
     details.open = true;
-    var note = details.querySelector("textarea");
-    if (note) { note.focus(); }
+    showNote(details);
   }
+
+  function showNote(details) {
+    var note = details.querySelector("textarea");
+    if (!note) { return; }
+    note.focus({ preventScroll: true });
+    var panel = details.closest(".panel");
+    if (panel && panel.scrollHeight > panel.clientHeight) {
+      var below = details.getBoundingClientRect().bottom - panel.getBoundingClientRect().bottom;
+      if (below > 0) { panel.scrollTop += below + 8; }
+    }
+  }
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (details && details.id === "unsure" && details.open && document.activeElement &&
+        document.activeElement.tagName !== "TEXTAREA") { showNote(details); }
+  }, true);
 
   function closeUnsure() {
     var details = document.getElementById("unsure");
@@ -114,6 +183,15 @@
   document.addEventListener("click", function (event) {
     var link = event.target.closest && event.target.closest("a[data-opens-guidelines]");
     if (link && toggleGuidelines()) { event.preventDefault(); }
+    // A grade tapped on the grade bar while the unsure note is open sends the unsure answer with
+    // its note, not a plain grade that would drop the note.
+    if (event.target.closest && event.target.closest("[data-unsure-cancel]")) { closeUnsure(); return; }
+    if (event.target.closest && event.target.closest("[data-toggle-compact]")) { toggleCompact(); return; }
+    var grade = event.target.closest && event.target.closest("form.grade-bar button[name=grade]");
+    if (grade && unsureOpen()) {
+      var unsure = document.querySelector('#unsure [data-unsure-key="' + grade.value + '"]');
+      if (unsure) { event.preventDefault(); unsure.click(); }
+    }
   });
 
   document.addEventListener("keydown", function (event) {
@@ -132,18 +210,30 @@
     }
     var dialog = guidelines();
     if (dialog && dialog.open) {
-      if (event.key === "g" || event.key === "?") { event.preventDefault(); dialog.close(); }
+      if (keyOf(event) === "g" || event.key === "?") { event.preventDefault(); dialog.close(); }
       return; // Esc is handled by the dialog itself
     }
-    var ours = /^([0-9bsughn?]|ArrowLeft)$/.test(event.key) || (event.key === "Escape" && unsureOpen());
+    var key = keyOf(event);
+    var ours = /^([0-9bsughnzc?]|ArrowLeft)$/.test(key) || (key === "Escape" && unsureOpen());
+    var quiet = quietMs() > 0;
+    if (ours && answering(key)) {
+      // A key held down since it answered (auto-repeat, or not yet released), or pressed while the
+      // next pair has only just been painted, is for the pair before: ignored.
+      var code = event.code || event.key;
+      if (event.repeat || unreleased[code] || (quiet && window.performance.now() < quietUntil)) {
+        event.preventDefault();
+        return;
+      }
+    }
     if (sending || settling) {
       if (ours) {
         event.preventDefault();
-        if (settling) { pending = event.key; }
+        if (settling && !quiet) { pending = key; }
       }
       return;
     }
-    handleKey(event.key, event);
+    if (ours && answering(key)) { unreleased[event.code || event.key] = true; }
+    handleKey(key, event);
   });
 
   function handleKey(key, event) {
@@ -155,7 +245,7 @@
       if (key === "Escape") { closeUnsure(); return; }
       var el = document.querySelector('#unsure [data-unsure-key="' + key + '"]');
       if (el && !el.disabled) { el.click(); }
-    } else if (/^[0-9]$/.test(key) || key === "b" || key === "s") {
+    } else if (/^[0-9]$/.test(key) || key === "b" || key === "s" || key === "z") {
       if (press(key)) { prevent(); }
     } else if (key === "u") {
       prevent();
@@ -163,6 +253,9 @@
     } else if (key === "g") {
       prevent();
       toggleGuidelines();
+    } else if (key === "c") {
+      prevent();
+      toggleCompact();
     } else if (key === "h") {
       prevent();
       toggleMarks();

@@ -46,6 +46,7 @@ ACTIONS = {
     "guidelines": "guidelines version added",
     "need": "information need edited",
     "leak_decision": "leak finding decided",
+    "answer_undone": "a judge undid their last answer",
 }
 
 

@@ -38,7 +38,8 @@ def _free_port() -> int:
 
 
 def _serve(url: str, port: int, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "GOLDEN_SECRET_KEY": "two-servers-test-secret",
+    # GOLDEN_MIN_ANSWER_MS=0: the test's judges answer as soon as a pair is shown
+    env = {**os.environ, "GOLDEN_SECRET_KEY": "two-servers-test-secret", "GOLDEN_MIN_ANSWER_MS": "0",
            "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
     with open(log, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url,

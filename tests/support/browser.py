@@ -54,8 +54,12 @@ def wait_until_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 
 
 
 @contextmanager
-def golden_serve(db_url: str, folder: Path, *, secret: str, threads: int | None = None) -> Iterator[str]:
+def golden_serve(db_url: str, folder: Path, *, secret: str, threads: int | None = None,
+                 min_answer_ms: int = 0) -> Iterator[str]:
     """Run `golden serve --db db_url` on a free port until the block ends; yields its base URL.
+    Tests press keys as soon as a pair is on screen, so the page's and the server's minimum time
+    between showing a pair and its answer (``GOLDEN_MIN_ANSWER_MS``) is ``min_answer_ms``: 0 unless
+    a test of that guard asks for the real one.
     Its stdout and stderr go to ``folder / "serve.log"``: a file, not a pipe, since an unread pipe
     fills up and blocks the server."""
     port = free_port()
@@ -65,7 +69,8 @@ def golden_serve(db_url: str, folder: Path, *, secret: str, threads: int | None 
         command += ["--threads", str(threads)]
     log = folder / "serve.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=out, env={**os.environ, "GOLDEN_SECRET_KEY": secret})
+        proc = subprocess.Popen(command, stdout=out, stderr=out, env={**os.environ, "GOLDEN_SECRET_KEY": secret,
+                                                                "GOLDEN_MIN_ANSWER_MS": str(min_answer_ms)})
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base + "/login", proc, log)

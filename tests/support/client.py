@@ -13,10 +13,12 @@ from tests.support.projects import PASSWORD
 
 
 @contextmanager
-def app_on(engine):
-    """The app (testing mode) on ``engine``'s database; its own engine is disposed at the end."""
+def app_on(engine, **config):
+    """The app (testing mode) on ``engine``'s database, with ``config`` over the test defaults; its
+    own engine is disposed at the end. Tests answer a pair as soon as it is shown, so the minimum
+    time between showing a pair and its answer (``MIN_ANSWER_MS``) is 0 unless ``config`` sets it."""
     app = create_app({"DATABASE_URL": engine.url.render_as_string(hide_password=False), "SECRET_KEY": "t",
-                      "TESTING": True})
+                      "TESTING": True, "MIN_ANSWER_MS": 0, **config})
     try:
         yield app
     finally:

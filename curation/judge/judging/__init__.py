@@ -41,6 +41,8 @@ from curation.judge.judging._operations import (  # noqa: F401 - the package's n
     submit,
     submit_and_next,
     task_at,
+    undo_last,
+    work_released,
 )
 from curation.judge.judging._records import (  # noqa: F401
     DEFAULT_STALE_AFTER,
@@ -52,4 +54,5 @@ from curation.judge.judging._records import (  # noqa: F401
     Progress,
     SubmitResult,
     Task,
+    TooSoon,
 )

@@ -7,7 +7,7 @@ import secrets
 import statistics
 from datetime import datetime, timedelta
 
-from sqlalchemy import false, func, true, update
+from sqlalchemy import delete, false, func, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -22,6 +22,7 @@ from curation.judge.judging._records import (
     Progress,
     SubmitResult,
     Task,
+    TooSoon,
 )
 from curation.judge.judging._statements import (
     _ANSWER_THEN_SHOW_D,
@@ -41,12 +42,14 @@ from curation.judge.judging._statements import (
     _Row,
     plan_of,
 )
+from curation.store.audit import record_audit
 from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     MAIN_BASE,
     Assignment,
     Document,
+    Judgment,
     PoolPair,
     Project,
     Query,
@@ -96,6 +99,11 @@ def judge_project(session: Session, judge: User | int, project_id: int) -> Judge
 def _judge_project_of(row) -> JudgeProject:
     pid, name, scale, stored_scale, hold_main, released_at = row
     return JudgeProject(pid, name, scale, stored_scale, bool(hold_main), to_datetime(released_at))
+
+
+def work_released(project: Project | JudgeProject) -> bool:
+    """Whether the project's main pairs are open to its judges (not held, or released by a lead)."""
+    return main_visible(project)
 
 
 def _commit(session: Session, conn) -> None:
@@ -264,6 +272,7 @@ def submit(
     note: str | None = None,
     skip: bool = False,
     now: datetime | None = None,
+    min_seconds: float = 0.0,
 ) -> SubmitResult:
     """Record the judge's answer to the pair shown with ``token``: a grade of the project's scale,
     "unsure" (with the judge's best grade, and an optional note), or a skip; append-only, with the
@@ -274,12 +283,15 @@ def submit(
 
     Idempotent on the token: a second submit with it records nothing and returns the first
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
-    judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile; ValueError
-    for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer at all."""
+    judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile;
+    :class:`TooSoon` (nothing recorded) when the answer comes less than ``min_seconds`` after the
+    pair was shown (the time its token was issued): a second press of a key meant for the pair
+    before; ValueError for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer
+    at all."""
     _check_token(token)
     view = _VIEW_D.read_alone(connection_of(session), {"token": token})
     return _submit(session, _jid(judge), token, view, grade=grade, unsure=unsure, note=note, skip=skip,
-                   now=now).result
+                   now=now, min_seconds=min_seconds).result
 
 
 def _check_token(token) -> None:
@@ -299,6 +311,7 @@ def submit_and_next(
     skip: bool = False,
     stale_after: timedelta | None = DEFAULT_STALE_AFTER,
     now: datetime | None = None,
+    min_seconds: float = 0.0,
 ) -> Answered:
     """:func:`submit`, then :func:`next_task` in ``project`` and the judge's :func:`progress`: the
     judging page's answer. The same outcome as the three calls, with the answer, the next pair's
@@ -326,7 +339,7 @@ def submit_and_next(
     else:
         proj, view = _project(session, project), _VIEW_D.read_alone(conn, {"token": token})
     answered = _submit(session, jid, token, view, grade=grade, unsure=unsure, note=note, skip=skip, now=now,
-                       then_show=proj if plan_of(conn).answer_then_show else None)
+                       min_seconds=min_seconds, then_show=proj if plan_of(conn).answer_then_show else None)
     if answered.task is None:
         return Answered(answered.result, next_task(session, proj, jid, now=now, stale_after=stale_after), None,
                         proj)
@@ -334,7 +347,7 @@ def submit_and_next(
 
 
 def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure, note, skip, now,
-            then_show: Project | JudgeProject | None = None) -> Answered:
+            min_seconds: float = 0.0, then_show: Project | JudgeProject | None = None) -> Answered:
     """:func:`submit` of the token whose ``_VIEW`` rows are ``rows``; with ``then_show``, also the
     judge's next open pair there and their progress (see :func:`submit_and_next`) when the pair can
     be shown in the same transaction."""
@@ -349,6 +362,10 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
     keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
 
     now = now or utcnow()
+    if min_seconds > 0 and shown_at is not None:  # the token's row, read above: no statement more
+        seconds = (now - to_datetime(shown_at)).total_seconds()
+        if seconds < min_seconds:
+            raise TooSoon(seconds, min_seconds)
     try:
         with batch(conn) as tx:
             # Write first: this takes the assignment row's lock, which serialises with a stale move.
@@ -398,6 +415,44 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
         return Answered(result, None, None, then_show)
     task = _shown_task(_Row(a[:6]), next_token, a[6:], None)
     return Answered(result, task, _progress_of(session, then_show, jid, counts.fetchall()), then_show)
+
+
+def undo_last(session: Session, project: Project | JudgeProject | int, judge: User | int, judgment_id: int) -> int:
+    """Undo the judge's last answer in ``project`` (judgment ``judgment_id``, which must be their
+    latest there) while its pair is still theirs: the judgment is removed, and the pair is open
+    again for them (or, when they had answered it before, back at that earlier answer). The audit
+    trail keeps what was undone. Returns the pair's queue position. :class:`AccessDenied` when the
+    judgment is not the judge's; ValueError when it is not their last answer any more;
+    :class:`PairReassigned` when the pair went to another judge."""
+    proj = _project(session, project)
+    jid = _jid(judge)
+    j = session.get(Judgment, judgment_id) if isinstance(judgment_id, int) else None
+    if j is None or j.judge_id != jid or j.project_id != proj.id or j.source != "human":
+        raise AccessDenied("no such answer")
+    latest = session.exec(select(func.max(Judgment.id)).where(Judgment.judge_id == jid,
+                                                               Judgment.project_id == proj.id)).one()
+    if latest != j.id:
+        raise ValueError("only your last answer can be undone; go back (B) to change an earlier one")
+    a = session.exec(select(Assignment).where(Assignment.project_id == proj.id, Assignment.pair_id == j.pair_id,
+                                              Assignment.judge_id == jid)).first()
+    if a is None:
+        raise PairReassigned("this pair went to another judge; its answer stays")
+    earlier = session.exec(select(Judgment.id).where(Judgment.judge_id == jid, Judgment.pair_id == j.pair_id,
+                                                     Judgment.id < j.id, Judgment.skipped == false()).limit(1)).first()
+    detail = {"pair": j.pair_id, "grade": j.grade, "unsure": bool(j.unsure), "skipped": bool(j.skipped),
+              "note": j.note, "answered_at": j.answered_at.isoformat() if j.answered_at else None}
+    try:
+        session.execute(delete(Judgment).where(Judgment.id == j.id))
+        values = {"skipped": False} if earlier is not None else {"skipped": False, "done_at": None}
+        session.execute(_plain_update(update(Assignment).where(Assignment.id == a.id, Assignment.judge_id == jid)
+                                      .values(**values)))
+        record_audit(session, "answer_undone", actor=None if isinstance(judge, int) else judge,
+                     target=f"pair {j.pair_id}", project=proj.id, detail=detail)
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    return a.position
 
 
 def _checked_answer(stored_scale: str, scale: str, *, grade, note, skip, unsure) -> tuple:

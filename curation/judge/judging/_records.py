@@ -22,6 +22,18 @@ class PairReassigned(RuntimeError):
     """The pair was moved to another judge after this judge left it idle past the timeout."""
 
 
+class TooSoon(RuntimeError):
+    """The answer came sooner after its pair was shown than the minimum (``min_seconds``): a key
+    pressed for the pair before, not for this one. Nothing was recorded; ``seconds`` is how long
+    the pair had been shown."""
+
+    def __init__(self, seconds: float, minimum: float):
+        super().__init__(f"answered {seconds * 1000:.0f} ms after the pair was shown, under the "
+                         f"minimum of {minimum * 1000:.0f} ms; nothing was recorded")
+        self.seconds = seconds
+        self.minimum = minimum
+
+
 @dataclass(frozen=True)
 class Task:
     """A pair as shown to its judge. Deliberately free of provenance and of other judges' labels."""
