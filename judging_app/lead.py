@@ -37,10 +37,24 @@ bp = Blueprint("lead", __name__, url_prefix="/lead")
 MAX_IDLE_MINUTES = 60 * 24 * 365  # ?idle= on the progress page: up to a year (a larger one overflows a timedelta)
 
 
-@bp.context_processor
+@bp.app_context_processor
 def _lead_links() -> dict:
-    """Links to the other lead pages that this app has (the leak check lives in its own blueprint)."""
-    return {"has_leaks": "leaks.index" in current_app.view_functions}
+    """For the lead navigation on every lead page (lead/_nav.html, also the leak check's and the
+    versions' pages): whether the leak check is there, the open counts of the two queues, and the
+    one count of work (:func:`curation.store.workload.count_work`) for the pages that show it."""
+    def open_counts(project: Project) -> dict:
+        db = get_db()
+        return {"disagreements": adjudication.queue_counts(db, project).open,
+                "unsure": adjudication.unsure_counts(db, project).open}
+
+    def work(project: Project):
+        from curation.store import workload
+
+        return workload.project_work(workload.count_work(get_db(), project.id,
+                                                         visible=assignment.main_visible(project)))
+
+    return {"has_leaks": "leaks.index" in current_app.view_functions, "lead_open_counts": open_counts,
+            "project_work": work}
 
 
 # ------------------------------------------------------------------------------ presentation helpers
@@ -220,8 +234,32 @@ def dashboard(project_id: int):
         drift=drift_chart(report.drift, report.verdict.thresholds),
         bars=distribution_bars(report.distributions, report.scale), queue=queue, held=held,
         released_by=released_by, main_pairs=main_pairs, grades=projects.grades(project),
-        guidelines=projects.current_guidelines(db, project),
+        guidelines=projects.current_guidelines(db, project), next_action=_next_action(project, queue.open, held),
     )
+
+
+def _next_action(project: Project, disagreements: int, held: bool) -> dict:
+    """The one thing the dashboard suggests a lead does next: the open disagreements, then the
+    unsure answers, then the release of held work, then the judging left, else an export."""
+    from curation.store import workload
+
+    db = get_db()
+    if disagreements:
+        return dict(text=f"{disagreements} disagreement{'s' if disagreements != 1 else ''}", label="start",
+                    url=url_for("lead.queue", project_id=project.id))
+    unsure_open = adjudication.unsure_counts(db, project).open
+    if unsure_open:
+        return dict(text=f"{unsure_open} unsure answer{'s' if unsure_open != 1 else ''}", label="review",
+                    url=url_for("lead.unsure", project_id=project.id))
+    if held:
+        return dict(text="main pairs are held back until you review agreement", label="review and release",
+                    url="#release")
+    left = workload.project_work(workload.count_work(db, project.id, visible=assignment.main_visible(project)))
+    if left.remaining:
+        return dict(text=f"{left.remaining} answers to go", label="see progress",
+                    url=url_for("lead.progress", project_id=project.id))
+    return dict(text="everything assigned is judged and adjudicated", label="export a version",
+                url=url_for("lead.dashboard", project_id=project.id) + "#export")
 
 
 @bp.get("/<int:project_id>/progress")
