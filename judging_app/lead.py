@@ -235,7 +235,15 @@ def dashboard(project_id: int):
         bars=distribution_bars(report.distributions, report.scale), queue=queue, held=held,
         released_by=released_by, main_pairs=main_pairs, grades=projects.grades(project),
         guidelines=projects.current_guidelines(db, project), next_action=_next_action(project, queue.open, held),
+        next_version=_next_version_name(project),
     )
+
+
+def _next_version_name(project: Project) -> str:
+    """The name the Export form suggests: v1, v2, ... after the versions the project has."""
+    from curation.export.versions import list_versions
+
+    return f"v{len(list_versions(get_db(), project)) + 1}"
 
 
 def _next_action(project: Project, disagreements: int, held: bool) -> dict:
@@ -260,6 +268,37 @@ def _next_action(project: Project, disagreements: int, held: bool) -> dict:
                     url=url_for("lead.progress", project_id=project.id))
     return dict(text="everything assigned is judged and adjudicated", label="export a version",
                 url=url_for("lead.dashboard", project_id=project.id) + "#export")
+
+
+@bp.post("/<int:project_id>/export")
+@lead_required
+def export(project_id: int):
+    """The dashboard's Export button: a new version made by the function and checks of ``golden
+    export create`` (:func:`curation.export.versions.export_version`, which stores the version and
+    records it in the audit trail), then its summary (:func:`curation.export.versions.result_lines`).
+    The folder it writes is temporary: the version lives in the store (the Versions page)."""
+    import shutil
+    import tempfile
+
+    from curation.export.versions import ExportBlocked, export_version, result_lines
+
+    project = project_or_404(project_id)
+    form = request.form
+    version = (form.get("version") or "").strip()
+    out = tempfile.mkdtemp(prefix="golden-export-")
+    try:
+        res = export_version(get_db(), project, version, policy=form.get("policy") or "adjudicated", out_dir=out,
+                             allow_incomplete=form.get("allow_incomplete") == "yes", created_by=g.user.name)
+    except ExportBlocked as exc:
+        flash(f"Not exported: {exc} Tick \"export anyway\" to export what is judged.", "error")
+        return redirect(url_for("lead.dashboard", project_id=project.id) + "#export")
+    except ValueError as exc:
+        flash(f"Not exported: {exc}", "error")
+        return redirect(url_for("lead.dashboard", project_id=project.id) + "#export")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return render_template("lead/exported.html", project=project, res=res,
+                           lines=result_lines(res, where="the store (download it from the Versions page)"))
 
 
 @bp.get("/<int:project_id>/progress")
