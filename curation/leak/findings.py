@@ -7,7 +7,8 @@
 ``exclude_chunk``
     the chunk leaves the snapshot: the project's document with that id gets ``excluded``;
 ``drop_query``
-    the query leaves the golden set (``Query.status = "dropped"``);
+    the query leaves the golden set (``Query.status = "dropped"``); taken on one chunk, it is also
+    recorded on every still undecided chunk of the query (the query is decided whole);
 ``rejudge``
     the query stays but is to be judged again (``Query.status = "rejudge"``);
 ``keep``
@@ -299,6 +300,8 @@ def decide_many(
     if missing:
         raise LookupError(f"finding {missing[0]} is not in this project")
     pairs = list(dict.fromkeys((by_id[i].query_id, by_id[i].chunk_id) for i in wanted))
+    if decision == "drop_query":
+        pairs = _with_undecided_chunks(session, pairs)
     now = utcnow()
     undo: dict[int, bool] = {}
     try:
@@ -320,6 +323,18 @@ def decide_many(
         session.rollback()
         raise
     return [query_leaks(session, pid, q) for q in undo]
+
+
+def _with_undecided_chunks(session: Session, pairs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Dropping a query decides it whole (issue 27): ``pairs`` with every still undecided chunk of
+    the queries dropped, so none of them is left for review or counted undecided by the export.
+    Chunks a lead already decided keep their decision."""
+    queries = list(dict.fromkeys(q for q, _ in pairs))
+    rest = session.exec(
+        select(LeakFinding.query_id, LeakFinding.chunk_id)
+        .where(LeakFinding.query_id.in_(queries), LeakFinding.decision.is_(None))
+    ).all()
+    return list(dict.fromkeys(pairs + [(q, c) for q, c in rest]))
 
 
 def _apply_chunk(session: Session, pid: int, chunk_id: str) -> None:

@@ -148,3 +148,23 @@ def test_decision_by_form_and_by_htmx(app, engine, setup):
                      ).status_code == 400
     assert lead.post(f"/lead/{setup.project_id}/leaks/99999", data={"decision": "keep", "csrf_token": token}
                      ).status_code == 404
+
+
+def test_dropping_the_query_on_one_chunk_decides_every_undecided_chunk(engine, setup):
+    """A query with three matching chunks: one kept, then "drop the query" on another; the third,
+    undecided, is decided with it (nothing of a dropped query is left for review or counted undecided
+    by the export), and the kept chunk keeps its decision."""
+    records = [{"qid": "q003", "status": "leak", "matches": [
+        {"chunk_id": c, "mode": "exact", "score": 1.0} for c in ("web-a", "web-b", "web-c")]}]
+    with new_session(engine) as db:
+        record_findings(db, setup.project_id, records)
+        lena = db.exec(select(User).where(User.name == "lena")).one()
+        ids = {f.chunk_id: f.id for f in db.exec(select(LeakFinding).where(LeakFinding.chunk_id.like("web-_")))}
+        decide(db, setup.project_id, ids["web-a"], "keep", lena)
+        q = decide(db, setup.project_id, ids["web-b"], "drop_query", lena)
+        assert {c.chunk_id: c.decision for c in q.chunks} == {"web-a": "keep", "web-b": "drop_query",
+                                                               "web-c": "drop_query"}
+        undecided = db.exec(select(LeakFinding).where(LeakFinding.query_id == q.query_id,
+                                                      LeakFinding.decision.is_(None))).all()
+        assert undecided == []
+    assert _status(engine, setup.project_id)["q003"] == ("leak", "dropped")
