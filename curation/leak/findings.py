@@ -32,7 +32,7 @@ from datetime import datetime
 
 from sqlmodel import Session, select
 
-from curation.leak.report import MODES
+from curation.leak.report import MODES, whole_words
 from curation.store.models import Document, LeakFinding, Project, Query, User, utcnow
 
 DECISIONS = {  # no default: a finding starts undecided
@@ -215,6 +215,9 @@ def _chunk_findings(session: Session, pid: int, query_ids: list[int]) -> dict[in
         cf.findings += 1
         if f.span and not cf.span:
             cf.span, cf.before, cf.after = f.span, f.context_before, f.context_after
+    for by_chunk in grouped.values():
+        for cf in by_chunk.values():
+            cf.before, cf.span, cf.after = whole_words(cf.before, cf.span, cf.after)
     return {q: sorted(c.values(), key=lambda c: (-c.best, c.chunk_id)) for q, c in grouped.items()}
 
 

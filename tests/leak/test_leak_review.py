@@ -168,3 +168,15 @@ def test_dropping_the_query_on_one_chunk_decides_every_undecided_chunk(engine, s
                                                       LeakFinding.decision.is_(None))).all()
         assert undecided == []
     assert _status(engine, setup.project_id)["q003"] == ("leak", "dropped")
+
+
+def test_the_marked_span_covers_whole_words():
+    from curation.leak.report import whole_words
+
+    # An aligned span that starts inside "admins" and ends inside "users" is widened to both words.
+    assert whole_words("only a", "dmins can create us", "ers here") == ("only ", "admins can create users", " here")
+    # Already on word boundaries, or next to punctuation: unchanged.
+    assert whole_words("only ", "admins", ", here") == ("only ", "admins", ", here")
+    assert whole_words("…(", "x", ")") == ("…(", "x", ")")
+    assert whole_words(None, None, None) == (None, None, None)
+    assert whole_words(None, "abc", None) == ("", "abc", "")
