@@ -37,10 +37,24 @@ bp = Blueprint("lead", __name__, url_prefix="/lead")
 MAX_IDLE_MINUTES = 60 * 24 * 365  # ?idle= on the progress page: up to a year (a larger one overflows a timedelta)
 
 
-@bp.context_processor
+@bp.app_context_processor
 def _lead_links() -> dict:
-    """Links to the other lead pages that this app has (the leak check lives in its own blueprint)."""
-    return {"has_leaks": "leaks.index" in current_app.view_functions}
+    """For the lead navigation on every lead page (lead/_nav.html, also the leak check's and the
+    versions' pages): whether the leak check is there, the open counts of the two queues, and the
+    one count of work (:func:`curation.store.workload.count_work`) for the pages that show it."""
+    def open_counts(project: Project) -> dict:
+        db = get_db()
+        return {"disagreements": adjudication.queue_counts(db, project).open,
+                "unsure": adjudication.unsure_counts(db, project).open}
+
+    def work(project: Project):
+        from curation.store import workload
+
+        return workload.project_work(workload.count_work(get_db(), project.id,
+                                                         visible=assignment.main_visible(project)))
+
+    return {"has_leaks": "leaks.index" in current_app.view_functions, "lead_open_counts": open_counts,
+            "project_work": work}
 
 
 # ------------------------------------------------------------------------------ presentation helpers
@@ -220,8 +234,71 @@ def dashboard(project_id: int):
         drift=drift_chart(report.drift, report.verdict.thresholds),
         bars=distribution_bars(report.distributions, report.scale), queue=queue, held=held,
         released_by=released_by, main_pairs=main_pairs, grades=projects.grades(project),
-        guidelines=projects.current_guidelines(db, project),
+        guidelines=projects.current_guidelines(db, project), next_action=_next_action(project, queue.open, held),
+        next_version=_next_version_name(project),
     )
+
+
+def _next_version_name(project: Project) -> str:
+    """The name the Export form suggests: v1, v2, ... after the versions the project has."""
+    from curation.export.versions import list_versions
+
+    return f"v{len(list_versions(get_db(), project)) + 1}"
+
+
+def _next_action(project: Project, disagreements: int, held: bool) -> dict:
+    """The one thing the dashboard suggests a lead does next: the open disagreements, then the
+    unsure answers, then the release of held work, then the judging left, else an export."""
+    from curation.store import workload
+
+    db = get_db()
+    if disagreements:
+        return dict(text=f"{disagreements} disagreement{'s' if disagreements != 1 else ''}", label="start",
+                    url=url_for("lead.queue", project_id=project.id))
+    unsure_open = adjudication.unsure_counts(db, project).open
+    if unsure_open:
+        return dict(text=f"{unsure_open} unsure answer{'s' if unsure_open != 1 else ''}", label="review",
+                    url=url_for("lead.unsure", project_id=project.id))
+    if held:
+        return dict(text="main pairs are held back until you review agreement", label="review and release",
+                    url="#release")
+    left = workload.project_work(workload.count_work(db, project.id, visible=assignment.main_visible(project)))
+    if left.remaining:
+        return dict(text=f"{left.remaining} answers to go", label="see progress",
+                    url=url_for("lead.progress", project_id=project.id))
+    return dict(text="everything assigned is judged and adjudicated", label="export a version",
+                url=url_for("lead.dashboard", project_id=project.id) + "#export")
+
+
+@bp.post("/<int:project_id>/export")
+@lead_required
+def export(project_id: int):
+    """The dashboard's Export button: a new version made by the function and checks of ``golden
+    export create`` (:func:`curation.export.versions.export_version`, which stores the version and
+    records it in the audit trail), then its summary (:func:`curation.export.versions.result_lines`).
+    The folder it writes is temporary: the version lives in the store (the Versions page)."""
+    import shutil
+    import tempfile
+
+    from curation.export.versions import ExportBlocked, export_version, result_lines
+
+    project = project_or_404(project_id)
+    form = request.form
+    version = (form.get("version") or "").strip()
+    out = tempfile.mkdtemp(prefix="golden-export-")
+    try:
+        res = export_version(get_db(), project, version, policy=form.get("policy") or "adjudicated", out_dir=out,
+                             allow_incomplete=form.get("allow_incomplete") == "yes", created_by=g.user.name)
+    except ExportBlocked as exc:
+        flash(f"Not exported: {exc} Tick \"export anyway\" to export what is judged.", "error")
+        return redirect(url_for("lead.dashboard", project_id=project.id) + "#export")
+    except ValueError as exc:
+        flash(f"Not exported: {exc}", "error")
+        return redirect(url_for("lead.dashboard", project_id=project.id) + "#export")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return render_template("lead/exported.html", project=project, res=res,
+                           lines=result_lines(res, where="the store (download it from the Versions page)"))
 
 
 @bp.get("/<int:project_id>/progress")

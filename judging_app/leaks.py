@@ -21,6 +21,7 @@ from .db import get_db
 from .errors import finite_float, is_htmx, store_int, whole_number
 
 bp = Blueprint("leaks", __name__, url_prefix="/lead")
+TOP_CHUNKS = 3  # chunks shown per query, best first, until the lead asks for all of them
 
 
 def _filter() -> leaks.LeakFilter:
@@ -52,13 +53,32 @@ def _filter_args(flt: leaks.LeakFilter) -> dict:
     return out
 
 
-def _render_query(project, query, flt):
-    """One query's section after a decision, its chunks filtered as on the page."""
+def _render_query(project, query, flt, *, show_all: bool = False, counters: bool = True):
+    """One query's section after a decision, its chunks filtered as on the page (all of them with
+    ``show_all``); with ``counters``, the page's counters too, swapped in place out of band."""
     kept = [c for c in query.chunks if flt.keeps(c)]
     q = leaks.QueryLeaks(query.qid, query.query_id, query.text, query.leak_status, query.status, kept,
                          hidden=len(query.chunks) - len(kept))
-    return render_template("leaks/_query.html", project=project, q=q, decisions=leaks.DECISIONS,
-                           fargs=_filter_args(flt))
+    html = render_template("leaks/_query.html", project=project, q=q, decisions=leaks.DECISIONS,
+                           fargs=_filter_args(flt), show_all=show_all, top_chunks=TOP_CHUNKS)
+    if counters:
+        html += render_template("leaks/_counts.html", ov=leaks.leak_overview(get_db(), project, flt), oob=True)
+    return html
+
+
+@bp.get("/<int:project_id>/leaks/query/<int:query_id>")
+@lead_required
+def query_section(project_id: int, query_id: int):
+    """One query's section with all its chunks (the "show all" of a query with many)."""
+    project = project_or_404(project_id)
+    flt = _filter()
+    query = leaks.query_leaks(get_db(), project, query_id)
+    if query is None:
+        abort(404)
+    if is_htmx():
+        return _render_query(project, query, flt, show_all=True, counters=False)
+    return redirect(url_for("leaks.index", project_id=project.id, all=query_id, **_filter_args(flt))
+                    + f"#leakq-{query_id}")
 
 
 @bp.get("/<int:project_id>/leaks")
@@ -67,8 +87,13 @@ def index(project_id: int):
     project = project_or_404(project_id)
     flt = _filter()
     overview = leaks.leak_overview(get_db(), project, flt)
+    try:
+        show_all = whole_number(request.args.get("all") or "0")
+    except ValueError:
+        show_all = 0
     return render_template("leaks/index.html", project=project, overview=overview, decisions=leaks.DECISIONS,
-                           modes=MODES, fargs=_filter_args(flt), flt=flt)
+                           modes=MODES, fargs=_filter_args(flt), flt=flt, top_chunks=TOP_CHUNKS,
+                           show_all_query=show_all)
 
 
 def _done(project, queries, decision, flt, what: str):

@@ -160,8 +160,7 @@ def _echo_text(d: dict) -> None:
                 if pv["verdict_changed"] or pv["swapped"]:
                     echo(f"    {pv['a']} vs {pv['b']}: human {pv['human_verdict']} ({pv['human_delta']:+.4f}) -> "
                          f"{c['labels']} {pv['other_verdict']} ({pv['other_delta']:+.4f})")
-    failed = d["failed_checks"]
-    echo("failed checks: " + (", ".join(failed) if failed else "none"))
+    echo(d["checks_summary"])
 
 
 @main.command("calibrate")

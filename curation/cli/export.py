@@ -77,37 +77,10 @@ def export_cmd(version, project_name, policy, allow_incomplete, fill_unjudged, f
                                  allow_incomplete=allow_incomplete, created_by=created_by or _whoami(),
                                  progress=sys.stderr.isatty(), fill_unjudged=fill_unjudged,
                                  formats=formats, relevance_level=relevance_level)
-    m = res.manifest
-    c = m["counts"]
-    how = "new version" if res.new else "frozen version written again"
-    parent = f", parent {m['parent']}" if m.get("parent") else ", no parent"
-    click.echo(f"{res.version} of project {m['project']} -> {res.path} ({how}{parent}; created {m['created_at']})")
-    split = m.get("split")
-    split_txt = (f" ({split['counts']['tune']} tune, {split['counts']['holdout']} holdout)" if split else " (no split)")
-    grades = ", ".join(f"{g}: {n}" for g, n in c["grades"].items())
-    click.echo(f"  {c['queries']} queries{split_txt}; {c['pairs']} judged pairs (grades {grades})")
-    click.echo("  sources: " + ", ".join(f"{k} {v}" for k, v in c["sources"].items() if v) + f"; policy {m['policy']}")
-    mf = m.get("machine_fill")
-    if mf:
-        cal = mf["calibration"]
-        exact = cal["exact_agreement"]
-        agree = "not enough pairs" if exact is None else f"{100 * exact['value']:.1f}% exact agreement with people"
-        click.echo(f"  MACHINE-FILLED: {mf['pairs_filled']} pairs labelled by machine judge {mf['judge']} ({agree}; "
-                   f"verdict {cal['verdict']}; failed checks: {', '.join(cal['failed_checks']) or 'none'})")
-    inc = m["incomplete"]
-    if inc["unjudged_pooled_pairs"] or inc["unresolved_disagreements"]:
-        click.echo(f"  INCOMPLETE: {inc['unjudged_pooled_pairs']} pooled pairs unjudged, "
-                   f"{inc['unresolved_disagreements']} disagreements unresolved (left out of qrels.txt)")
-    undecided = m.get("leak_check", {}).get("undecided") or {}
-    if undecided.get("findings"):
-        click.echo(f"  LEAK CHECK UNDECIDED: {undecided['findings']} findings on {undecided['chunks']} chunks of "
-                   f"{undecided['queries']} queries have no lead's decision (the Leak check page decides them)")
-    from curation.export.formats import summary_lines
+    from curation.export.versions import result_lines
 
-    for line in summary_lines(m.get("formats")):
+    for line in result_lines(res):
         click.echo(line)
-    for name, info in m["files"].items():
-        click.echo(f"  {name:<14} {info['bytes']:>10} bytes  sha256 {info['sha256'][:16]}")
     from curation.export.verify import stale_beside
 
     for stale in stale_beside(res.path):

@@ -18,7 +18,8 @@ def format_progress(r) -> str:
     lines = [
         f"project {r.project}: {r.done_pairs} of {r.assigned_pairs} assigned pairs done, {r.remaining_pairs} to go"
         + (f" ({r.unassigned_pairs} pairs of the pool not assigned)" if r.unassigned_pairs else ""),
-        f"pace: {r.pace:.1f} answers an hour over the last 24 hours; "
+        f"answers: {r.done_rows} done, {r.remaining_rows} to go",
+        f"pace: {r.pace:.1f} answers an hour over the last hour with answers, {r.pace_session:.1f} over the session; "
         + (f"estimated finish {r.eta:%Y-%m-%d %H:%M} UTC ({r.eta_note})" if r.eta else r.eta_note),
     ]
     if r.overlap_pairs:
@@ -33,7 +34,8 @@ def format_progress(r) -> str:
     for j in r.judges:
         median = "–" if j.median_seconds is None else f"{j.median_seconds:.1f}"
         last = "never" if j.last_active is None else f"{_ago(j.idle_for)} ago"
-        idle = f"  IDLE (over {_ago(r.idle_after)})" if j.idle else ""
+        idle = {"idle": f"  IDLE (over {_ago(r.idle_after)})", "done": "  DONE",
+                "waiting": "  waiting for the release"}.get(j.state, "")
         lines.append(f"{j.judge:<14}{j.done:>6}{j.assigned:>9}{j.held:>6}{j.per_hour_hour:>7.0f}{j.per_hour_day:>8.1f}"
                      f"{median:>9}{_share(j.unsure_share):>8}{_share(j.skipped_share):>8}  {last}{idle}")
     if not r.judges:
@@ -51,8 +53,10 @@ def format_progress(r) -> str:
 def progress_cmd(project_name, idle_minutes, as_json, db_url):
     """Where the judging stands: per judge, pairs done / assigned / held, answers per hour over
     the last hour and day, median seconds per pair, share unsure and skipped, last active (idle
-    judges marked); for the project, pairs done and to go, the pace, an estimated finish and the
-    overlap set's state. The lead's progress page shows the same figures.
+    and finished judges marked); for the project, pairs and answers done and to go (pairs of dropped queries
+    and excluded documents left out), the pace over the last hour with answers and over the
+    session, an estimated finish that says how it was made, and the overlap set's state. The
+    lead's progress page shows the same figures.
 
     \b
     Example:

@@ -29,7 +29,8 @@ th:first-child,td:first-child{text-align:left}th{font-weight:600;background:#f5f
 .verdict.b{background:#dff3e4;color:#145c2c}.verdict.a{background:#fde6e4;color:#8a1c12}
 .note{color:#6b4e00;background:#fff6db;padding:.3rem .6rem;border-radius:.3rem;margin:.3rem 0}
 .note.warn{color:#7a1212;background:#fde8e8;font-weight:600}
-svg{background:#fbfcfd;border:1px solid #e3e6ec;border-radius:.3rem}
+svg{background:#fbfcfd;border:1px solid #e3e6ec;border-radius:.3rem;max-width:100%;height:auto}
+.scroll{overflow-x:auto;max-width:100%}
 .axis{stroke:#8a93a3;stroke-width:1}.zero{stroke:#1d2330;stroke-width:1.2}
 .pos{fill:#2f8f4e}.neg{fill:#c0392b}.tie{fill:#9aa3b2}.bar{fill:#6d8fc7}
 .ci{stroke:#d98c00;stroke-width:2;stroke-dasharray:5 3}.obs{stroke:#1d2330;stroke-width:2}
@@ -205,7 +206,7 @@ def render_comparison(c: Comparison, *, title: str | None = None, coverage=None,
     out.append("<p class=\"sub\">Made by golden stats compare. Delta = mean over queries of (B − A); "
                "the interval is described at the top; the bootstrap resamples queries as they were sampled."
                "</p></body></html>")
-    return "\n".join(out)
+    return _scrolling("\n".join(out))
 
 
 def render_family(f, *, title: str | None = None, coverage=None, warn_below: float = 0.9,
@@ -245,4 +246,11 @@ def render_family(f, *, title: str | None = None, coverage=None, warn_below: flo
     out.append("<p class=\"sub\">Made by golden stats compare. Each delta is the mean over queries of (B − A); "
                "a verdict "
                "says better only when the adjusted p-value is below the level.</p></body></html>")
-    return "\n".join(out)
+    return _scrolling("\n".join(out))
+
+
+def _scrolling(page: str) -> str:
+    """Each table in a box that scrolls sideways on a narrow screen (the page itself never does),
+    a named region a keyboard can reach (WCAG: scrollable regions must be focusable)."""
+    return (page.replace("<table", '<div class="scroll" tabindex="0" role="region" aria-label="table"><table')
+            .replace("</table>", "</table></div>"))

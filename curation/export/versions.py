@@ -200,6 +200,45 @@ def export_version(
     finally:
         shutil.rmtree(spool, ignore_errors=True)
 
+def result_lines(res: ExportResult, *, where: str | None = None) -> list[str]:
+    """What an export did, in lines a person reads: the version, where it went (``where``, default
+    its folder), its counts, sources, machine fill, what is incomplete or undecided, the other
+    formats and the files with their checksums. Printed by ``golden export create`` and shown by the
+    lead's Export button (one summary for both)."""
+    from curation.export.formats import summary_lines
+
+    m = res.manifest
+    c = m["counts"]
+    how = "new version" if res.new else "frozen version written again"
+    parent = f", parent {m['parent']}" if m.get("parent") else ", no parent"
+    lines = [f"{res.version} of project {m['project']} -> {where or res.path} ({how}{parent}; "
+             f"created {m['created_at']})"]
+    split = m.get("split")
+    split_txt = (f" ({split['counts']['tune']} tune, {split['counts']['holdout']} holdout)" if split else " (no split)")
+    grades = ", ".join(f"{g}: {n}" for g, n in c["grades"].items())
+    lines.append(f"  {c['queries']} queries{split_txt}; {c['pairs']} judged pairs (grades {grades})")
+    lines.append("  sources: " + ", ".join(f"{k} {v}" for k, v in c["sources"].items() if v)
+                 + f"; policy {m['policy']}")
+    mf = m.get("machine_fill")
+    if mf:
+        cal = mf["calibration"]
+        exact = cal["exact_agreement"]
+        agree = "not enough pairs" if exact is None else f"{100 * exact['value']:.1f}% exact agreement with people"
+        lines.append(f"  MACHINE-FILLED: {mf['pairs_filled']} pairs labelled by machine judge {mf['judge']} ({agree}; "
+                     f"verdict {cal['verdict']}; failed checks: {', '.join(cal['failed_checks']) or 'none'})")
+    inc = m["incomplete"]
+    if inc["unjudged_pooled_pairs"] or inc["unresolved_disagreements"]:
+        lines.append(f"  INCOMPLETE: {inc['unjudged_pooled_pairs']} pooled pairs unjudged, "
+                     f"{inc['unresolved_disagreements']} disagreements unresolved (left out of qrels.txt)")
+    undecided = m.get("leak_check", {}).get("undecided") or {}
+    if undecided.get("findings"):
+        lines.append(f"  LEAK CHECK UNDECIDED: {undecided['findings']} findings on {undecided['chunks']} chunks of "
+                     f"{undecided['queries']} queries have no lead's decision (the Leak check page decides them)")
+    lines.extend(summary_lines(m.get("formats")))
+    for name, info in m["files"].items():
+        lines.append(f"  {name:<14} {info['bytes']:>10} bytes  sha256 {info['sha256'][:16]}")
+    return lines
+
 
 def _store_and_write(session: Session, project: Project, version: str, state: VersionState, state_sha: str, *,
                      out_dir: Path, allow_incomplete: bool, created_by: str | None, formats: tuple[str, ...] = (),

@@ -1,30 +1,39 @@
 """Where the judging stands: per judge and for the project, built once for ``golden judging progress`` and
 the lead's progress page (``/lead/<project>/progress``), with one set of defaults.
 
+The counts of work (done, assigned, held, to go) come from the one count every page and command
+uses, :func:`curation.store.workload.count_work`: pairs a lead retired (a dropped query, a document
+excluded by a leak decision) leave every count.
+
 Per judge (every user with pairs assigned in the project):
 
-- ``done`` / ``assigned`` / ``held``: assignment rows labelled (the judge's latest answer is a
-  grade, not a skip), all rows, and main rows still held back until a lead releases them;
+- ``done`` / ``assigned`` / ``held``: assignment rows of live pairs labelled (the judge's latest
+  answer is a grade, not a skip), all rows, and main rows still held back until a lead releases them;
 - ``per_hour_hour`` / ``per_hour_day``: answers (labels and skips given in the app) in the hour
   and the 24 hours before ``now``, per hour;
 - ``median_seconds``: median time from a pair being shown to its answer, over the judge's answers
   in the app (imported judgments have no timing and count for nothing here);
 - ``last_active``: the judge's latest answer in the app;
 - ``unsure_share``: unsure labels over labels; ``skipped_share``: skips over answers;
-- ``idle``: the judge has pairs they could judge now (not held) and has not answered for
-  ``idle_after`` (never answered counts as idle).
+- ``state``: "done" when nothing is left (held work included), "waiting" when all that is left is
+  held, "idle" when the judge has pairs they could judge now and has not answered for
+  ``idle_after`` (never answered counts as idle), else "active"; ``idle`` is ``state == "idle"``.
 
 For the project: pool pairs (of queries not dropped), assigned and unassigned; a pair is ``done``
-when every judge it is assigned to has labelled it. ``pace`` is the team's answers per hour over
-the last 24 hours, and ``eta`` the time the remaining assignment rows (held ones included) would
-take at that pace: none when nobody answered in the last day. The overlap set's state: its pairs,
+when every judge it is assigned to has labelled it. The pace is measured over two recent windows of
+the team's answers, never averaged over a day: ``pace`` over the last hour with answers (the hour
+up to the latest answer, or since the first answer when that is later), and ``pace_session`` over
+the session (the run of answers up to the latest with no gap longer than ``idle_after``); each is
+(answers - 1) / the time from the first to the last answer of its window. ``eta`` is the time the
+remaining assignment rows (held ones included) would take at ``pace`` from ``now``, and
+``eta_note`` says how it was made (none before two answers). The overlap set's state: its pairs,
 how many every judge has labelled, and whether the rest is held or released.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -32,7 +41,8 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
-from curation.store.models import Assignment, Judgment, PoolPair, Project, Query, User, utcnow
+from curation.store import workload
+from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, User, utcnow
 
 IDLE_AFTER = timedelta(minutes=30)  # the default: a judge with work and no answer for this long is idle
 HOURS = 24  # the hourly chart covers the last day
@@ -55,6 +65,7 @@ class JudgeProgress:
     unsure_share: float | None
     skipped_share: float | None
     idle: bool
+    state: str  # "done", "waiting" (only held work left), "idle" or "active"
     idle_for: timedelta | None  # since the last answer (None: never answered)
 
 
@@ -68,10 +79,12 @@ class ProgressReport:
     unassigned_pairs: int
     done_pairs: int  # every judge the pair is assigned to has labelled it
     remaining_pairs: int  # assigned pairs not yet done
+    done_rows: int  # assignment rows of live pairs labelled (the work done, in answers)
     remaining_rows: int  # assignment rows not yet labelled (the work left, in answers)
     held_rows: int
     released: bool  # main pairs visible to judges (released, or never held)
-    pace: float  # the team's answers per hour over the last 24 hours
+    pace: float  # the team's answers per hour over the last hour with answers
+    pace_session: float  # ... over the current session (no gap over idle_after)
     eta: datetime | None
     eta_note: str
     overlap_pairs: int
@@ -138,72 +151,95 @@ def build_progress(
     now = _aware(now) or utcnow()
     pid = project.id
     visible = main_visible(project)
-    per_judge, pair_rows, overlap_rows, overlap_judges = _assignment_counts(session, pid, visible)
+    work = workload.count_work(session, pid, visible=visible)
+    pair_rows, overlap_rows, overlap_judges = _pair_counts(session, pid)
     pairs = session.exec(
         select(func.count()).select_from(PoolPair).join(Query, Query.id == PoolPair.query_id)
-        .where(PoolPair.project_id == pid, Query.status != "dropped")
+        .join(Document, Document.id == PoolPair.document_id)
+        .where(PoolPair.project_id == pid, workload.live_pair_condition())
     ).one()
-    by_judge, hourly = _answer_counts(session, pid, now)
-    judges = _judge_rows(session, per_judge, by_judge, now=now, idle_after=idle_after)
+    by_judge, hourly, times = _answer_counts(session, pid, now)
+    judges = _judge_rows(session, work, by_judge, now=now, idle_after=idle_after)
 
     done_pairs = sum(1 for flags in pair_rows.values() if all(flags))
-    remaining_rows = sum(j.remaining for j in judges)
-    pace = sum(j.per_hour_day for j in judges)
-    if remaining_rows == 0:
-        eta, eta_note = now, "all assigned pairs are judged"
-    elif pace > 0:
-        eta = now + timedelta(hours=remaining_rows / pace)
-        eta_note = f"{remaining_rows} answers left at {pace:.1f} an hour"
-    else:
-        eta, eta_note = None, f"no estimate: nobody answered in the last {HOURS} hours"
+    team = workload.project_work(work)
+    remaining_rows = team.remaining
+    pace, pace_session, eta, eta_note = _pace(times, remaining_rows, now=now, idle_after=idle_after)
     return ProgressReport(
         project=project.name, now=now, idle_after=idle_after, pairs=int(pairs), assigned_pairs=len(pair_rows),
         unassigned_pairs=int(pairs) - len(pair_rows), done_pairs=done_pairs,
         remaining_pairs=len(pair_rows) - done_pairs,
-        remaining_rows=remaining_rows, held_rows=sum(j.held for j in judges), released=visible, pace=pace, eta=eta,
+        done_rows=team.done, remaining_rows=remaining_rows, held_rows=sum(j.held for j in judges), released=visible,
+        pace=pace, pace_session=pace_session, eta=eta,
         eta_note=eta_note, overlap_pairs=len(overlap_rows),
         overlap_complete=sum(1 for flags in overlap_rows.values() if all(flags)), overlap_judges=len(overlap_judges),
         judges=judges, hourly=hourly,
     )
 
 
-def _assignment_counts(session: Session, pid: int, visible: bool):
-    """The assignment rows of the active queries counted per judge, and each pair's (and overlap
-    pair's) rows as done flags; with the judges who have overlap rows."""
+def _rate(times: list[datetime]) -> float:
+    """Answers per hour over ``times`` (sorted): (n - 1) over the first-to-last span; 0 below two."""
+    span = (times[-1] - times[0]).total_seconds() if len(times) > 1 else 0.0
+    return (len(times) - 1) * 3600.0 / span if span > 0 else 0.0
+
+
+def _pace(times: list[datetime], remaining: int, *, now: datetime, idle_after: timedelta):
+    """(pace over the last hour with answers, pace over the session, eta, how the eta was made)."""
+    pace = pace_session = 0.0
+    if times:
+        last = times[-1]
+        start = len(times) - 1
+        while start > 0 and times[start] - times[start - 1] <= idle_after:
+            start -= 1
+        session = times[start:]
+        window = [t for t in times if t > last - timedelta(hours=1)]
+        pace, pace_session = _rate(window), _rate(session)
+    if remaining == 0:
+        return pace, pace_session, now, "all assigned pairs are judged"
+    if len(times) < 2:
+        return 0.0, 0.0, None, "no estimate: the team has given fewer than two answers"
+    if pace <= 0:
+        return 0.0, pace_session, None, "no estimate: the last hour with answers has only one"
+    note = (f"{remaining} answers left at {pace:.1f} an hour, the team's pace over the last hour with answers "
+            f"({window[0]:%H:%M}-{last:%H:%M} UTC, {len(window)} answers); "
+            + (f"{pace_session:.1f} an hour over the session since {session[0]:%H:%M} UTC" if pace_session
+               else "the session has one answer"))
+    if now - last > idle_after:
+        note += f"; nobody has answered since {last:%Y-%m-%d %H:%M} UTC, so it assumes judging resumes now"
+    return pace, pace_session, now + timedelta(hours=remaining / pace), note
+
+
+def _pair_counts(session: Session, pid: int):
+    """Each live pair's (and overlap pair's) assignment rows as done flags, with the judges who have
+    overlap rows."""
     rows = session.exec(
         select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.done_at.is_not(None))
         .join(PoolPair, PoolPair.id == Assignment.pair_id)
         .join(Query, Query.id == PoolPair.query_id)
-        .where(Assignment.project_id == pid, Query.status != "dropped")
+        .join(Document, Document.id == PoolPair.document_id)
+        .where(Assignment.project_id == pid, workload.live_pair_condition())
     ).all()
-    per_judge: dict[int, Counter] = defaultdict(Counter)
     pair_rows: dict[int, list[bool]] = defaultdict(list)
     overlap_rows: dict[int, list[bool]] = defaultdict(list)
     overlap_judges: set[int] = set()
     for pair_id, judge_id, kind, done in rows:
-        c = per_judge[judge_id]
-        c["assigned"] += 1
-        c["done"] += bool(done)
         if kind == "overlap":
-            c["overlap_assigned"] += 1
-            c["overlap_done"] += bool(done)
             overlap_rows[pair_id].append(bool(done))
             overlap_judges.add(judge_id)
-        elif not visible and not done:
-            c["held"] += 1
         pair_rows[pair_id].append(bool(done))
-    return per_judge, pair_rows, overlap_rows, overlap_judges
+    return pair_rows, overlap_rows, overlap_judges
 
 
-def _answer_counts(session: Session, pid: int, now: datetime) -> tuple[dict[int, dict], list[int]]:
+def _answer_counts(session: Session, pid: int, now: datetime) -> tuple[dict[int, dict], list[int], list[datetime]]:
     """The answers given in the app (imports have no timing) counted per judge, and per hour of the
-    last :data:`HOURS`."""
+    last :data:`HOURS`; with the times of the team's answers up to ``now``, sorted."""
     answers = session.exec(
         select(Judgment.judge_id, Judgment.answered_at, Judgment.shown_at, Judgment.skipped, Judgment.unsure)
         .where(Judgment.project_id == pid, Judgment.source == "human")
     ).all()
     hour_ago, day_ago = now - timedelta(hours=1), now - timedelta(hours=HOURS)
     hourly = [0] * HOURS
+    times: list[datetime] = []
     by_judge: dict[int, dict] = defaultdict(lambda: dict(n=0, hour=0, day=0, labels=0, unsure=0, skips=0,
                                                          seconds=[], last=None))
     for judge_id, answered, shown, skipped, unsure in answers:
@@ -219,32 +255,41 @@ def _answer_counts(session: Session, pid: int, now: datetime) -> tuple[dict[int,
             a["seconds"].append((answered - shown).total_seconds())
         if a["last"] is None or answered > a["last"]:
             a["last"] = answered
+        if answered <= now:
+            times.append(answered)
         if hour_ago < answered <= now:
             a["hour"] += 1
         if day_ago < answered <= now:
             a["day"] += 1
             slot = HOURS - 1 - int((now - answered).total_seconds() // 3600)
             hourly[max(slot, 0)] += 1
-    return by_judge, hourly
+    times.sort()
+    return by_judge, hourly, times
 
 
-def _judge_rows(session: Session, per_judge: dict[int, Counter], by_judge: dict[int, dict], *, now: datetime,
+def _judge_rows(session: Session, work: dict[int, workload.Work], by_judge: dict[int, dict], *, now: datetime,
                 idle_after: timedelta) -> list[JudgeProgress]:
     """Each judge's line of the report, by name."""
-    names = dict(session.exec(select(User.id, User.name).where(User.id.in_(list(per_judge) or [-1]))).all())
+    names = dict(session.exec(select(User.id, User.name).where(User.id.in_(list(work) or [-1]))).all())
     judges = []
-    for judge_id in sorted(per_judge, key=lambda j: names.get(j, "")):
-        c, a = per_judge[judge_id], by_judge[judge_id]
-        remaining = c["assigned"] - c["done"]
-        workable = remaining - c["held"]  # pairs the judge could judge now
+    for judge_id in sorted(work, key=lambda j: names.get(j, "")):
+        w, a = work[judge_id], by_judge[judge_id]
         idle_for = (now - a["last"]) if a["last"] is not None else None
+        if w.finished:
+            state = "done"
+        elif w.open_now == 0:
+            state = "waiting"
+        elif idle_for is None or idle_for > idle_after:
+            state = "idle"
+        else:
+            state = "active"
         judges.append(JudgeProgress(
-            judge=names.get(judge_id, f"#{judge_id}"), done=c["done"], assigned=c["assigned"], held=c["held"],
-            remaining=remaining, overlap_done=c["overlap_done"], overlap_assigned=c["overlap_assigned"],
+            judge=names.get(judge_id, f"#{judge_id}"), done=w.done, assigned=w.total, held=w.held,
+            remaining=w.remaining, overlap_done=w.overlap_done, overlap_assigned=w.overlap_total,
             answers=a["n"], per_hour_hour=float(a["hour"]), per_hour_day=a["day"] / HOURS,
             median_seconds=statistics.median(a["seconds"]) if a["seconds"] else None,
             last_active=a["last"], unsure_share=(a["unsure"] / a["labels"]) if a["labels"] else None,
             skipped_share=(a["skips"] / a["n"]) if a["n"] else None,
-            idle=workable > 0 and (idle_for is None or idle_for > idle_after), idle_for=idle_for,
+            idle=state == "idle", state=state, idle_for=idle_for,
         ))
     return judges

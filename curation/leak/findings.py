@@ -7,7 +7,8 @@
 ``exclude_chunk``
     the chunk leaves the snapshot: the project's document with that id gets ``excluded``;
 ``drop_query``
-    the query leaves the golden set (``Query.status = "dropped"``);
+    the query leaves the golden set (``Query.status = "dropped"``); taken on one chunk, it is also
+    recorded on every still undecided chunk of the query (the query is decided whole);
 ``rejudge``
     the query stays but is to be judged again (``Query.status = "rejudge"``);
 ``keep``
@@ -31,7 +32,7 @@ from datetime import datetime
 
 from sqlmodel import Session, select
 
-from curation.leak.report import MODES
+from curation.leak.report import MODES, whole_words
 from curation.store.models import Document, LeakFinding, Project, Query, User, utcnow
 
 DECISIONS = {  # no default: a finding starts undecided
@@ -214,6 +215,9 @@ def _chunk_findings(session: Session, pid: int, query_ids: list[int]) -> dict[in
         cf.findings += 1
         if f.span and not cf.span:
             cf.span, cf.before, cf.after = f.span, f.context_before, f.context_after
+    for by_chunk in grouped.values():
+        for cf in by_chunk.values():
+            cf.before, cf.span, cf.after = whole_words(cf.before, cf.span, cf.after)
     return {q: sorted(c.values(), key=lambda c: (-c.best, c.chunk_id)) for q, c in grouped.items()}
 
 
@@ -299,6 +303,8 @@ def decide_many(
     if missing:
         raise LookupError(f"finding {missing[0]} is not in this project")
     pairs = list(dict.fromkeys((by_id[i].query_id, by_id[i].chunk_id) for i in wanted))
+    if decision == "drop_query":
+        pairs = _with_undecided_chunks(session, pairs)
     now = utcnow()
     undo: dict[int, bool] = {}
     try:
@@ -331,6 +337,18 @@ def _audit_decision(session: Session, pid: int, pairs: list[tuple[int, str]], de
     shown = [[qids.get(q, str(q)), c] for q, c in pairs[:100]]
     record_audit(session, "leak_decision", actor=lead, target=f"{len(pairs)} chunk{'s' if len(pairs) != 1 else ''}",
                  project=pid, detail={"decision": decision, "pairs": shown, "count": len(pairs)})
+
+
+def _with_undecided_chunks(session: Session, pairs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Dropping a query decides it whole: ``pairs`` with every still undecided chunk of
+    the queries dropped, so none of them is left for review or counted undecided by the export.
+    Chunks a lead already decided keep their decision."""
+    queries = list(dict.fromkeys(q for q, _ in pairs))
+    rest = session.exec(
+        select(LeakFinding.query_id, LeakFinding.chunk_id)
+        .where(LeakFinding.query_id.in_(queries), LeakFinding.decision.is_(None))
+    ).all()
+    return list(dict.fromkeys(pairs + [(q, c) for q, c in rest]))
 
 
 def _apply_chunk(session: Session, pid: int, chunk_id: str) -> None:

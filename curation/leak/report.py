@@ -27,6 +27,24 @@ def context(norm: str, start: int, end: int, width: int = CONTEXT) -> tuple[str,
         cut = after.rfind(" ")
         after = (after[:cut] if cut > 0 else after) + "…"
     return before, after
+
+
+def whole_words(before: str | None, span: str | None, after: str | None) -> tuple[str | None, str | None, str | None]:
+    """``(before, span, after)`` with the span widened to whole words (issue 27: an aligned span can
+    start or end inside a word, "a**dmins can create**"): the letters and digits of a word cut by
+    the span's start or end move from the context into the span. Nothing changes without a span."""
+    if not span:
+        return before, span, after
+    before, after = before or "", after or ""
+    head = len(before)
+    while head > 0 and before[head - 1].isalnum() and span[0].isalnum():
+        head -= 1
+    tail = 0
+    while tail < len(after) and after[tail].isalnum() and span[-1].isalnum():
+        tail += 1
+    return before[:head], before[head:] + span + after[:tail], after[tail:]
+
+
 STATUSES = ("leak", "too_short", "clean")
 
 

@@ -213,6 +213,25 @@ class CalibrationReport:
             out.append("repeats")
         return out
 
+    @property
+    def checks_run(self) -> list[str]:
+        """The checks that could run (a bias check needs enough pairs in its groups; the repeats
+        check needs pairs labelled more than once): "no failed check" means something only when
+        this is not empty."""
+        out = [c.key for c in self.bias if c.tested and any(g.contrast is not None for g in c.groups)]
+        if self.repeats is not None:
+            out.append("repeats")
+        return out
+
+    @property
+    def checks_summary(self) -> str:
+        """The checks' outcome in one sentence, as the CLI and the Machine judges page print it."""
+        if self.failed_checks:
+            return "failed checks: " + ", ".join(self.failed_checks)
+        if self.checks_run:
+            return f"failed checks: none of the {len(self.checks_run)} that could run ({', '.join(self.checks_run)})"
+        return "no check could run: too few pairs with both a human and a machine label"
+
     def as_dict(self) -> dict:
         def est(e):
             return None if e is None else e.as_dict()
@@ -238,6 +257,8 @@ class CalibrationReport:
             "prompt_versions": [v.as_dict() for v in self.versions],
             "ranking": None if self.ranking is None else self.ranking.as_dict(),
             "failed_checks": self.failed_checks,
+            "checks_run": self.checks_run,
+            "checks_summary": self.checks_summary,
             "notes": self.notes,
             "figures_on": f"prompt version {self.prompt_version}" if self.prompt_version else "no prompt version",
             "circularity": self.circularity,

@@ -123,6 +123,10 @@ def test_adjudication_with_csrf_changes_the_final_label(app, engine, setup, tmp_
     # The largest grade distance comes first: the untrusted document, shown as text.
     assert b"d000_00" in page.data and b"<script>window.__xss" not in page.data
     assert b"&lt;script&gt;window.__xss" in page.data and b"<img src=x" not in page.data
+    # The document comes first; the information need, empty, follows it collapsed.
+    body = page.data.decode()
+    assert body.index('data-testid="document"') < body.index('id="need-form"')
+    assert re.search(r'<details class="need-form" id="need-form">', body)
     with new_session(engine) as s:
         before = {f.pair_id: f for f in final_labels(s, setup.project_id)}
     assert before[pair_id].source == "unresolved"

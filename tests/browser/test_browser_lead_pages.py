@@ -4,7 +4,9 @@ incomplete exported version and leak findings:
 - incompleteness shown where decisions are made: the version page shows each run's judged top-10
   coverage with a warning below 90%, the comparison report warns above its verdict and links back;
 - at 375 px (a phone) no lead page scrolls sideways (``document.documentElement.scrollWidth <=
-  375``; wide tables scroll in their own box) and "Log out" sits inside the header.
+  375``; wide tables scroll in their own focusable, labelled box) and "Log out" sits inside the header;
+- axe-core (its axe.min.js from the axe-core-python package or an npm node_modules folder: not part
+  of golden) finds no WCAG 2.1 A/AA violation on those pages.
 """
 
 from __future__ import annotations
@@ -61,6 +63,13 @@ def server(tmp_path_factory):
         corpus = folder / "corpus.jsonl"
         corpus.write_text(json.dumps({"id": "kb-" + "x" * 80, "text": "Support article. " * 30 + texts["q1"]
                                       + ". Open Billing, choose Export. " * 20}) + "\n")
+        from curation.machine.labels import import_machine_labels
+        from tests.support.machine import write_machine
+
+        rows = [{"qid": q, "docid": d, "grade": g} for (q, d), g in labels.items()]
+        machine = write_machine(folder / "m.jsonl", rows)
+        with new_session(engine) as s:
+            import_machine_labels(s, machine, machine="llm-with-a-rather-long-name", project="p")
         res = CliRunner().invoke(golden, ["leakcheck", "--queries", str(paths["queries"]), "--corpus", str(corpus),
                                           "--out", str(folder / "leaks.jsonl"), "--project", "p", "--db", url,
                                           "--workers", "1"])
@@ -98,8 +107,11 @@ def test_version_page_and_report_flag_incomplete_coverage(server, page):
 
 def test_every_lead_page_fits_a_phone(server, browser):
     base, pid = server["base"], server["project_id"]
-    paths = [f"/lead/{pid}", f"/lead/{pid}/adjudicate", f"/lead/{pid}/progress", f"/lead/{pid}/leaks",
-             "/versions/", "/versions/p/v1", "/reports/p/v1"]
+    compare = f"/reports/p/v1/compare?a={RUNS[0]}&b={RUNS[1]}&metric=ndcg@4"
+    paths = [f"/lead/{pid}", f"/lead/{pid}/adjudicate", f"/lead/{pid}/unsure", f"/lead/{pid}/progress",
+             f"/lead/{pid}/leaks", f"/lead/{pid}/machines", "/versions/", "/versions/p/v1", "/reports/p/v1", compare]
+    axe = _axe_source()
+    violations = {}
     with new_page(browser, viewport=PHONE) as page:
         log_in(page, base, "lena")
         too_wide = {}
@@ -110,8 +122,52 @@ def test_every_lead_page_fits_a_phone(server, browser):
             width = page.evaluate("document.documentElement.scrollWidth")
             if width > PHONE["width"]:
                 too_wide[path] = (width, page.evaluate(WIDE))
+            # A box that scrolls sideways is reachable by keyboard and named (axe: scrollable-region-focusable).
+            unnamed = page.evaluate(SCROLLERS)
+            assert unnamed == [], (path, unnamed)
+            if axe is not None:
+                found = _axe_violations(page, axe)
+                if found:
+                    violations[path] = found
+            if path == compare:
+                continue  # the comparison report is a standalone document, without the app's header
             header = page.locator("header.topbar").bounding_box()
             logout = page.get_by_role("button", name="Log out").bounding_box()
             assert logout["x"] >= 0 and logout["x"] + logout["width"] <= PHONE["width"], path
             assert header["y"] <= logout["y"] and logout["y"] + logout["height"] <= header["y"] + header["height"], path
         assert too_wide == {}
+        assert violations == {}
+    if axe is None:
+        pytest.skip("axe-core is not installed (pip install axe-core-python): the WCAG check did not run")
+
+
+# Elements that scroll sideways (content wider than the box) without tabindex, a role and a label.
+SCROLLERS = """Array.from(document.querySelectorAll('body *')).filter(e => e.scrollWidth > e.clientWidth + 1
+  && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)
+  && !(e.tabIndex >= 0 && e.getAttribute('role') === 'region' && e.getAttribute('aria-label')))
+  .map(e => e.tagName + '.' + e.className)"""
+
+
+def _axe_source() -> str | None:
+    """axe-core's script, from the axe-core-python package or a node_modules folder; None if absent."""
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    spec = find_spec("axe_core_python")
+    candidates = [Path(spec.origin).parent / "axe.min.js"] if spec and spec.origin else []
+    candidates.append(Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js")
+    for path in candidates:
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return None
+
+
+def _axe_violations(page, source: str) -> list[str]:
+    """axe-core's WCAG 2.0/2.1 A and AA violations on the page: rule id and the first offending nodes.
+    The script is evaluated through the DevTools protocol, so the page's CSP does not block it."""
+    page.evaluate(source)
+    result = page.evaluate("""async () => {
+      const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}});
+      return r.violations.map(v => v.id + ': ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', '));
+    }""")
+    return result

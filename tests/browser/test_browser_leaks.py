@@ -151,3 +151,36 @@ def test_filter_by_mode_and_score_and_page(server, page):
     expect(page.locator("[data-testid=leak-query]")).to_have_count(1)
     expect(page.locator("[data-testid=leak-query]")).to_have_attribute("data-qid", "q002")
     expect(page.get_by_test_id("matching")).to_have_text("1 chunk of 1 query match")
+
+
+def test_review_by_keyboard(server, page):
+    """j / k move between chunks, a letter decides the current chunk (htmx, in place), x ticks it and
+    the decision then goes to the ticked chunks; the page's counters change in place."""
+    from playwright.sync_api import expect
+
+    base, pid = server["base"], server["project_id"]
+    log_in(page, base, "lena")
+    page.goto(f"{base}/lead/{pid}/leaks")
+    page.wait_for_load_state("load")
+    page.evaluate("window.__sameDocument = true")
+    page.locator("h1").click()  # focus on the page, not in a field
+    page.keyboard.press("j")
+    first = page.locator("li.leak-chunk.current")
+    expect(first).to_have_count(1)
+    chunk = first.get_attribute("data-chunk")
+    page.keyboard.press("j")
+    expect(page.locator("li.leak-chunk.current")).not_to_have_attribute("data-chunk", chunk)
+    page.keyboard.press("k")
+    expect(page.locator("li.leak-chunk.current")).to_have_attribute("data-chunk", chunk)
+    page.keyboard.press("r")
+    current = page.locator("li.leak-chunk.current")
+    expect(current).to_have_attribute("data-decision", "rejudge")
+    expect(current).to_have_attribute("data-chunk", chunk)  # the same chunk stays current after the swap
+    page.keyboard.press("x")
+    expect(current.locator("input[name=finding]")).to_be_checked()
+    page.keyboard.press("Shift+N")  # Shift and Caps Lock work too
+    expect(page.locator("li.leak-chunk.current")).to_have_attribute("data-decision", "keep")
+    assert page.evaluate("window.__sameDocument") is True  # decided in place, no reload
+    with new_session(server["engine"]) as db:
+        rows = db.exec(select(LeakFinding).where(LeakFinding.chunk_id == chunk)).all()
+    assert rows and any(r.decision == "keep" for r in rows)

@@ -78,7 +78,8 @@ def test_progress_figures_equal_an_independent_count(server, page):
         overlap = conn.execute(text("SELECT COUNT(DISTINCT pair_id) FROM assignment WHERE project_id = :p "
                                     "AND kind = 'overlap'"), {"p": setup.project_id}).scalar()
     expect(page.locator("[data-testid=overlap-pairs]")).to_have_text(str(overlap))
-    expect(page.locator("[data-testid=pace]")).to_have_text(f"{18 / 24:.1f}")
+    # The pace over the last hour with answers: bob's 8 answers, 45 s apart (alice's are over 2 h old).
+    expect(page.locator("[data-testid=pace]")).to_have_text(f"{7 / (7 * 45 / 3600):.1f}")
     assert page.locator("svg[data-chart=progress] g[data-part=done]").count() == 2  # alice and bob have done some
     assert page.locator("svg[data-chart=hourly] rect").count() >= 2
     # A longer idle time: alice is no longer idle.

@@ -92,19 +92,27 @@ def test_figures_by_hand_and_from_the_tables(engine, judged):
     assert report.released is False
     total = sum(n for n, _, _ in counts.values())
     assert report.remaining_rows == total - 15 and report.held_rows == sum(m for _, _, m in counts.values())
-    assert report.pace == pytest.approx(16 / 24)
-    assert report.eta == NOW + timedelta(hours=(total - 15) / (16 / 24))
+    # The pace over the last hour with answers: that hour ends at bob's last answer (27 min before NOW)
+    # and holds alice's answers from 86 to 70 min before NOW and bob's six: 15 answers, 14 gaps over
+    # 59 minutes. The session (no gap over 30 min) is bob's six answers, 30 s apart: 5 gaps in 2.5 min.
+    assert report.pace == pytest.approx(14 / (59 / 60))
+    assert report.pace_session == pytest.approx(5 / (2.5 / 60))
+    assert report.eta == NOW + timedelta(hours=(total - 15) / (14 / (59 / 60)))
+    assert "over the last hour with answers (10:34-11:33 UTC, 15 answers)" in report.eta_note
+    assert "120.0 an hour over the session since 11:30 UTC" in report.eta_note
     assert report.pairs == 30 and report.assigned_pairs == 30 and report.unassigned_pairs == 0
     assert report.done_pairs == 0  # no overlap pair has all three labels, main pairs are held
     assert report.hourly[-1] == 6 and report.hourly[-2] == 10 and sum(report.hourly) == 16
 
-    # The idle time is configurable; a day later nobody answered: no pace, no estimate.
+    # The idle time is configurable; two days later the pace is the one last measured, and the note
+    # says that nobody has answered since.
     with new_session(engine) as s:
         project = projects.get_project(s, "recipes")
         later = build_progress(s, project, now=NOW, idle_after=timedelta(hours=2))
         assert [j.idle for j in later.judges] == [False, False, True]
         tomorrow = build_progress(s, project, now=NOW + timedelta(days=2))
-        assert tomorrow.pace == 0 and tomorrow.eta is None and "nobody answered" in tomorrow.eta_note
+        assert tomorrow.pace == pytest.approx(report.pace)
+        assert "nobody has answered since 2026-03-02 11:33 UTC" in tomorrow.eta_note
         with pytest.raises(ValueError, match="idle_after"):
             build_progress(s, project, now=NOW, idle_after=timedelta(0))
 

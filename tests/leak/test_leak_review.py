@@ -148,3 +148,63 @@ def test_decision_by_form_and_by_htmx(app, engine, setup):
                      ).status_code == 400
     assert lead.post(f"/lead/{setup.project_id}/leaks/99999", data={"decision": "keep", "csrf_token": token}
                      ).status_code == 404
+
+
+def test_dropping_the_query_on_one_chunk_decides_every_undecided_chunk(engine, setup):
+    """A query with three matching chunks: one kept, then "drop the query" on another; the third,
+    undecided, is decided with it (nothing of a dropped query is left for review or counted undecided
+    by the export), and the kept chunk keeps its decision."""
+    records = [{"qid": "q003", "status": "leak", "matches": [
+        {"chunk_id": c, "mode": "exact", "score": 1.0} for c in ("web-a", "web-b", "web-c")]}]
+    with new_session(engine) as db:
+        record_findings(db, setup.project_id, records)
+        lena = db.exec(select(User).where(User.name == "lena")).one()
+        ids = {f.chunk_id: f.id for f in db.exec(select(LeakFinding).where(LeakFinding.chunk_id.like("web-_")))}
+        decide(db, setup.project_id, ids["web-a"], "keep", lena)
+        q = decide(db, setup.project_id, ids["web-b"], "drop_query", lena)
+        assert {c.chunk_id: c.decision for c in q.chunks} == {"web-a": "keep", "web-b": "drop_query",
+                                                               "web-c": "drop_query"}
+        undecided = db.exec(select(LeakFinding).where(LeakFinding.query_id == q.query_id,
+                                                      LeakFinding.decision.is_(None))).all()
+        assert undecided == []
+    assert _status(engine, setup.project_id)["q003"] == ("leak", "dropped")
+
+
+def test_the_marked_span_covers_whole_words():
+    from curation.leak.report import whole_words
+
+    # An aligned span that starts inside "admins" and ends inside "users" is widened to both words.
+    assert whole_words("only a", "dmins can create us", "ers here") == ("only ", "admins can create users", " here")
+    # Already on word boundaries, or next to punctuation: unchanged.
+    assert whole_words("only ", "admins", ", here") == ("only ", "admins", ", here")
+    assert whole_words("…(", "x", ")") == ("…(", "x", ")")
+    assert whole_words(None, None, None) == (None, None, None)
+    assert whole_words(None, "abc", None) == ("", "abc", "")
+
+
+def test_top_chunks_show_all_and_counters_in_place(app, engine, setup):
+    """A query with five matching chunks shows its three best with "show all"; the htmx "show all"
+    brings the five; a decision sends the page's counters back out of band, updated."""
+    records = [{"qid": "q003", "status": "leak", "matches": [
+        {"chunk_id": f"web-{i}", "mode": "exact", "score": 1.0 - i / 10} for i in range(5)]}]
+    with new_session(engine) as db:
+        record_findings(db, setup.project_id, records)
+        q3 = db.exec(select(Query).where(Query.qid == "q003")).one().id
+        first = db.exec(select(LeakFinding).where(LeakFinding.chunk_id == "web-0")).one().id
+    lead = login(app.test_client(), "lena")
+    page = lead.get(f"/lead/{setup.project_id}/leaks")
+    body = page.data.decode()
+    section = body[body.index(f'id="leakq-{q3}"'):]
+    section = section[:section.index("</section>")]
+    assert re.findall(r'data-chunk="(web-\d)"', section) == ["web-0", "web-1", "web-2"]
+    assert 'data-testid="show-all"' in section and "Show all 5 chunks" in section
+    every = lead.get(f"/lead/{setup.project_id}/leaks/query/{q3}", headers=HTMX).data.decode()
+    assert re.findall(r'data-chunk="(web-\d)"', every) == [f"web-{i}" for i in range(5)]
+    decided = re.search(r'data-testid="chunks-decided">(\d+) / (\d+)<', body).groups()
+    r = lead.post(f"/lead/{setup.project_id}/leaks/{first}", headers=HTMX,
+                  data={"decision": "keep", "csrf_token": csrf(page.data)})
+    assert r.status_code == 200
+    swapped = r.data.decode()
+    assert 'id="leak-counters" hx-swap-oob="true"' in swapped
+    now = re.search(r'data-testid="chunks-decided">(\d+) / (\d+)<', swapped).groups()
+    assert (int(now[0]), now[1]) == (int(decided[0]) + 1, decided[1])

@@ -168,12 +168,14 @@ def test_calibrate_cli_text_json_and_html(robust, tmp_path):
                                str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert "[FLAG] Document length" in res.output and "failed checks: length" in res.output
+    assert "no check could run" not in res.output
     assert "humans vs humans (overlap set, 150 pairs)" in res.output
     html = (tmp_path / "r.html").read_text()
     assert 'data-testid="check-length" class="flagged"' in html
     res = runner.invoke(main, ["labels", "calibrate", "--machine", "lenient", "--json", "--db", robust["url"]])
     d = json.loads(res.output)
     assert d["kind"] == "machine" and d["failed_checks"] == ["run"]
+    assert "length" in d["checks_run"] and d["checks_summary"].startswith("failed checks: run")
     assert d["bias_checks"][0]["key"] == "length" and d["human_human"]["pairs"] == 150
     res = runner.invoke(main, ["labels", "calibrate", "--machine", "nobody", "--db", robust["url"]])
     assert res.exit_code == 1 and "no machine judge 'nobody'" in res.output
@@ -217,6 +219,9 @@ def test_fewer_than_30_pairs_say_not_enough_pairs(sqlite_engine, tmp_path):
     assert all(g.agreement is None for c in rep.bias for g in c.groups)
     d = rep.as_dict()
     assert d["enough_pairs"] is False and d["headline"] is None
+    # No check could run: the report says so rather than "failed checks: none".
+    assert d["failed_checks"] == [] and d["checks_run"] == []
+    assert d["checks_summary"] == "no check could run: too few pairs with both a human and a machine label"
 
 
 @pytest.mark.slow

@@ -26,7 +26,6 @@ from curation.judge.judging._records import (
 )
 from curation.judge.judging._statements import (
     _ANSWER_THEN_SHOW_D,
-    _COUNT_RETIRED_OPEN,
     _EXISTING,
     _FIRST_OPEN_D,
     _JUDGE_PROJECT_D,
@@ -37,11 +36,11 @@ from curation.judge.judging._statements import (
     _OPEN_MAIN,
     _OTHER_USERS,
     _RECORD_D,
-    _RETIRED_PAIRS,
     _VIEW_D,
     _Row,
     plan_of,
 )
+from curation.store import workload
 from curation.store.audit import record_audit
 from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
 from curation.store.lookups import join_pair_text
@@ -503,29 +502,17 @@ def _progress_read(conn, proj: Project | JudgeProject, jid: int, recent: int = 5
 
 
 def _progress_of(session: Session, proj: Project | JudgeProject, jid: int, rows) -> Progress:
-    """:func:`progress` from the rows of its statement (:func:`_progress_read`)."""
-    params = {"jid": jid, "pid": proj.id}
-    visible = main_visible(proj)
-    total, assigned, open_, skipped, any_retired, _ = rows[0]
+    """:func:`progress` from the rows of its statement (:func:`_progress_read`): the judge's pace from
+    them, the counts from the one count of work (:func:`curation.store.workload.count_work`), which
+    leaves out the pairs a lead retired (a dropped query, an excluded document)."""
+    work = workload.count_work(session, proj.id, visible=main_visible(proj), judge_id=jid).get(jid)
+    if work is None:
+        work = workload.Work(0, 0, 0, 0, 0, 0)
     secs = [max(float(row[5]), 0.0) for row in rows if row[5] is not None]
-    if visible:
-        assigned = total
-    held = total - assigned
-    # Open rows of retired pairs are in the counts above, but they are no longer work to do.
-    retired_ids = session.connection().execute(_RETIRED_PAIRS, params).scalars().all() if any_retired else ()
-    for i in range(0, len(retired_ids), 5000):
-        chunk = {"jid": jid, "pair_ids": retired_ids[i:i + 5000]}
-        for kind, was_skipped, n in session.connection().execute(_COUNT_RETIRED_OPEN, chunk).all():
-            if visible or kind == "overlap":
-                assigned -= n
-                if was_skipped:
-                    skipped -= n
-                else:
-                    open_ -= n
-    done = assigned - open_ - skipped
     median = statistics.median(secs) if secs else None
-    left = None if median is None else median * (assigned - done)
-    return Progress(done=done, assigned=assigned, held=held, skipped=skipped, median_seconds=median, seconds_left=left)
+    left = None if median is None else median * work.open_now
+    return Progress(done=work.done, assigned=work.assigned, held=work.held, skipped=work.skipped,
+                    median_seconds=median, seconds_left=left)
 
 
 def release_stale(

@@ -284,19 +284,14 @@ def _queue_counts(overlap_only: bool):
 
 
 # Retired pairs of a project, found from the (usually empty) index ranges of dropped queries and
-# excluded documents; then the judge's open rows among them through the (pair_id, judge_id) index.
+# excluded documents (whether there are any; :mod:`curation.store.workload` counts their rows).
 _RETIRED_PAIRS = union(
     core_select(_PP.c.id).join(_Q, _Q.c.id == _PP.c.query_id)
     .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == _DROPPED),
     core_select(_PP.c.id).join(_D, _D.c.id == _PP.c.document_id)
     .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == true()),
 )
-_COUNT_RETIRED_OPEN = (
-    core_select(_A.c.kind, _A.c.skipped, func.count())
-    .where(_A.c.pair_id.in_(bindparam("pair_ids", expanding=True)), _A.c.judge_id == bindparam("jid"),
-           _A.c.done_at.is_(None))
-    .group_by(_A.c.kind, _A.c.skipped)
-)
+
 
 
 def _seconds_between(dialect: str, start, end):
