@@ -1,4 +1,4 @@
-"""Final-label policies on simulated judges of set reliability (issue 32).
+"""Final-label policies on simulated judges of set reliability.
 
 Four judges: error rates 0.05, 0.15, 0.35 (a wrong answer is one of the other grades at random) and
 one who answers at random; each pair is labelled by ``--k`` of them (drawn at random), true grades

@@ -187,7 +187,7 @@ def main(argv=None):
         print(f"  trectools script: {t_wall:6.3f} s wall, {t_cpu:.3f} s CPU ({', '.join(f'{w:.3f}' for w, _ in t)})"
               f"  {len(t_pairs):,} pairs")
         print(f"  ratio trectools / golden: {t_wall / g_wall:.1f}x wall clock "
-              f"(issue 29: >= 15x quiet, >= 12x at load 2); "
+              f"(target: >= 15x quiet, >= 12x at load 2); "
               f"CPU time {t_cpu / g_cpu:.1f}x")
         print(f"  golden's pooling code path alone (no CLI): {p_wall:.3f} s wall, {p_cpu:.3f} s CPU "
               f"({', '.join(f'{w:.3f}' for w, _ in p)}): trectools / it = {t_wall / p_wall:.1f}x wall clock, "

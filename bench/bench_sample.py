@@ -13,7 +13,7 @@ Targets: under 60 s and under 3 GB for 10 million rows.
     python bench/bench_sample.py                 # 10M rows, plain CSV
     python bench/bench_sample.py --rows 1000000 --gzip --baseline
     python bench/bench_sample.py --dir /tmp/bs10 --repeat 3   # keep the log; best of 3 alternating runs
-    python bench/bench_sample.py --logs few distinct --dir /tmp/bs10 --repeat 2   # issue 29's two logs
+    python bench/bench_sample.py --logs few distinct --dir /tmp/bs10 --repeat 2   # the two log shapes
 
 ``--logs`` names the shapes of log to measure, one after the other in the same run, each against
 its own floor (a bare ``pyarrow.csv.read_csv`` of that log): ``zipf`` is the log above (~1M

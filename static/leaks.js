@@ -1,4 +1,4 @@
-/* The leak review by keyboard (issue 27): j / k (or the arrow keys) move between chunks, x ticks the
+/* The leak review by keyboard: j / k (or the arrow keys) move between chunks, x ticks the
    chunk for a decision on a selection, and a letter decides: e excludes the chunk, d drops the query,
    r marks it for re-judging, n keeps it (not a leak; k is taken by moving up). With chunks ticked in
    the current query, the decision goes to the ticked chunks; otherwise to the current chunk. The

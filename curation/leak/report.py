@@ -30,7 +30,7 @@ def context(norm: str, start: int, end: int, width: int = CONTEXT) -> tuple[str,
 
 
 def whole_words(before: str | None, span: str | None, after: str | None) -> tuple[str | None, str | None, str | None]:
-    """``(before, span, after)`` with the span widened to whole words (issue 27: an aligned span can
+    """``(before, span, after)`` with the span widened to whole words (an aligned span can
     start or end inside a word, "a**dmins can create**"): the letters and digits of a word cut by
     the span's start or end move from the context into the span. Nothing changes without a span."""
     if not span:

@@ -1,6 +1,6 @@
 """The one count of judging work: what is done and what is left, per judge and for a project.
 
-Every page and command that says how much is judged reads it here (issue 27: the judge's page,
+Every page and command that says how much is judged reads it here (the judge's page,
 the lead's Progress page, the dashboard, the Comparisons panel and ``golden judging progress``
 used to count four different ways and disagreed after a lead's leak decisions).
 

@@ -1,4 +1,4 @@
-"""The dashboard's Export button (issue 27): a version made by the same function and checks as
+"""The dashboard's Export button: a version made by the same function and checks as
 `golden export create`, its summary shown, CSRF-protected, for leads only, and in the audit trail."""
 
 from __future__ import annotations

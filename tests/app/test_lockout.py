@@ -1,4 +1,4 @@
-"""Lockout that an attacker cannot hold (issue 27): failed logins lock the pair of account and
+"""Lockout that an attacker cannot hold: failed logins lock the pair of account and
 address, only slow the account and the address, and a browser that logged in to the account before
 (its device cookie) is counted on its own. Through Flask's test client on SQLite and PostgreSQL,
 with the throttle's clock injected (no real sleeps)."""

@@ -1,4 +1,4 @@
-"""One count of work on every page (issue 27): after a lead excludes leak chunks and drops a query in
+"""One count of work on every page: after a lead excludes leak chunks and drops a query in
 the middle of the judging, the judge's page, the lead's Progress page, the dashboard, the
 Comparisons panel and `golden judging progress` show the same done / to-go figures, and they are
 the figures counted independently with plain SQL on the tables (retired pairs left out)."""

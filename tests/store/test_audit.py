@@ -55,7 +55,7 @@ def test_release_export_and_adjudication_commands_are_audited(engine, tmp_path):
     run(url, "labels", "adjudicate", "--lead", "lena", "--pair", "q1/d1", "--grade", "1", "--reason", "partly")
     run(url, "export", "create", "--version", "v1", "--out", str(tmp_path / "out"), "--by", "ana")
     run(url, "export", "create", "--version", "v1", "--out", str(tmp_path / "out2"), "--by",
-        "ana")  # same state: written again, and recorded (issue 27)
+        "ana")  # same state: written again, and recorded
     rows = {e.action: e for e in events(engine)}  # newest first: the first event of each kind wins
     assert {"release", "adjudicate", "export"} <= set(rows)
     assert rows["release"].actor == "lena" and rows["release"].target == "p"

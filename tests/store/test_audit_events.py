@@ -1,4 +1,4 @@
-"""Every change a lead makes to what the golden set says is in the audit trail (issue 27): a
+"""Every change a lead makes to what the golden set says is in the audit trail: a
 guidelines version, an information-need edit, a leak decision, an export (new, written again, and
 --frozen) and an unlock, each shown by `golden admin audit`. SQLite and PostgreSQL."""
 
