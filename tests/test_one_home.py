@@ -33,8 +33,10 @@ RULES = {
     "web number parsing": (re.compile(r"type=(int|float)\b|\.isdigit\(\)|def (whole_number|finite_float)\b"),
                            {"judging_app/errors.py"}),
     # whether a grade is on a project's scale: one check (curation.store.scale.check_grade), one message
-    "grade check": (re.compile(r"def check_grade\b|is not (?:on (?:this|the) (?:project's )?scale|a grade of the scale)"),
-                    {"curation/store/scale.py"}),
+    "grade check": (
+        re.compile(r"def check_grade\b|is not (?:on (?:this|the) (?:project's )?scale|a grade of the scale)"),
+        {"curation/store/scale.py"},
+    ),
     # a stored version's qrels and queries, read in one module
     "exported version read": (re.compile(r"parse_qrels\(|parse_queries\("), {"curation/export/reading.py"}),
 }
