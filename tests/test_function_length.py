@@ -40,7 +40,6 @@ NOT_YET_SPLIT = {
     "curation/leak/driver.py::leakcheck",
     "curation/pool/pooling.py::make_pool",
     "curation/formats/runs.py::_parse_trec_fast",
-    "curation/formats/corpus.py::sample_corpus",
 }
 
 
