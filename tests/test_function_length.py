@@ -1,6 +1,6 @@
 """Functions a reader can hold: none in ``curation/`` or ``judging_app/`` runs over about 80 lines
-unless it is listed below with the reason it is long, or in the list of those not split yet (both
-lists stay true: an entry whose function is gone or has become short fails).
+unless it is listed below with the reason it is long, which its own docstring gives too (the list
+stays true: an entry whose function is gone or has become short fails).
 
 Lines are counted with :mod:`ast` from a function's ``def`` to its last line, docstring included.
 """
@@ -33,17 +33,6 @@ ALLOWED = {
         "the app factory: configuration, security, blueprints and error handlers in one place",
 }
 
-# Not split yet: no reason of their own. Each sits in a file another branch was changing while these
-# functions were split, and is a candidate for named steps like export.gather's.
-NOT_YET_SPLIT = {
-    "curation/evaluate/stats.py::compare",
-    "curation/evaluate/stats.py::design",
-    "curation/evaluate/bootstrap.py::bootstrap_replicates",
-    "curation/leak/driver.py::leakcheck",
-    "curation/pool/pooling.py::make_pool",
-}
-
-
 def long_functions() -> dict[str, int]:
     out = {}
     for package in ("curation", "judging_app"):
@@ -58,13 +47,12 @@ def long_functions() -> dict[str, int]:
 
 
 def test_no_long_function_without_a_reason():
-    unexplained = {name: n for name, n in long_functions().items() if name not in ALLOWED.keys() | NOT_YET_SPLIT}
+    unexplained = {name: n for name, n in long_functions().items() if name not in ALLOWED}
     assert unexplained == {}
 
 
 def test_every_reason_is_still_needed():
-    assert sorted((ALLOWED.keys() | NOT_YET_SPLIT) - set(long_functions())) == []
-    assert not ALLOWED.keys() & NOT_YET_SPLIT
+    assert sorted(ALLOWED.keys() - set(long_functions())) == []
 
 
 def test_the_count_is_of_lines():
