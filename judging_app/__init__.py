@@ -149,6 +149,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     (``GOLDEN_PROXY_HEADERS``: trust X-Forwarded-For and X-Forwarded-Proto from one
     reverse proxy, werkzeug's ProxyFix). The app refuses to start on a store whose schema is not at
     the latest migration, with the command that fixes it.
+
+    One function on purpose: the app factory keeps configuration, security, blueprints and error
+    handlers in one place, in the order they must be set up.
     """
     app = Flask(
         __name__,

@@ -32,6 +32,11 @@ RULES = {
     # the web layer's numbers: whole numbers and decimals each by one parser (judging_app/errors.py)
     "web number parsing": (re.compile(r"type=(int|float)\b|\.isdigit\(\)|def (whole_number|finite_float)\b"),
                            {"judging_app/errors.py"}),
+    # whether a grade is on a project's scale: one check (curation.store.scale.check_grade), one message
+    "grade check": (
+        re.compile(r"def check_grade\b|is not (?:on (?:this|the) (?:project's )?scale|a grade of the scale)"),
+        {"curation/store/scale.py"},
+    ),
     # a stored version's qrels and queries, read in one module
     "exported version read": (re.compile(r"parse_qrels\(|parse_queries\("), {"curation/export/reading.py"}),
 }
@@ -39,6 +44,9 @@ RULES = {
 SCOPES = {
     "web number parsing": ("judging_app/",),
     "exported version read": ("curation/export/", "judging_app/"),
+    # where labels are given: judging, adjudication and seeds, and the web app (the export's
+    # relevance level and a model's parsed answer are checked by rules of their own)
+    "grade check": ("curation/store/", "curation/judge/", "curation/agree/", "curation/pool/", "judging_app/"),
 }
 
 
@@ -64,3 +72,13 @@ def test_the_role_pattern_finds_the_old_spellings():
                  'if g.user.role != "admin":', "actor.role == 'admin'"):
         assert pattern.search(text), text
     assert not pattern.search("if not is_lead(lead):")
+
+
+def test_the_grade_check_pattern_finds_the_old_spellings():
+    pattern = RULES["grade check"][0]
+    for text in ('f"grade {grade} is not on this project\'s scale {scale}"',
+                 'f"grade: {grade} is not on the project\'s scale {scale}"',
+                 'f"grade {grade} is not on the project\'s scale {grades}"',
+                 'f"{parameter}: {shown} is not a grade of the scale {scale} "'):
+        assert pattern.search(text), text
+    assert not pattern.search("grade = check_grade(grade, allowed, scale)")

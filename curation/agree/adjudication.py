@@ -26,6 +26,7 @@ from curation.store.lookups import join_pair_text, pair_keys, project_id
 from curation.store.models import Adjudication, Document, GuidelinesVersion, Judgment, PoolPair, Project, Query, User
 from curation.store.projects import current_guidelines, grades, set_guidelines
 from curation.store.roles import is_lead
+from curation.store.scale import check_grade
 
 
 @dataclass(frozen=True)
@@ -330,15 +331,7 @@ def adjudicate(
     if not is_lead(lead):
         role = getattr(lead, "role", None)
         raise ValueError(f"lead: only a lead or admin can adjudicate (this user is a {role})")
-    scale = [g.grade for g in grades(proj)]
-    try:
-        if isinstance(grade, str) and not (grade.strip().isascii() and grade.strip().lstrip("+-").isdigit()):
-            raise ValueError(grade)  # int() would take non-ASCII digits and 1_0
-        grade = int(grade)
-    except (TypeError, ValueError):
-        raise ValueError(f"grade: {str(grade)[:30]!r} is not a number of the scale {scale}") from None
-    if grade not in scale:
-        raise ValueError(f"grade: {grade} is not on the project's scale {scale}")
+    grade = check_grade(grade, [g.grade for g in grades(proj)], proj.scale)
     reason = (reason or "").strip()  # optional: a lead deciding by keyboard may give none
     from curation.formats.limits import check_size
 

@@ -49,6 +49,8 @@ _MEASURES = [("agreement", "percent agreement"), ("kappa", "Cohen's kappa"),
 
 
 def _echo_text(d: dict) -> None:
+    """Print the calibration report ``d`` as text, section by section in the order it is read; one
+    function on purpose, so that the printed layout reads top to bottom as the report does."""
     echo = click.echo
     models = ", ".join(d["models"]) or "model not given"
     echo(f"machine judge {d['machine']} (kind: machine; {models}; prompt version {d['prompt_version']}) "

@@ -45,7 +45,8 @@ def corpus_sample_cmd(corpus, size, keep_files, seed, out, on_conflict, dask_add
     from tqdm import tqdm
 
     from curation.formats.conflicts import Dedup
-    from curation.formats.corpus import read_docids, sample_corpus
+    from curation.formats.corpus import read_docids
+    from curation.sample.corpus import sample_corpus
 
     keep: list[str] = []
     keep_repeats: list[str] = []

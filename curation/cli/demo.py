@@ -54,6 +54,10 @@ def demo_cmd(folder, seed, no_serve, port, force):
     \b
     Example:
       golden demo --dir golden-demo --seed 0 --no-serve
+
+    \f
+    One function on purpose (click shows none of this): the demo's transcript, each step's command
+    and result printed in the order they run.
     """
     from curation.cli.pool import pool_summary
     from curation.cli.sample import format_strata_table

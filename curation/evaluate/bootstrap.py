@@ -50,21 +50,7 @@ def bootstrap_replicates(
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (n,) or (w < 0).any() or not np.isfinite(w).all():
         raise ValueError("weights: one non-negative weight per query")
-    if clusters is not None:
-        _, cl = np.unique(np.asarray(clusters), return_inverse=True)
-        unit_s = np.zeros((cl.max() + 1, m))
-        np.add.at(unit_s, cl, v * w[:, None])
-        unit_w = np.bincount(cl, weights=w)
-        groups = [np.arange(len(unit_w))]
-        if len(unit_w) < 2:
-            raise ValueError("clusters: the cluster bootstrap needs at least 2 clusters")
-    else:
-        unit_s, unit_w = v * w[:, None], w
-        if strata is None:
-            groups = [np.arange(n)]
-        else:
-            strata = np.asarray(strata)
-            groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    unit_s, unit_w, groups = _resampled_units(v, w, strata, clusters)
     if total is not None and not (math.isfinite(total) and total > 0):
         raise ValueError(f"total must be a positive number, not {total!r}")
     constant_den = total is not None or (len(groups) == 1 and np.all(unit_w == unit_w[0]))
@@ -107,6 +93,25 @@ def bootstrap_replicates(
         for b in range(len(starts)):
             run_block(b)
     return out[:, 0] if one else out
+
+
+def _resampled_units(v: np.ndarray, w: np.ndarray, strata, clusters) -> tuple[np.ndarray, np.ndarray, list]:
+    """What the bootstrap draws: each unit's weighted sums ``(units, m)`` and weight, and the groups
+    of units drawn from separately. A unit is a query, or with ``clusters`` a whole cluster (one
+    group); queries are grouped by ``strata`` when given."""
+    n, m = v.shape
+    if clusters is not None:
+        _, cl = np.unique(np.asarray(clusters), return_inverse=True)
+        unit_s = np.zeros((cl.max() + 1, m))
+        np.add.at(unit_s, cl, v * w[:, None])
+        unit_w = np.bincount(cl, weights=w)
+        if len(unit_w) < 2:
+            raise ValueError("clusters: the cluster bootstrap needs at least 2 clusters")
+        return unit_s, unit_w, [np.arange(len(unit_w))]
+    if strata is None:
+        return v * w[:, None], w, [np.arange(n)]
+    strata = np.asarray(strata)
+    return v * w[:, None], w, [np.flatnonzero(strata == s) for s in np.unique(strata)]
 
 
 def t_variance(z: np.ndarray, *, strata: np.ndarray | None = None,

@@ -514,26 +514,7 @@ def design(
     estimator = {"unweighted": "mean over queries", "stratum": "equal weight per stratum",
                  "traffic": "ratio: sum(weight x value) / sum(weight)"}[weighting]
     if unit == "user":
-        if weighting == "traffic":
-            uw = [queries[q].get("user_weight") for q in qids]
-            missing = [q for q, v in zip(qids, uw) if v is None and queries[q].stratum != {"source": "handwritten"}]
-            if missing:
-                raise ValueError(
-                    f"unit 'user': {len(missing)} queries have no user_weight (first {missing[0]!r}); "
-                    "sample with a user column (golden sample queries --user-col) or use --unit query"
-                )
-            w = np.array([0.0 if v is None else float(v) for v in uw])
-        elif weighting == "unweighted":
-            if cluster_col is None:
-                raise ValueError("unit 'user' without traffic weights needs --cluster-col (the user column)")
-            ids = [json.dumps(queries[q].get(cluster_col), sort_keys=True) for q in qids]
-            size: dict[str, int] = {}
-            for c in ids:
-                size[c] = size.get(c, 0) + 1
-            w = np.array([1.0 / size[c] for c in ids])
-            estimator = f"mean over users ({cluster_col}): each user's queries share one unit"
-        else:
-            raise ValueError("unit 'user' goes with --weighting traffic or unweighted, not stratum")
+        w, estimator = _user_weights(qids, queries, weighting, cluster_col, estimator)
     shares: dict[int, float] = {}
     if strata is not None:
         for s in range(len(labels)):
@@ -544,55 +525,10 @@ def design(
             notes.append("the queries file does not state its strata's shares: the traffic-weighted mean is the "
                          "ratio sum(w x) / sum(w), biased when the sample was drawn uniformly (sample again)")
         else:
-            kept = np.bincount(strata, minlength=len(labels))
-            w = w.copy()
-            for s, (share, drawn) in known.items():
-                if share > 0 and kept[s] < drawn:
-                    w[strata == s] *= drawn / kept[s]
-            shares = {s: share for s, (share, _) in known.items() if share > 0}
-            total = sum(shares.values())
-            positive = w[w > 0]
-            if len(positive) and positive.max() > 20 * np.median(positive):
-                notes.append(
-                    f"the largest weight is {positive.max() / np.median(positive):.0f} times the median (queries "
-                    "drawn alike but with very unequal traffic): the traffic-weighted mean is unbiased but noisy; "
-                    "a sample drawn by traffic (the default of golden sample queries) estimates it far more precisely")
-            who = "searches" if unit == "query" else "users"
-            estimator = (f"Horvitz-Thompson: sum(weight x value) / the strata's known share of {who} "
-                         f"({total:.4g})")
+            w, shares, total, estimator = _horvitz_thompson(w, strata, labels, known, unit, notes)
     if mix_shares is not None:
         base = shares if total is not None else {s: float(w[strata == s].sum()) for s in range(len(labels))}
-        stratum_of = {int(s): queries[q].stratum for q, s in zip(qids, strata)}
-        present = sorted({int(s) for s in np.unique(strata[w > 0])})
-
-        def matches(name: str, s: int) -> bool:
-            """A mix key names a stratum (its label, or its values joined by /) or a group of
-            strata by some of their dimensions (``surface=web`` covers every surface=web stratum)."""
-            st = stratum_of.get(s)
-            if name == labels[s] or (isinstance(st, dict) and name == "/".join(str(v) for v in st.values())):
-                return True
-            if not isinstance(st, dict):
-                return False
-            parts = [p.strip().partition("=") for p in name.split(",")]
-            return all(eq and str(st.get(k.strip())) == v.strip() for k, eq, v in parts)
-
-        members = {name: [s for s in present if matches(name, s)] for name in mix_shares}
-        for name, ms in members.items():
-            if not ms:
-                raise ValueError(f"mix: no stratum {name!r} among the compared queries; strata: "
-                                 f"{', '.join(labels[s] for s in present)}")
-        target: dict[int, float] = {}
-        for s in present:
-            keys = [name for name, ms in members.items() if s in ms]
-            if not keys:
-                raise ValueError(f"mix: give a share for every stratum; missing {labels[s]}")
-            if len(keys) > 1:
-                raise ValueError(f"mix: stratum {labels[s]} is named by {keys[0]!r} and {keys[1]!r}")
-        for name, ms in members.items():
-            # a group's share goes to its strata in proportion to their own shares
-            group = sum(base.get(s, 0.0) for s in ms)
-            for s in ms:
-                target[s] = mix_shares[name] * (base.get(s, 0.0) / group if group > 0 else 1 / len(ms))
+        target = _mix_targets(mix_shares, base, qids, queries, w, strata, labels)
         w = w.copy()
         for s in range(len(labels)):
             sel = strata == s
@@ -604,13 +540,106 @@ def design(
     resample = strata if (weighting in ("traffic", "stratum") or mix_shares is not None) else None
     certain = pi = None
     if weighting == "traffic" and queries is not None:
-        inclusion = [queries[q].get("inclusion") for q in qids]
-        if any(isinstance(x, (int, float)) for x in inclusion):
-            certain = np.array([isinstance(x, (int, float)) and x >= 1 - 1e-9 for x in inclusion])
-            if all(isinstance(x, (int, float)) and 0 < x <= 1 for x, wi in zip(inclusion, w) if wi > 0):
-                pi = np.array([float(x) if isinstance(x, (int, float)) and 0 < x <= 1 else 0.0 for x in inclusion])
+        certain, pi = _inclusion(qids, queries, w)
     return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
                   estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi)
+
+
+def _user_weights(qids, queries, weighting: str, cluster_col: str | None, estimator: str) -> tuple[np.ndarray, str]:
+    """The weights of a user-weighted mean (``unit="user"``) and its estimator's description: the
+    sample's ``user_weight`` with ``traffic``, else each user's queries sharing one unit."""
+    if weighting == "traffic":
+        uw = [queries[q].get("user_weight") for q in qids]
+        missing = [q for q, v in zip(qids, uw) if v is None and queries[q].stratum != {"source": "handwritten"}]
+        if missing:
+            raise ValueError(
+                f"unit 'user': {len(missing)} queries have no user_weight (first {missing[0]!r}); "
+                "sample with a user column (golden sample queries --user-col) or use --unit query"
+            )
+        return np.array([0.0 if v is None else float(v) for v in uw]), estimator
+    if weighting == "unweighted":
+        if cluster_col is None:
+            raise ValueError("unit 'user' without traffic weights needs --cluster-col (the user column)")
+        ids = [json.dumps(queries[q].get(cluster_col), sort_keys=True) for q in qids]
+        size: dict[str, int] = {}
+        for c in ids:
+            size[c] = size.get(c, 0) + 1
+        return (np.array([1.0 / size[c] for c in ids]),
+                f"mean over users ({cluster_col}): each user's queries share one unit")
+    raise ValueError("unit 'user' goes with --weighting traffic or unweighted, not stratum")
+
+
+def _horvitz_thompson(w: np.ndarray, strata: np.ndarray, labels, known: dict, unit: str, notes: list[str]
+                      ) -> tuple[np.ndarray, dict[int, float], float, str]:
+    """The weights, strata shares, total and estimator of the Horvitz-Thompson mean from the strata's
+    ``known`` ``(share, drawn)``: a stratum's weights scaled by ``drawn / kept`` when some of its
+    queries are not compared. Notes very unequal weights."""
+    kept = np.bincount(strata, minlength=len(labels))
+    w = w.copy()
+    for s, (share, drawn) in known.items():
+        if share > 0 and kept[s] < drawn:
+            w[strata == s] *= drawn / kept[s]
+    shares = {s: share for s, (share, _) in known.items() if share > 0}
+    total = sum(shares.values())
+    positive = w[w > 0]
+    if len(positive) and positive.max() > 20 * np.median(positive):
+        notes.append(
+            f"the largest weight is {positive.max() / np.median(positive):.0f} times the median (queries "
+            "drawn alike but with very unequal traffic): the traffic-weighted mean is unbiased but noisy; "
+            "a sample drawn by traffic (the default of golden sample queries) estimates it far more precisely")
+    who = "searches" if unit == "query" else "users"
+    return w, shares, total, f"Horvitz-Thompson: sum(weight x value) / the strata's known share of {who} ({total:.4g})"
+
+
+def _mix_targets(mix_shares: Mapping[str, float], base: dict[int, float], qids, queries, w: np.ndarray,
+                 strata: np.ndarray, labels) -> dict[int, float]:
+    """Each compared stratum's share under the stated ``mix``: a mix key's share goes to the strata it
+    names in proportion to their ``base`` shares. ValueError for a key naming no stratum, a stratum
+    named by none or by two."""
+    stratum_of = {int(s): queries[q].stratum for q, s in zip(qids, strata)}
+    present = sorted({int(s) for s in np.unique(strata[w > 0])})
+
+    def matches(name: str, s: int) -> bool:
+        """A mix key names a stratum (its label, or its values joined by /) or a group of
+        strata by some of their dimensions (``surface=web`` covers every surface=web stratum)."""
+        st = stratum_of.get(s)
+        if name == labels[s] or (isinstance(st, dict) and name == "/".join(str(v) for v in st.values())):
+            return True
+        if not isinstance(st, dict):
+            return False
+        parts = [p.strip().partition("=") for p in name.split(",")]
+        return all(eq and str(st.get(k.strip())) == v.strip() for k, eq, v in parts)
+
+    members = {name: [s for s in present if matches(name, s)] for name in mix_shares}
+    for name, ms in members.items():
+        if not ms:
+            raise ValueError(f"mix: no stratum {name!r} among the compared queries; strata: "
+                             f"{', '.join(labels[s] for s in present)}")
+    target: dict[int, float] = {}
+    for s in present:
+        keys = [name for name, ms in members.items() if s in ms]
+        if not keys:
+            raise ValueError(f"mix: give a share for every stratum; missing {labels[s]}")
+        if len(keys) > 1:
+            raise ValueError(f"mix: stratum {labels[s]} is named by {keys[0]!r} and {keys[1]!r}")
+    for name, ms in members.items():
+        # a group's share goes to its strata in proportion to their own shares
+        group = sum(base.get(s, 0.0) for s in ms)
+        for s in ms:
+            target[s] = mix_shares[name] * (base.get(s, 0.0) / group if group > 0 else 1 / len(ms))
+    return target
+
+
+def _inclusion(qids, queries, w: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """From queries.jsonl's ``inclusion``: which queries were taken with certainty, and every
+    query's inclusion probability when each weighted query states one (else None)."""
+    certain = pi = None
+    inclusion = [queries[q].get("inclusion") for q in qids]
+    if any(isinstance(x, (int, float)) for x in inclusion):
+        certain = np.array([isinstance(x, (int, float)) and x >= 1 - 1e-9 for x in inclusion])
+        if all(isinstance(x, (int, float)) and 0 < x <= 1 for x, wi in zip(inclusion, w) if wi > 0):
+            pi = np.array([float(x) if isinstance(x, (int, float)) and 0 < x <= 1 else 0.0 for x in inclusion])
+    return certain, pi
 
 
 def compare(
@@ -654,40 +683,79 @@ def compare(
         raise ValueError(f"tie must be a positive minimum effect, not {tie!r}")
     diff = paired.diff
     des = design(paired.qids, queries, weighting, unit=unit, cluster_col=cluster_col, mix=mix)
-    w, strata, labels = des.weights, des.strata, des.labels
-    resample_strata = des.resample_strata
-    clusters = None
+    w, strata = des.weights, des.strata
     notes: list[str] = list(des.notes)
-    if cluster_col is not None:
-        if queries is None:
-            raise ValueError("cluster_col: needs the queries file (--queries) that holds the cluster column")
-        clusters = [queries[q].get(cluster_col) for q in paired.qids]
-        missing = [q for q, c in zip(paired.qids, clusters) if c is None]
-        if missing:
-            raise ValueError(
-                f"cluster_col {cluster_col!r}: {len(missing)} queries have no such field (first {missing[0]!r})"
-            )
-        clusters = np.array([json.dumps(c, sort_keys=True) for c in clusters])
-        resample_strata = None
-        if weighting != "unweighted" or mix is not None:
-            notes.append("clusters are resampled whole, across strata")
-    active = w > 0
+    clusters = _cluster_ids(paired.qids, queries, cluster_col)
+    resample_strata = des.resample_strata if clusters is None else None
+    active = _active_noted(des, clusters, weighting, mix, notes)
+    total = des.total if clusters is None else None
+    mean_a = des.mean(paired.a)
+    mean_b = des.mean(paired.b)
+    delta = des.mean(diff)
+    method = "t" if ci == "auto" else ci
+    certain = des.certain if (des.certain is not None and clusters is None) else np.zeros(len(diff), dtype=bool)
+    free = active & ~certain
+    _sampling_notes(certain, active, clusters, method, notes)
+    low, high, p_le_0, reps = _delta_interval(
+        des, diff, delta, method=method, clusters=clusters, resample_strata=resample_strata, certain=certain,
+        active=active, total=total, weighting=weighting, resamples=resamples, seed=seed, level=level, notes=notes)
+    trouble = None
+    if weighting == "traffic" and clusters is None and mix is None:
+        trouble = weight_trouble(w, free, total=total, strata=strata,
+                                 fixed_weight=float(w[active & certain].sum()))
+    sign = sign_test(diff[active])
+    mc = mcnemar(paired.a[active], paired.b[active]) if paired.binary else None
+    strata_out = _strata_deltas(paired, des, free, clusters, level)
+    v = _verdict_noted(low, high, tie, trouble, paired, notes)
+    return Comparison(
+        metric=paired.metric, name_a=paired.name_a, name_b=paired.name_b, n=len(paired),
+        weighting=weighting, ci_method=method, level=level, resamples=resamples, seed=seed,
+        mean_a=mean_a, mean_b=mean_b, delta=delta, low=low, high=high,
+        p_delta_le_0=p_le_0, sign=sign, mcnemar=mc, verdict=v, tie=tie,
+        dropped=len(paired.dropped), drop_reasons=dict(paired.reasons),
+        no_results_a=len(paired.no_results_a), no_results_b=len(paired.no_results_b),
+        judged_a=paired.judged_a, judged_b=paired.judged_b, split=split, cluster_col=cluster_col,
+        clusters=None if clusters is None else int(len(np.unique(clusters))), strata=strata_out,
+        notes=notes, qids=list(paired.qids), diffs=diff, replicates=np.asarray(reps),
+        ci_requested=ci, unit=unit, mix=des.mix, estimator=des.estimator,
+    )
+
+
+def _cluster_ids(qids, queries, cluster_col: str | None) -> np.ndarray | None:
+    """Each query's cluster (its ``cluster_col`` value, as JSON), or None without ``cluster_col``."""
+    if cluster_col is None:
+        return None
+    if queries is None:
+        raise ValueError("cluster_col: needs the queries file (--queries) that holds the cluster column")
+    clusters = [queries[q].get(cluster_col) for q in qids]
+    missing = [q for q, c in zip(qids, clusters) if c is None]
+    if missing:
+        raise ValueError(
+            f"cluster_col {cluster_col!r}: {len(missing)} queries have no such field (first {missing[0]!r})"
+        )
+    return np.array([json.dumps(c, sort_keys=True) for c in clusters])
+
+
+def _active_noted(des: Design, clusters, weighting: str, mix, notes: list[str]) -> np.ndarray:
+    """The queries with a positive weight (at least 2, else ValueError), noting those left out and
+    what clusters change in the design."""
+    if clusters is not None and (weighting != "unweighted" or mix is not None):
+        notes.append("clusters are resampled whole, across strata")
+    active = des.weights > 0
     if active.sum() < 2:
         raise ValueError(f"weighting {weighting!r}: fewer than 2 queries carry weight")
     if weighting == "traffic" and not active.all():
         notes.append(f"{int((~active).sum())} queries with weight 0 (hand-written) are out of the "
                      "traffic-weighted mean")
-    total = des.total if clusters is None else None
     if des.total is not None and clusters is not None:
         notes.append("with clusters the Horvitz-Thompson total is not fixed per replicate: the interval "
                      "divides by the weights drawn")
-    mean_a = des.mean(paired.a)
-    mean_b = des.mean(paired.b)
-    delta = des.mean(diff)
+    return active
+
+
+def _sampling_notes(certain: np.ndarray, active: np.ndarray, clusters, method: str, notes: list[str]) -> None:
+    """Notes on queries taken with certainty and on too few queries (or clusters) for the interval."""
     units = int(len(np.unique(clusters[active]))) if clusters is not None else int(active.sum())
-    method = "t" if ci == "auto" else ci
-    certain = des.certain if (des.certain is not None and clusters is None) else np.zeros(len(diff), dtype=bool)
-    free = active & ~certain
     if certain[active].any():
         notes.append(f"{int(certain[active].sum())} queries were taken with certainty (inclusion probability 1): "
                      "they add no sampling variance, and the interval resamples only the others (Rao-Wu)")
@@ -697,6 +765,14 @@ def compare(
         if method == "percentile":
             notes.append(f"the percentile bootstrap covers less often than it says below {FEW_QUERIES} "
                          "(about 93% for a nominal 95% at 20 queries): --ci auto gives a t interval")
+
+
+def _delta_interval(des: Design, diff: np.ndarray, delta: float, *, method: str, clusters, resample_strata,
+                    certain: np.ndarray, active: np.ndarray, total, weighting: str, resamples: int, seed: int,
+                    level: float, notes: list[str]) -> tuple[float, float, float, np.ndarray]:
+    """The interval of ``delta`` by ``method``, P(delta <= 0) and the bootstrap replicates (for the
+    histogram): BCa, or the replicates of the design (Rao-Wu) or of the plain bootstrap."""
+    w = des.weights
     design_based = clusters is None and (resample_strata is not None or certain.any())
     if method == "bca":
         if resample_strata is not None:
@@ -715,73 +791,85 @@ def compare(
             diff, weights=w, strata=resample_strata, clusters=clusters, resamples=resamples, seed=seed,
             total=total,
         )
-    df = 0
     if method == "t":
-        z = des.contributions(diff)[free]
-        t_strata = None if resample_strata is None else resample_strata[free]
-        if clusters is not None:
-            _, cl = np.unique(clusters[active], return_inverse=True)
-            z, t_strata = np.bincount(cl, weights=des.contributions(diff)[active]), None
-        fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
-        var, df = t_variance(z, strata=t_strata, fpc=fpc)
-        if not free.any():
-            low = high = delta
-            p_le_0 = _point_mass_p(delta)
-            notes.append("every query was taken with certainty: the estimate has no sampling variance")
-        elif df < 1:
-            low = high = p_le_0 = math.nan
-            notes.append("no stratum has two queries drawn at random: there is no interval")
-        else:
-            se = math.sqrt(var)
-            crit = float(sps.t.ppf(0.5 + level / 2, df))
-            low, high = delta - crit * se, delta + crit * se
-            p_le_0 = float(sps.t.cdf(-delta / se, df)) if se > 0 else _point_mass_p(delta)
+        low, high, p_le_0 = _t_delta(des, diff, delta, active & ~certain, active, clusters, resample_strata, level,
+                                     notes)
     else:
         if method == "percentile":
             low, high = interval(reps, level=level)
         p_le_0 = float(np.mean(np.asarray(reps) <= 0))
-    trouble = None
-    if weighting == "traffic" and clusters is None and mix is None:
-        trouble = weight_trouble(w, free, total=total, strata=strata,
-                                 fixed_weight=float(w[active & certain].sum()))
-    sign = sign_test(diff[active])
-    mc = mcnemar(paired.a[active], paired.b[active]) if paired.binary else None
+    return low, high, p_le_0, reps
+
+
+def _t_delta(des: Design, diff: np.ndarray, delta: float, free: np.ndarray, active: np.ndarray, clusters,
+             resample_strata, level: float, notes: list[str]) -> tuple[float, float, float]:
+    """The t interval of ``delta`` over the design's linearised contributions, and P(delta <= 0)
+    from the same t distribution."""
+    z = des.contributions(diff)[free]
+    t_strata = None if resample_strata is None else resample_strata[free]
+    if clusters is not None:
+        _, cl = np.unique(clusters[active], return_inverse=True)
+        z, t_strata = np.bincount(cl, weights=des.contributions(diff)[active]), None
+    fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
+    var, df = t_variance(z, strata=t_strata, fpc=fpc)
+    if not free.any():
+        notes.append("every query was taken with certainty: the estimate has no sampling variance")
+        return delta, delta, _point_mass_p(delta)
+    if df < 1:
+        notes.append("no stratum has two queries drawn at random: there is no interval")
+        return math.nan, math.nan, math.nan
+    se = math.sqrt(var)
+    crit = float(sps.t.ppf(0.5 + level / 2, df))
+    p_le_0 = float(sps.t.cdf(-delta / se, df)) if se > 0 else _point_mass_p(delta)
+    return delta - crit * se, delta + crit * se, p_le_0
+
+
+def _strata_deltas(paired: Paired, des: Design, free: np.ndarray, clusters, level: float) -> list[StratumDelta]:
+    """Each stratum's means and delta, with a t interval by the same rule as the overall one."""
     strata_out: list[StratumDelta] = []
-    if strata is not None:
-        total_w = sum(des.shares.values()) if des.total is not None else w.sum()
-        for s, label in enumerate(labels):
-            sel = strata == s
-            ws = w[sel]
-            if ws.sum() == 0:
-                strata_out.append(StratumDelta(label, int(sel.sum()), 0.0, float(paired.a[sel].mean()),
-                                               float(paired.b[sel].mean()), float(diff[sel].mean()),
-                                               math.nan, math.nan))
-                continue
-            known = des.shares.get(s) if des.total is not None else None
+    if des.strata is None:
+        return strata_out
+    w, strata, diff = des.weights, des.strata, paired.diff
+    total_w = sum(des.shares.values()) if des.total is not None else w.sum()
+    for s, label in enumerate(des.labels):
+        sel = strata == s
+        ws = w[sel]
+        if ws.sum() == 0:
+            strata_out.append(StratumDelta(label, int(sel.sum()), 0.0, float(paired.a[sel].mean()),
+                                           float(paired.b[sel].mean()), float(diff[sel].mean()),
+                                           math.nan, math.nan))
+            continue
+        known = des.shares.get(s) if des.total is not None else None
 
-            def smean(x, ws=ws, known=known):
-                return float(np.sum(ws * x) / known) if known else _weighted_mean(x, ws)
+        def smean(x, ws=ws, known=known):
+            return float(np.sum(ws * x) / known) if known else _weighted_mean(x, ws)
 
-            # the same rule as the overall interval: a t interval on the stratum's linearised
-            # contributions, its certainty units adding no variance (Hajek's factor when known)
-            ds = diff[sel]
-            est_s = smean(ds)
-            z_s = ws * ds / known if known else ws * (ds - est_s) / ws.sum()
-            free_s = free[sel] if clusters is None else np.ones(int(sel.sum()), dtype=bool)
-            fpc_s = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[sel][free_s]
-            if not free_s.any():
-                lo_s = hi_s = est_s
+        # the same rule as the overall interval: a t interval on the stratum's linearised
+        # contributions, its certainty units adding no variance (Hajek's factor when known)
+        ds = diff[sel]
+        est_s = smean(ds)
+        z_s = ws * ds / known if known else ws * (ds - est_s) / ws.sum()
+        free_s = free[sel] if clusters is None else np.ones(int(sel.sum()), dtype=bool)
+        fpc_s = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[sel][free_s]
+        if not free_s.any():
+            lo_s = hi_s = est_s
+        else:
+            var_s, df_s = t_variance(z_s[free_s], fpc=fpc_s)
+            if df_s < 1:
+                lo_s = hi_s = math.nan
             else:
-                var_s, df_s = t_variance(z_s[free_s], fpc=fpc_s)
-                if df_s < 1:
-                    lo_s = hi_s = math.nan
-                else:
-                    half_s = float(sps.t.ppf(0.5 + level / 2, df_s)) * math.sqrt(var_s)
-                    lo_s, hi_s = est_s - half_s, est_s + half_s
-            share = (known if known else ws.sum()) / total_w
-            strata_out.append(StratumDelta(
-                label, int(sel.sum()), float(share), smean(paired.a[sel]), smean(paired.b[sel]), smean(diff[sel]),
-                lo_s, hi_s))
+                half_s = float(sps.t.ppf(0.5 + level / 2, df_s)) * math.sqrt(var_s)
+                lo_s, hi_s = est_s - half_s, est_s + half_s
+        share = (known if known else ws.sum()) / total_w
+        strata_out.append(StratumDelta(
+            label, int(sel.sum()), float(share), smean(paired.a[sel]), smean(paired.b[sel]), smean(diff[sel]),
+            lo_s, hi_s))
+    return strata_out
+
+
+def _verdict_noted(low: float, high: float, tie: float | None, trouble: str | None, paired: Paired,
+                   notes: list[str]) -> str:
+    """The verdict of the interval (untrusted when the weights are), with the notes that qualify it."""
     v = verdict(low, high, tie=tie)
     if trouble is not None:
         v = VERDICT_UNTRUSTED
@@ -799,15 +887,4 @@ def compare(
             f"queries with no results score 0 (as trec_eval -c): {len(paired.no_results_a)} in A, "
             f"{len(paired.no_results_b)} in B"
         )
-    return Comparison(
-        metric=paired.metric, name_a=paired.name_a, name_b=paired.name_b, n=len(paired),
-        weighting=weighting, ci_method=method, level=level, resamples=resamples, seed=seed,
-        mean_a=mean_a, mean_b=mean_b, delta=delta, low=low, high=high,
-        p_delta_le_0=p_le_0, sign=sign, mcnemar=mc, verdict=v, tie=tie,
-        dropped=len(paired.dropped), drop_reasons=dict(paired.reasons),
-        no_results_a=len(paired.no_results_a), no_results_b=len(paired.no_results_b),
-        judged_a=paired.judged_a, judged_b=paired.judged_b, split=split, cluster_col=cluster_col,
-        clusters=None if clusters is None else int(len(np.unique(clusters))), strata=strata_out,
-        notes=notes, qids=list(paired.qids), diffs=diff, replicates=np.asarray(reps),
-        ci_requested=ci, unit=unit, mix=des.mix, estimator=des.estimator,
-    )
+    return v

@@ -224,6 +224,12 @@ class FingerprintBuilder:
         self.count += 1
         self.total = (self.total + int.from_bytes(record_hash(doc), "big")) % _MOD
 
+    def merge(self, count: int, total: int) -> None:
+        """Add the ``count`` records summing to ``total`` that another builder read (a piece of the
+        same corpus read elsewhere)."""
+        self.count += count
+        self.total = (self.total + total) % _MOD
+
     def result(self) -> Fingerprint:
         digest = hashlib.sha256()
         digest.update(FINGERPRINT_VERSION.encode())
@@ -238,14 +244,15 @@ def corpus_fingerprint(paths: Iterable[str | os.PathLike], *, progress=None) -> 
     ``progress``, when given, is called once per record (e.g. ``tqdm.update``).
     """
     builder = FingerprintBuilder()
-    for doc in iter_corpus(_as_list(paths)):
+    for doc in iter_corpus(as_paths(paths)):
         builder.add(doc)
         if progress is not None:
             progress()
     return builder.result()
 
 
-def _as_list(paths) -> list[str]:
+def as_paths(paths) -> list[str]:
+    """``paths`` (one path or several) as a list of strings."""
     if isinstance(paths, (str, os.PathLike)):
         return [str(paths)]
     return [str(p) for p in paths]
@@ -280,7 +287,7 @@ def fetch_docs(
     """
     from curation.formats.conflicts import Dedup
 
-    paths = _as_list(paths)
+    paths = as_paths(paths)
     wanted = {str(d) for d in docids}
     found: dict[str, Doc] = {}
     duplicates: set[str] = set()
@@ -308,7 +315,7 @@ def check_repeats(paths: Iterable[str | os.PathLike], *, on_conflict: str = "err
     ``on_conflict`` is ``first`` or ``last``. Memory: a hash and the text's start per id."""
     from curation.formats.conflicts import Dedup
 
-    paths = _as_list(paths)
+    paths = as_paths(paths)
     dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
     for path in paths:
         for lineno, doc in iter_numbered_docs(path):
@@ -367,64 +374,6 @@ def _some_docids(out: dict[str, None], path: str) -> list[str]:
     return list(out)
 
 
-@dataclass
-class CorpusSample:
-    kept: int  # documents kept because they are judged or pooled
-    drawn: int  # documents drawn uniformly from the rest
-    corpus_docs: int  # records read
-    keep_missing: list[str]  # docids to keep that the corpus lacks, sorted
-    fingerprint: Fingerprint  # of the sample written
-    corpus_fingerprint: Fingerprint  # of the corpus read
-    short: bool = False  # the corpus had fewer records than the size asked for
-    repeats: str | None = None  # the summary line on repeated kept ids (curation.formats.conflicts)
-    kept_repeats: int = 0  # records of kept ids read again (identical or resolved conflicts)
-
-
-def draw_key(seed: int, docid: str) -> int:
-    """The seeded key of a document in the uniform draw: the first 8 bytes of
-    ``SHA-256(seed, docid)``. The draw keeps the smallest keys, so it depends neither on the
-    order of the records nor on how the corpus is cut into files or partitions."""
-    return int.from_bytes(hashlib.sha256(f"{seed}\x00{docid}".encode()).digest()[:8], "big")
-
-
-@dataclass
-class CorpusPieceDraw:
-    """What one corpus file gives the draw (the map step of :func:`sample_corpus`): its record
-    count and fingerprint sum, every record of a kept id, and its ``k`` records with the smallest
-    draw keys among the others. A record's place is (file number, record number in the file)."""
-
-    count: int
-    total: int  # the sum of its records' hashes modulo 2**256 (FingerprintBuilder.total)
-    kept: list  # (place, line, Doc) of records whose id is kept
-    smallest: list  # (key, place, Doc), ascending
-
-
-def draw_piece(path: str, index: int, keep: frozenset, k: int, seed: int, progress=None) -> CorpusPieceDraw:
-    """Read one corpus file for :func:`sample_corpus` (``index``: its number among the files)."""
-    import heapq
-
-    builder = FingerprintBuilder()
-    kept: list = []
-    heap: list = []  # the k smallest (key, place) so far, as a max-heap of negated keys
-    for rec, (lineno, doc) in enumerate(iter_numbered_docs(path)):
-        builder.add(doc)
-        if progress is not None:
-            progress()
-        place = (index, rec)
-        if doc.id in keep:
-            kept.append((place, lineno, doc))
-            continue
-        if k <= 0:
-            continue
-        item = (-draw_key(seed, doc.id), (-index, -rec), doc)
-        if len(heap) < k:
-            heapq.heappush(heap, item)
-        elif item[:2] > heap[0][:2]:
-            heapq.heapreplace(heap, item)
-    smallest = sorted(((-key, (-i, -r), doc) for key, (i, r), doc in heap), key=lambda t: (t[0], t[1]))
-    return CorpusPieceDraw(builder.count, builder.total, kept, smallest)
-
-
 def write_corpus(docs: Iterable[Doc], path: str | os.PathLike) -> Fingerprint:
     """Write records whole or not at all: ``.jsonl`` (``.gz`` allowed) or ``.parquet``.
 
@@ -472,91 +421,3 @@ def write_corpus(docs: Iterable[Doc], path: str | os.PathLike) -> Fingerprint:
     else:
         raise ValueError(f"out: unknown corpus format {suffix!r}: use .jsonl, .jsonl.gz or .parquet")
     return builder.result()
-
-
-def sample_corpus(
-    paths: Iterable[str | os.PathLike],
-    *,
-    keep: Iterable[str],
-    size: int,
-    seed: int,
-    out: str | os.PathLike,
-    progress=None,
-    on_conflict: str = "error",
-    map_pieces=None,
-) -> CorpusSample:
-    """Write a comparison corpus of ``size`` records: all of ``keep``, the rest a uniform draw.
-
-    Every record whose id is in ``keep`` (judged or pooled documents) is written; the remaining
-    ``size - kept`` records are a uniform random sample without replacement of all other records
-    of the corpus: those with the smallest seeded hash of their id (:func:`draw_key`; ties by
-    place in the corpus), so no part of the corpus (the newest files, one product area) is
-    favoured and the draw does not depend on the order of the records or on how the corpus is cut
-    into files. One pass; memory holds ``size`` records per file, never the corpus. Records are
-    written in corpus order. Same seed and input, same output bytes. A kept id repeated in the
-    corpus is written once: identical repeats are counted, another text is an
-    :class:`InputError` naming both lines unless ``on_conflict`` is ``first`` or ``last``.
-
-    Each file is read on its own (:func:`draw_piece`) and the pieces merged in file order.
-    ``map_pieces(fn, argument tuples)``, when given, runs ``fn`` over the files elsewhere and
-    yields the results in the order given (``curation.sample.distributed.dask_map``: on a Dask
-    cluster whose workers see the same paths): the same sample and fingerprints as one process.
-    """
-    import heapq
-
-    from curation.formats.conflicts import Dedup
-
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise ValueError(f"size must be a positive integer, not {size!r}")
-    keep_set = frozenset(str(d) for d in keep)
-    if len(keep_set) > size:
-        raise ValueError(
-            f"size: {size:,} is smaller than the {len(keep_set):,} documents to keep; "
-            f"raise --size above {len(keep_set):,}"
-        )
-    paths = _as_list(paths)
-    dedup = Dedup(paths[0] if paths else "corpus", policy=on_conflict, what="document")
-    if map_pieces is None:
-        pieces = (draw_piece(p, i, keep_set, size, seed, progress) for i, p in enumerate(paths))
-    else:
-        pieces = map_pieces(draw_piece, [(p, i, keep_set, size, seed) for i, p in enumerate(paths)])
-    count, total = 0, 0
-    kept: list[tuple[tuple, Doc]] = []
-    kept_ids: dict[str, int] = {}  # kept id -> its index in kept
-    best: list = []  # the size smallest (key, place, doc) of all pieces, as a max-heap
-    for piece in pieces:
-        count += piece.count
-        total = (total + piece.total) % _MOD
-        for place, lineno, doc in piece.kept:
-            if dedup.add(doc.id, doc, lineno, label=doc.text, path=paths[place[0]]):  # kept once, or replaced
-                if doc.id in kept_ids:
-                    kept[kept_ids[doc.id]] = (kept[kept_ids[doc.id]][0], doc)
-                else:
-                    kept_ids[doc.id] = len(kept)
-                    kept.append((place, doc))
-        for key, place, doc in piece.smallest:
-            item = (-key, (-place[0], -place[1]), doc)
-            if len(best) < size:
-                heapq.heappush(best, item)
-            elif item[:2] > best[0][:2]:
-                heapq.heapreplace(best, item)
-            else:
-                break  # the piece's keys only grow from here
-    room = size - len(kept)
-    drawn = sorted(((-key, (-i, -r), doc) for key, (i, r), doc in best), key=lambda t: (t[0], t[1]))[:room]
-    chosen = sorted([(place, doc) for place, doc in kept] + [(place, doc) for _, place, doc in drawn],
-                    key=lambda item: item[0])
-    fingerprint = write_corpus((doc for _, doc in chosen), out)
-    corpus_fp = FingerprintBuilder()
-    corpus_fp.count, corpus_fp.total = count, total
-    return CorpusSample(
-        kept=len(kept),
-        drawn=len(drawn),
-        corpus_docs=count,
-        keep_missing=sorted(keep_set - kept_ids.keys()),
-        fingerprint=fingerprint,
-        corpus_fingerprint=corpus_fp.result(),
-        short=count < size,
-        repeats=dedup.summary(),
-        kept_repeats=dedup.repeats + dedup.conflicts,
-    )

@@ -177,83 +177,25 @@ def leakcheck(
 
     skip: frozenset = frozenset()
     if discount_boilerplate:
-        counting = QueryIndex(queries, spec=spec, modes=modes, threshold=threshold, count_only=True)
-        df = np.zeros(counting.G, dtype=np.int64)
-        chunks = 0
-        for res in _run_map(tasks, counting, desc="counting n-grams", **run):
-            df += res.df
-            chunks += res.chunks
-        limit = boilerplate_share * max(chunks, 1)
-        skip = frozenset(counting.grams[g] for g in np.flatnonzero(df >= limit).tolist()) if chunks else frozenset()
-        first_df = {counting.grams[g]: int(df[g]) for g in range(counting.G)}
+        skip, first_df = _boilerplate_pass(queries, spec, modes, threshold, tasks, boilerplate_share, run)
 
     index = QueryIndex(queries, spec=spec, modes=modes, threshold=threshold, skip=skip)
-    df = np.zeros(index.G, dtype=np.int64)
-    chunks = 0
-    heaps: dict[int, list] = {}
-    n_matches: dict[int, int] = {}
-    pids = set()
-    any_chunk = False
-    per_file = {str(c): 0 for c in corpus}
-    id_parts = []
+    scanned = _Scanned(index.G, {str(c): 0 for c in corpus})
     for res in _run_map(tasks, index, desc="leak check", **run):
-        any_chunk = any_chunk or res.chunks > 0
-        pids.add(res.pid)
-        chunks += res.chunks
-        per_file[res.path] = per_file.get(res.path, 0) + res.chunks
-        if res.ids is not None and len(res.ids):
-            id_parts.append(res.ids)
-        df += res.df
-        for qi, items in res.matches.items():
-            heap = heaps.setdefault(qi, [])
-            for item in items:
-                if len(heap) < max_matches:
-                    heapq.heappush(heap, item)
-                else:
-                    heapq.heappushpop(heap, item)
-        for qi, n in res.n_matches.items():
-            n_matches[qi] = n_matches.get(qi, 0) + n
-
-    if not any_chunk:  # an empty corpus would report every query clean
-        raise no_records(", ".join(dict.fromkeys(str(c) for c in corpus)), "the corpus holds no document")
-    empty = [p for p, n in per_file.items() if n == 0]
-    if empty:  # as the corpus reader says of a file without a document
-        raise no_records(empty[0], "expected one document a line with id and text")
-    ids_repeat = _any_repeat(id_parts)
+        scanned.add(res, max_matches)
+    scanned.check(corpus)
+    chunks = scanned.chunks
+    ids_repeat = _any_repeat(scanned.id_parts)
     if discount_boilerplate:
         gram_df = first_df
     else:
-        gram_df = {index.grams[g]: int(df[g]) for g in range(index.G)}
+        gram_df = {index.grams[g]: int(scanned.df[g]) for g in range(index.G)}
     limit = boilerplate_share * max(chunks, 1)
     common = sorted(
         ((gram_text(g, spec), c) for g, c in gram_df.items() if chunks and c >= limit), key=lambda x: (-x[1], x[0])
     )
     common_set = {g for g, _ in common}
-
-    results = []
-    for qi, (qid, text) in enumerate(queries):
-        items = sorted(heaps.get(qi, []), reverse=True)
-        matches = [it[-1].match for it in items]
-        by_mode: dict[str, int] = {}
-        for m in matches:
-            by_mode[m.mode] = by_mode.get(m.mode, 0) + 1
-        size = int(index.sizes[qi])
-        full = ngram_set(index.norms[qi], spec)
-        bp = sorted(gram_text(g, spec) for g in full if gram_text(g, spec) in common_set)
-        if matches:
-            status, reason = "leak", None
-        elif size == 0:
-            status = "too_short"
-            reason = (
-                f"all {len(full)} of its {spec} n-grams are boilerplate (discounted)"
-                if full
-                else f"fewer than {spec.n} {'words' if spec.unit == 'word' else 'characters'} after normalisation"
-            )
-        else:
-            status, reason = "clean", None
-        results.append(
-            QueryResult(qid, text, status, size, bp, matches, n_matches.get(qi, 0), by_mode, reason)
-        )
+    results = [_query_result(index, spec, scanned, common_set, qi, qid, text) for qi, (qid, text) in enumerate(queries)]
     return LeakReport(
         queries=results,
         modes=modes,
@@ -265,9 +207,91 @@ def leakcheck(
         boilerplate_share=boilerplate_share,
         discounted=discount_boilerplate,
         tasks=len(tasks),
-        processes=len(pids),
+        processes=len(scanned.pids),
         ids_repeat=ids_repeat,
     )
+
+
+def _boilerplate_pass(queries, spec: NgramSpec, modes, threshold: float, tasks, share: float, run: dict
+                      ) -> tuple[frozenset, dict]:
+    """The first of two passes (``discount_boilerplate``): the query n-grams held by at least
+    ``share`` of the chunks, to leave out, and every query n-gram's chunk count."""
+    counting = QueryIndex(queries, spec=spec, modes=modes, threshold=threshold, count_only=True)
+    df = np.zeros(counting.G, dtype=np.int64)
+    chunks = 0
+    for res in _run_map(tasks, counting, desc="counting n-grams", **run):
+        df += res.df
+        chunks += res.chunks
+    limit = share * max(chunks, 1)
+    skip = frozenset(counting.grams[g] for g in np.flatnonzero(df >= limit).tolist()) if chunks else frozenset()
+    return skip, {counting.grams[g]: int(df[g]) for g in range(counting.G)}
+
+
+class _Scanned:
+    """The scan's results merged task by task: chunk counts (per file too), n-gram chunk counts,
+    each query's best matches (a min-heap of ``max_matches``) and match count, the chunk ids
+    read and the processes that ran."""
+
+    def __init__(self, grams: int, per_file: dict[str, int]) -> None:
+        self.df = np.zeros(grams, dtype=np.int64)
+        self.chunks = 0
+        self.heaps: dict[int, list] = {}
+        self.n_matches: dict[int, int] = {}
+        self.pids: set = set()
+        self.any_chunk = False
+        self.per_file = per_file
+        self.id_parts: list = []
+
+    def add(self, res, max_matches: int) -> None:
+        self.any_chunk = self.any_chunk or res.chunks > 0
+        self.pids.add(res.pid)
+        self.chunks += res.chunks
+        self.per_file[res.path] = self.per_file.get(res.path, 0) + res.chunks
+        if res.ids is not None and len(res.ids):
+            self.id_parts.append(res.ids)
+        self.df += res.df
+        for qi, items in res.matches.items():
+            heap = self.heaps.setdefault(qi, [])
+            for item in items:
+                if len(heap) < max_matches:
+                    heapq.heappush(heap, item)
+                else:
+                    heapq.heappushpop(heap, item)
+        for qi, n in res.n_matches.items():
+            self.n_matches[qi] = self.n_matches.get(qi, 0) + n
+
+    def check(self, corpus) -> None:
+        """``no records`` for a corpus without a document, or naming a file without one."""
+        if not self.any_chunk:  # an empty corpus would report every query clean
+            raise no_records(", ".join(dict.fromkeys(str(c) for c in corpus)), "the corpus holds no document")
+        empty = [p for p, n in self.per_file.items() if n == 0]
+        if empty:  # as the corpus reader says of a file without a document
+            raise no_records(empty[0], "expected one document a line with id and text")
+
+
+def _query_result(index: QueryIndex, spec: NgramSpec, scanned: _Scanned, common_set: set, qi: int, qid: str,
+                  text: str) -> QueryResult:
+    """Query ``qi``'s verdict: its best matches (a leak), too short (no n-gram left), or clean."""
+    items = sorted(scanned.heaps.get(qi, []), reverse=True)
+    matches = [it[-1].match for it in items]
+    by_mode: dict[str, int] = {}
+    for m in matches:
+        by_mode[m.mode] = by_mode.get(m.mode, 0) + 1
+    size = int(index.sizes[qi])
+    full = ngram_set(index.norms[qi], spec)
+    bp = sorted(gram_text(g, spec) for g in full if gram_text(g, spec) in common_set)
+    if matches:
+        status, reason = "leak", None
+    elif size == 0:
+        status = "too_short"
+        reason = (
+            f"all {len(full)} of its {spec} n-grams are boilerplate (discounted)"
+            if full
+            else f"fewer than {spec.n} {'words' if spec.unit == 'word' else 'characters'} after normalisation"
+        )
+    else:
+        status, reason = "clean", None
+    return QueryResult(qid, text, status, size, bp, matches, scanned.n_matches.get(qi, 0), by_mode, reason)
 
 
 def _any_repeat(id_parts) -> bool:

@@ -118,35 +118,8 @@ def make_pool(
     extended: its pairs are left out of ``Pool.pairs`` and the new pairs of each query are
     ordered after its existing ones, so the old pairs keep their order.
     """
-    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
-        raise ValueError(f"depth must be a positive integer, not {depth!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"seed must be an integer, not {seed!r}")
-    if not runs:
-        raise ValueError("runs must hold at least one run")
-    names = [r.name for r in runs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        paths = [r.path for r in runs if r.name in dupes]
-        raise ValueError(
-            f"runs: several runs are named {', '.join(map(repr, dupes))} ({', '.join(paths)}); "
-            "name them apart with NAME=PATH"
-        )
-    for r in runs:
-        if r.depth is not None and r.depth < depth:
-            raise ValueError(f"run {r.name!r} was read to depth {r.depth}, less than the pool depth {depth}")
-
-    run_qids: set[str] = set()
-    for r in runs:
-        run_qids.update(r.rankings)
-    if qids is None:
-        wanted = sorted(run_qids, key=qid_sort_key)
-        skipped: list[str] = []
-    else:
-        wanted = list(dict.fromkeys(qids))
-        keep = set(wanted)
-        skipped = sorted(run_qids - keep, key=qid_sort_key)
-
+    _check_pool_arguments(runs, depth, seed)
+    wanted, skipped = _wanted_qids(runs, qids)
     old_order: dict[str, dict[str, int]] = {}
     if existing is not None:
         for p in existing:
@@ -164,14 +137,7 @@ def make_pool(
     hit_cols: list[int] = []
     n_pooled = 0
     for qid in wanted:
-        systems: dict[str, dict[str, int]] = {}
-        for r in runs:
-            for rank, docid in enumerate(r.rankings.get(qid, ())[:depth], 1):
-                got = systems.get(docid)
-                if got is None:
-                    systems[docid] = {r.name: rank}
-                else:
-                    got[r.name] = rank
+        systems = _query_systems(runs, qid, depth)
         if not systems:
             empty.append(qid)
             continue
@@ -192,10 +158,73 @@ def make_pool(
     # In floating point, where numpy multiplies matrices with BLAS (the counts, below 2**53, are exact).
     incidence = np.zeros((n_pooled, len(runs)))
     incidence[hit_rows, hit_cols] = 1
-    shared = (incidence.T @ incidence).astype(np.int64)
+    stats = _pool_stats(runs, depth, len(pooled_qids), sizes, (incidence.T @ incidence).astype(np.int64))
+    infos = [RunInfo(r.name, r.path, r.sha256, sum(1 for q in pooled_qids if r.rankings.get(q))) for r in runs]
+    return Pool(
+        pairs=pairs,
+        depth=depth,
+        seed=seed,
+        runs=infos,
+        stats=stats,
+        qids=pooled_qids,
+        skipped_qids=skipped,
+        empty_qids=empty,
+        already_pooled=already,
+    )
 
-    n_q = len(pooled_qids)
-    stats = PoolStats(
+
+def _check_pool_arguments(runs: Sequence[RankedRun], depth: int, seed: int) -> None:
+    """ValueError naming what is wrong with the pool's depth, seed or runs (none, two of one name,
+    one read less deep than the pool)."""
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+        raise ValueError(f"depth must be a positive integer, not {depth!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed must be an integer, not {seed!r}")
+    if not runs:
+        raise ValueError("runs must hold at least one run")
+    names = [r.name for r in runs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        paths = [r.path for r in runs if r.name in dupes]
+        raise ValueError(
+            f"runs: several runs are named {', '.join(map(repr, dupes))} ({', '.join(paths)}); "
+            "name them apart with NAME=PATH"
+        )
+    for r in runs:
+        if r.depth is not None and r.depth < depth:
+            raise ValueError(f"run {r.name!r} was read to depth {r.depth}, less than the pool depth {depth}")
+
+
+def _wanted_qids(runs: Sequence[RankedRun], qids: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The queries to pool, in order (``qids`` when given, else every query of the runs in qid
+    order), and the runs' queries left out, sorted."""
+    run_qids: set[str] = set()
+    for r in runs:
+        run_qids.update(r.rankings)
+    if qids is None:
+        return sorted(run_qids, key=qid_sort_key), []
+    wanted = list(dict.fromkeys(qids))
+    return wanted, sorted(run_qids - set(wanted), key=qid_sort_key)
+
+
+def _query_systems(runs: Sequence[RankedRun], qid: str, depth: int) -> dict[str, dict[str, int]]:
+    """``{docid: {run name: rank}}`` of the first ``depth`` documents of each run for ``qid``, in
+    the order the runs first retrieve them."""
+    systems: dict[str, dict[str, int]] = {}
+    for r in runs:
+        for rank, docid in enumerate(r.rankings.get(qid, ())[:depth], 1):
+            got = systems.get(docid)
+            if got is None:
+                systems[docid] = {r.name: rank}
+            else:
+                got[r.name] = rank
+    return systems
+
+
+def _pool_stats(runs: Sequence[RankedRun], depth: int, n_q: int, sizes: list[int], shared: np.ndarray) -> PoolStats:
+    """The pool's figures: its size per query, and for each two runs the documents they share
+    (``shared``, runs x runs, summed over the ``n_q`` pooled queries)."""
+    return PoolStats(
         runs=len(runs),
         depth=depth,
         queries=n_q,
@@ -208,18 +237,6 @@ def make_pool(
             (runs[a].name, runs[b].name, int(shared[a, b]), int(shared[a, b]) / n_q if n_q else 0.0)
             for a, b in combinations(range(len(runs)), 2)
         ],
-    )
-    infos = [RunInfo(r.name, r.path, r.sha256, sum(1 for q in pooled_qids if r.rankings.get(q))) for r in runs]
-    return Pool(
-        pairs=pairs,
-        depth=depth,
-        seed=seed,
-        runs=infos,
-        stats=stats,
-        qids=pooled_qids,
-        skipped_qids=skipped,
-        empty_qids=empty,
-        already_pooled=already,
     )
 
 

@@ -27,7 +27,7 @@ from sqlmodel import Session, select
 from curation.formats.fileio import InputError
 from curation.formats.seeds_file import read_seeds
 from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, SeedJudgment
-from curation.store.scale import grade_values
+from curation.store.scale import check_grade, grade_values
 
 SEED_SOURCES = ("ticket", "click")
 
@@ -98,8 +98,10 @@ def import_seeds(
     for s in read_seeds(path, allow_empty=allow_empty):  # allow_empty: a file without a pair adds nothing
         report.lines += 1
         grade = fallback if s.grade is None else s.grade
-        if grade not in grades:
-            raise InputError(path, s.line, f"grade {grade} is not on the project's scale {grades}")
+        try:
+            grade = check_grade(grade, grades, project.scale)
+        except ValueError as exc:
+            raise InputError(path, s.line, str(exc)) from None
         key = (s.qid, s.docid)
         if dedup.add(key, grade, s.line):
             pairs[key] = grade

@@ -95,3 +95,24 @@ def stored_grade_values(stored: str) -> tuple[int, ...]:
     """The grades of a stored scale (a value of :data:`SCALE`, read without its Project), in
     stored order; parsed once per distinct scale."""
     return tuple(int(g["grade"]) for g in json.loads(stored))
+
+
+def check_grade(grade, allowed: Sequence[int], scale: str, *, parameter: str = "grade") -> int:
+    """``grade`` as an int when it is one of the ``allowed`` grades of the scale named ``scale``;
+    else a ValueError naming ``parameter``, e.g. ``grade: 5 is not a grade of the scale 0-2 (0, 1, 2)``.
+
+    Whole numbers are taken as ints or as text of an optional sign and ASCII digits; a bool, a float
+    or text ``int()`` would also read (non-ASCII digits, ``1_0``) is refused."""
+    allowed = tuple(int(g) for g in allowed)
+    value = None
+    if isinstance(grade, int) and not isinstance(grade, bool):
+        value = grade
+    elif isinstance(grade, str):
+        text = grade.strip()
+        if text.isascii() and text.lstrip("+-").isdigit() and len(text) - len(text.lstrip("+-")) <= 1:
+            value = int(text)
+    if value is None or value not in allowed:
+        shown = str(value) if value is not None else repr(str(grade)[:30])
+        raise ValueError(f"{parameter}: {shown} is not a grade of the scale {scale} "
+                         f"({', '.join(map(str, allowed))})")
+    return value

@@ -271,7 +271,7 @@ def test_invalid_answers_are_refused(setup_sqlite):
     engine, project, alice, bob, lena = setup_sqlite
     with session(engine) as s:
         t = next_task(s, project, alice)
-        with pytest.raises(ValueError, match="not on this project's scale 0-2"):
+        with pytest.raises(ValueError, match=r"^grade: 3 is not a grade of the scale 0-2 \(0, 1, 2\)$"):
             submit(s, alice, t.token, grade=3)
         with pytest.raises(ValueError, match="give a grade"):
             submit(s, alice, t.token)

@@ -80,7 +80,7 @@ def test_seeds_are_stored_apart_from_judgments_with_their_source(engine, tmp_pat
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "007", "docid": "d1", "grade": 3}\n')
     with (new_session(engine) as s,
-          pytest.raises(InputError, match="bad.jsonl:1: grade 3 is not on the project's scale")):
+          pytest.raises(InputError, match="bad.jsonl:1: grade: 3 is not a grade of the scale 0-2 \\(0, 1, 2\\)")):
         import_seeds(s, get_project(s, "p"), bad, source="ticket")
     with new_session(engine) as s, pytest.raises(ValueError, match="source"):
         import_seeds(s, get_project(s, "p"), tickets, source="email")

@@ -234,7 +234,7 @@ def test_dask_corpus_sample_is_byte_identical_to_one_process(corpus_parts, clust
 
 
 def test_dask_corpus_sample_bad_file_is_named_as_in_one_process(corpus_parts, cluster, tmp_path):
-    from curation.formats.corpus import sample_corpus
+    from curation.sample.corpus import sample_corpus
     from curation.sample.distributed import dask_map
 
     files, _ = corpus_parts

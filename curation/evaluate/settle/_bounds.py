@@ -130,7 +130,10 @@ def query_bounds(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple
     """Bounds of every query's difference ``M_B - M_A`` for each comparison ``(a, b)`` (run
     indices), over every labelling of the unjudged pairs (``grades[p]`` NaN) with grades
     ``0..max_grade``. ``grades`` is one row for all comparisons or one row per comparison (the
-    simulation judges each comparison's own pool; pairs outside it are given grade 0)."""
+    simulation judges each comparison's own pool; pairs outside it are given grade 0).
+
+    One function on purpose: a single vectorised pass over (comparison, query, pair) arrays that the
+    nDCG and AP bounds share; split, the arrays would be built or passed around once per step."""
     name, k = metric_form(metric, pm.depth)
     comps = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
     C, n, P = len(comps), len(pm.qids), pm.n_pairs

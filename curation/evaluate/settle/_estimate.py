@@ -105,7 +105,10 @@ def estimate(pm: PoolMatrix, grades: np.ndarray, comparisons: Sequence[tuple[int
     ``interval``: the widened one).
     It is not a guarantee: only :func:`settle` says "settled". ``cache`` (a dict kept between
     calls) reuses a row's fitted probabilities until its judged pairs grow by a quarter.
-    ``extra_features`` (pairs x columns, e.g. a machine judge's labels) join the model's features."""
+    ``extra_features`` (pairs x columns, e.g. a machine judge's labels) join the model's features.
+
+    One function on purpose: one pass per comparison over the model's per-query arrays, which each
+    of its error terms reads; split, every step would take and return the same dozen arrays."""
     from scipy.stats import norm
 
     name, k = metric_form(metric, pm.depth)

@@ -55,7 +55,7 @@ from curation.store.models import (
     User,
     utcnow,
 )
-from curation.store.scale import stored_grade_values
+from curation.store.scale import check_grade, stored_grade_values
 
 
 def _jid(judge: User | int) -> int:
@@ -458,15 +458,7 @@ def _checked_answer(stored_scale: str, scale: str, *, grade, note, skip, unsure)
     """The answer's grade, note, skip and unsure flags, checked against the project's scale and
     each other (ValueError saying what is wrong)."""
     if grade is not None:
-        if isinstance(grade, bool):
-            raise ValueError(f"grade must be one of the scale's grades, got {grade!r}")
-        try:
-            grade = int(grade)
-        except (TypeError, ValueError):
-            raise ValueError(f"grade must be one of the scale's grades, got {grade!r}") from None
-        allowed = stored_grade_values(stored_scale)
-        if grade not in allowed:
-            raise ValueError(f"grade {grade} is not on this project's scale {scale} (grades {list(allowed)})")
+        grade = check_grade(grade, stored_grade_values(stored_scale), scale)
     if note is not None:
         note = str(note).strip() or None
         if note and len(note) > MAX_NOTE:
