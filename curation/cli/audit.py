@@ -9,7 +9,7 @@ from curation.cli.base import db_option, domain_errors, echo_json, json_option, 
 ACTION_NAMES = (
     "login", "login_failed", "login_locked", "logout", "sessions_ended", "user_added", "password_changed",
     "role_changed", "user_disabled", "user_enabled", "release", "adjudicate", "export", "download",
-    "unlock", "guidelines", "need", "leak_decision",
+    "unlock", "guidelines", "need", "leak_decision", "answer_undone",
 )  # curation.store.audit.ACTIONS (a test checks they agree); here so --help needs no SQLAlchemy
 
 
