@@ -72,12 +72,16 @@ def test_ten_pairs_by_keyboard_alone_survive_a_reload(server, page):
     page.keyboard.press("2")
     expect(page.locator(".revisit")).to_have_count(0)
 
-    # unsure with a note, from the keyboard
+    # unsure with a note, from the keyboard. A person types a note over seconds; the test waits
+    # until no request is in flight and nothing settles (htmx's classes), as a person's pace would.
+    busy = page.locator(".htmx-request, .htmx-settling, .htmx-swapping")
+    expect(busy).to_have_count(0)
     page.keyboard.press("u")
     expect(page.locator("#note")).to_be_focused()
     page.keyboard.type("two readings of the query")
     page.keyboard.press("Enter")  # ends the note; the digit of the best grade sends it
     expect(page.locator("#note")).not_to_be_focused()
+    expect(busy).to_have_count(0)
     page.keyboard.press("1")
     expect(page.locator("#progress-counts")).to_contain_text("11 / ")
     assert page.evaluate("window.__sameDocument") is True
