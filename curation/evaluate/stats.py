@@ -58,6 +58,7 @@ from curation.evaluate.bootstrap import (
 from curation.evaluate.choices import CI_METHODS, FEW_QUERIES, UNITS, WEIGHTINGS
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.metrics import MetricSpec, QueryScores
+from curation.evaluate.prediction import Prediction, prediction_trouble, prediction_variance, uniform_weights
 from curation.formats.queries import QueryRecord
 
 __all__ = [
@@ -414,6 +415,7 @@ class Design:
     notes: list[str] = field(default_factory=list)
     certain: np.ndarray | None = None  # per query: taken with certainty (inclusion 1), no sampling variance
     inclusion: np.ndarray | None = None  # per query: its inclusion probability, when the rows state it
+    prediction: Prediction | None = None  # a uniform draw's traffic-weighted mean: its prediction variance
 
     def mean(self, x: np.ndarray) -> float:
         if self.total is None:
@@ -501,7 +503,9 @@ def design(
     ``stratum_share``, ``stratum_drawn``), the mean is Horvitz-Thompson: ``sum(w x) / sum of the
     strata's known shares``, each stratum's weights scaled by ``drawn / kept`` when some of its
     queries are not in the comparison; unbiased under both sampling designs. Otherwise it is the
-    ratio ``sum(w x) / sum(w)``.
+    ratio ``sum(w x) / sum(w)``. A uniform draw (rows with ``stratum_traffic_sq``) instead gets the
+    ratio estimator within strata, calibrated to their known traffic, whose interval is the ratio
+    model's prediction variance (:mod:`curation.evaluate.prediction`).
     """
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
@@ -526,13 +530,21 @@ def design(
                          "ratio sum(w x) / sum(w), biased when the sample was drawn uniformly (sample again)")
         else:
             w, shares, total, estimator = _horvitz_thompson(w, strata, labels, known, unit, notes)
+    pred = None
+    if weighting == "traffic" and total is not None and unit == "query":
+        w, pred, estimator = _uniform_calibrated(qids, queries, w, strata, total, estimator, notes)
     if mix_shares is not None:
         base = shares if total is not None else {s: float(w[strata == s].sum()) for s in range(len(labels))}
         target = _mix_targets(mix_shares, base, qids, queries, w, strata, labels)
         w = w.copy()
         for s in range(len(labels)):
             sel = strata == s
-            w[sel] = w[sel] * target[s] / base[s] if s in target and base.get(s, 0) > 0 else 0.0
+            g = target[s] / base[s] if s in target and base.get(s, 0) > 0 else 0.0
+            w[sel] = w[sel] * g
+            if pred is not None:
+                pred.own[sel] *= g
+                if s in pred.unseen:
+                    pred.unseen[s] *= g * g
         shares = dict(target)
         total = 1.0 if total is not None else None
         estimator += "; strata re-weighted to the stated mix " + ", ".join(
@@ -542,7 +554,45 @@ def design(
     if weighting == "traffic" and queries is not None:
         certain, pi = _inclusion(qids, queries, w)
     return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
-                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi)
+                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi,
+                  prediction=pred)
+
+
+def _uniform_calibrated(qids, queries, w: np.ndarray, strata: np.ndarray, total: float, estimator: str,
+                        notes: list[str]) -> tuple[np.ndarray, Prediction | None, str]:
+    """For a uniform draw (every weighted row states ``stratum_traffic_sq``, ``stratum_traffic``,
+    ``stratum_share`` and ``inclusion``): the calibrated weights, the prediction facts and the
+    estimator's description; else ``w``, None and ``estimator`` as given."""
+    found = _uniform_facts(qids, queries, w, strata)
+    if found is None:
+        return w, None, estimator
+    notes[:] = [n for n in notes if not n.startswith("the largest weight")]
+    return found[0], found[1], (
+        "uniform draw: the head's own part plus the tail's traffic-weighted mean scaled to its known traffic (ratio "
+        f"estimator within strata), over the strata's known share of searches ({total:.4g})")
+
+
+def _uniform_facts(qids, queries, w: np.ndarray, strata: np.ndarray) -> tuple[np.ndarray, Prediction] | None:
+    rows = [queries[q] for q in qids]
+    weighted = [i for i, r in enumerate(rows) if w[i] > 0]
+    if not weighted or any(rows[i].get("stratum_traffic_sq") is None for i in weighted):
+        return None
+    facts: dict[int, tuple] = {}
+    for i in weighted:
+        r = rows[i]
+        share, t_h, inclusion = r.stratum_share, r.get("stratum_traffic"), r.get("inclusion")
+        if not share or not t_h or not isinstance(inclusion, (int, float)) or r.get("traffic") is None:
+            return None
+        facts.setdefault(int(strata[i]), (float(t_h) / float(share), float(t_h), float(r.get("stratum_traffic_sq"))))
+    active = w > 0
+    traffic = np.array([float(r.get("traffic") or 0) if a else 0.0 for r, a in zip(rows, active)])
+    certain = np.array([a and r.get("inclusion") >= 1 - 1e-9 for r, a in zip(rows, active)], dtype=bool)
+    out = uniform_weights(traffic, certain, np.where(active, strata, -1), facts)
+    if out is None:
+        return None
+    calibrated, pred = out
+    pred.free &= active
+    return calibrated, pred
 
 
 def _user_weights(qids, queries, weighting: str, cluster_col: str | None, estimator: str) -> tuple[np.ndarray, str]:
@@ -700,7 +750,9 @@ def compare(
         des, diff, delta, method=method, clusters=clusters, resample_strata=resample_strata, certain=certain,
         active=active, total=total, weighting=weighting, resamples=resamples, seed=seed, level=level, notes=notes)
     trouble = None
-    if weighting == "traffic" and clusters is None and mix is None:
+    if weighting == "traffic" and clusters is None and des.prediction is not None:
+        trouble = prediction_trouble(des.prediction, des.shares)
+    elif weighting == "traffic" and clusters is None and mix is None:
         trouble = weight_trouble(w, free, total=total, strata=strata,
                                  fixed_weight=float(w[active & certain].sum()))
     sign = sign_test(diff[active])
@@ -810,8 +862,12 @@ def _t_delta(des: Design, diff: np.ndarray, delta: float, free: np.ndarray, acti
     if clusters is not None:
         _, cl = np.unique(clusters[active], return_inverse=True)
         z, t_strata = np.bincount(cl, weights=des.contributions(diff)[active]), None
-    fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
-    var, df = t_variance(z, strata=t_strata, fpc=fpc)
+    if des.prediction is not None and clusters is None:
+        parts, dfs = prediction_variance(diff, des.weights, des.prediction, des.strata, active)
+        var, df = sum(parts.values()) / des.total**2, sum(dfs.values())
+    else:
+        fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
+        var, df = t_variance(z, strata=t_strata, fpc=fpc)
     if not free.any():
         notes.append("every query was taken with certainty: the estimate has no sampling variance")
         return delta, delta, _point_mass_p(delta)
@@ -831,6 +887,9 @@ def _strata_deltas(paired: Paired, des: Design, free: np.ndarray, clusters, leve
         return strata_out
     w, strata, diff = des.weights, des.strata, paired.diff
     total_w = sum(des.shares.values()) if des.total is not None else w.sum()
+    pred_var = pred_df = None
+    if des.prediction is not None and clusters is None:
+        pred_var, pred_df = prediction_variance(diff, w, des.prediction, strata, w > 0)
     for s, label in enumerate(des.labels):
         sel = strata == s
         ws = w[sel]
@@ -855,6 +914,8 @@ def _strata_deltas(paired: Paired, des: Design, free: np.ndarray, clusters, leve
             lo_s = hi_s = est_s
         else:
             var_s, df_s = t_variance(z_s[free_s], fpc=fpc_s)
+            if pred_var is not None and known:
+                var_s, df_s = pred_var.get(s, 0.0) / known**2, pred_df.get(s, 0)
             if df_s < 1:
                 lo_s = hi_s = math.nan
             else:

@@ -124,6 +124,22 @@ def certain_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
     return certain, total
 
 
+def head_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
+    """How many of a stratum's largest queries a uniform draw of ``k`` takes with certainty (its
+    take-all head), and the traffic left to the others: ``top`` holds the ``k`` largest traffics,
+    descending (ties by text), and ``total`` the stratum's traffic. A query is certain when its
+    traffic is at least half of what one of the remaining draws stands for, ``2 k' t_i >= T'`` over
+    the queries not yet taken for certain, while at least two draws are left to the others (so the
+    rest of the stratum still has a variance). The head is a take-all (self-representing) stratum and
+    the tail is drawn with equal probabilities (Hidiroglou, "The construction of a self-representing
+    stratum of large units in survey design", *The American Statistician* 40, 1986)."""
+    certain = 0
+    while certain < k - 2 and 2 * int(top[certain]) * (k - certain) >= total:
+        total -= int(top[certain])
+        certain += 1
+    return certain, total
+
+
 def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
     """The ``m`` points of a systematic draw over a cumulated traffic of ``total``: one random start
     in the first interval of ``total / m``, then every ``total / m``."""
@@ -155,6 +171,7 @@ class Drawn:
     users: np.ndarray | None  # int64; None without a user column
     mass: np.ndarray | None  # user mass; None without a user column
     inclusion: np.ndarray
+    traffic_sq: int | None = None  # the stratum's sum of squared traffic (uniform draws; else None)
 
 
 def stratum_key(k) -> tuple[str, ...]:
