@@ -338,7 +338,7 @@ def bucket_top(pool, wants: dict) -> dict:
 
 def bucket_traffic_sq(pool, keys) -> dict:
     """Per stratum key of ``keys``: the sum of the bucket's squared traffic (a Python integer)."""
-    from curation.sample.sampling import squared_traffic
+    from curation.sample.draw import squared_traffic
 
     return {skey: squared_traffic(pool[skey]["traffic"]) for skey in keys if skey in pool}
 

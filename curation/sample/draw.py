@@ -140,6 +140,16 @@ def head_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
     return certain, total
 
 
+def squared_traffic(traffic: np.ndarray) -> int:
+    """The exact sum of a stratum's squared traffic (Python integers: no overflow)."""
+    t = np.asarray(traffic, dtype=np.int64)
+    if not len(t) or (int(t.max()) < 1 << 32 and len(t) < 1 << 29):
+        # t^2 = hi^2 2^32 + 2 hi lo 2^16 + lo^2 with 16-bit halves: each part's sum fits in int64
+        lo, hi = t & 0xFFFF, t >> 16
+        return (int(np.sum(hi * hi)) << 32) + (int(np.sum(2 * hi * lo)) << 16) + int(np.sum(lo * lo))
+    return sum(int(x) * int(x) for x in t.tolist())
+
+
 def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
     """The ``m`` points of a systematic draw over a cumulated traffic of ``total``: one random start
     in the first interval of ``total / m``, then every ``total / m``."""

@@ -57,6 +57,7 @@ from curation.sample.draw import (
     certain_units,
     draw_keys,
     head_units,
+    squared_traffic,
     is_question,
     stratum_key,
     stratum_rng,
@@ -316,8 +317,7 @@ def sample_queries(
     So a mean must divide by the stratum's KNOWN share, not by the weights drawn; every row
     carries what that needs: ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn``
     (k_h) and, for a uniform draw, ``stratum_traffic_sq`` (the sum of its queries' squared
-    traffic, which the interval of a traffic-weighted mean needs: see
-    :mod:`curation.evaluate.stats`). With a user column, ``user_weight`` is the same for a user-weighted mean (every user
+    traffic, for the interval: :mod:`curation.evaluate.prediction`). With a user column, ``user_weight`` is the same for a user-weighted mean (every user
     counts once, their distinct queries sharing that unit: ``(m_i / M) / pi_i`` with ``m_i`` the
     query's user mass from :func:`curation.sample.logs.collapse_log`) and ``stratum_user_share``
     the stratum's share of it. ``stratum_share`` is the stratum's share of the traffic of the
@@ -422,16 +422,6 @@ class LogPool:
                              mass=None if self.mass is None else self.mass[picked], inclusion=probs,
                              traffic_sq=squared_traffic(self.traffic[idx]) if weighting == "uniform" else None))
         return out
-
-
-def squared_traffic(traffic: np.ndarray) -> int:
-    """The exact sum of a stratum's squared traffic (Python integers: no overflow)."""
-    t = np.asarray(traffic, dtype=np.int64)
-    if not len(t) or (int(t.max()) < 1 << 32 and len(t) < 1 << 29):
-        # t^2 = hi^2 2^32 + 2 hi lo 2^16 + lo^2 with 16-bit halves: each part's sum fits in int64
-        lo, hi = t & 0xFFFF, t >> 16
-        return (int(np.sum(hi * hi)) << 32) + (int(np.sum(2 * hi * lo)) << 16) + int(np.sum(lo * lo))
-    return sum(int(x) * int(x) for x in t.tolist())
 
 
 def _arrow_strings(column: pd.Series):
