@@ -447,8 +447,8 @@ def _by_text(idx: np.ndarray, texts):
     return idx, taken
 
 
-def _sample(population, *, strata, shape, size, floor, seed, weighting, head, handwritten, exclude,
-            warnings) -> SampleResult:
+def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude, warnings,
+            head="certain") -> SampleResult:
     """The rest of :func:`sample_queries`, given the log's queries (a :class:`LogPool` or a DaskPool)."""
     from curation.sample.pii import pii_flags
 
