@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 MIN_SPREAD = 2.0  # queries' worth of the traffic not taken whole, per query drawn from it, below which no interval
 
 

@@ -57,8 +57,8 @@ from curation.sample.draw import (
     certain_units,
     draw_keys,
     head_units,
-    squared_traffic,
     is_question,
+    squared_traffic,
     stratum_key,
     stratum_rng,
     systematic_points,
@@ -312,16 +312,16 @@ def sample_queries(
     (Horvitz-Thompson) under both designs. With traffic weighting that is ``stratum_share / k_h``
     for every query not taken with certainty, and a stratum's weights sum to its share exactly;
     with uniform weighting (``pi_i = k'_h / N'_h`` outside the head taken whole) it is
-    ``t_i * N'_h / (k'_h * T)``, whose sum over a stratum is its share only on average: dividing by the traffic drawn instead (the ratio
-    estimator, golden's earlier uniform weight) is biased when traffic is Zipf-shaped.
-    So a mean must divide by the stratum's KNOWN share, not by the weights drawn; every row
-    carries what that needs: ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn``
-    (k_h) and, for a uniform draw, ``stratum_traffic_sq`` (the sum of its queries' squared
-    traffic, for the interval: :mod:`curation.evaluate.prediction`). With a user column, ``user_weight`` is the same for a user-weighted mean (every user
-    counts once, their distinct queries sharing that unit: ``(m_i / M) / pi_i`` with ``m_i`` the
-    query's user mass from :func:`curation.sample.logs.collapse_log`) and ``stratum_user_share``
-    the stratum's share of it. ``stratum_share`` is the stratum's share of the traffic of the
-    queries sampled from (after ``exclude``).
+    ``t_i * N'_h / (k'_h * T)``, whose sum over a stratum is its share only on average (dividing
+    by the traffic drawn with the head left to chance, golden's earlier uniform weight, is biased on
+    Zipf-shaped traffic). So a mean must use the stratum's KNOWN share; every row carries it:
+    ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn`` (k_h) and, for a uniform
+    draw, ``stratum_traffic_sq`` (its sum of squared traffic, for the interval:
+    :mod:`curation.evaluate.prediction`). With a user column, ``user_weight`` is the same for a
+    user-weighted mean (every user counts once, their queries sharing that unit: ``(m_i / M) /
+    pi_i``, ``m_i`` the user mass from :func:`curation.sample.logs.collapse_log`), and
+    ``stratum_user_share`` the stratum's share of it. ``stratum_share``: the stratum's share of the
+    traffic of the queries sampled from (after ``exclude``).
 
     Rows come stratum by stratum (strata ordered by their values), within a stratum by traffic
     (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
