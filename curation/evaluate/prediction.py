@@ -38,70 +38,85 @@ from dataclasses import dataclass, field
 import numpy as np
 
 MIN_SPREAD = 2.0  # queries' worth of the traffic not taken whole, per query drawn from it, below which no interval
+MIN_SLOPE_QUERIES = 4  # tail queries compared (with two traffic values at least) for the slope on log traffic
+
+
+@dataclass
+class Part:
+    """One stratum's tail: its model matrix over the tail queries compared, ``(X'X)^-1``, the
+    totals ``c`` the model predicts (over the tail queries not compared) and their squared
+    traffic, in searches; ``scale`` turns a variance in searches^2 into one of the mean."""
+
+    rows: np.ndarray  # indices of the tail queries compared
+    x: np.ndarray  # (m, p): 1, and log traffic when the slope is fitted
+    inv: np.ndarray  # (p, p)
+    c: np.ndarray  # (p,): sum of t, (sum of t log t) over the tail not compared
+    unseen_sq: float  # sum of t^2 over the tail not compared
+    scale: float  # 1 / T^2 (times a stated mix's factor squared)
 
 
 @dataclass
 class Prediction:
-    """What the prediction variance needs, per compared query and per stratum (in share units: the
-    stratum's traffic over the pool's, as the rows' weights)."""
+    """What the prediction variance needs, per stratum (:class:`Part`), and per stratum the
+    spread of the traffic not taken whole (``T_U^2 / Q_U``, in queries) and the tail queries drawn."""
 
-    own: np.ndarray  # per query: t_i / T, what the query stands for itself
-    free: np.ndarray  # per query: drawn from the tail (not taken whole)
-    unseen: dict[int, float] = field(default_factory=dict)  # per stratum: (Q_U - Q_S) / T^2
-    spread: dict[int, float] = field(default_factory=dict)  # per stratum: (T_U)^2 / Q_U, in queries
-    drawn: dict[int, int] = field(default_factory=dict)  # per stratum: tail queries compared
+    parts: dict[int, Part] = field(default_factory=dict)
+    spread: dict[int, float] = field(default_factory=dict)
+    drawn: dict[int, int] = field(default_factory=dict)
 
 
 def uniform_weights(traffic: np.ndarray, certain: np.ndarray, strata: np.ndarray, facts: dict[int, tuple]
                     ) -> tuple[np.ndarray, Prediction] | None:
-    """The calibrated weights of a uniform draw's traffic-weighted mean and its :class:`Prediction`.
+    """The weights of a uniform draw's traffic-weighted mean (share units) and its :class:`Prediction`.
 
-    ``traffic``, ``certain`` (taken whole), ``strata``: per compared query. ``facts[s]``:
-    ``(pool traffic T, stratum traffic T_h, stratum sum of squared traffic Q_h)``. None when a
-    stratum has traffic left to stand for but no tail query compared."""
+    ``traffic``, ``certain`` (taken whole), ``strata``: per compared query (stratum -1: not in the
+    mean). ``facts[s]``: ``(pool traffic T, stratum traffic T_h, sum of t^2, sum of t log t)`` over
+    the stratum. None when a stratum has traffic left to stand for but no tail query compared."""
     t = np.asarray(traffic, dtype=np.float64)
+    certain = np.asarray(certain, dtype=bool)
     w = np.zeros(len(t))
-    own = np.zeros(len(t))
-    pred = Prediction(own=own, free=~np.asarray(certain, dtype=bool))
-    for s, (pool, t_h, q_h) in facts.items():
-        sel = strata == s
-        head = sel & ~pred.free
-        tail = sel & pred.free
-        own[sel] = t[sel] / pool
-        t_u = float(t_h) - float(t[head].sum())
-        q_u = float(q_h) - float(np.sum(t[head] ** 2))
-        t_s = float(t[tail].sum())
-        if t_s <= 0:
+    pred = Prediction()
+    for s, (pool, t_h, q_h, l_h) in facts.items():
+        head = (strata == s) & certain
+        tail = np.flatnonzero((strata == s) & ~certain)
+        w[head] = t[head] / pool
+        th = t[head]
+        t_u, q_u = float(t_h) - float(th.sum()), float(q_h) - float(np.sum(th**2))
+        l_u = float(l_h) - float(np.sum(th * np.log(th)))
+        ts = t[tail]
+        if not len(tail):
             if t_u > 0.5:
                 return None
-            w[head] = own[head]
             continue
-        w[head] = own[head]
-        w[tail] = own[tail] * t_u / t_s
-        pred.unseen[s] = max(0.0, q_u - float(np.sum(t[tail] ** 2))) / pool**2
+        logs = np.log(ts)
+        c = np.array([t_u - ts.sum(), l_u - float(np.sum(ts * logs))])
+        x = np.column_stack([np.ones(len(tail)), logs])
+        if len(tail) < MIN_SLOPE_QUERIES or np.ptp(logs) == 0:
+            x, c = x[:, :1], c[:1]  # too few, or one traffic value: the mean alone
+        inv = np.linalg.inv(x.T @ x)
+        w[tail] = (ts + x @ (inv @ c)) / pool
+        pred.parts[s] = Part(rows=tail, x=x, inv=inv, c=c, unseen_sq=max(0.0, q_u - float(np.sum(ts**2))),
+                             scale=1.0 / pool**2)
         pred.spread[s] = t_u**2 / q_u if q_u > 0 else float("inf")
-        pred.drawn[s] = int(tail.sum())
+        pred.drawn[s] = len(tail)
     return w, pred
 
 
-def prediction_variance(y: np.ndarray, w: np.ndarray, pred: Prediction, strata: np.ndarray,
-                        active: np.ndarray) -> tuple[dict[int, float], dict[int, int]]:
-    """Per stratum: the prediction variance of ``sum(w y)`` (share units) and its degrees of
-    freedom (tail queries compared minus one; strata with fewer than two add none)."""
+def prediction_variance(y: np.ndarray, pred: Prediction) -> tuple[dict[int, float], dict[int, int]]:
+    """Per stratum: the prediction variance of its part of the mean and its degrees of freedom
+    (tail queries compared minus the model's parameters; none left: no variance, no df)."""
     var: dict[int, float] = {}
     df: dict[int, int] = {}
-    for s, unseen in pred.unseen.items():
-        tail = (strata == s) & pred.free & active
-        m = int(tail.sum())
-        if m < 2:
+    for s, part in pred.parts.items():
+        m, p = part.x.shape
+        if m <= p:
             var[s], df[s] = 0.0, 0
             continue
-        a, ws, ys = pred.own[tail], w[tail], y[tail]
-        p = a / a.sum()
-        r = float(np.sum(p * ys))
-        sigma2 = float(np.sum((ys - r) ** 2)) / (m - 2 + m * float(np.sum(p**2)))
-        var[s] = sigma2 * (float(np.sum((ws - a) ** 2)) + unseen)
-        df[s] = m - 1
+        ys = np.asarray(y, dtype=np.float64)[part.rows]
+        resid = ys - part.x @ (part.inv @ (part.x.T @ ys))
+        sigma2 = float(np.sum(resid**2)) / (m - p)
+        var[s] = sigma2 * (float(part.c @ part.inv @ part.c) + part.unseen_sq) * part.scale
+        df[s] = m - p
     return var, df
 
 

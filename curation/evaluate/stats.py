@@ -416,6 +416,7 @@ class Design:
     certain: np.ndarray | None = None  # per query: taken with certainty (inclusion 1), no sampling variance
     inclusion: np.ndarray | None = None  # per query: its inclusion probability, when the rows state it
     prediction: Prediction | None = None  # a uniform draw's traffic-weighted mean: its prediction variance
+    row_weights: np.ndarray | None = None  # with a prediction: the rows' own (non-negative) weights
 
     def mean(self, x: np.ndarray) -> float:
         if self.total is None:
@@ -531,20 +532,19 @@ def design(
         else:
             w, shares, total, estimator = _horvitz_thompson(w, strata, labels, known, unit, notes)
     pred = None
+    row_w = w
     if weighting == "traffic" and total is not None and unit == "query":
         w, pred, estimator = _uniform_calibrated(qids, queries, w, strata, total, estimator, notes)
     if mix_shares is not None:
         base = shares if total is not None else {s: float(w[strata == s].sum()) for s in range(len(labels))}
         target = _mix_targets(mix_shares, base, qids, queries, w, strata, labels)
-        w = w.copy()
+        w, row_w = w.copy(), row_w.copy()
         for s in range(len(labels)):
             sel = strata == s
             g = target[s] / base[s] if s in target and base.get(s, 0) > 0 else 0.0
-            w[sel] = w[sel] * g
-            if pred is not None:
-                pred.own[sel] *= g
-                if s in pred.unseen:
-                    pred.unseen[s] *= g * g
+            w[sel], row_w[sel] = w[sel] * g, row_w[sel] * g
+            if pred is not None and s in pred.parts:
+                pred.parts[s].scale *= g * g
         shares = dict(target)
         total = 1.0 if total is not None else None
         estimator += "; strata re-weighted to the stated mix " + ", ".join(
@@ -555,7 +555,7 @@ def design(
         certain, pi = _inclusion(qids, queries, w)
     return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
                   estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi,
-                  prediction=pred)
+                  prediction=pred, row_weights=None if pred is None else row_w)
 
 
 def _uniform_calibrated(qids, queries, w: np.ndarray, strata: np.ndarray, total: float, estimator: str,
@@ -568,14 +568,15 @@ def _uniform_calibrated(qids, queries, w: np.ndarray, strata: np.ndarray, total:
         return w, None, estimator
     notes[:] = [n for n in notes if not n.startswith("the largest weight")]
     return found[0], found[1], (
-        "uniform draw: the head's own part plus the tail's traffic-weighted mean scaled to its known traffic (ratio "
-        f"estimator within strata), over the strata's known share of searches ({total:.4g})")
+        "uniform draw: the head's own part plus the tail predicted from the queries drawn by a regression on log "
+        f"traffic, to its known traffic (within strata), over the strata's known share of searches ({total:.4g})")
 
 
 def _uniform_facts(qids, queries, w: np.ndarray, strata: np.ndarray) -> tuple[np.ndarray, Prediction] | None:
     rows = [queries[q] for q in qids]
     weighted = [i for i, r in enumerate(rows) if w[i] > 0]
-    if not weighted or any(rows[i].get("stratum_traffic_sq") is None for i in weighted):
+    if not weighted or any(rows[i].get("stratum_traffic_sq") is None or rows[i].get("stratum_traffic_log") is None
+                           for i in weighted):
         return None
     facts: dict[int, tuple] = {}
     for i in weighted:
@@ -583,16 +584,12 @@ def _uniform_facts(qids, queries, w: np.ndarray, strata: np.ndarray) -> tuple[np
         share, t_h, inclusion = r.stratum_share, r.get("stratum_traffic"), r.get("inclusion")
         if not share or not t_h or not isinstance(inclusion, (int, float)) or r.get("traffic") is None:
             return None
-        facts.setdefault(int(strata[i]), (float(t_h) / float(share), float(t_h), float(r.get("stratum_traffic_sq"))))
+        facts.setdefault(int(strata[i]), (float(t_h) / float(share), float(t_h), float(r.get("stratum_traffic_sq")),
+                                          float(r.get("stratum_traffic_log"))))
     active = w > 0
     traffic = np.array([float(r.get("traffic") or 0) if a else 0.0 for r, a in zip(rows, active)])
     certain = np.array([a and r.get("inclusion") >= 1 - 1e-9 for r, a in zip(rows, active)], dtype=bool)
-    out = uniform_weights(traffic, certain, np.where(active, strata, -1), facts)
-    if out is None:
-        return None
-    calibrated, pred = out
-    pred.free &= active
-    return calibrated, pred
+    return uniform_weights(traffic, certain, np.where(active, strata, -1), facts)
 
 
 def _user_weights(qids, queries, weighting: str, cluster_col: str | None, estimator: str) -> tuple[np.ndarray, str]:
@@ -793,7 +790,7 @@ def _active_noted(des: Design, clusters, weighting: str, mix, notes: list[str]) 
     what clusters change in the design."""
     if clusters is not None and (weighting != "unweighted" or mix is not None):
         notes.append("clusters are resampled whole, across strata")
-    active = des.weights > 0
+    active = (des.weights if des.row_weights is None else des.row_weights) > 0
     if active.sum() < 2:
         raise ValueError(f"weighting {weighting!r}: fewer than 2 queries carry weight")
     if weighting == "traffic" and not active.all():
@@ -835,6 +832,8 @@ def _delta_interval(des: Design, diff: np.ndarray, delta: float, *, method: str,
         notes.append("with --ci bca, P(delta <= 0) is the share of bootstrap replicates at or below 0, which "
                      "the BCa interval's bias correction can disagree with near its ends; --ci auto (t) or "
                      "percentile keep the two the same")
+    elif des.prediction is not None and clusters is None:
+        reps = _t_replicates(des, diff, delta, resamples, seed)
     elif design_based:
         reps = rescaled_replicates(diff, weights=w, strata=resample_strata, fixed=certain, resamples=resamples,
                                    seed=seed, total=total)
@@ -853,6 +852,17 @@ def _delta_interval(des: Design, diff: np.ndarray, delta: float, *, method: str,
     return low, high, p_le_0, reps
 
 
+def _t_replicates(des: Design, diff: np.ndarray, delta: float, resamples: int, seed: int) -> np.ndarray:
+    """Replicates of a uniform draw's estimate: draws from the t distribution of its prediction
+    variance (its weights may be negative, which no bootstrap of weights reproduces)."""
+    parts, dfs = prediction_variance(diff, des.prediction)
+    df = sum(dfs.values())
+    if df < 1:
+        return np.full(resamples, math.nan)
+    se = math.sqrt(sum(parts.values())) / des.total
+    return delta + se * np.random.default_rng(seed).standard_t(df, resamples)
+
+
 def _t_delta(des: Design, diff: np.ndarray, delta: float, free: np.ndarray, active: np.ndarray, clusters,
              resample_strata, level: float, notes: list[str]) -> tuple[float, float, float]:
     """The t interval of ``delta`` over the design's linearised contributions, and P(delta <= 0)
@@ -863,7 +873,7 @@ def _t_delta(des: Design, diff: np.ndarray, delta: float, free: np.ndarray, acti
         _, cl = np.unique(clusters[active], return_inverse=True)
         z, t_strata = np.bincount(cl, weights=des.contributions(diff)[active]), None
     if des.prediction is not None and clusters is None:
-        parts, dfs = prediction_variance(diff, des.weights, des.prediction, des.strata, active)
+        parts, dfs = prediction_variance(diff, des.prediction)
         var, df = sum(parts.values()) / des.total**2, sum(dfs.values())
     else:
         fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
@@ -889,7 +899,7 @@ def _strata_deltas(paired: Paired, des: Design, free: np.ndarray, clusters, leve
     total_w = sum(des.shares.values()) if des.total is not None else w.sum()
     pred_var = pred_df = None
     if des.prediction is not None and clusters is None:
-        pred_var, pred_df = prediction_variance(diff, w, des.prediction, strata, w > 0)
+        pred_var, pred_df = prediction_variance(diff, des.prediction)
     for s, label in enumerate(des.labels):
         sel = strata == s
         ws = w[sel]

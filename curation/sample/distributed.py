@@ -336,11 +336,11 @@ def bucket_top(pool, wants: dict) -> dict:
     return out
 
 
-def bucket_traffic_sq(pool, keys) -> dict:
-    """Per stratum key of ``keys``: the sum of the bucket's squared traffic (a Python integer)."""
-    from curation.sample.draw import squared_traffic
+def bucket_traffic_counts(pool, keys) -> dict:
+    """Per stratum key of ``keys``: the bucket's distinct traffic values and their counts."""
+    from curation.sample.draw import traffic_counts
 
-    return {skey: squared_traffic(pool[skey]["traffic"]) for skey in keys if skey in pool}
+    return {skey: traffic_counts(pool[skey]["traffic"]) for skey in keys if skey in pool}
 
 
 def bucket_draw(pool, specs: dict) -> dict:
@@ -438,10 +438,27 @@ class DaskPool:
                          size=sum(s[1] for s in strata), traffic=sum(s[2] for s in strata),
                          mass=units_to_float(mass_units) if self.has_users else None, strata=strata)
 
+    def _traffic_counts(self, keys) -> dict:
+        """Per stratum key: its distinct traffic values and their counts, merged over the buckets."""
+        counts: dict = {}
+        for part in self.client.gather([self.client.submit(bucket_traffic_counts, p, keys) for p in self.pools]):
+            for key, hist in part.items():
+                merged = counts.setdefault(key, {})
+                for t, n_t in hist.items():
+                    merged[t] = merged.get(t, 0) + n_t
+        return counts
+
     def draw(self, plans, *, weighting: str, seed: int, head: str = "certain"):
         """:meth:`curation.sample.sampling.LogPool.draw`, in two rounds over the buckets: their
         candidates for the certainty units, then their part of each draw."""
-        from curation.sample.draw import Drawn, certain_units, head_units, stratum_rng, systematic_points
+        from curation.sample.draw import (
+            Drawn,
+            certain_units,
+            head_units,
+            stratum_rng,
+            systematic_points,
+            traffic_moments,
+        )
 
         c = self.client
         sizes = {self.keys[h]: n for h, n in ((h, sum(b.get(self.keys[h], (0,))[0] for b in self.per_bucket))
@@ -449,12 +466,7 @@ class DaskPool:
         pps = {self.keys[h]: k for h, _, k in plans
                if (weighting == "traffic" or head == "certain") and k < sizes[self.keys[h]]}
         tops = c.gather([c.submit(bucket_top, p, pps) for p in self.pools]) if pps else [{}] * self.n
-        squares: dict = {}
-        if weighting == "uniform":
-            keys = [self.keys[h] for h, _, _ in plans]
-            for part in c.gather([c.submit(bucket_traffic_sq, p, keys) for p in self.pools]):
-                for key, v in part.items():
-                    squares[key] = squares.get(key, 0) + v
+        counts = self._traffic_counts([self.keys[h] for h, _, _ in plans]) if weighting == "uniform" else {}
         specs: list[dict] = [{} for _ in range(self.n)]
         rates = {}
         for h, label, k in plans:
@@ -507,7 +519,8 @@ class DaskPool:
                 m, rest_total = rates[key]
                 probs = np.where(col["certain"], 1.0, col["traffic"] * m / rest_total)
             out.append(Drawn(texts=col["text"], traffic=col["traffic"], users=col["users"], mass=col["mass"],
-                             inclusion=probs, traffic_sq=squares.get(key) if weighting == "uniform" else None))
+                             inclusion=probs,
+                             moments=traffic_moments(counts[key]) if weighting == "uniform" else None))
         return out
 
 

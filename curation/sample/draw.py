@@ -10,6 +10,7 @@ private parts.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -140,14 +141,18 @@ def head_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
     return certain, total
 
 
-def squared_traffic(traffic: np.ndarray) -> int:
-    """The exact sum of a stratum's squared traffic (Python integers: no overflow)."""
-    t = np.asarray(traffic, dtype=np.int64)
-    if not len(t) or (int(t.max()) < 1 << 32 and len(t) < 1 << 29):
-        # t^2 = hi^2 2^32 + 2 hi lo 2^16 + lo^2 with 16-bit halves: each part's sum fits in int64
-        lo, hi = t & 0xFFFF, t >> 16
-        return (int(np.sum(hi * hi)) << 32) + (int(np.sum(2 * hi * lo)) << 16) + int(np.sum(lo * lo))
-    return sum(int(x) * int(x) for x in t.tolist())
+def traffic_counts(traffic) -> dict[int, int]:
+    """A stratum's distinct traffic values and how many queries have each (few: a log's traffic
+    takes far fewer values than it has queries), which :func:`traffic_moments` reads."""
+    values, counts = np.unique(np.asarray(traffic, dtype=np.int64), return_counts=True)
+    return dict(zip(values.tolist(), counts.tolist()))
+
+
+def traffic_moments(counts: dict[int, int]) -> tuple[int, float]:
+    """From :func:`traffic_counts` (or several merged): the stratum's sum of squared traffic (an exact
+    integer) and its sum of ``t ln t`` (``math.fsum``: rounded once, whatever the order)."""
+    square = sum(t * t * c for t, c in counts.items())
+    return square, math.fsum(c * (t * math.log(t)) for t, c in counts.items() if t > 0)
 
 
 def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
@@ -181,7 +186,7 @@ class Drawn:
     users: np.ndarray | None  # int64; None without a user column
     mass: np.ndarray | None  # user mass; None without a user column
     inclusion: np.ndarray
-    traffic_sq: int | None = None  # the stratum's sum of squared traffic (uniform draws; else None)
+    moments: tuple | None = None  # uniform draws: the stratum's (sum of t^2, sum of t ln t); else None
 
 
 def stratum_key(k) -> tuple[str, ...]:

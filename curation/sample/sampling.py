@@ -58,10 +58,11 @@ from curation.sample.draw import (
     draw_keys,
     head_units,
     is_question,
-    squared_traffic,
     stratum_key,
     stratum_rng,
     systematic_points,
+    traffic_counts,
+    traffic_moments,
 )
 
 SAMPLE_WEIGHTINGS = ("traffic", "uniform")
@@ -316,8 +317,8 @@ def sample_queries(
     by the traffic drawn with the head left to chance, golden's earlier uniform weight, is biased on
     Zipf-shaped traffic). So a mean must use the stratum's KNOWN share; every row carries it:
     ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn`` (k_h) and, for a uniform
-    draw, ``stratum_traffic_sq`` (its sum of squared traffic, for the interval:
-    :mod:`curation.evaluate.prediction`). With a user column, ``user_weight`` is the same for a
+    draw, ``stratum_traffic_sq`` and ``stratum_traffic_log`` (sums of t^2 and t ln t, for the
+    interval: :mod:`curation.evaluate.prediction`). With a user column, ``user_weight`` is the same for a
     user-weighted mean (every user counts once, their queries sharing that unit: ``(m_i / M) /
     pi_i``, ``m_i`` the user mass from :func:`curation.sample.logs.collapse_log`), and
     ``stratum_user_share`` the stratum's share of it. ``stratum_share``: the stratum's share of the
@@ -420,7 +421,8 @@ class LogPool:
             out.append(Drawn(texts=texts.take(chosen).to_numpy(zero_copy_only=False), traffic=self.traffic[picked],
                              users=None if self.users is None else self.users[picked],
                              mass=None if self.mass is None else self.mass[picked], inclusion=probs,
-                             traffic_sq=squared_traffic(self.traffic[idx]) if weighting == "uniform" else None))
+                             moments=traffic_moments(traffic_counts(self.traffic[idx])) if weighting == "uniform"
+                             else None))
         return out
 
 
@@ -487,6 +489,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
             user_weights = drawn.mass / mass_total / probs
             user_share = float(pf.strata[h][3] / mass_total)
         order = np.lexsort((drawn.texts, -t_pick))
+        totals = _stratum_totals(t_h[h], n_h[h], k, drawn.moments)
         for j in order:
             text = drawn.texts[j]
             flags = pii_flags(text)
@@ -496,8 +499,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
                 "qid": qid_for(text), "text": text, "stratum": dict(vals), "traffic": int(t_pick[j]),
                 "users": None if drawn.users is None else int(drawn.users[j]), "stratum_share": share,
                 "inclusion": float(probs[j]), "weight": float(weights[j]), "pii": flags,
-                "stratum_traffic": t_h[h], "stratum_size": n_h[h], "stratum_drawn": k,
-                **({} if drawn.traffic_sq is None else {"stratum_traffic_sq": drawn.traffic_sq}),
+                **totals,
                 **({} if user_weights is None else {"user_weight": float(user_weights[j]),
                                                     "stratum_user_share": user_share}),
             })
@@ -527,6 +529,14 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
+
+
+def _stratum_totals(traffic: int, size: int, drawn: int, moments) -> dict:
+    """The stratum's known totals each of its rows carries (and, for a uniform draw, its moments)."""
+    out = {"stratum_traffic": traffic, "stratum_size": size, "stratum_drawn": drawn}
+    if moments is not None:
+        out["stratum_traffic_sq"], out["stratum_traffic_log"] = moments
+    return out
 
 
 def _log_warnings(st, warnings: list[str]) -> None:
