@@ -124,9 +124,9 @@ def test_both_sample_weightings_are_unbiased_on_a_zipf_log(tmp_path, weighting):
     # 200 seeded samples of 100 of 5,700 queries: the mean of the rows' Horvitz-Thompson estimates is
     # within 2 standard errors of the traffic-weighted truth. (The earlier uniform weights, a ratio
     # over the traffic drawn with the head left to chance, missed it by -0.098, 22 standard errors, on
-    # this log: bench/bench_weighting.py.) golden stats compare's estimate of a uniform draw is the
-    # ratio estimator over the tail, the head taken whole: its bias (order 1 / n) is a small part
-    # of its spread.
+    # this log: bench/bench_weighting.py.) golden stats compare's estimate of a uniform draw takes the
+    # head whole and predicts the tail not drawn by a regression on log traffic: its bias is a small
+    # part of its spread.
     path, value, truth = zipf_log(tmp_path / "log.csv")
     ht, estimates = [], []
     for seed in range(200):
@@ -386,8 +386,8 @@ def test_traffic_design_interval_covers_and_is_as_wide_as_the_real_spread(tmp_pa
 @pytest.mark.slow
 @pytest.mark.parametrize("unrelated", [False, True], ids=["related", "unrelated"])
 def test_uniform_design_interval_covers_and_is_as_wide_as_the_real_spread(tmp_path, unrelated):
-    # The head taken whole, the tail drawn alike: the ratio estimator within strata and the ratio
-    # model's prediction variance. bench/bench_intervals.py design: 1,000 draws.
+    # The head taken whole, the tail drawn alike: the tail not drawn predicted by a regression on log
+    # traffic, with the model's prediction variance. bench/bench_intervals.py design: 1,000 draws.
     est, iv, verdicts, truth = _design_draws(tmp_path, "uniform", 300, unrelated=unrelated)
     coverage = np.mean((iv[:, 0] <= truth) & (truth <= iv[:, 1]))
     ratio = np.mean((iv[:, 1] - iv[:, 0]) / 2) / (1.96 * np.std(est, ddof=1))
