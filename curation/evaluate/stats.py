@@ -742,7 +742,7 @@ def compare(
     method = "t" if ci == "auto" else ci
     certain = des.certain if (des.certain is not None and clusters is None) else np.zeros(len(diff), dtype=bool)
     free = active & ~certain
-    _sampling_notes(certain, active, clusters, method, notes)
+    _sampling_notes(certain, active, clusters, method, notes, des.prediction is not None and clusters is None)
     low, high, p_le_0, reps = _delta_interval(
         des, diff, delta, method=method, clusters=clusters, resample_strata=resample_strata, certain=certain,
         active=active, total=total, weighting=weighting, resamples=resamples, seed=seed, level=level, notes=notes)
@@ -802,12 +802,15 @@ def _active_noted(des: Design, clusters, weighting: str, mix, notes: list[str]) 
     return active
 
 
-def _sampling_notes(certain: np.ndarray, active: np.ndarray, clusters, method: str, notes: list[str]) -> None:
+def _sampling_notes(certain: np.ndarray, active: np.ndarray, clusters, method: str, notes: list[str],
+                    predicted: bool = False) -> None:
     """Notes on queries taken with certainty and on too few queries (or clusters) for the interval."""
     units = int(len(np.unique(clusters[active]))) if clusters is not None else int(active.sum())
     if certain[active].any():
+        rest = ("the tail not drawn is predicted from the others (a line in log traffic), and the histogram shows the "
+                "interval's t distribution" if predicted else "the interval resamples only the others (Rao-Wu)")
         notes.append(f"{int(certain[active].sum())} queries were taken with certainty (inclusion probability 1): "
-                     "they add no sampling variance, and the interval resamples only the others (Rao-Wu)")
+                     f"they add no sampling variance; {rest}")
     if units < FEW_QUERIES:
         what = "clusters" if clusters is not None else "queries"
         notes.append(f"only {units} {what}: estimates from so few are rough")

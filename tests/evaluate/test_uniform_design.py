@@ -79,6 +79,10 @@ def test_the_interval_is_the_prediction_variance_by_hand():
     assert (c.high - c.low) / 2 == pytest.approx(half, rel=1e-9)
     assert c.p_delta_le_0 == pytest.approx(float(sps.t.cdf(-c.delta / se, 2)), rel=1e-9)
     assert (c.low > 0) == (c.p_delta_le_0 < 0.025)
+    # the one stratum's interval is the same, and the histogram's draws come from the same t
+    assert (c.strata[0].low, c.strata[0].high) == pytest.approx((c.low, c.high), rel=1e-9)
+    assert np.mean(c.replicates <= 0) == pytest.approx(c.p_delta_le_0, abs=0.08)
+    assert any("predicted" in n for n in c.notes)
 
 
 def test_with_four_tail_queries_the_prediction_follows_log_traffic():
