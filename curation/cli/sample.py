@@ -79,7 +79,8 @@ def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, 
     traffic, users, stratum_share, inclusion, weight (what it stands for in a traffic-weighted
     mean: (traffic / total) / inclusion, Horvitz-Thompson), pii (flags for e-mail, phone and long
     digit runs, for a person to check), the stratum's known totals (stratum_traffic,
-    stratum_size, stratum_drawn: golden stats compare divides by them) and, with --user-col,
+    stratum_size, stratum_drawn: golden stats compare divides by them; with --weighting uniform also
+    stratum_traffic_sq and stratum_traffic_log, for its interval) and, with --user-col,
     user_weight and stratum_user_share (for golden stats compare --unit user).
     Several LOG files are read as one log. Same inputs and --seed, same file, byte for byte.
 
