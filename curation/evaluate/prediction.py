@@ -123,7 +123,8 @@ def prediction_trouble(pred: Prediction, shares: dict[int, float]) -> str | None
     traffic it does not take whole is spread over fewer than :data:`MIN_SPREAD` queries' worth
     (``T_U^2 / Q_U``, the effective number of queries the traffic is spread over) per query drawn
     from it, averaged over the strata by share. The sampler's head rule (``2 k' t_i < T'`` for every
-    query left to the draw) guarantees ``T_U^2 / Q_U >= T_U / max t > 2 k'``; a uniform draw that
+    query left to the draw, unless it stopped with two draws left) guarantees ``T_U^2 / Q_U >=
+    T_U / max t > 2 k'``; a uniform draw that
     left its head to chance falls far below (0.3-1.4 per stratum on the bench's Zipf log): whether
     the head query was drawn then decides the estimate, and no interval from the sample covers as
     it says."""
