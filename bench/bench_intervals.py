@@ -8,7 +8,8 @@ Three tables, each from seeded simulations through golden's own functions:
    often the printed P(delta <= 0) contradicts the interval (it cannot: same t distribution).
 2. ``design``: with the population fixed (the bench's synthetic Zipf log, as tests/evaluate's
    ``zipf_log``) and the draw the only randomness, ``sample_queries`` (traffic PPS with certainty
-   units, or uniform) then ``compare(weighting="traffic")``: coverage of the traffic-weighted truth,
+   units; uniform with the head taken whole; uniform with the head left to the draw) then
+   ``compare(weighting="traffic")``: coverage of the traffic-weighted truth,
    mean half-width and the estimator's real spread (1.96 x its sd over the draws), for a difference
    related to traffic and one unrelated to it. Intervals the verdict refuses (weights too unequal)
    are counted apart.
@@ -114,18 +115,23 @@ def zipf_population(path: Path, n: int = 5700, seed: int = 13):
     return {"related": dict(zip(texts, related)), "unrelated": dict(zip(texts, unrelated))}, truth
 
 
-def design_table(sims: int, *, size: int = 100, workdir: Path | None = None) -> dict:
+DESIGNS = {"traffic": ("traffic", "certain"), "uniform": ("uniform", "certain"),
+           "uniform, head drawn": ("uniform", "drawn")}
+
+
+def design_table(sims: int, *, size: int = 100, workdir: Path | None = None, designs=tuple(DESIGNS)) -> dict:
     from curation.formats.queries import parse_queries
     from curation.sample.sampling import sample_queries
 
     workdir = Path(tempfile.mkdtemp()) if workdir is None else workdir
     values, truth = zipf_population(workdir / "log.csv")
     out = {}
-    for weighting in ("traffic", "uniform"):
+    for name in designs:
+        weighting, head = DESIGNS[name]
         res = {k: {"est": [], "half": [], "cover": 0, "refused": 0} for k in values}
         for seed in range(sims):
             rows = sample_queries(workdir / "log.csv", query_col="query", count_col="n", strata=["market"],
-                                  size=size, floor=5, seed=seed, weighting=weighting).rows
+                                  size=size, floor=5, seed=seed, weighting=weighting, head=head).rows
             recs = {r.qid: r for r in parse_queries(json.dumps(r) for r in rows)}
             qids = sorted(recs)
             for kind, v in values.items():
@@ -140,7 +146,7 @@ def design_table(sims: int, *, size: int = 100, workdir: Path | None = None) -> 
                 r["cover"] += c.low <= truth[kind] <= c.high
         for kind, r in res.items():
             given = sims - r["refused"]
-            out[(weighting, kind)] = {
+            out[(name, kind)] = {
                 "coverage": r["cover"] / given if given else float("nan"),
                 "half": float(np.mean(r["half"])) if r["half"] else float("nan"),
                 "spread": 1.96 * float(np.std(r["est"], ddof=1)),
@@ -171,10 +177,10 @@ def main(argv=None) -> None:
         tab = design_table(sims)
         print(f"\ndesign-based intervals, {sims} draws of 100 of 5,700 queries per design "
               "(compare --weighting traffic)")
-        print(f"{'design':<9}{'difference':<11}{'coverage':>9}{'half-width':>11}{'1.96 sd':>9}{'ratio':>7}"
+        print(f"{'design':<21}{'difference':<11}{'coverage':>9}{'half-width':>11}{'1.96 sd':>9}{'ratio':>7}"
               f"{'refused':>8}{'bias':>9}")
-        for (weighting, kind), r in tab.items():
-            print(f"{weighting:<9}{kind:<11}{r['coverage']:>9.3f}{r['half']:>11.4f}{r['spread']:>9.4f}"
+        for (name, kind), r in tab.items():
+            print(f"{name:<21}{kind:<11}{r['coverage']:>9.3f}{r['half']:>11.4f}{r['spread']:>9.4f}"
                   f"{r['half'] / r['spread']:>7.2f}{r['refused']:>8}{r['bias']:>+9.4f}")
     if args.table in ("family", "all"):
         from curation.evaluate.multiple import family_table

@@ -83,9 +83,9 @@ def weighting(samples: int) -> None:
         value, truth = zipf_log(path)
         for design_name in ("uniform", "traffic"):
             ht, ratio = [], []
-            for seed in range(samples):
+            for seed in range(samples):  # the uniform draw as this table measured it: the head left to the draw
                 rows = sample_queries(path, query_col="query", count_col="n", strata=["market"], size=100, floor=5,
-                                      seed=seed, weighting=design_name).rows
+                                      seed=seed, weighting=design_name, head="drawn").rows
                 recs = {r.qid: r for r in parse_queries(json.dumps(r) for r in rows)}
                 qids = sorted(recs)
                 x = np.array([value[recs[q].text] for q in qids])
@@ -97,7 +97,7 @@ def weighting(samples: int) -> None:
                     w = np.array([recs[q].stratum_share * recs[q].traffic / drawn[json.dumps(recs[q].stratum)]
                                   for q in qids])
                     ratio.append(float((w * x).sum() / w.sum()))
-            for label, est in (("before (ratio)", ratio), ("now (Horvitz-Thompson)", ht)):
+            for label, est in (("before (ratio)", ratio), ("now (compare's mean)", ht)):
                 if not est:
                     continue
                 est = np.asarray(est)

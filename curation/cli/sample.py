@@ -47,6 +47,11 @@ def format_strata_table(strata) -> str:
 @seed_option
 @click.option("--weighting", type=click.Choice(["traffic", "uniform"]), default="traffic", show_default=True,
               help="Within a stratum, draw by traffic (head queries likelier) or every distinct query alike.")
+@click.option("--head", type=click.Choice(["certain", "drawn"]), default="certain", show_default=True,
+              help="With --weighting uniform: take each stratum's head whole (queries with at least half a draw's "
+                   "share of the traffic, while two draws are left) and draw the rest alike, so a traffic-weighted "
+                   "mean gets an honest interval; 'drawn': every query alike, head included (no trustworthy "
+                   "traffic-weighted interval on a Zipf-shaped log).")
 @click.option("--handwritten", type=click.Path(dir_okay=False), default=None,
               help="Hand-written queries (.txt one per line, .jsonl with \"text\", .csv/.tsv with a text column): "
                    "their own stratum, weight 0. A .jsonl line's \"description\" and \"narrative\" (the "
@@ -59,8 +64,8 @@ def format_strata_table(strata) -> str:
                    "N local worker processes. Same output as without, byte for byte.")
 @domain_errors
 @checked_paths(inputs=[("log", glob_files), "handwritten", "exclude"], outputs=["out"])
-def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, handwritten, exclude,
-               out, dask_address):
+def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, head, handwritten,
+               exclude, out, dask_address):
     """Sample a stratified query set from a search LOG (CSV, TSV, JSONL or Parquet; gzip too).
 
     LOG may be files, folders (a partitioned dataset: every log file under it) or quoted glob
@@ -74,7 +79,8 @@ def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, 
     traffic, users, stratum_share, inclusion, weight (what it stands for in a traffic-weighted
     mean: (traffic / total) / inclusion, Horvitz-Thompson), pii (flags for e-mail, phone and long
     digit runs, for a person to check), the stratum's known totals (stratum_traffic,
-    stratum_size, stratum_drawn: golden stats compare divides by them) and, with --user-col,
+    stratum_size, stratum_drawn: golden stats compare divides by them; with --weighting uniform also
+    stratum_traffic_sq and stratum_traffic_log, for its interval) and, with --user-col,
     user_weight and stratum_user_share (for golden stats compare --unit user).
     Several LOG files are read as one log. Same inputs and --seed, same file, byte for byte.
 
@@ -92,7 +98,7 @@ def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, 
     try:
         result = sample_queries(
             list(log), query_col=query_col, count_col=count_col, user_col=user_col, strata=strata, shape=shape,
-            size=size, floor=floor, seed=seed, weighting=weighting, handwritten=handwritten,
+            size=size, floor=floor, seed=seed, weighting=weighting, head=head, handwritten=handwritten,
             exclude=list(exclude), progress=True, dask=dask_address,
         )
     except InputError:
@@ -108,7 +114,11 @@ def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, 
     click.echo(format_strata_table(result.strata))
     extra = f" + {st['handwritten']} hand-written" if st["handwritten"] else ""
     pii = sum(1 for r in result.rows if r["pii"])
-    click.echo(f"wrote {st['size']:,} queries{extra} to {out} (seed {seed}, weighting {weighting}; "
+    design = weighting
+    if weighting == "uniform":
+        whole = sum(1 for r in result.rows if r["weight"] > 0 and r["inclusion"] >= 1)
+        design += f", {whole} head queries taken whole" if head == "certain" else ", head drawn"
+    click.echo(f"wrote {st['size']:,} queries{extra} to {out} (seed {seed}, weighting {design}; "
                f"{pii} flagged as possible personal data)")
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)

@@ -226,7 +226,8 @@ def compare_many(scores, *, baseline: int | None = None, correction: str = "holm
         x = np.array([[m[q] for m in maps] for q in qids])
         des = design(qids, queries, options.get("weighting", "unweighted"), unit=options.get("unit", "query"),
                      cluster_col=options.get("cluster_col"), mix=options.get("mix"))
-        adjusted = tukey_hsd(x, pairs, weights=des.weights, randomisations=randomisations,
+        weights = des.weights if des.row_weights is None else des.row_weights
+        adjusted = tukey_hsd(x, pairs, weights=weights, randomisations=randomisations,
                              seed=options.get("seed", 0))
         family.randomisations, family.tukey_queries = randomisations, len(qids)
         if any(len(p) != len(qids) for p in paireds):

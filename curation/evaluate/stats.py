@@ -58,6 +58,7 @@ from curation.evaluate.bootstrap import (
 from curation.evaluate.choices import CI_METHODS, FEW_QUERIES, UNITS, WEIGHTINGS
 from curation.evaluate.exact_tests import McNemar, SignTest, mcnemar, sign_test
 from curation.evaluate.metrics import MetricSpec, QueryScores
+from curation.evaluate.prediction import Prediction, prediction_trouble, prediction_variance, uniform_weights
 from curation.formats.queries import QueryRecord
 
 __all__ = [
@@ -414,6 +415,8 @@ class Design:
     notes: list[str] = field(default_factory=list)
     certain: np.ndarray | None = None  # per query: taken with certainty (inclusion 1), no sampling variance
     inclusion: np.ndarray | None = None  # per query: its inclusion probability, when the rows state it
+    prediction: Prediction | None = None  # a uniform draw's traffic-weighted mean: its prediction variance
+    row_weights: np.ndarray | None = None  # with a prediction: the rows' own (non-negative) weights
 
     def mean(self, x: np.ndarray) -> float:
         if self.total is None:
@@ -501,7 +504,9 @@ def design(
     ``stratum_share``, ``stratum_drawn``), the mean is Horvitz-Thompson: ``sum(w x) / sum of the
     strata's known shares``, each stratum's weights scaled by ``drawn / kept`` when some of its
     queries are not in the comparison; unbiased under both sampling designs. Otherwise it is the
-    ratio ``sum(w x) / sum(w)``.
+    ratio ``sum(w x) / sum(w)``. A uniform draw (rows with ``stratum_traffic_sq``) instead gets the
+    ratio estimator within strata, calibrated to their known traffic, whose interval is the ratio
+    model's prediction variance (:mod:`curation.evaluate.prediction`).
     """
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
@@ -526,13 +531,20 @@ def design(
                          "ratio sum(w x) / sum(w), biased when the sample was drawn uniformly (sample again)")
         else:
             w, shares, total, estimator = _horvitz_thompson(w, strata, labels, known, unit, notes)
+    pred = None
+    row_w = w
+    if weighting == "traffic" and total is not None and unit == "query":
+        w, pred, estimator = _uniform_calibrated(qids, queries, w, strata, total, estimator, notes)
     if mix_shares is not None:
         base = shares if total is not None else {s: float(w[strata == s].sum()) for s in range(len(labels))}
         target = _mix_targets(mix_shares, base, qids, queries, w, strata, labels)
-        w = w.copy()
+        w, row_w = w.copy(), row_w.copy()
         for s in range(len(labels)):
             sel = strata == s
-            w[sel] = w[sel] * target[s] / base[s] if s in target and base.get(s, 0) > 0 else 0.0
+            g = target[s] / base[s] if s in target and base.get(s, 0) > 0 else 0.0
+            w[sel], row_w[sel] = w[sel] * g, row_w[sel] * g
+            if pred is not None and s in pred.parts:
+                pred.parts[s].scale *= g * g
         shares = dict(target)
         total = 1.0 if total is not None else None
         estimator += "; strata re-weighted to the stated mix " + ", ".join(
@@ -542,7 +554,42 @@ def design(
     if weighting == "traffic" and queries is not None:
         certain, pi = _inclusion(qids, queries, w)
     return Design(weights=w, strata=strata, labels=labels, total=total, shares=shares, resample_strata=resample,
-                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi)
+                  estimator=estimator, unit=unit, mix=mix_shares, notes=notes, certain=certain, inclusion=pi,
+                  prediction=pred, row_weights=None if pred is None else row_w)
+
+
+def _uniform_calibrated(qids, queries, w: np.ndarray, strata: np.ndarray, total: float, estimator: str,
+                        notes: list[str]) -> tuple[np.ndarray, Prediction | None, str]:
+    """For a uniform draw (every weighted row states ``stratum_traffic_sq``, ``stratum_traffic``,
+    ``stratum_share`` and ``inclusion``): the calibrated weights, the prediction facts and the
+    estimator's description; else ``w``, None and ``estimator`` as given."""
+    found = _uniform_facts(qids, queries, w, strata)
+    if found is None:
+        return w, None, estimator
+    notes[:] = [n for n in notes if not n.startswith("the largest weight")]
+    return found[0], found[1], (
+        "uniform draw: the head's own part plus the tail predicted from the queries drawn by a regression on log "
+        f"traffic, to its known traffic (within strata), over the strata's known share of searches ({total:.4g})")
+
+
+def _uniform_facts(qids, queries, w: np.ndarray, strata: np.ndarray) -> tuple[np.ndarray, Prediction] | None:
+    rows = [queries[q] for q in qids]
+    weighted = [i for i, r in enumerate(rows) if w[i] > 0]
+    if not weighted or any(rows[i].get("stratum_traffic_sq") is None or rows[i].get("stratum_traffic_log") is None
+                           for i in weighted):
+        return None
+    facts: dict[int, tuple] = {}
+    for i in weighted:
+        r = rows[i]
+        share, t_h, inclusion = r.stratum_share, r.get("stratum_traffic"), r.get("inclusion")
+        if not share or not t_h or not isinstance(inclusion, (int, float)) or r.get("traffic") is None:
+            return None
+        facts.setdefault(int(strata[i]), (float(t_h) / float(share), float(t_h), float(r.get("stratum_traffic_sq")),
+                                          float(r.get("stratum_traffic_log"))))
+    active = w > 0
+    traffic = np.array([float(r.get("traffic") or 0) if a else 0.0 for r, a in zip(rows, active)])
+    certain = np.array([a and r.get("inclusion") >= 1 - 1e-9 for r, a in zip(rows, active)], dtype=bool)
+    return uniform_weights(traffic, certain, np.where(active, strata, -1), facts)
 
 
 def _user_weights(qids, queries, weighting: str, cluster_col: str | None, estimator: str) -> tuple[np.ndarray, str]:
@@ -695,12 +742,14 @@ def compare(
     method = "t" if ci == "auto" else ci
     certain = des.certain if (des.certain is not None and clusters is None) else np.zeros(len(diff), dtype=bool)
     free = active & ~certain
-    _sampling_notes(certain, active, clusters, method, notes)
+    _sampling_notes(certain, active, clusters, method, notes, des.prediction is not None and clusters is None)
     low, high, p_le_0, reps = _delta_interval(
         des, diff, delta, method=method, clusters=clusters, resample_strata=resample_strata, certain=certain,
         active=active, total=total, weighting=weighting, resamples=resamples, seed=seed, level=level, notes=notes)
     trouble = None
-    if weighting == "traffic" and clusters is None and mix is None:
+    if weighting == "traffic" and clusters is None and des.prediction is not None:
+        trouble = prediction_trouble(des.prediction, des.shares)
+    elif weighting == "traffic" and clusters is None and mix is None:
         trouble = weight_trouble(w, free, total=total, strata=strata,
                                  fixed_weight=float(w[active & certain].sum()))
     sign = sign_test(diff[active])
@@ -741,7 +790,7 @@ def _active_noted(des: Design, clusters, weighting: str, mix, notes: list[str]) 
     what clusters change in the design."""
     if clusters is not None and (weighting != "unweighted" or mix is not None):
         notes.append("clusters are resampled whole, across strata")
-    active = des.weights > 0
+    active = (des.weights if des.row_weights is None else des.row_weights) > 0
     if active.sum() < 2:
         raise ValueError(f"weighting {weighting!r}: fewer than 2 queries carry weight")
     if weighting == "traffic" and not active.all():
@@ -753,12 +802,15 @@ def _active_noted(des: Design, clusters, weighting: str, mix, notes: list[str]) 
     return active
 
 
-def _sampling_notes(certain: np.ndarray, active: np.ndarray, clusters, method: str, notes: list[str]) -> None:
+def _sampling_notes(certain: np.ndarray, active: np.ndarray, clusters, method: str, notes: list[str],
+                    predicted: bool = False) -> None:
     """Notes on queries taken with certainty and on too few queries (or clusters) for the interval."""
     units = int(len(np.unique(clusters[active]))) if clusters is not None else int(active.sum())
     if certain[active].any():
+        rest = ("the tail not drawn is predicted from the others (a line in log traffic), and the histogram shows the "
+                "interval's t distribution" if predicted else "the interval resamples only the others (Rao-Wu)")
         notes.append(f"{int(certain[active].sum())} queries were taken with certainty (inclusion probability 1): "
-                     "they add no sampling variance, and the interval resamples only the others (Rao-Wu)")
+                     f"they add no sampling variance; {rest}")
     if units < FEW_QUERIES:
         what = "clusters" if clusters is not None else "queries"
         notes.append(f"only {units} {what}: estimates from so few are rough")
@@ -783,6 +835,8 @@ def _delta_interval(des: Design, diff: np.ndarray, delta: float, *, method: str,
         notes.append("with --ci bca, P(delta <= 0) is the share of bootstrap replicates at or below 0, which "
                      "the BCa interval's bias correction can disagree with near its ends; --ci auto (t) or "
                      "percentile keep the two the same")
+    elif des.prediction is not None and clusters is None:
+        reps = _t_replicates(des, diff, delta, resamples, seed)
     elif design_based:
         reps = rescaled_replicates(diff, weights=w, strata=resample_strata, fixed=certain, resamples=resamples,
                                    seed=seed, total=total)
@@ -801,6 +855,17 @@ def _delta_interval(des: Design, diff: np.ndarray, delta: float, *, method: str,
     return low, high, p_le_0, reps
 
 
+def _t_replicates(des: Design, diff: np.ndarray, delta: float, resamples: int, seed: int) -> np.ndarray:
+    """Replicates of a uniform draw's estimate: draws from the t distribution of its prediction
+    variance (its weights may be negative, which no bootstrap of weights reproduces)."""
+    parts, dfs = prediction_variance(diff, des.prediction)
+    df = sum(dfs.values())
+    if df < 1:
+        return np.full(resamples, math.nan)
+    se = math.sqrt(sum(parts.values())) / des.total
+    return delta + se * np.random.default_rng(seed).standard_t(df, resamples)
+
+
 def _t_delta(des: Design, diff: np.ndarray, delta: float, free: np.ndarray, active: np.ndarray, clusters,
              resample_strata, level: float, notes: list[str]) -> tuple[float, float, float]:
     """The t interval of ``delta`` over the design's linearised contributions, and P(delta <= 0)
@@ -810,8 +875,12 @@ def _t_delta(des: Design, diff: np.ndarray, delta: float, free: np.ndarray, acti
     if clusters is not None:
         _, cl = np.unique(clusters[active], return_inverse=True)
         z, t_strata = np.bincount(cl, weights=des.contributions(diff)[active]), None
-    fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
-    var, df = t_variance(z, strata=t_strata, fpc=fpc)
+    if des.prediction is not None and clusters is None:
+        parts, dfs = prediction_variance(diff, des.prediction)
+        var, df = sum(parts.values()) / des.total**2, sum(dfs.values())
+    else:
+        fpc = None if (des.inclusion is None or clusters is not None) else 1.0 - des.inclusion[free]
+        var, df = t_variance(z, strata=t_strata, fpc=fpc)
     if not free.any():
         notes.append("every query was taken with certainty: the estimate has no sampling variance")
         return delta, delta, _point_mass_p(delta)
@@ -831,6 +900,9 @@ def _strata_deltas(paired: Paired, des: Design, free: np.ndarray, clusters, leve
         return strata_out
     w, strata, diff = des.weights, des.strata, paired.diff
     total_w = sum(des.shares.values()) if des.total is not None else w.sum()
+    pred_var = pred_df = None
+    if des.prediction is not None and clusters is None:
+        pred_var, pred_df = prediction_variance(diff, des.prediction)
     for s, label in enumerate(des.labels):
         sel = strata == s
         ws = w[sel]
@@ -855,6 +927,8 @@ def _strata_deltas(paired: Paired, des: Design, free: np.ndarray, clusters, leve
             lo_s = hi_s = est_s
         else:
             var_s, df_s = t_variance(z_s[free_s], fpc=fpc_s)
+            if pred_var is not None and known:
+                var_s, df_s = pred_var.get(s, 0.0) / known**2, pred_df.get(s, 0)
             if df_s < 1:
                 lo_s = hi_s = math.nan
             else:

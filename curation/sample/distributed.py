@@ -336,9 +336,17 @@ def bucket_top(pool, wants: dict) -> dict:
     return out
 
 
+def bucket_traffic_counts(pool, keys) -> dict:
+    """Per stratum key of ``keys``: the bucket's distinct traffic values and their counts."""
+    from curation.sample.draw import traffic_counts
+
+    return {skey: traffic_counts(pool[skey]["traffic"]) for skey in keys if skey in pool}
+
+
 def bucket_draw(pool, specs: dict) -> dict:
     """Per stratum key -> spec: the bucket's drawn queries as column arrays plus ``certain``.
-    Specs: ("all",) every query; ("first", c) the c first in key order (uniform draw);
+    Specs: ("all",) every query; ("first", c, certain texts) the certain ones and the c first of
+    the others in key order (uniform draw);
     ("pps", certain texts, offset, points) the certain ones, and for each point the query whose
     cumulated traffic (from ``offset``, over the other queries in key order) first exceeds it."""
     out = {}
@@ -351,7 +359,10 @@ def bucket_draw(pool, specs: dict) -> dict:
         if spec[0] == "all":
             take = np.arange(n)
         elif spec[0] == "first":
-            take = np.arange(min(spec[1], n))
+            _, count, sure = spec
+            certain = np.isin(s["text"], np.asarray(sure, dtype=object)) if sure else certain
+            rest = np.flatnonzero(~certain)
+            take = np.concatenate([np.flatnonzero(certain), rest[:count]])
         else:
             _, sure, offset, points = spec
             certain = np.isin(s["text"], np.asarray(sure, dtype=object)) if sure else certain
@@ -427,16 +438,35 @@ class DaskPool:
                          size=sum(s[1] for s in strata), traffic=sum(s[2] for s in strata),
                          mass=units_to_float(mass_units) if self.has_users else None, strata=strata)
 
-    def draw(self, plans, *, weighting: str, seed: int):
+    def _traffic_counts(self, keys) -> dict:
+        """Per stratum key: its distinct traffic values and their counts, merged over the buckets."""
+        counts: dict = {}
+        for part in self.client.gather([self.client.submit(bucket_traffic_counts, p, keys) for p in self.pools]):
+            for key, hist in part.items():
+                merged = counts.setdefault(key, {})
+                for t, n_t in hist.items():
+                    merged[t] = merged.get(t, 0) + n_t
+        return counts
+
+    def draw(self, plans, *, weighting: str, seed: int, head: str = "certain"):
         """:meth:`curation.sample.sampling.LogPool.draw`, in two rounds over the buckets: their
         candidates for the certainty units, then their part of each draw."""
-        from curation.sample.draw import Drawn, certain_units, stratum_rng, systematic_points
+        from curation.sample.draw import (
+            Drawn,
+            certain_units,
+            head_units,
+            stratum_rng,
+            systematic_points,
+            traffic_moments,
+        )
 
         c = self.client
         sizes = {self.keys[h]: n for h, n in ((h, sum(b.get(self.keys[h], (0,))[0] for b in self.per_bucket))
                                               for h, _, _ in plans)}
-        pps = {self.keys[h]: k for h, _, k in plans if weighting == "traffic" and k < sizes[self.keys[h]]}
+        pps = {self.keys[h]: k for h, _, k in plans
+               if (weighting == "traffic" or head == "certain") and k < sizes[self.keys[h]]}
         tops = c.gather([c.submit(bucket_top, p, pps) for p in self.pools]) if pps else [{}] * self.n
+        counts = self._traffic_counts([self.keys[h] for h, _, _ in plans]) if weighting == "uniform" else {}
         specs: list[dict] = [{} for _ in range(self.n)]
         rates = {}
         for h, label, k in plans:
@@ -447,10 +477,15 @@ class DaskPool:
                 for b in range(self.n):
                     specs[b][key] = ("all",)
             elif weighting == "uniform":
-                left = k
+                cands = sorted(((-t, text, b) for b in range(self.n) for text, t in zip(*tops[b].get(key, ([], []))))
+                               )[:k]
+                certain = head_units([-t for t, _, _ in cands], k, sum(p[1] for p in per))[0] if cands else 0
+                left = k - certain
                 for b in range(self.n):
-                    specs[b][key] = ("first", min(left, per[b][0]))
+                    sure = [text for _, text, bb in cands[:certain] if bb == b]
+                    specs[b][key] = ("first", min(left, per[b][0] - len(sure)), sure)
                     left -= specs[b][key][1]
+                rates[key] = (k - certain, n - certain)
             else:
                 cands = sorted(((-t, text, b) for b in range(self.n) for text, t in zip(*tops[b].get(key, ([], []))))
                                )[:k]
@@ -478,12 +513,14 @@ class DaskPool:
             if k == sizes[key] or (weighting == "traffic" and rates[key][0] == 0):
                 probs = np.ones(k)
             elif weighting == "uniform":
-                probs = np.full(k, k / sizes[key])
+                m, rest_n = rates[key]
+                probs = np.where(col["certain"], 1.0, m / rest_n)
             else:
                 m, rest_total = rates[key]
                 probs = np.where(col["certain"], 1.0, col["traffic"] * m / rest_total)
             out.append(Drawn(texts=col["text"], traffic=col["traffic"], users=col["users"], mass=col["mass"],
-                             inclusion=probs))
+                             inclusion=probs,
+                             moments=traffic_moments(counts[key]) if weighting == "uniform" else None))
         return out
 
 

@@ -10,6 +10,7 @@ private parts.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -124,6 +125,36 @@ def certain_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
     return certain, total
 
 
+def head_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
+    """How many of a stratum's largest queries a uniform draw of ``k`` takes with certainty (its
+    take-all head), and the traffic left to the others: ``top`` holds the ``k`` largest traffics,
+    descending (ties by text), and ``total`` the stratum's traffic. A query is certain when its
+    traffic is at least half of what one of the remaining draws stands for, ``2 k' t_i >= T'`` over
+    the queries not yet taken for certain, while at least two draws are left to the others (so the
+    rest of the stratum still has a variance). The head is a take-all (self-representing) stratum and
+    the tail is drawn with equal probabilities (Hidiroglou, "The construction of a self-representing
+    stratum of large units in survey design", *The American Statistician* 40, 1986)."""
+    certain = 0
+    while certain < k - 2 and 2 * int(top[certain]) * (k - certain) >= total:
+        total -= int(top[certain])
+        certain += 1
+    return certain, total
+
+
+def traffic_counts(traffic) -> dict[int, int]:
+    """A stratum's distinct traffic values and how many queries have each (few: a log's traffic
+    takes far fewer values than it has queries), which :func:`traffic_moments` reads."""
+    values, counts = np.unique(np.asarray(traffic, dtype=np.int64), return_counts=True)
+    return dict(zip(values.tolist(), counts.tolist()))
+
+
+def traffic_moments(counts: dict[int, int]) -> tuple[int, float]:
+    """From :func:`traffic_counts` (or several merged): the stratum's sum of squared traffic (an exact
+    integer) and its sum of ``t ln t`` (``math.fsum``: rounded once, whatever the order)."""
+    square = sum(t * t * c for t, c in counts.items())
+    return square, math.fsum(c * (t * math.log(t)) for t, c in counts.items() if t > 0)
+
+
 def systematic_points(m: int, total: int, rng: np.random.Generator) -> np.ndarray:
     """The ``m`` points of a systematic draw over a cumulated traffic of ``total``: one random start
     in the first interval of ``total / m``, then every ``total / m``."""
@@ -155,6 +186,7 @@ class Drawn:
     users: np.ndarray | None  # int64; None without a user column
     mass: np.ndarray | None  # user mass; None without a user column
     inclusion: np.ndarray
+    moments: tuple | None = None  # uniform draws: the stratum's (sum of t^2, sum of t ln t); else None
 
 
 def stratum_key(k) -> tuple[str, ...]:

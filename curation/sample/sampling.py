@@ -56,13 +56,17 @@ from curation.sample.draw import (
     PoolFacts,
     certain_units,
     draw_keys,
+    head_units,
     is_question,
     stratum_key,
     stratum_rng,
     systematic_points,
+    traffic_counts,
+    traffic_moments,
 )
 
 SAMPLE_WEIGHTINGS = ("traffic", "uniform")
+UNIFORM_HEADS = ("certain", "drawn")
 HANDWRITTEN_STRATUM = {"source": "handwritten"}
 
 
@@ -189,7 +193,8 @@ def allocate(traffic: Sequence[int], available: Sequence[int], *, size: int, flo
 
 
 def draw_stratum(
-    traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator, keys: Sequence[int] | None = None
+    traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator, keys: Sequence[int] | None = None,
+    head: str = "certain",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``k`` of a stratum's queries without replacement; return (indices, inclusion probabilities).
 
@@ -201,8 +206,11 @@ def draw_stratum(
     sampling over the rest in key order (:func:`systematic_points`, one random start from
     ``rng``), which gives each query the inclusion probability ``pi_i = k' t_i / T'`` exactly
     whatever the order (Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, sec.
-    3.6); the random order only spreads the joint draws. ``weighting="uniform"``: the ``k``
-    first in key order, a simple random sample without replacement, ``pi_i = k / N``.
+    3.6); the random order only spreads the joint draws. ``weighting="uniform"``: with
+    ``head="certain"`` (the default) the stratum's head is taken whole first (:func:`head_units`:
+    a query whose traffic is at least half a draw's share, ``2 k' t_i >= T'``, while two draws are
+    left), then the ``k'`` first of the others in key order, a simple random sample without
+    replacement, ``pi_i = k' / N'``; with ``head="drawn"`` no head, ``pi_i = k / N``.
     Indices come back sorted.
     """
     t = np.asarray(traffic, dtype=np.int64)
@@ -216,10 +224,19 @@ def draw_stratum(
     if keys is None:
         keys = rng.integers(0, np.iinfo(np.int64).max, size=n, dtype=np.int64)
     by_key = np.argsort(np.asarray(keys), kind="stable")
-    if weighting == "uniform":
-        return np.sort(by_key[:k]), np.full(k, k / n)
+    if head not in UNIFORM_HEADS:
+        raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
     # Certainty units, largest first (ties by index, i.e. by text).
     top = np.lexsort((np.arange(n), -t))[:k]
+    if weighting == "uniform":
+        certain = head_units(t[top], k, int(t.sum()))[0] if head == "certain" else 0
+        sure = top[:certain]
+        is_rest = np.ones(n, dtype=bool)
+        is_rest[sure] = False
+        idx = np.concatenate([sure, by_key[is_rest[by_key]][: k - certain]]).astype(np.int64)
+        probs = np.concatenate([np.ones(certain), np.full(k - certain, (k - certain) / (n - certain))])
+        order_out = np.argsort(idx, kind="stable")
+        return idx[order_out], probs[order_out]
     certain, rest_total = certain_units(t[top], k, int(t.sum()))
     sure = top[:certain]
     m = k - certain
@@ -274,6 +291,7 @@ def sample_queries(
     floor: int = 20,
     seed: int = 0,
     weighting: str = "traffic",
+    head: str = "certain",
     handwritten: str | os.PathLike | None = None,
     exclude: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
     progress: bool = False,
@@ -287,22 +305,24 @@ def sample_queries(
     allocates ``size`` draws over the strata with :func:`allocate` (proportional to traffic,
     ``floor`` per stratum, exact total) and draws within each stratum with :func:`draw_stratum`
     (``weighting`` "traffic": probability proportional to searches; "uniform": every distinct
-    query alike), seeded by ``seed`` and the stratum's name. Hand-written queries are added as
+    query alike, after the stratum's head is taken whole unless ``head="drawn"``), seeded by
+    ``seed`` and the stratum's name. Hand-written queries are added as
     their own stratum ``{"source": "handwritten"}`` with weight 0, outside ``size``.
 
     The weight of a logged query estimates a mean over searches: it is ``(t_i / T) / pi_i``
     (Horvitz-Thompson) under both designs. With traffic weighting that is ``stratum_share / k_h``
     for every query not taken with certainty, and a stratum's weights sum to its share exactly;
-    with uniform weighting (``pi_i = k_h / N_h``) it is ``t_i * N_h / (k_h * T)``, whose sum over a
-    stratum is its share only on average: dividing by the traffic drawn instead (the ratio
-    estimator, golden's earlier uniform weight) is biased when traffic is Zipf-shaped.
-    So a mean must divide by the stratum's KNOWN share, not by the weights drawn; every row
-    carries what that needs: ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn``
-    (k_h). With a user column, ``user_weight`` is the same for a user-weighted mean (every user
-    counts once, their distinct queries sharing that unit: ``(m_i / M) / pi_i`` with ``m_i`` the
-    query's user mass from :func:`curation.sample.logs.collapse_log`) and ``stratum_user_share``
-    the stratum's share of it. ``stratum_share`` is the stratum's share of the traffic of the
-    queries sampled from (after ``exclude``).
+    with uniform weighting (``pi_i = k'_h / N'_h`` outside the head taken whole) it is
+    ``t_i * N'_h / (k'_h * T)``, whose sum over a stratum is its share only on average (dividing
+    by the traffic drawn with the head left to chance, golden's earlier uniform weight, is biased on
+    Zipf-shaped traffic). So a mean must use the stratum's KNOWN share; every row carries it:
+    ``stratum_traffic`` (T_h), ``stratum_size`` (N_h), ``stratum_drawn`` (k_h) and, for a uniform
+    draw, ``stratum_traffic_sq`` and ``stratum_traffic_log`` (sums of t^2 and t ln t, for the
+    interval: :mod:`curation.evaluate.prediction`). With a user column, ``user_weight`` is the same for a
+    user-weighted mean (every user counts once, their queries sharing that unit: ``(m_i / M) /
+    pi_i``, ``m_i`` the user mass from :func:`curation.sample.logs.collapse_log`), and
+    ``stratum_user_share`` the stratum's share of it. ``stratum_share``: the stratum's share of the
+    traffic of the queries sampled from (after ``exclude``).
 
     Rows come stratum by stratum (strata ordered by their values), within a stratum by traffic
     (descending) then text, hand-written last in file order. Same inputs and seed, same rows.
@@ -315,6 +335,8 @@ def sample_queries(
 
     if weighting not in SAMPLE_WEIGHTINGS:
         raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
+    if head not in UNIFORM_HEADS:
+        raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -336,7 +358,7 @@ def sample_queries(
                           seed=seed, dask=dask)
     with source as population:
         return _sample(population, strata=strata, shape=shape, size=size, floor=floor, seed=seed,
-                       weighting=weighting, handwritten=handwritten, exclude=exclude, warnings=warnings)
+                       weighting=weighting, head=head, handwritten=handwritten, exclude=exclude, warnings=warnings)
 
 
 class LogPool:
@@ -385,7 +407,8 @@ class LogPool:
             strata=[(key, len(m), int(self.traffic[m].sum()), None if mass is None else mass[h])
                     for h, (key, m) in enumerate(zip(keys, self.members))])
 
-    def draw(self, plans: Sequence[tuple[int, str, int]], *, weighting: str, seed: int) -> list[Drawn]:
+    def draw(self, plans: Sequence[tuple[int, str, int]], *, weighting: str, seed: int,
+             head: str = "certain") -> list[Drawn]:
         """For each (stratum, label, k) of ``plans``: its ``k`` queries drawn by :func:`draw_stratum`,
         seeded by ``seed`` and the label, in the order of :func:`draw_keys`."""
         out = []
@@ -393,11 +416,13 @@ class LogPool:
             idx, texts = _by_text(self.members[h], self.texts)  # independent of the log's row order
             keys = draw_keys(seed, texts) if k < len(idx) else None
             chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=stratum_rng(seed, label),
-                                         keys=keys)
+                                         keys=keys, head=head)
             picked = idx[chosen]
             out.append(Drawn(texts=texts.take(chosen).to_numpy(zero_copy_only=False), traffic=self.traffic[picked],
                              users=None if self.users is None else self.users[picked],
-                             mass=None if self.mass is None else self.mass[picked], inclusion=probs))
+                             mass=None if self.mass is None else self.mass[picked], inclusion=probs,
+                             moments=traffic_moments(traffic_counts(self.traffic[idx])) if weighting == "uniform"
+                             else None))
         return out
 
 
@@ -424,8 +449,8 @@ def _by_text(idx: np.ndarray, texts):
     return idx, taken
 
 
-def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude,
-            warnings) -> SampleResult:
+def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude, warnings,
+            head="certain") -> SampleResult:
     """The rest of :func:`sample_queries`, given the log's queries (a :class:`LogPool` or a DaskPool)."""
     from curation.sample.pii import pii_flags
 
@@ -455,7 +480,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     rows: list[dict] = []
     flag_counts: dict[str, int] = {}
     mass_total = pf.mass or 0.0
-    for (h, _, k), drawn in zip(plans, population.draw(plans, weighting=weighting, seed=seed)):
+    for (h, _, k), drawn in zip(plans, population.draw(plans, weighting=weighting, seed=seed, head=head)):
         vals, share, probs = values[h], t_h[h] / pool_traffic, drawn.inclusion
         t_pick = drawn.traffic
         weights = _draw_weights(t_pick, probs, t_h[h], n_h[h], k, pool_traffic, weighting)
@@ -464,6 +489,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
             user_weights = drawn.mass / mass_total / probs
             user_share = float(pf.strata[h][3] / mass_total)
         order = np.lexsort((drawn.texts, -t_pick))
+        totals = _stratum_totals(t_h[h], n_h[h], k, drawn.moments)
         for j in order:
             text = drawn.texts[j]
             flags = pii_flags(text)
@@ -473,7 +499,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
                 "qid": qid_for(text), "text": text, "stratum": dict(vals), "traffic": int(t_pick[j]),
                 "users": None if drawn.users is None else int(drawn.users[j]), "stratum_share": share,
                 "inclusion": float(probs[j]), "weight": float(weights[j]), "pii": flags,
-                "stratum_traffic": t_h[h], "stratum_size": n_h[h], "stratum_drawn": k,
+                **totals,
                 **({} if user_weights is None else {"user_weight": float(user_weights[j]),
                                                     "stratum_user_share": user_share}),
             })
@@ -503,6 +529,14 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
+
+
+def _stratum_totals(traffic: int, size: int, drawn: int, moments) -> dict:
+    """The stratum's known totals each of its rows carries (and, for a uniform draw, its moments)."""
+    out = {"stratum_traffic": traffic, "stratum_size": size, "stratum_drawn": drawn}
+    if moments is not None:
+        out["stratum_traffic_sq"], out["stratum_traffic_log"] = moments
+    return out
 
 
 def _log_warnings(st, warnings: list[str]) -> None:
@@ -591,8 +625,9 @@ def _draw_weights(t_pick, probs, stratum_traffic: int, stratum_size: int, k: int
             rest = (stratum_traffic - int(t_pick[sure].sum())) / (pool_traffic * int((~sure).sum()))
             weights = np.where(sure, weights, rest)
         return weights
-    # Horvitz-Thompson (t_i / T) / pi_i with pi_i = k / N_h (simple random sampling).
-    return t_pick * stratum_size / (pool_traffic * k)
+    # Horvitz-Thompson (t_i / T) / pi_i: t_i / T for the head taken whole, and pi_i = k' / N'_h
+    # for the others (simple random sampling of the rest).
+    return t_pick / (pool_traffic * probs)
 
 
 def _pii_warning(rows: list[dict], flag_counts: dict[str, int], warnings: list[str]) -> None:

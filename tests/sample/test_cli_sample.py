@@ -100,3 +100,26 @@ def test_warnings_go_to_stderr(tmp_path):
 def test_help_has_an_example():
     result = run(["sample", "queries", "--help"])
     assert result.exit_code == 0 and "Example:" in result.output and "golden sample queries" in result.output
+
+
+def test_uniform_draw_takes_the_head_whole_unless_asked_not_to(tmp_path):
+    # market us, 8 draws: 2*8*30 >= 68, 2*7*12 >= 38, 2*6*6 >= 26, then 2*5*1 < 20: three queries
+    # taken whole, the other 5 drawn alike from the 20 tail queries; market de draws 2 (no head: two
+    # draws must be left to the rest).
+    log = write(tmp_path)
+    out = tmp_path / "q.jsonl"
+    args = ["sample", "queries", str(log), "--query-col", "query", "--stratum", "market", "--size", "10",
+            "--floor", "2", "--weighting", "uniform", "--out", str(out)]
+    result = run(args)
+    assert result.exit_code == 0, result.output
+    assert "weighting uniform, 3 head queries taken whole" in result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    whole = {r["text"] for r in rows if r["inclusion"] == 1.0}
+    assert whole == {"weather", "news today", "how do i return shoes?"}
+    us = [r for r in rows if r["stratum"] == {"market": "us"} and r["inclusion"] < 1]
+    assert len(us) == 5 and all(r["inclusion"] == 5 / 20 for r in us)
+    assert all(r["stratum_traffic_sq"] == 30**2 + 12**2 + 6**2 + 20 for r in us)
+    result = run(args[:-2] + ["--head", "drawn", "--out", str(out)])
+    assert "weighting uniform, head drawn" in result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert all(r["inclusion"] < 1 for r in rows)

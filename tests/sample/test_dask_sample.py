@@ -112,9 +112,10 @@ def test_dask_draw_equals_one_process_for_any_bucket_count(log_parts, cluster, t
     (tmp_path / "ex.txt").write_text("\n".join(texts[1:6]) + "\n", encoding="utf-8")
     lists = dict(handwritten=str(tmp_path / "hand.txt"), exclude=[str(tmp_path / "ex.txt")])
     expected = sample_queries(paths, **kw, shape=shape, size=60, floor=2, seed=4, weighting=weighting, **lists)
-    if weighting == "traffic":
-        inclusion = [r["inclusion"] for r in expected.rows if r["stratum"] != {"source": "handwritten"}]
-        assert 1.0 in inclusion and min(inclusion) < 0.5  # certainty units and drawn ones
+    inclusion = [r["inclusion"] for r in expected.rows if r["stratum"] != {"source": "handwritten"}]
+    assert 1.0 in inclusion and min(inclusion) < 0.5  # certainty units (a uniform draw's head) and drawn ones
+    if weighting == "uniform":
+        assert all(r["stratum_traffic_sq"] > r["stratum_traffic"] for r in expected.rows if r["inclusion"] < 1)
     assert any("--exclude" in w for w in expected.warnings) and any("also occur" in w for w in expected.warnings)
     for buckets in (1, 3, 16):
         with DaskPool(paths, **kw, seed=4, dask=cluster.scheduler_address, buckets=buckets) as pool:

@@ -96,7 +96,7 @@ def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
         idx, probs = draw_stratum(t, k, weighting="traffic", rng=stratum_rng(seed, "(all)"), keys=keys)
         assert np.allclose(probs, expected[idx])
         hits[idx] += 1
-        idx, _ = draw_stratum(t, k, weighting="uniform", rng=stratum_rng(seed, "(all)"), keys=keys)
+        idx, _ = draw_stratum(t, k, weighting="uniform", rng=stratum_rng(seed, "(all)"), keys=keys, head="drawn")
         uniform_hits[idx] += 1
     se = np.sqrt(expected * (1 - expected) / runs)
     assert np.all(np.abs(hits / runs - expected) <= 4 * se + 1e-9)

@@ -148,6 +148,29 @@ def test_uniform_draws_are_equally_likely():
     assert np.all(np.abs(hits / 3000 - 0.4) < 4 * np.sqrt(0.24 / 3000))
 
 
+def test_uniform_draws_take_the_head_whole_then_the_rest_alike():
+    # 2 k' t >= T': 2*5*600 >= 1060, then 2*4*300 >= 460, then 2*3*50 >= 160 (three taken: two draws
+    # are left, the most the rule takes); the other 2 draws from the 7 others alike.
+    from curation.sample.draw import head_units
+
+    t = np.array([600, 300, 50, 40, 30, 20, 10, 5, 3, 2])
+    assert head_units(t[:5], 5, int(t.sum())) == (3, 160 - 50)
+    assert head_units([100, 1, 1], 3, 102)[0] == 1 and head_units([9, 9], 2, 18) == (0, 18)
+    hits = np.zeros(len(t))
+    runs = 3000
+    for s in range(runs):
+        idx, probs = draw_stratum(t, 5, weighting="uniform", rng=np.random.default_rng(s))
+        assert {0, 1, 2} <= set(idx.tolist())
+        assert np.allclose(probs, np.where(np.isin(idx, [0, 1, 2]), 1.0, 2 / 7))
+        hits[idx] += 1
+    p = 2 / 7
+    assert np.all(np.abs(hits[3:] / runs - p) < 4 * np.sqrt(p * (1 - p) / runs))
+    idx, probs = draw_stratum(t, 5, weighting="uniform", rng=np.random.default_rng(0), head="drawn")
+    assert np.allclose(probs, 0.5)
+    with pytest.raises(ValueError, match="head"):
+        draw_stratum(t, 5, weighting="uniform", rng=np.random.default_rng(0), head="whole")
+
+
 # ---- the whole sample ---------------------------------------------------------------------------
 
 
