@@ -281,9 +281,16 @@ class _Collapser:
             raw_ids = self.raw.ids(queries)
             del queries[:]  # the window's text is freed as soon as it is encoded
             if len(self.raw) > raw_known:  # new raw strings: normalise each once, number their forms
-                norms = normalize_many(self.raw.values.slice(raw_known))
+                fresh = self.raw.values.slice(raw_known)
+                norms = normalize_many(fresh)
                 norm_known = len(self.norms)
-                nid = self.norms.ids([norms])[0].astype(np.int64)
+                if not norm_known and pc.all(pc.equal(norms, fresh)).as_py() is not False:
+                    # The first forms, each its raw string (already normalised): distinct, as the raw
+                    # strings are, so numbered in order without a second hash pass.
+                    self.norms.values = fresh
+                    nid = np.arange(len(fresh), dtype=np.int64)
+                else:
+                    nid = self.norms.ids([norms])[0].astype(np.int64)
                 if self.empty_nid is None:
                     empty = pc.equal(self.norms.values.slice(norm_known), "").to_numpy(zero_copy_only=False)
                     if empty.any():

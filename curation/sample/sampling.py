@@ -377,12 +377,12 @@ class LogPool:
         self.traffic = pool["traffic"].to_numpy(dtype=np.int64)
         self.users = pool["users"].to_numpy(dtype=np.int64) if self.has_users else None
         self.mass = None if self.collapsed.user_mass is None else self.collapsed.user_mass[keep]
-        mass = None if self.mass is None else [math.fsum(self.mass[m]) for m in self.members]
+        mass = None if self.mass is None else [math.fsum(self.mass[m].tolist()) for m in self.members]
         return PoolFacts(
             distinct=len(q), logged_traffic=int(q["traffic"].sum()), excluded=int(in_excluded.sum()),
             excluded_traffic=int(q.loc[in_excluded, "traffic"].sum()), hand_in_log=int((in_hand & ~in_excluded).sum()),
             hand_found=hand_found, size=len(pool), traffic=int(self.traffic.sum()),
-            mass=None if self.mass is None else math.fsum(self.mass),
+            mass=None if self.mass is None else math.fsum(self.mass.tolist()),
             strata=[(key, len(m), int(self.traffic[m].sum()), None if mass is None else mass[h])
                     for h, (key, m) in enumerate(zip(keys, self.members))])
 
