@@ -140,7 +140,8 @@ def test_draw_keys_follow_the_stated_rule_for_any_array():
 
     from curation.sample.draw import draw_keys
 
-    texts = ["", "a", "weather", "exactly8", "nine char", "café au lait", "x" * 200, "日本語の質問", "a b c d e f g h i"]
+    texts = ["", "a", "weather", "exactly8", "nine char", "café au lait", "x" * 200, "日本語の質問",
+             "a b c d e f g h i"]
     expected = [_key_by_the_rule(11, t) for t in texts]
     assert draw_keys(11, texts).tolist() == expected
     arr = pa.array(["pad", *texts, "tail"])
