@@ -289,15 +289,21 @@ def _refuse_long_line(start: bytes, path: str, lineno: int, cap: int, first: boo
 
 
 def iter_line_blocks(fh, path: str | os.PathLike, cap: int, *, size: int = 16 << 20, gzipped: bool = False,
-                     first_line: int = 1) -> Iterator[bytes]:
+                     first_line: int = 1, lines_yielded=None) -> Iterator[bytes]:
     """Blocks of whole lines (about ``size`` bytes each, the last one maybe without a line end) read
     from the binary file ``fh``, holding at most about ``size`` + ``cap`` bytes: a line still unfinished
     after ``cap`` bytes is refused then (:func:`_refuse_long_line`), never read whole (a finished line
     over ``cap`` is the caller's to refuse, with the rest of its checks). Lines are counted from
     ``first_line`` for the error; ``gzipped``: a damaged stream is named as such, with the last complete
-    line read (a gzip stream is read with ``read1``: what is decompressed so far, up to the damage)."""
+    line read (a gzip stream is read with ``read1``: what is decompressed so far, up to the damage).
+    ``lines_yielded``: a caller that keeps the blocks may pass a function giving the number of lines
+    in those yielded so far; they are then counted only for an error (a pass over every byte spared)."""
     path_s = str(path)
-    lines = first_line - 1  # lines in the blocks yielded
+    counted = first_line - 1  # lines in the blocks yielded (when they are counted here)
+
+    def yielded() -> int:
+        return counted if lines_yielded is None else first_line - 1 + lines_yielded()
+
     pieces: list[bytes] = []  # read, not yielded yet
     held = 0  # their size
     since = 0  # bytes after their last line end: the line not finished yet
@@ -310,7 +316,7 @@ def iter_line_blocks(fh, path: str | os.PathLike, cap: int, *, size: int = 16 <<
                 raise
             if not is_stream(path_s):  # a file: the lines that do decompress counted afresh, exactly
                 raise gzip_file_damage(path_s, exc) from None
-            done = lines - (first_line - 1) + sum(p.count(b"\n") for p in pieces)
+            done = yielded() - (first_line - 1) + sum(p.count(b"\n") for p in pieces)
             raise InputError(path_s, None, gzip_damage(done, exc)) from None
         if chunk:
             pieces.append(chunk)
@@ -320,7 +326,7 @@ def iter_line_blocks(fh, path: str | os.PathLike, cap: int, *, size: int = 16 <<
             if since > cap + 2:  # the line end (\r\n) is not part of the line
                 block = b"".join(pieces)
                 start = len(block) - since
-                _refuse_long_line(block[start:], path_s, lines + block.count(b"\n", 0, start) + 1, cap,
+                _refuse_long_line(block[start:], path_s, yielded() + block.count(b"\n", 0, start) + 1, cap,
                                   first and start == 0)
             if held < size:
                 continue
@@ -329,7 +335,8 @@ def iter_line_blocks(fh, path: str | os.PathLike, cap: int, *, size: int = 16 <<
             return
         cut = len(block) - since if chunk else len(block)
         out, rest = block[:cut], block[cut:]
-        lines += out.count(b"\n")
+        if lines_yielded is None:
+            counted += out.count(b"\n")
         pieces, held = ([rest], len(rest)) if rest else ([], 0)
         if out:
             first = False
@@ -380,7 +387,11 @@ def read_whole(path: str | os.PathLike, cap: int | None = None, total: int | Non
     source, gzipped = open_input(path)
     raw = _Hashing(source)
     blocks: list[bytes] = []
-    held = lines = 0  # bytes and line ends in blocks
+    held = 0  # bytes in blocks (their lines are counted only for an error)
+
+    def lines() -> int:
+        return sum(b.count(b"\n") + b.count(b"\r") - b.count(b"\r\n") for b in blocks)
+
     try:
         if gzipped:
             from isal import igzip  # ISA-L's gzip: the same format as the standard library's, about twice as fast
@@ -389,12 +400,12 @@ def read_whole(path: str | os.PathLike, cap: int | None = None, total: int | Non
         else:
             fh = contextlib.nullcontext(raw)
         with fh as stream:
-            for block in iter_line_blocks(stream, path, cap, gzipped=gzipped, size=min(16 << 20, total + 1)):
+            for block in iter_line_blocks(stream, path, cap, gzipped=gzipped, size=min(16 << 20, total + 1),
+                                          lines_yielded=lambda: sum(b.count(b"\n") for b in blocks)):
                 if held + len(block) > total:
-                    raise input_error(path, lines + line_at(block, total - held), total)
+                    raise input_error(path, lines() + line_at(block, total - held), total)
                 blocks.append(block)
                 held += len(block)
-                lines += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
     finally:
         raw.close()
     return raw.digest.hexdigest(), b"".join(blocks)

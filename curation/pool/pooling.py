@@ -155,10 +155,10 @@ def make_pool(
         start = max(old.values(), default=0)
         for i, docid in enumerate(new_docs, start + 1):
             pairs.append(PoolEntry(qid, docid, i, systems[docid]))
-    # In floating point, where numpy multiplies matrices with BLAS (the counts, below 2**53, are exact).
-    incidence = np.zeros((n_pooled, len(runs)))
+    # In integers: numpy's own loop, no BLAS threads to start or wake for a product this small.
+    incidence = np.zeros((n_pooled, len(runs)), dtype=np.int64)
     incidence[hit_rows, hit_cols] = 1
-    stats = _pool_stats(runs, depth, len(pooled_qids), sizes, (incidence.T @ incidence).astype(np.int64))
+    stats = _pool_stats(runs, depth, len(pooled_qids), sizes, incidence.T @ incidence)
     infos = [RunInfo(r.name, r.path, r.sha256, sum(1 for q in pooled_qids if r.rankings.get(q))) for r in runs]
     return Pool(
         pairs=pairs,

@@ -184,6 +184,7 @@ class _Collapser:
         self.raw = _Strings()  # distinct raw query strings
         self.raw_nid = np.zeros(0, dtype=np.int64)  # raw position -> id of its normalised form
         self.norms = _Strings()  # distinct normalised queries (id = position)
+        self.norms_are_raw = True  # every raw query so far was its own normalised form (norms == raw)
         self.empty_nid: int | None = None  # the id of "" among them
         self.users = _Strings()  # distinct users (id = position)
         self.user_blank = np.zeros(0, dtype=bool)  # per user id: blank, so no user (the search still counts)
@@ -215,6 +216,7 @@ class _Collapser:
         other = _Collapser(self.query_col, self.count_col, self.user_col, self.strata)
         other.raw.values, other.raw_nid = self.raw.values, self.raw_nid
         other.norms.values, other.empty_nid = self.norms.values, self.empty_nid
+        other.norms_are_raw = self.norms_are_raw
         other.users.values, other.user_blank = self.users.values, self.user_blank
         other.stratum_ids, other.stratum_values = dict(self.stratum_ids), list(self.stratum_values)
         other.dense_traffic, other.dense_seen = self.dense_traffic.copy(), self.dense_seen.copy()
@@ -281,9 +283,17 @@ class _Collapser:
             raw_ids = self.raw.ids(queries)
             del queries[:]  # the window's text is freed as soon as it is encoded
             if len(self.raw) > raw_known:  # new raw strings: normalise each once, number their forms
-                norms = normalize_many(self.raw.values.slice(raw_known))
+                fresh = self.raw.values.slice(raw_known)
+                norms = normalize_many(fresh)
                 norm_known = len(self.norms)
-                nid = self.norms.ids([norms])[0].astype(np.int64)
+                if self.norms_are_raw and pc.all(pc.equal(norms, fresh)).as_py() is not False:
+                    # Every raw string so far was already normalised, so the forms are the raw strings,
+                    # in the same order, and these new ones are new forms: numbered without a hash pass.
+                    self.norms.values = self.raw.values
+                    nid = np.arange(norm_known, norm_known + len(fresh), dtype=np.int64)
+                else:
+                    self.norms_are_raw = False
+                    nid = self.norms.ids([norms])[0].astype(np.int64)
                 if self.empty_nid is None:
                     empty = pc.equal(self.norms.values.slice(norm_known), "").to_numpy(zero_copy_only=False)
                     if empty.any():

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from curation.sample.draw import (
+    DRAW_KEYS_METHOD,
     Drawn,
     PoolFacts,
     certain_units,
@@ -398,12 +399,12 @@ class LogPool:
         self.traffic = pool["traffic"].to_numpy(dtype=np.int64)
         self.users = pool["users"].to_numpy(dtype=np.int64) if self.has_users else None
         self.mass = None if self.collapsed.user_mass is None else self.collapsed.user_mass[keep]
-        mass = None if self.mass is None else [math.fsum(self.mass[m]) for m in self.members]
+        mass = None if self.mass is None else [math.fsum(self.mass[m].tolist()) for m in self.members]
         return PoolFacts(
             distinct=len(q), logged_traffic=int(q["traffic"].sum()), excluded=int(in_excluded.sum()),
             excluded_traffic=int(q.loc[in_excluded, "traffic"].sum()), hand_in_log=int((in_hand & ~in_excluded).sum()),
             hand_found=hand_found, size=len(pool), traffic=int(self.traffic.sum()),
-            mass=None if self.mass is None else math.fsum(self.mass),
+            mass=None if self.mass is None else math.fsum(self.mass.tolist()),
             strata=[(key, len(m), int(self.traffic[m].sum()), None if mass is None else mass[h])
                     for h, (key, m) in enumerate(zip(keys, self.members))])
 
@@ -526,7 +527,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         "log_rows": st.rows, "searches": st.searches, "distinct_raw": st.distinct_raw, "distinct": pf.distinct,
         "empty_rows": st.empty_rows, "excluded": pf.excluded, "excluded_traffic": pf.excluded_traffic,
         "sampled_from": pf.size, "traffic": pool_traffic, "size": size, "handwritten": len(hand),
-        "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
+        "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam), "draw_keys": DRAW_KEYS_METHOD,
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
 

@@ -110,3 +110,42 @@ def test_draw_keys_are_seeded_and_per_text():
     assert a.dtype == np.uint64 and len(set(a.tolist())) == 3
     assert draw_keys(1, ["café"]).tolist() == a[2:].tolist()  # a text's key needs no other text
     assert draw_keys(2, ["weather", "news", "café"]).tolist() != a.tolist()
+
+
+def _key_by_the_rule(seed: int, text: str) -> int:
+    """A draw key computed in plain Python from the rule the docs state, to pin the numpy version."""
+    import hashlib
+
+    mask = (1 << 64) - 1
+
+    def mix(h):
+        h ^= h >> 30
+        h = h * 0xBF58476D1CE4E5B9 & mask
+        h ^= h >> 27
+        h = h * 0x94D049BB133111EB & mask
+        return h ^ h >> 31
+
+    digest = hashlib.sha256(f"golden sample draw {seed}".encode()).digest()
+    k0, k1 = int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:16], "little")
+    data = text.encode("utf-8")
+    total = 0
+    for j in range(0, len(data), 8):
+        word = int.from_bytes(data[j:j + 8], "little")
+        total = total + mix((word + k0 + (j // 8) * 0x9E3779B97F4A7C15) & mask) & mask
+    return mix(total ^ ((len(data) * 0x9E3779B97F4A7C15 + k1) & mask))
+
+
+def test_draw_keys_follow_the_stated_rule_for_any_array():
+    import pyarrow as pa
+
+    from curation.sample.draw import draw_keys
+
+    texts = ["", "a", "weather", "exactly8", "nine char", "café au lait", "x" * 200, "日本語の質問",
+             "a b c d e f g h i"]
+    expected = [_key_by_the_rule(11, t) for t in texts]
+    assert draw_keys(11, texts).tolist() == expected
+    arr = pa.array(["pad", *texts, "tail"])
+    assert draw_keys(11, arr.slice(1, len(texts))).tolist() == expected  # an offset into the buffers
+    assert draw_keys(11, pa.chunked_array([arr.slice(1, 3), arr.slice(4, len(texts) - 3)])).tolist() == expected
+    assert draw_keys(11, pa.array(texts, pa.large_string())).tolist() == expected
+    assert draw_keys(11, []).tolist() == []

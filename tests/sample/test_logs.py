@@ -361,3 +361,21 @@ def test_huge_counts_are_summed_exactly(tmp_path):
     assert 11 * big > 2**53 and float(11 * big) != 11 * big
     assert q.to_dict("records") == [{"text": "a", "traffic": 11 * big + 1, "market": "x"},
                                     {"text": "b", "traffic": 3, "market": "x"}]
+
+
+def test_a_log_normalised_at_first_then_not_collapses_as_one_read_whole(tmp_path, monkeypatch):
+    """Windows of queries already in their normalised form (their forms numbered without a hash
+    pass), then raw variants of them and new ones: the same queries as in one window."""
+    head = [f"query {i % 700}" for i in range(3000)]
+    tail = [q for i in range(1500) for q in (f"  Query {i % 900} ", f"query {i % 900}", f"NEW {i}")]
+    path = tmp_path / "log.csv"
+    path.write_text("query,user\n" + "".join(f"{q},u{i % 37}\n" for i, q in enumerate(head + tail)),
+                    encoding="utf-8")
+    expected = collapse_log(path, query_col="query", user_col="user")
+    monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 2048)
+    monkeypatch.setattr(logs, "_WINDOW_BYTES", 5000)
+    got = collapse_log(path, query_col="query", user_col="user")
+    assert got.queries.equals(expected.queries) and got.stats == expected.stats
+    assert len(got.queries) == 900 + 1500 and got.stats.distinct_raw == 900 + 900 + 1500
+    # "query 5": 5 rows in the head; in the tail 2 rows of each of its 2 raw forms.
+    assert got.queries.set_index("text").loc["query 5", "traffic"] == 5 + 2 * 2
