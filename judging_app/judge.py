@@ -24,6 +24,7 @@ from curation.judge import highlight, judging
 from curation.judge.progress import format_duration
 from curation.store import projects, roles
 
+from . import qualification
 from .auth import login_required, project_or_404
 from .db import get_db
 from .errors import is_htmx, store_int, whole_number
@@ -160,6 +161,9 @@ def page(project_id: int):
     """The next pair to label; ``?at=N`` shows the judge's pair at queue position N (404 when it is
     not theirs) and ``?before=N`` the pair they answered before position N (the back key)."""
     project = _own_project_or_404(project_id)
+    must_qualify = qualification.gate(project)  # no pair of the queue before the judge has qualified
+    if must_qualify is not None:
+        return must_qualify
     db = get_db()
     note = None
     if "at" in request.args:

@@ -40,7 +40,21 @@ def format_progress(r) -> str:
                      f"{median:>9}{_share(j.unsure_share):>8}{_share(j.skipped_share):>8}  {last}{idle}")
     if not r.judges:
         lines.append("(no judge has pairs assigned: run golden judging assign)")
+    lines.extend(format_qualification(r.qualification))
     return "\n".join(lines)
+
+
+def format_qualification(rows) -> list[str]:
+    """Each judge's qualification state (:func:`curation.judge.qualification.qualification_report`)."""
+    if not rows:
+        return []
+    out = ["", f"qualification: {rows[0].pairs} known-answer pairs, {rows[0].needed} exact to pass",
+           f"{'judge':<14}{'state':<14}{'attempt':>9}{'answered':>10}{'exact':>7}"]
+    for q in rows:
+        attempt = f"{q.attempt} of {q.attempts_allowed}" if q.attempt else "-"
+        note = "  BLOCKED: a lead may grant another attempt (Progress page)" if q.status == "blocked" else ""
+        out.append(f"{q.judge:<14}{q.status:<14}{attempt:>9}{q.answered:>10}{q.correct:>7}{note}")
+    return out
 
 
 @main.command()
@@ -55,8 +69,9 @@ def progress_cmd(project_name, idle_minutes, as_json, db_url):
     the last hour and day, median seconds per pair, share unsure and skipped, last active (idle
     and finished judges marked); for the project, pairs and answers done and to go (pairs of dropped queries
     and excluded documents left out), the pace over the last hour with answers and over the
-    session, an estimated finish that says how it was made, and the overlap set's state. The
-    lead's progress page shows the same figures.
+    session, an estimated finish that says how it was made, and the overlap set's state; when the
+    project asks for qualification, each judge's qualification state (passed, in progress, failed,
+    blocked), attempt and score. The lead's progress page shows the same figures.
 
     \b
     Example:

@@ -27,7 +27,9 @@ the session (the run of answers up to the latest with no gap longer than ``idle_
 (answers - 1) / the time from the first to the last answer of its window. ``eta`` is the time the
 remaining assignment rows (held ones included) would take at ``pace`` from ``now``, and
 ``eta_note`` says how it was made (none before two answers). The overlap set's state: its pairs,
-how many every judge has labelled, and whether the rest is held or released.
+how many every judge has labelled, and whether the rest is held or released. When the project
+asks for qualification (or a judge ever took it): each judge's qualification state, attempt and
+score (:func:`curation.judge.qualification.qualification_report`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from curation.judge.assignment import main_visible
+from curation.judge.qualification import qualification_report
 from curation.store import workload
 from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, User, utcnow
 
@@ -92,6 +95,8 @@ class ProgressReport:
     overlap_judges: int
     judges: list[JudgeProgress] = field(default_factory=list)
     hourly: list[int] = field(default_factory=list)  # team answers per hour, oldest first, the last is the current hour
+    # each judge's qualification (curation.judge.qualification.qualification_report); empty when not asked for
+    qualification: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         def plain(v):
@@ -173,7 +178,7 @@ def build_progress(
         pace=pace, pace_session=pace_session, eta=eta,
         eta_note=eta_note, overlap_pairs=len(overlap_rows),
         overlap_complete=sum(1 for flags in overlap_rows.values() if all(flags)), overlap_judges=len(overlap_judges),
-        judges=judges, hourly=hourly,
+        judges=judges, hourly=hourly, qualification=qualification_report(session, project, sorted(work)),
     )
 
 

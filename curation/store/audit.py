@@ -47,6 +47,8 @@ ACTIONS = {
     "need": "information need edited",
     "leak_decision": "leak finding decided",
     "answer_undone": "a judge undid their last answer",
+    "qualification_settings": "qualification settings changed",
+    "qualification_granted": "another qualification attempt granted",
 }
 
 

@@ -319,6 +319,41 @@ class KnownAnswerHold(SQLModel, table=True):
     released_answers: int | None = None
 
 
+class QualificationAttempt(SQLModel, table=True):
+    """One attempt of a judge at a project's qualification (curation.judge.qualification): ``pairs``
+    known-answer pairs drawn for it (its :class:`QualificationAnswer` rows) and the pass mark in
+    force when it was drawn. ``finished_at``, ``correct`` and ``passed`` are set with its last
+    answer. ``granted_by_id``: the lead who granted it to a blocked judge (beyond the retries)."""
+
+    __table_args__ = (UniqueConstraint("project_id", "judge_id", "attempt"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    judge_id: int = Field(foreign_key="user.id", index=True)
+    attempt: int  # 1, 2, ... per judge and project
+    pairs: int
+    pass_mark: float
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    correct: int | None = None  # exact answers, once finished
+    passed: bool | None = None
+    granted_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+
+class QualificationAnswer(SQLModel, table=True):
+    """A pair of a qualification attempt, in the order shown, and the judge's answer (``grade`` NULL
+    until answered). Never a :class:`Judgment`: a qualification answer is no label of the pool."""
+
+    __table_args__ = (UniqueConstraint("attempt_id", "position"), UniqueConstraint("attempt_id", "pair_id"))
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="qualificationattempt.id", index=True)
+    position: int  # 1-based
+    known_answer_id: int = Field(foreign_key="knownanswer.id")
+    pair_id: int = Field(foreign_key="poolpair.id")
+    grade: int | None = None
+    exact: bool | None = None  # the grade is one of the known-answer pair's accepted grades
+    answered_at: datetime | None = None
+
+
 class LeakFinding(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="project.id", index=True)
