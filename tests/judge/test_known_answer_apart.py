@@ -14,7 +14,7 @@ from sqlmodel import select
 
 from curation.agree.labels import final_labels, load_judgments
 from curation.judge import gold, judging
-from curation.judge.known_answer import DEFAULT_BAR
+from curation.judge.known_answer import DEFAULT_BAR, MIN_ANSWERS
 from curation.store import users, workload
 from curation.store.engine import session as new_session
 from curation.store.lookups import pair_keys
@@ -36,8 +36,8 @@ def test_the_models_bar_default_is_the_rules():
     assert Project().known_answer_bar == DEFAULT_BAR
 
 
-def _project(engine, folder, *, rate: int = 3):
-    return known_answer_project(engine, folder, rate=rate)
+def _project(engine, folder, *, rate: int = 3, n_queries: int = 8):
+    return known_answer_project(engine, folder, rate=rate, n_queries=n_queries)
 
 
 def _answer_all(engine, pid, who: str, grade_of, *, start=None) -> list[tuple[str, str, int]]:
@@ -137,7 +137,7 @@ def test_the_export_never_holds_known_answer_answers(engine, tmp_path):
 
 
 def test_a_judge_below_the_bar_is_held_until_a_lead_releases(engine, tmp_path):
-    pid, _ = _project(engine, tmp_path, rate=2)
+    pid, _ = _project(engine, tmp_path, rate=2, n_queries=10)
     with new_session(engine) as s:
         proj = s.get(Project, pid)
         proj.known_answer_rate = 2
@@ -150,7 +150,7 @@ def test_a_judge_below_the_bar_is_held_until_a_lead_releases(engine, tmp_path):
         carol = users.get_user(s, "carol")
         n_known = len(s.exec(select(Assignment).where(Assignment.judge_id == carol.id,
                                                       Assignment.kind == KNOWN_KIND)).all())
-    assert n_known >= 10  # enough to be flagged (the rule wants at least MIN_ANSWERS)
+    assert n_known >= MIN_ANSWERS  # enough to be flagged
     _answer_all(engine, pid, "carol", lambda task: 0)
     with new_session(engine) as s:
         proj = s.get(Project, pid)

@@ -17,13 +17,13 @@ from tests.support.projects import add_users, create_from_files, write_recipe_fi
 
 
 def known_answer_project(engine, folder: Path, *, rate: int = 3, known: int = 4, hold: bool = True,
-                         name: str = "recipes") -> tuple[int, list[int]]:
-    """``name``: 8 queries of 4 documents, judges alice and carol (no overlap set, main work not
+                         name: str = "recipes", n_queries: int = 8) -> tuple[int, list[int]]:
+    """``name``: ``n_queries`` (8) queries of 4 documents, judges alice and carol (no overlap set, main work not
     held), lead lena. alice is assigned the pool; ``known`` of her pairs become known-answer pairs
     (accepted grade 1 or 2 for the even ones, 2 for the odd ones), and her other pairs of even id go
     to carol, into whose queue the known-answer pairs are then mixed at one in ``rate``. Returns the
     project's id and the known-answer pairs' ids."""
-    create_from_files(engine, name, write_recipe_files(folder, n_queries=8, docs_per_query=4))
+    create_from_files(engine, name, write_recipe_files(folder, n_queries=n_queries, docs_per_query=4))
     add_users(engine, alice="judge", carol="judge", lena="lead")
     with new_session(engine) as s:
         proj = projects.get_project(s, name)
