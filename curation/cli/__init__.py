@@ -34,7 +34,6 @@ COMMANDS = {
     "judging import": ("import_judgments", "import-judgments"),
     "judging seed": ("seed_judgments", "seed-judgments"),
     "judging gold": ("gold", "gold"),
-    "judging qualification": ("qualification", "qualification"),
     "serve": ("serve", "serve"),
     "labels agreement": ("agreement", "agreement"),
     "labels adjudicate": ("adjudicate", "adjudicate"),

@@ -1,6 +1,7 @@
 """``golden judging gold``: known-answer pairs: add them (from adjudicated labels, seed judgments or
-by hand), list and retire them, set how often they are mixed into the judges' queues, and release
-a judge held for falling below the accuracy bar."""
+by hand), list and retire them, set how often they are mixed into the judges' queues and the
+qualification new judges pass first, release a judge held for falling below the accuracy bar,
+and grant a judge who failed the qualification another attempt."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from curation.cli.base import db_option, domain_errors, echo_json, json_option, 
 @main.group()
 def gold():
     """Known-answer pairs: pairs whose accepted grade a lead fixed, mixed blind into each judge's
-    queue to follow each judge's accuracy (shown by `golden judging progress`). Answers on them are
+    queue to follow each judge's accuracy (shown by `golden judging progress`), and answered by new
+    judges as a qualification before their work (taught after each answer). Answers on them are
     never labels of the pool.
 
     \b
     Example:
       golden judging gold add --project news --from adjudicated --lead lena --limit 40
       golden judging gold settings --project news --rate 20 --bar 0.6 --hold
+      golden judging gold settings --project news --qualification 10 --pass-mark 0.8
       golden judging gold list --project news
     """
 
@@ -135,28 +138,45 @@ def retire_cmd(project_name, pairs, lead_name, db_url):
 @click.option("--bar", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="The exact accuracy a judge must be shown to fall below to be flagged.")
 @click.option("--hold/--no-hold", default=None, help="Hold a flagged judge's queue until a lead releases it.")
+@click.option("--qualification", "qual_pairs", type=click.IntRange(min=0), default=None,
+              help="New judges first answer this many known-answer pairs, taught after each, and must pass "
+                   "before any main or overlap pair (0: no qualification).")
+@click.option("--pass-mark", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="The share of qualification answers that must match the expected grade, e.g. 0.8.")
+@click.option("--retries", type=click.IntRange(min=0), default=None,
+              help="Further qualification attempts after a failed one (default 1), with fresh pairs where the set "
+                   "allows; then a lead may grant more (gold grant).")
 @click.option("--lead", "lead_name", metavar="NAME", default=None, help="The lead changing them (for the audit trail).")
 @db_option
 @domain_errors
-def settings_cmd(project_name, rate, bar, hold, lead_name, db_url):
-    """Show or change how known-answer pairs are used in the project.
+def settings_cmd(project_name, rate, bar, hold, qual_pairs, pass_mark, retries, lead_name, db_url):
+    """Show or change how known-answer pairs are used in the project: mixed blind into the queues,
+    and as a qualification before a new judge's main work (judges who labelled pairs before it
+    was switched on carry on without it).
 
     \b
     Example:
       golden judging gold settings --project news --rate 20 --bar 0.6 --hold
+      golden judging gold settings --project news --qualification 10 --pass-mark 0.8 --retries 1
     """
     from curation.judge.gold import set_known_settings
+    from curation.judge.qualification import set_qualification
     from curation.store.projects import get_project
     from curation.store.users import require_user
 
     with store_session(db_url) as s:
         proj = get_project(s, project_name)
+        lead = require_user(s, lead_name) if lead_name else None
         if (rate, bar, hold) != (None, None, None):
-            set_known_settings(s, proj, lead=require_user(s, lead_name) if lead_name else None, rate=rate, bar=bar,
-                               hold=hold)
+            set_known_settings(s, proj, lead=lead, rate=rate, bar=bar, hold=hold)
+        if (qual_pairs, pass_mark, retries) != (None, None, None):
+            set_qualification(s, proj, lead=lead, pairs=qual_pairs, pass_mark=pass_mark, retries=retries)
         rate, bar, hold = proj.known_answer_rate, proj.known_answer_bar, proj.known_answer_hold
+        n, mark, tries = proj.qualification_pairs, proj.qualification_pass, proj.qualification_retries
     click.echo(f"project {proj.name}: known-answer rate {'1 in ' + str(rate) if rate else 'off'}, bar {bar:g}, "
                f"{'hold' if hold else 'no hold'} below the bar")
+    click.echo(f"qualification: {n} known-answer pairs, pass mark {mark:g}, {tries} retr{'y' if tries == 1 else 'ies'} "
+               "after a failed attempt" if n else "qualification: off")
 
 
 @gold.command("release")
@@ -184,3 +204,31 @@ def release_cmd(judge_name, project_name, lead_name, db_url):
             raise click.ClickException(f"--lead: {lead.name} is a {lead.role}; only a lead or admin releases a hold")
         release_hold(s, proj, require_user(s, judge_name), lead)
     click.echo(f"project {proj.name}: {judge_name}'s queue released")
+
+
+@gold.command("grant")
+@click.argument("judge_name", metavar="JUDGE")
+@project_option
+@click.option("--lead", "lead_name", metavar="NAME", required=True, help="The lead granting it (for the audit trail).")
+@db_option
+@domain_errors
+def grant_cmd(judge_name, project_name, lead_name, db_url):
+    """Give a judge who failed every qualification attempt one more, drawn at once (as the button
+    on the lead's Progress page does).
+
+    \b
+    Example:
+      golden judging gold grant nina --project news --lead lena
+    """
+    from curation.judge.qualification import grant_attempt
+    from curation.store.projects import get_project
+    from curation.store.roles import is_lead
+    from curation.store.users import require_user
+
+    with store_session(db_url) as s:
+        proj = get_project(s, project_name)
+        lead = require_user(s, lead_name)
+        if not is_lead(lead):
+            raise click.ClickException(f"--lead: {lead.name} is a {lead.role}; only a lead or admin grants an attempt")
+        number = grant_attempt(s, proj, require_user(s, judge_name), lead).attempt
+    click.echo(f"project {proj.name}: {judge_name} may take the qualification again (attempt {number})")

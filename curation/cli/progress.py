@@ -77,7 +77,8 @@ def format_qualification(rows) -> list[str]:
            f"{'judge':<14}{'state':<14}{'attempt':>9}{'answered':>10}{'exact':>7}"]
     for q in rows:
         attempt = f"{q.attempt} of {q.attempts_allowed}" if q.attempt else "-"
-        note = "  BLOCKED: a lead may grant another attempt (Progress page)" if q.status == "blocked" else ""
+        blocked = q.status == "blocked"
+        note = "  BLOCKED: a lead may grant another attempt (golden judging gold grant)" if blocked else ""
         out.append(f"{q.judge:<14}{q.status:<14}{attempt:>9}{q.answered:>10}{q.correct:>7}{note}")
     return out
 

@@ -33,7 +33,9 @@ from datetime import datetime
 from sqlalchemy import bindparam, false, update
 from sqlmodel import Session, select
 
+from curation.judge import known_answer
 from curation.judge.known_answer import Accuracy, KnownAnswerRecord, judge_accuracy
+from curation.judge.qualification import qualification_pairs
 from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, pair_ids
 from curation.store.models import (
@@ -84,7 +86,7 @@ class KnownPair:
 
 
 def accepted_grades(ka: KnownAnswer) -> tuple[int, ...]:
-    return tuple(int(g) for g in json.loads(ka.accepted_json))
+    return known_answer.accepted_grades(ka.accepted_json)
 
 
 def _pair_ids(session: Session, pid: int, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -221,7 +223,8 @@ def known_target(main_rows: int, rate: int) -> int:
 def mix_known(session: Session, project: Project, *, seed: int = 0) -> dict[int, int]:
     """Top up each judge's known-answer rows to the project's rate (:func:`known_target` of their
     main rows), at random places among their open main work; returns {judge id: rows added}. Does
-    not commit. Only pairs the judge has no row of and never answered are used, in a seeded order."""
+    not commit. Only pairs the judge has no row of, never answered and never met in their
+    qualification (:mod:`curation.judge.qualification`) are used, in a seeded order."""
     rate = int(project.known_answer_rate or 0)
     pool = _live_known(session, project.id) if rate >= 2 else []
     if not pool:
@@ -231,6 +234,7 @@ def mix_known(session: Session, project: Project, *, seed: int = 0) -> dict[int,
         Assignment.project_id == project.id)).all()
     answered = set(session.exec(select(Judgment.judge_id, Judgment.pair_id).where(
         Judgment.project_id == project.id).distinct()).all())
+    answered |= qualification_pairs(session, project.id)
     by_judge = defaultdict(list)
     for row in rows:
         by_judge[row[1]].append(row)

@@ -28,6 +28,7 @@ Pure functions, no SQL: the store reads the answers, the judging page and Progre
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,11 @@ class KnownAnswerRecord:
     @property
     def within_one(self) -> bool:
         return any(abs(self.grade - a) <= 1 for a in self.accepted)
+
+
+def accepted_grades(stored: str) -> tuple[int, ...]:
+    """A known-answer pair's accepted grades from their stored form (a JSON list of grades)."""
+    return tuple(int(g) for g in json.loads(stored))
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ in qualification is never mixed into their main work (:func:`qualification_pairs
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +34,7 @@ from datetime import datetime
 from sqlalchemy import case, false, func, true
 from sqlmodel import Session, select
 
+from curation.judge.known_answer import accepted_grades
 from curation.store.audit import record_audit
 from curation.store.models import (
     Assignment,
@@ -126,11 +126,6 @@ def _needed(pairs: int, pass_mark: float) -> int:
     while need < pairs and need / pairs < pass_mark - 1e-9:
         need += 1
     return need
-
-
-def accepted_grades(known: KnownAnswer) -> tuple[int, ...]:
-    """A known-answer pair's accepted grades."""
-    return tuple(int(g) for g in json.loads(known.accepted_json))
 
 
 def required(project) -> bool:
@@ -303,7 +298,7 @@ def answer(session: Session, project: Project, judge: User, *, attempt: int, pos
     if item.grade is None and row.finished_at is None:
         known = session.get(KnownAnswer, item.known_answer_id)
         item.grade, item.answered_at = value, utcnow()
-        item.exact = value in accepted_grades(known)
+        item.exact = value in accepted_grades(known.accepted_json)
         session.add(item)
         session.flush()
         answered, exact = _answered_count(session, row.id)
@@ -326,7 +321,7 @@ def teaching(session: Session, project: Project, judge: User, *, attempt: int, p
         raise LookupError("not an answered qualification pair of this judge")
     item, total = row
     known = session.get(KnownAnswer, item.known_answer_id)
-    accepted = accepted_grades(known)
+    accepted = accepted_grades(known.accepted_json)
     scale = {g.grade: g for g in grades(project)}
     if known.reason:
         reason, source = known.reason, "pair"

@@ -34,7 +34,8 @@ def _answer_all(page, *, right: int) -> list[str]:
     position = 0
     while page.locator("[data-testid=qualification-pair]").count():
         position += 1
-        expect(page.locator(".qualification-pair .eyebrow").first).to_contain_text(f"Qualification pair {position} of 4")
+        heading = page.locator(".qualification-pair .eyebrow").first
+        expect(heading).to_contain_text(f"Qualification pair {position} of 4")
         docid = page.locator("#doc-title").inner_text().removeprefix("Recipe ")
         seen.append(docid)
         grade = expected_grade(docid) if position <= right else (expected_grade(docid) + 1) % 3

@@ -20,7 +20,8 @@ def expected_grade(docid: str) -> int:
     return int(docid[-1]) % 3
 
 
-def add_known_pairs(engine, project_id: int, *, avoid_judge: str, n: int | None = None, reason_every: int = 2) -> list[str]:
+def add_known_pairs(engine, project_id: int, *, avoid_judge: str, n: int | None = None,
+                    reason_every: int = 2) -> list[str]:
     """Make pool pairs that ``avoid_judge`` has no assignment of known-answer pairs (``n`` of them, or
     all), accepted grade :func:`expected_grade`, a reason on every ``reason_every``-th; returns their
     docids."""
