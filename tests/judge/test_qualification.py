@@ -215,3 +215,20 @@ def test_settings_are_checked_and_audited(engine, setup):
 @pytest.mark.parametrize("pairs,mark,needed", [(10, 0.8, 8), (4, 0.75, 3), (3, 0.7, 3), (5, 1.0, 5), (10, 0.01, 1)])
 def test_the_pass_mark_in_answers(pairs, mark, needed):
     assert q._needed(pairs, mark) == needed
+
+
+def test_pairs_of_a_judges_qualification_are_never_mixed_into_their_work(engine, setup):
+    from curation.judge import gold
+    from curation.store.models import KNOWN_KIND
+
+    with new_session(engine) as db:
+        project, nina = projects.get_project(db, setup.project_name), get_user(db, "nina")
+        _answer_attempt(db, project, nina, right=4)
+        met = {p for _, p in q.qualification_pairs(db, project.id)}
+        gold.set_known_settings(db, project, rate=2)  # mixes the known-answer set into every queue
+        mixed = set(db.exec(select(Assignment.pair_id).where(Assignment.judge_id == nina.id,
+                                                             Assignment.kind == KNOWN_KIND)).all())
+        assert mixed and not mixed & met
+        others = set(db.exec(select(Assignment.pair_id).where(Assignment.judge_id != nina.id,
+                                                              Assignment.kind == KNOWN_KIND)).all())
+        assert others  # the set is mixed for the others as usual
