@@ -648,7 +648,7 @@ def queue_summary(session: Session, project: Project) -> dict[str, dict[str, int
             func.sum(case((Assignment.done_at.is_not(None), 1), else_=0)),
         )
         .join(User, User.id == Assignment.judge_id)
-        .where(Assignment.project_id == project.id)
+        .where(Assignment.project_id == project.id, Assignment.kind != KNOWN_KIND)  # pool work only
         .group_by(User.name)
         .order_by(User.name)
     ).all()

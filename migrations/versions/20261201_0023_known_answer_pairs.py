@@ -83,13 +83,20 @@ def upgrade() -> None:
         op.add_column('project', sa.Column(name, type_, server_default=default, nullable=False))
 
 
+def _drop_column(table: str, column: str) -> None:
+    # SQLite (3.35+) drops a column in place; alembic's batch mode would copy the table, and dropping
+    # the old copy of project (or judgment) is refused while other rows refer to it (foreign keys on).
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute(f'ALTER TABLE {table} DROP COLUMN {column}')
+    else:
+        op.drop_column(table, column)
+
+
 def downgrade() -> None:
-    with op.batch_alter_table('project', schema=None) as batch_op:
-        for name in ('qualification_retries', 'qualification_pass', 'qualification_pairs', 'known_answer_hold',
-                     'known_answer_bar', 'known_answer_rate'):
-            batch_op.drop_column(name)
-    with op.batch_alter_table('judgment', schema=None) as batch_op:
-        batch_op.drop_column('purpose')
+    for name in ('qualification_retries', 'qualification_pass', 'qualification_pairs', 'known_answer_hold',
+                 'known_answer_bar', 'known_answer_rate'):
+        _drop_column('project', name)
+    _drop_column('judgment', 'purpose')
     with op.batch_alter_table('knownanswerhold', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_knownanswerhold_project_id'))
         batch_op.drop_index('ix_knownanswerhold_judge')

@@ -26,6 +26,7 @@ def _answer_everything(client, pid: int, grade: int = 0) -> int:
                                                           "csrf_token": csrf(page.data)},
                            headers={"HX-Request": "true"})
         assert page.status_code == 200, page.data[:300]
+        page.close()  # as a WSGI server does once the response is sent (its call_on_close functions run)
         n += 1
     return n
 
@@ -80,10 +81,9 @@ def test_the_adjudication_page_makes_a_known_answer_pair(app, engine, tmp_path):
         alice, carol = users.get_user(s, "alice"), users.get_user(s, "carol")
         task = next_task(s, pid, alice)
         submit(s, alice, task.token, grade=0)
-        from curation.store.models import Assignment, PoolPair
+        from curation.store.lookups import pair_ids
 
-        pair_id = s.exec(select(PoolPair.id).join(Assignment, Assignment.pair_id == PoolPair.id).where(
-            Assignment.judge_id == alice.id).order_by(Assignment.done_at.desc())).first()
+        pair_id = pair_ids(s, pid)[task.qid, task.docid]
         s.add(Judgment(project_id=pid, pair_id=pair_id, judge_id=carol.id, grade=2, source="import"))
         s.commit()
     lead = login(app.test_client(), "lena")
@@ -97,3 +97,17 @@ def test_the_adjudication_page_makes_a_known_answer_pair(app, engine, tmp_path):
         assert gold.accepted_grades(ka) == (1,) and ka.reason == "partly answers" and ka.source == "adjudication"
         assert ka.adjudication_id is not None
         assert s.get(Project, pid).known_answer_rate == 3
+
+
+def test_a_judge_is_held_after_their_answers_show_them_below_the_bar(app, engine, tmp_path):
+    pid, known = known_answer_project(engine, tmp_path / "p", rate=2, known=10)
+    carol = login(app.test_client(), "carol")
+    _answer_everything(carol, pid, grade=0)  # never an accepted grade
+    with new_session(engine) as s:
+        cid = users.get_user(s, "carol").id
+        answered = len(s.exec(select(Judgment).where(Judgment.judge_id == cid, Judgment.purpose == "known")).all())
+        assert answered >= 10
+        # checked once each answer's response was out, without a lead opening Progress
+        hold = s.exec(select(KnownAnswerHold).where(KnownAnswerHold.judge_id == cid)).one()
+        assert hold.released_at is None and hold.exact == 0.0
+    assert "Your work is paused" in carol.get(f"/projects/{pid}/judge").data.decode()
