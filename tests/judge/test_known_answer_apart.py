@@ -194,3 +194,23 @@ def test_add_checks_grades_and_pairs(engine, tmp_path):
         n = gold.retire_known(s, proj, [(listed[0].qid, listed[0].docid)])
         assert n == 1
         assert len(gold.list_known(s, proj, include_retired=False)) == 3
+
+
+def test_a_skipped_known_answer_pair_comes_back_like_any_skip(engine, tmp_path):
+    pid, known_pairs = _project(engine, tmp_path)
+    with new_session(engine) as s:
+        carol = users.get_user(s, "carol")
+        known_keys = set(pair_keys(s, known_pairs).values())
+        t = utcnow()
+        skipped, order = None, []
+        while (task := judging.next_task(s, pid, carol, now=t)) is not None:
+            t += timedelta(seconds=7)
+            key = (task.qid, task.docid)
+            order.append(key)
+            if skipped is None and key in known_keys:
+                skipped = key
+                judging.submit(s, carol, task.token, skip=True, now=t)
+            else:
+                judging.submit(s, carol, task.token, grade=1, now=t)
+        assert skipped is not None and order.count(skipped) == 2 and order[-1] == skipped
+        assert judging.progress(s, pid, carol).skipped == 0
