@@ -64,6 +64,16 @@ def test_known_pairs_are_mixed_in_and_kept_apart(engine, tmp_path):
         assert {a.pair_id for a in known_rows} <= set(known_pairs)
         positions = [a.position for a in rows]
         assert len(set(positions)) == len(positions) and min(positions) >= MAIN_BASE  # one place each
+        # never inside a query's run of pairs: the main rows either side are of different queries
+        from curation.store.models import PoolPair
+
+        query = {a.id: s.get(PoolPair, a.pair_id).query_id for a in rows}
+        queue = sorted(rows, key=lambda a: a.position)
+        for i, a in enumerate(queue):
+            if a.kind == KNOWN_KIND:
+                before = next((b for b in reversed(queue[:i]) if b.kind == "main"), None)
+                after = next((b for b in queue[i + 1:] if b.kind == "main"), None)
+                assert before is None or after is None or query[before.id] != query[after.id]
         known_keys = set(pair_keys(s, [a.pair_id for a in known_rows]).values())
         before = {(f.qid, f.docid): f for f in final_labels(s, pid)}
         lead_work_before = workload.project_work(workload.count_work(s, pid, visible=True))
