@@ -13,7 +13,8 @@ Mixing (:func:`mix_known`): a known-answer pair reaches a judge as an assignment
 it is shown with the same statements, template, token and progress counter as any main pair; the
 answer is recorded as a Judgment with ``purpose = "known"``, which no reader of labels reads
 (:func:`curation.store.models.pool_labels`). A judge never gets a pair they already have in their
-queue or have answered, and never the same known-answer pair twice (one row per pair and judge).
+queue or have answered, and never the same known-answer pair twice (one row per pair and judge);
+a known-answer pair goes between two queries' runs of pairs, never inside one.
 
 Accuracy and holds: :func:`known_records` reads each judge's answers in time order for
 :func:`curation.judge.known_answer.judge_accuracy`; :func:`accuracy_report` is the one report the
@@ -246,6 +247,15 @@ def mix_known(session: Session, project: Project, *, seed: int = 0) -> dict[int,
     return added
 
 
+def _query_of(session: Session, pair_id: int) -> int:
+    cache = session.info.setdefault("golden_query_of", {})
+    if pair_id not in cache:
+        pp = session.get(PoolPair, pair_id)
+        cache.update(dict(session.exec(select(PoolPair.id, PoolPair.query_id).where(
+            PoolPair.project_id == pp.project_id)).all()))
+    return cache[pair_id]
+
+
 def _mix_judge(session: Session, pid: int, jid: int, mine: list, pool: list[int], answered: set, rate: int,
                seed: int) -> int:
     main = [r for r in mine if r[3] in ("main", KNOWN_KIND)]
@@ -259,8 +269,15 @@ def _mix_judge(session: Session, pid: int, jid: int, mine: list, pool: list[int]
     chosen = free[:need]
     open_rows = sorted((r for r in main if r[5] is None), key=lambda r: (r[4], r[0]))
     order: list = [r[0] for r in open_rows]
+    query_of = {r[0]: _query_of(session, r[2]) for r in open_rows}
+    # Between two queries' runs of pairs (or at either end), never inside one: a pair of another
+    # query in the middle of a query's documents would stand out.
+    ends = [i for i in range(len(order) + 1)
+            if i in (0, len(order)) or query_of[order[i - 1]] != query_of[order[i]]]
+    at = defaultdict(list)
     for p in chosen:
-        order.insert(rng.randrange(len(order) + 1), ("new", p))
+        at[rng.choice(ends)].append(("new", p))
+    order = [x for i, item in enumerate(order) for x in (*at[i], item)] + at[len(order)]
     top = max([r[4] for r in main] + [MAIN_BASE - 1])
     positions = sorted(r[4] for r in open_rows) + list(range(top + 1, top + 1 + len(chosen)))
     now = utcnow()

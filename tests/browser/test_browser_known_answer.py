@@ -16,10 +16,11 @@ from tests.support.projects import sqlite_store
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # The #pair fragment's shape: every element's tag, its attribute names and its classes, in document
-# order; text, attribute values (the token, the judgment id, positions in links) left out.
+# order; text, attribute values (the token, the judgment id, positions in links) and the <mark>s
+# around the query's words in the text (part of the text) left out.
 SHAPE = """() => {
   const walk = (el) => [el.tagName, [...el.attributes].map(a => a.name === 'class' ? 'class=' + a.value : a.name).sort()
-                        .join(' '), [...el.children].map(walk)];
+                        .join(' '), [...el.children].filter(c => c.tagName !== 'MARK').map(walk)];
   return JSON.stringify(walk(document.querySelector('#pair')));
 }"""
 

@@ -64,6 +64,16 @@ def test_known_pairs_are_mixed_in_and_kept_apart(engine, tmp_path):
         assert {a.pair_id for a in known_rows} <= set(known_pairs)
         positions = [a.position for a in rows]
         assert len(set(positions)) == len(positions) and min(positions) >= MAIN_BASE  # one place each
+        # never inside a query's run of pairs: the main rows either side are of different queries
+        from curation.store.models import PoolPair
+
+        query = {a.id: s.get(PoolPair, a.pair_id).query_id for a in rows}
+        queue = sorted(rows, key=lambda a: a.position)
+        for i, a in enumerate(queue):
+            if a.kind == KNOWN_KIND:
+                before = next((b for b in reversed(queue[:i]) if b.kind == "main"), None)
+                after = next((b for b in queue[i + 1:] if b.kind == "main"), None)
+                assert before is None or after is None or query[before.id] != query[after.id]
         known_keys = set(pair_keys(s, [a.pair_id for a in known_rows]).values())
         before = {(f.qid, f.docid): f for f in final_labels(s, pid)}
         lead_work_before = workload.project_work(workload.count_work(s, pid, visible=True))
@@ -194,3 +204,23 @@ def test_add_checks_grades_and_pairs(engine, tmp_path):
         n = gold.retire_known(s, proj, [(listed[0].qid, listed[0].docid)])
         assert n == 1
         assert len(gold.list_known(s, proj, include_retired=False)) == 3
+
+
+def test_a_skipped_known_answer_pair_comes_back_like_any_skip(engine, tmp_path):
+    pid, known_pairs = _project(engine, tmp_path)
+    with new_session(engine) as s:
+        carol = users.get_user(s, "carol")
+        known_keys = set(pair_keys(s, known_pairs).values())
+        t = utcnow()
+        skipped, order = None, []
+        while (task := judging.next_task(s, pid, carol, now=t)) is not None:
+            t += timedelta(seconds=7)
+            key = (task.qid, task.docid)
+            order.append(key)
+            if skipped is None and key in known_keys:
+                skipped = key
+                judging.submit(s, carol, task.token, skip=True, now=t)
+            else:
+                judging.submit(s, carol, task.token, grade=1, now=t)
+        assert skipped is not None and order.count(skipped) == 2 and order[-1] == skipped
+        assert judging.progress(s, pid, carol).skipped == 0
