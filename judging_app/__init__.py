@@ -2,9 +2,10 @@
 
 ``create_app`` builds the app (the Flask tutorial's app-factory pattern): one database engine per
 app, one session per request (:mod:`judging_app.db`), CSRF protection on every form
-(flask-wtf's ``CSRFProtect``), one error renderer (:mod:`judging_app.errors`) and eight blueprints:
+(flask-wtf's ``CSRFProtect``), one error renderer (:mod:`judging_app.errors`) and nine blueprints:
 ``assets`` (htmx, from its wheel; the favicon), ``auth`` (log in / out; the role guards), ``judge``
-(the judging page), and, for leads and admins, ``lead`` (agreement, adjudication, release), ``leaks``
+(the judging page), ``qualification`` (a new judge's qualification before main work, and a lead's
+grant of another attempt), and, for leads and admins, ``lead`` (agreement, adjudication, release), ``leaks``
 (the leak review), ``versions`` (exported versions), ``reports`` (comparison reports) and ``admin``
 (users and their sessions; for admins the audit trail and the login lock-outs). Views parse input,
 call ``curation`` functions and render; no SQL and no statistics are written here.
@@ -214,7 +215,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         # client's. Never on a server reached directly, where a client could write these itself.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=0)
 
-    from . import admin, assets, auth, errors, judge, lead, leaks, reports, versions
+    from . import admin, assets, auth, errors, judge, lead, leaks, qualification, reports, versions
 
     app.session_interface = auth.SessionCookies()
 
@@ -223,6 +224,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(assets.bp)
     app.register_blueprint(auth.bp)
     app.register_blueprint(judge.bp)
+    app.register_blueprint(qualification.bp)
     app.register_blueprint(versions.bp)
     app.register_blueprint(lead.bp)
     app.register_blueprint(leaks.bp)

@@ -12,6 +12,8 @@ page (post/redirect/get); with htmx it returns the partial for the next pair.
 
 from __future__ import annotations
 
+import functools
+import logging
 import time
 from datetime import timedelta
 
@@ -24,8 +26,9 @@ from curation.judge import highlight, judging
 from curation.judge.progress import format_duration
 from curation.store import projects, roles
 
+from . import qualification
 from .auth import login_required, project_or_404
-from .db import get_db
+from .db import engine, get_db
 from .errors import is_htmx, store_int, whole_number
 from .tokens import signed_at
 
@@ -160,6 +163,9 @@ def page(project_id: int):
     """The next pair to label; ``?at=N`` shows the judge's pair at queue position N (404 when it is
     not theirs) and ``?before=N`` the pair they answered before position N (the back key)."""
     project = _own_project_or_404(project_id)
+    must_qualify = qualification.gate(project)  # no pair of the queue before the judge has qualified
+    if must_qualify is not None:
+        return must_qualify
     db = get_db()
     note = None
     if "at" in request.args:
@@ -219,12 +225,37 @@ def answer(project_id: int):
     if not is_htmx():
         if note:
             flash(note, "info")
-        return redirect(url_for("judge.page", project_id=project.id), code=303)
+        return _after_answer(project, redirect(url_for("judge.page", project_id=project.id), code=303))
     if note:  # the answer was not recorded: the next pair still comes
         project = _own_project_or_404(project_id)
         task = judging.next_task(db, project, g.user, stale_after=_stale_after())
     _keep_csrf_token()
-    return _render(project, task, note=note, progress=progress, last=last)
+    return _after_answer(project, make_response(_render(project, task, note=note, progress=progress, last=last)))
+
+
+def _after_answer(project, response):
+    """When the project holds judges found below the known-answer bar, check this judge once the
+    response has gone out (``call_on_close``): after every answer alike, so the answer's timing
+    says nothing of which pairs are known-answer ones. A judge newly held sees why on their next
+    request."""
+    if getattr(project, "known_answer_hold", False):
+        response.call_on_close(functools.partial(_check_hold, engine(), project.id, g.user.id))
+    return response
+
+
+def _check_hold(bound_engine, project_id: int, judge_id: int) -> None:
+    from sqlmodel import Session
+
+    from curation.judge import gold
+    from curation.store.models import Project
+
+    try:
+        with Session(bound_engine) as session:
+            proj = session.get(Project, project_id)
+            if proj is not None:
+                gold.apply_holds(session, proj, judge_id=judge_id)
+    except Exception:  # a check after the response must never break the app
+        logging.getLogger(__name__).exception("known-answer hold check failed")
 
 
 @bp.get("/<int:project_id>/judge/released")

@@ -17,13 +17,13 @@ from datetime import timedelta
 
 from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, url_for
 
-from curation.agree import adjudication
+from curation.agree import adjudication, known_pairs
 from curation.agree.agreement import build_agreement_report
 from curation.agree.measures import MEASURES, format_estimate
 from curation.agree.release import ReleaseRefused, review_and_release
 from curation.agree.settings import DEFAULT_THRESHOLDS, Thresholds
 from curation.formats.limits import SizeLimitError
-from curation.judge import assignment
+from curation.judge import assignment, gold
 from curation.judge.progress import IDLE_AFTER, build_progress, format_duration
 from curation.store import projects
 from curation.store.models import Project, User
@@ -315,10 +315,27 @@ def progress(project_id: int):
     if idle is not None and not 1 <= idle <= MAX_IDLE_MINUTES:
         abort(400, description=f"idle must be a whole number of minutes, from 1 to {MAX_IDLE_MINUTES}.")
     idle_after = timedelta(minutes=idle) if idle else IDLE_AFTER
+    gold.apply_holds(get_db(), project)  # a judge newly below the bar is held now, when the project asks for it
     report = build_progress(get_db(), project, idle_after=idle_after)
     return render_template("lead/progress.html", project=project, report=report, bars=progress_bars(report.judges),
                            hourly=hourly_columns(report.hourly), idle_minutes=int(idle_after.total_seconds() // 60),
                            duration=format_duration)
+
+
+@bp.post("/<int:project_id>/progress/release-hold")
+@lead_required
+def release_hold(project_id: int):
+    """Release a judge held for falling below the known-answer bar (recorded: who, when)."""
+    project = project_or_404(project_id)
+    judge = get_db().get(User, request.form.get("judge", type=store_int) or -1)
+    if judge is None:
+        abort(400, description="The form lacks the judge.")
+    try:
+        gold.release_hold(get_db(), project, judge, g.user)
+    except ValueError as exc:
+        abort(409, description=str(exc))
+    flash(f"{judge.name}'s queue released: they see their pairs again.", "info")
+    return redirect(url_for("lead.progress", project_id=project.id), code=303)
 
 
 @bp.post("/<int:project_id>/release")
@@ -427,6 +444,8 @@ def decide(project_id: int):
     def record(pair_id: int, grade: str) -> None:
         adjudication.adjudicate(get_db(), project, pair_id=pair_id, lead=g.user, grade=grade,
                                 reason=form.get("reason", ""), guidelines_issue=form.get("guidelines_issue") == "yes")
+        if form.get("known_answer") == "yes":  # also a known-answer pair, with this grade and reason
+            known_pairs.mark_adjudicated(get_db(), project, pair_id, lead=g.user)
 
     return _decision(project, record, _queue_context, "lead.queue", "lead/_adjudication.html", "lead/adjudicate.html")
 

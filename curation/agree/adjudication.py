@@ -23,7 +23,17 @@ from sqlmodel import Session, select
 
 from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, pair_keys, project_id
-from curation.store.models import Adjudication, Document, GuidelinesVersion, Judgment, PoolPair, Project, Query, User
+from curation.store.models import (
+    Adjudication,
+    Document,
+    GuidelinesVersion,
+    Judgment,
+    PoolPair,
+    Project,
+    Query,
+    User,
+    pool_labels,
+)
 from curation.store.projects import current_guidelines, grades, set_guidelines
 from curation.store.roles import is_lead
 from curation.store.scale import check_grade
@@ -82,7 +92,7 @@ def _split_pairs(session: Session, pid: int) -> dict[int, int]:
     latest: dict[tuple[int, int], int] = {}
     for pair_id, judge_id, grade in session.exec(
         select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
-        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None))
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None), pool_labels())
         .order_by(Judgment.answered_at, Judgment.id)
     ).all():
         latest[(pair_id, judge_id)] = grade
@@ -111,7 +121,7 @@ def _latest_labels(session: Session, pid: int, pair_ids: list[int], *, ungraded_
                    GuidelinesVersion.version, Judgment.source, Judgment.answered_at)
             .join(User, User.id == Judgment.judge_id)
             .outerjoin(GuidelinesVersion, GuidelinesVersion.id == Judgment.guidelines_version_id)
-            .where(Judgment.project_id == pid, Judgment.skipped == false(), graded,
+            .where(Judgment.project_id == pid, Judgment.skipped == false(), graded, pool_labels(),
                    Judgment.pair_id.in_(pair_ids[start:start + 1000]))
             .order_by(Judgment.answered_at, Judgment.id)
         ).all():
@@ -213,7 +223,7 @@ def _unsure_pairs(session: Session, pid: int) -> dict[int, int]:
     latest: dict[tuple[int, int], tuple[int | None, bool]] = {}
     for pair_id, judge_id, grade, unsure in session.exec(
         select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure)
-        .where(Judgment.project_id == pid, Judgment.skipped == false(),
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), pool_labels(),
                Judgment.grade.is_not(None) | (Judgment.unsure == true()))
         .order_by(Judgment.answered_at, Judgment.id)
     ).all():

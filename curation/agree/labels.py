@@ -54,6 +54,7 @@ from curation.store.models import (
     Query,
     SeedJudgment,
     User,
+    pool_labels,
 )
 from curation.store.roles import LEAD_ROLES
 
@@ -315,7 +316,7 @@ def load_judgments(
             .join(PoolPair, PoolPair.id == Judgment.pair_id)
         )
         .join(User, User.id == Judgment.judge_id)
-        .where(Judgment.project_id == pid)
+        .where(Judgment.project_id == pid, pool_labels())
         .order_by(Judgment.answered_at, Judgment.id)
     )
     if overlap_only:  # the filter runs in the database: a project's other judgments are never read
@@ -343,7 +344,7 @@ def _overlap_pairs(pid: int):
     pairs labelled (not skipped) by two or more judges."""
     multi = (
         select(Judgment.pair_id)
-        .where(Judgment.project_id == pid, Judgment.grade.is_not(None), Judgment.skipped == false())
+        .where(Judgment.project_id == pid, Judgment.grade.is_not(None), Judgment.skipped == false(), pool_labels())
         .group_by(Judgment.pair_id)
         .having(func.count(func.distinct(Judgment.judge_id)) >= 2)
     )
@@ -415,7 +416,7 @@ def _latest_votes(session: Session, pid: int, unit_of: Mapping[int, tuple[str, s
     votes: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
     for n, (pair_id, judge_id, grade) in enumerate(session.exec(
         select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
-        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None))
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None), pool_labels())
         .order_by(Judgment.answered_at, Judgment.id)
     ).all()):
         votes[unit_of[pair_id]][names[judge_id]] = (int(grade), float(n))

@@ -33,6 +33,7 @@ COMMANDS = {
     "judging release": ("assign", "release"),
     "judging import": ("import_judgments", "import-judgments"),
     "judging seed": ("seed_judgments", "seed-judgments"),
+    "judging gold": ("gold", "gold"),
     "serve": ("serve", "serve"),
     "labels agreement": ("agreement", "agreement"),
     "labels adjudicate": ("adjudicate", "adjudicate"),

@@ -9,7 +9,8 @@ from curation.cli.base import db_option, domain_errors, echo_json, json_option, 
 ACTION_NAMES = (
     "login", "login_failed", "login_locked", "logout", "sessions_ended", "user_added", "password_changed",
     "role_changed", "user_disabled", "user_enabled", "release", "adjudicate", "export", "download",
-    "unlock", "guidelines", "need", "leak_decision", "answer_undone",
+    "unlock", "guidelines", "need", "leak_decision", "answer_undone", "known_answer_added", "known_answer_retired",
+    "known_answer_settings", "judge_held", "hold_released", "qualification_settings", "qualification_granted",
 )  # curation.store.audit.ACTIONS (a test checks they agree); here so --help needs no SQLAlchemy
 
 
@@ -26,7 +27,9 @@ def audit_cmd(action, who, limit, locked, as_json, db_url):
     """Show the audit trail: logins (and failed ones, and lock-outs after repeated failures),
     unlocks, logouts and ended sessions, users added, password and role changes, disables and
     enables, releases, guidelines versions, information-need edits, leak decisions, exports (new
-    and written again), adjudications and version downloads, with who, when (UTC) and from where
+    and written again), adjudications, known-answer pairs added and retired and their settings,
+    judges held and released, qualification settings and attempts granted, and version downloads,
+    with who, when (UTC) and from where
     (the client address in the app, cli:USER@HOST for a command). Newest first.
 
     \\b

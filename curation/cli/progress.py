@@ -40,7 +40,47 @@ def format_progress(r) -> str:
                      f"{median:>9}{_share(j.unsure_share):>8}{_share(j.skipped_share):>8}  {last}{idle}")
     if not r.judges:
         lines.append("(no judge has pairs assigned: run golden judging assign)")
+    lines.extend(format_accuracy(r))
+    lines.extend(format_qualification(r.qualification))
     return "\n".join(lines)
+
+
+def _rate(rate) -> str:
+    if rate.value is None:
+        return "–"
+    return f"{rate.value:.0%} [{rate.low:.0%}, {rate.high:.0%}]"
+
+
+def format_accuracy(r) -> list[str]:
+    """The known-answer part of the report: the known-answer items (apart from the work above) and
+    each judge's accuracy on them, with a marker below the bar ("watch" when the interval straddles it)."""
+    if not r.known_rate and not r.accuracy:
+        return []
+    lines = ["", f"known-answer pairs: 1 in {r.known_rate} shown" if r.known_rate else "known-answer pairs: off",
+             f"known-answer items: {r.known_done} answered, {r.known_remaining} to go (not counted in the work above)"]
+    if r.accuracy:
+        lines.append(f"{'judge':<14}{'answered':>9}  {'exact (95% interval)':<22}{'within one':<22}"
+                     f"{'recent':<22}state")
+    for j in r.accuracy:
+        a = j.accuracy
+        state = {"below bar": f"BELOW BAR ({a.bar:g})", "watch": "watch"}.get(a.state, a.state)
+        lines.append(f"{j.judge:<14}{a.answered:>9}  {_rate(a.exact):<22}{_rate(a.within_one):<22}"
+                     f"{_rate(a.recent):<22}{state}" + ("  HELD" if j.held else ""))
+    return lines
+
+
+def format_qualification(rows) -> list[str]:
+    """Each judge's qualification state (:func:`curation.judge.qualification.qualification_report`)."""
+    if not rows:
+        return []
+    out = ["", f"qualification: {rows[0].pairs} known-answer pairs, {rows[0].needed} exact to pass",
+           f"{'judge':<14}{'state':<14}{'attempt':>9}{'answered':>10}{'exact':>7}"]
+    for q in rows:
+        attempt = f"{q.attempt} of {q.attempts_allowed}" if q.attempt else "-"
+        blocked = q.status == "blocked"
+        note = "  BLOCKED: a lead may grant another attempt (golden judging gold grant)" if blocked else ""
+        out.append(f"{q.judge:<14}{q.status:<14}{attempt:>9}{q.answered:>10}{q.correct:>7}{note}")
+    return out
 
 
 @main.command()
@@ -55,8 +95,11 @@ def progress_cmd(project_name, idle_minutes, as_json, db_url):
     the last hour and day, median seconds per pair, share unsure and skipped, last active (idle
     and finished judges marked); for the project, pairs and answers done and to go (pairs of dropped queries
     and excluded documents left out), the pace over the last hour with answers and over the
-    session, an estimated finish that says how it was made, and the overlap set's state. The
-    lead's progress page shows the same figures.
+    session, an estimated finish that says how it was made, and the overlap set's state; and
+    with known-answer pairs, each judge's accuracy on them (exact and within one, with 95%
+    intervals, and over the recent answers) marked when below the project's bar; when the project
+    asks for qualification, each judge's qualification state (passed, in progress, failed, blocked),
+    attempt and score. The lead's progress page shows the same figures.
 
     \b
     Example:
@@ -64,11 +107,14 @@ def progress_cmd(project_name, idle_minutes, as_json, db_url):
     """
     from datetime import timedelta
 
+    from curation.judge.gold import apply_holds
     from curation.judge.progress import build_progress
     from curation.store.projects import get_project
 
     with store_session(db_url) as s:
-        report = build_progress(s, get_project(s, project_name), idle_after=timedelta(minutes=idle_minutes))
+        proj = get_project(s, project_name)
+        apply_holds(s, proj)  # a judge newly below the bar is held now, when the project asks for it
+        report = build_progress(s, proj, idle_after=timedelta(minutes=idle_minutes))
     if as_json:
         echo_json(report.as_dict())
         return

@@ -58,6 +58,7 @@ from curation.store.models import (
     Run,
     SeedJudgment,
     User,
+    pool_labels,
 )
 from curation.store.needs import needs_by_qid
 from curation.store.projects import guidelines_history
@@ -555,7 +556,7 @@ def _chunk_votes(conn, ids: list[int], facts: _Facts, policy: str) -> _Votes:
         .join(PoolPair, PoolPair.id == Judgment.pair_id)
         # No filter on Judgment.project_id: the pairs are the project's, and SQLite would read
         # every judgment of the project through that index for each chunk.
-        .where(PoolPair.query_id.in_(ids), Judgment.skipped == false(), Judgment.grade.is_not(None))
+        .where(PoolPair.query_id.in_(ids), Judgment.skipped == false(), Judgment.grade.is_not(None), pool_labels())
         .order_by(Judgment.answered_at, Judgment.id)
     )
     latest, lrank, lorder, starts = _latest_votes(rows, facts.rank_of, facts.n_judges)
@@ -983,6 +984,9 @@ def _manifest_body(session: Session, project: Project, facts: _Facts, tally: _Ta
             "findings": len(undecided), "chunks": len({(f.query_id, f.chunk_id) for f in undecided}),
             "queries": len({f.query_id for f in undecided}),
         }
+    known = known_answer_summary(session, project)
+    if known is not None:  # written when the project has known-answer pairs (earlier states keep their hash)
+        body["known_answer"] = known
     if filler is not None:
         body["machine_fill"] = _plain({
             "judge": filler.name,
@@ -992,6 +996,27 @@ def _manifest_body(session: Session, project: Project, facts: _Facts, tally: _Ta
             "calibration": filler.calibration,
         })
     return body
+
+
+def known_answer_summary(session: Session, project: Project) -> dict | None:
+    """The manifest's ``known_answer``: the known-answer set (size, sha256) and each judge's accuracy
+    on it (answered, exact and within-one with 95% Wilson intervals, the recent window, the state
+    against the bar); None when the project has no known-answer pair. The answers themselves are
+    never labels: no file of the export holds them."""
+    from curation.judge import gold
+
+    summary = gold.set_summary(session, project)
+    if not summary["pairs_all"]:
+        return None
+
+    def rate(r) -> dict:
+        return {"value": r.value, "low": r.low, "high": r.high, "n": r.n}
+
+    judges = [{"name": j.judge, "answered": j.accuracy.answered, "exact": rate(j.accuracy.exact),
+               "within_one": rate(j.accuracy.within_one), "recent": rate(j.accuracy.recent),
+               "state": j.accuracy.state, "held": j.held} for j in gold.accuracy_report(session, project)]
+    return {**summary, "rate": int(project.known_answer_rate or 0), "bar": float(project.known_answer_bar),
+            "judges": judges}
 
 
 def progress_step(bar, name: str) -> None:

@@ -32,7 +32,7 @@ from sqlmodel import Session, select
 
 from curation.store.audit import record_audit
 from curation.store.lookups import join_pair_text, lock_project
-from curation.store.models import MAIN_BASE, Assignment, PoolPair, Project, Query, User, utcnow
+from curation.store.models import KNOWN_KIND, MAIN_BASE, Assignment, PoolPair, Project, Query, User, utcnow
 from curation.store.roles import is_lead
 
 
@@ -270,15 +270,24 @@ def requeue_open(session, project, judge_ids, query_of: dict[int, int], priority
 
     moved = 0
     for jid in judge_ids:
-        rows = session.exec(select(Assignment.id, Assignment.pair_id, Assignment.position, Assignment.done_at).where(
-            Assignment.project_id == project.id, Assignment.judge_id == jid, Assignment.kind == "main")).all()
-        open_rows = {pid: aid for aid, pid, _, done in rows if done is None and pid in query_of}
+        rows = session.exec(select(Assignment.id, Assignment.pair_id, Assignment.position, Assignment.done_at,
+                                   Assignment.kind).where(
+            Assignment.project_id == project.id, Assignment.judge_id == jid, Assignment.kind.in_(("main", KNOWN_KIND))
+        )).all()
+        open_rows = {pid: aid for aid, pid, _, done, kind in rows
+                     if done is None and pid in query_of and kind == "main"}
         if not open_rows:
             continue
-        start = max([pos + 1 for _, _, pos, done in rows if done is not None] + [MAIN_BASE])
+        start = max([pos + 1 for _, _, pos, done, _ in rows if done is not None] + [MAIN_BASE])
         rng = random.Random(f"requeue:{seed}:{jid}")
-        for i, pid in enumerate(decisive_queue_order(list(open_rows), query_of, priority, rng)):
-            session.execute(update(Assignment).where(Assignment.id == open_rows[pid]).values(position=start + i))
+        order = [open_rows[pid] for pid in decisive_queue_order(list(open_rows), query_of, priority, rng)]
+        # Open known-answer rows keep their places in the open queue (after as many main rows as before).
+        was = sorted(((pos, aid, kind) for aid, _, pos, done, kind in rows if done is None), key=lambda r: r[:2])
+        for i, (_, aid, kind) in enumerate(was):
+            if kind == KNOWN_KIND:
+                order.insert(min(i, len(order)), aid)
+        for i, aid in enumerate(order):
+            session.execute(update(Assignment).where(Assignment.id == aid).values(position=start + i))
             moved += 1
     return moved
 
@@ -435,6 +444,10 @@ def _assign(session: Session, project: Project, judges: Sequence[User | str], *,
             session.execute(insert(Assignment), rows)
         if priority is not None:  # the judges' open main pairs, earlier ones with these, queued by priority
             requeue_open(session, project, [u.id for u in users], query_of, priority, seed)
+        from curation.judge.gold import mix_known
+
+        session.flush()
+        mix_known(session, proj, seed=seed)  # known-answer pairs at the project's rate (none when it is 0)
         if hold is not None:
             proj.hold_main = bool(hold)
             if hold:
@@ -501,11 +514,14 @@ def _existing_work(session: Session, pid: int) -> _Work:
     has_overlap: dict[int, set[int]] = defaultdict(set)
     next_pos: dict[tuple[int, str], int] = {}
     for p, j, k, pos in rows:
+        if k == KNOWN_KIND:  # a known-answer row: in the main block of the queue, and the judge has the pair
+            has_overlap[j].add(p)
+            k = "main"
         if k == "overlap":
             has_overlap[j].add(p)
         key = (j, k)
         next_pos[key] = max(next_pos.get(key, 0), pos + 1)
-    assigned = set(overlap_set) | main_owner.keys()
+    assigned = set(overlap_set) | main_owner.keys() | {p for p, _, k, _ in rows if k == KNOWN_KIND}
     return _Work(rows, overlap_set, main_owner, has_overlap, next_pos, assigned)
 
 
@@ -632,7 +648,7 @@ def queue_summary(session: Session, project: Project) -> dict[str, dict[str, int
             func.sum(case((Assignment.done_at.is_not(None), 1), else_=0)),
         )
         .join(User, User.id == Assignment.judge_id)
-        .where(Assignment.project_id == project.id)
+        .where(Assignment.project_id == project.id, Assignment.kind != KNOWN_KIND)  # pool work only
         .group_by(User.name)
         .order_by(User.name)
     ).all()

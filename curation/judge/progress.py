@@ -28,6 +28,13 @@ the session (the run of answers up to the latest with no gap longer than ``idle_
 remaining assignment rows (held ones included) would take at ``pace`` from ``now``, and
 ``eta_note`` says how it was made (none before two answers). The overlap set's state: its pairs,
 how many every judge has labelled, and whether the rest is held or released.
+
+Known-answer pairs mixed into the queues (:mod:`curation.judge.gold`) are not pool work: their rows
+and answers are left out of every figure above and shown apart (``known_done`` and
+``known_remaining``), with each judge's accuracy on them (``accuracy``:
+:func:`curation.judge.gold.accuracy_report`). When the project asks for qualification (or a judge
+ever took it): each judge's qualification state, attempt and score
+(:func:`curation.judge.qualification.qualification_report`).
 """
 
 from __future__ import annotations
@@ -40,9 +47,23 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from curation.judge import gold
 from curation.judge.assignment import main_visible
+from curation.judge.gold import JudgeAccuracy
+from curation.judge.qualification import qualification_report
 from curation.store import workload
-from curation.store.models import Assignment, Document, Judgment, PoolPair, Project, Query, User, utcnow
+from curation.store.models import (
+    KNOWN_KIND,
+    Assignment,
+    Document,
+    Judgment,
+    PoolPair,
+    Project,
+    Query,
+    User,
+    pool_labels,
+    utcnow,
+)
 
 IDLE_AFTER = timedelta(minutes=30)  # the default: a judge with work and no answer for this long is idle
 HOURS = 24  # the hourly chart covers the last day
@@ -92,6 +113,13 @@ class ProgressReport:
     overlap_judges: int
     judges: list[JudgeProgress] = field(default_factory=list)
     hourly: list[int] = field(default_factory=list)  # team answers per hour, oldest first, the last is the current hour
+    # Known-answer pairs mixed into the queues: not pool work, so counted apart from every figure above.
+    known_rate: int = 0  # one known-answer pair in every N shown (0: none)
+    known_done: int = 0  # known-answer rows answered
+    known_remaining: int = 0
+    accuracy: list[JudgeAccuracy] = field(default_factory=list)  # each judge's accuracy on them (by name)
+    # each judge's qualification (curation.judge.qualification.qualification_report); empty when not asked for
+    qualification: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         def plain(v):
@@ -159,6 +187,7 @@ def build_progress(
         .where(PoolPair.project_id == pid, workload.live_pair_condition())
     ).one()
     by_judge, hourly, times = _answer_counts(session, pid, now)
+    accuracy = gold.accuracy_report(session, project)
     judges = _judge_rows(session, work, by_judge, now=now, idle_after=idle_after)
 
     done_pairs = sum(1 for flags in pair_rows.values() if all(flags))
@@ -173,7 +202,9 @@ def build_progress(
         pace=pace, pace_session=pace_session, eta=eta,
         eta_note=eta_note, overlap_pairs=len(overlap_rows),
         overlap_complete=sum(1 for flags in overlap_rows.values() if all(flags)), overlap_judges=len(overlap_judges),
-        judges=judges, hourly=hourly,
+        judges=judges, hourly=hourly, known_rate=int(project.known_answer_rate or 0), known_done=team.known_done,
+        known_remaining=team.known_total - team.known_done, accuracy=accuracy,
+        qualification=qualification_report(session, project, sorted(work)),
     )
 
 
@@ -217,7 +248,7 @@ def _pair_counts(session: Session, pid: int):
         .join(PoolPair, PoolPair.id == Assignment.pair_id)
         .join(Query, Query.id == PoolPair.query_id)
         .join(Document, Document.id == PoolPair.document_id)
-        .where(Assignment.project_id == pid, workload.live_pair_condition())
+        .where(Assignment.project_id == pid, workload.live_pair_condition(), Assignment.kind != KNOWN_KIND)
     ).all()
     pair_rows: dict[int, list[bool]] = defaultdict(list)
     overlap_rows: dict[int, list[bool]] = defaultdict(list)
@@ -235,7 +266,7 @@ def _answer_counts(session: Session, pid: int, now: datetime) -> tuple[dict[int,
     last :data:`HOURS`; with the times of the team's answers up to ``now``, sorted."""
     answers = session.exec(
         select(Judgment.judge_id, Judgment.answered_at, Judgment.shown_at, Judgment.skipped, Judgment.unsure)
-        .where(Judgment.project_id == pid, Judgment.source == "human")
+        .where(Judgment.project_id == pid, Judgment.source == "human", pool_labels())
     ).all()
     hour_ago, day_ago = now - timedelta(hours=1), now - timedelta(hours=HOURS)
     hourly = [0] * HOURS

@@ -36,6 +36,7 @@ from curation.store.models import (
     Query,
     QueryNeed,
     Run,
+    pool_labels,
     utcnow,
 )
 
@@ -103,7 +104,7 @@ def select_pairs(session: Session, project: Project, selection: str, *, machine:
         return [p for p in everything if p in ids]
     if selection == "unjudged":
         judged = set(session.exec(select(Judgment.pair_id).where(
-            Judgment.project_id == pid, Judgment.grade.is_not(None))).all())  # type: ignore[union-attr]
+            Judgment.project_id == pid, Judgment.grade.is_not(None), pool_labels())).all())  # type: ignore[union-attr]
         return [p for p in everything if p not in judged]
     if selection == "sample":
         if n is None or n < 1:

@@ -47,6 +47,13 @@ ACTIONS = {
     "need": "information need edited",
     "leak_decision": "leak finding decided",
     "answer_undone": "a judge undid their last answer",
+    "known_answer_added": "known-answer pairs added",
+    "known_answer_retired": "known-answer pairs retired",
+    "known_answer_settings": "known-answer settings changed",
+    "judge_held": "a judge's queue held (known-answer accuracy below the bar)",
+    "hold_released": "a judge's held queue released",
+    "qualification_settings": "qualification settings changed",
+    "qualification_granted": "another qualification attempt granted",
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import false as sa_false
 from sqlmodel import Field, SQLModel
 
 from curation.store.roles import ROLES  # noqa: F401 - the users' roles (User.role), defined with their permissions
@@ -24,6 +25,7 @@ def utcnow() -> datetime:
 
 
 MAIN_BASE = 1_000_000  # queue positions: overlap (calibration) rows below it, main rows from it
+KNOWN_KIND = "known"  # Assignment.kind of a known-answer pair mixed into a judge's main queue
 
 
 class Project(SQLModel, table=True):
@@ -43,6 +45,20 @@ class Project(SQLModel, table=True):
     split_holdout: float | None = None  # `golden export split`: share of each stratum held out (fixed once set)
     split_seed: int | None = None  # `golden export split`: seed of the per-stratum systematic split
     created_at: datetime = Field(default_factory=utcnow)
+    # Known-answer pairs (KnownAnswer): one item in every ``known_answer_rate`` a judge is shown is a
+    # known-answer pair mixed blind into the main queue (0: none); a judge whose exact accuracy on
+    # them is shown to be under ``known_answer_bar`` is flagged (curation.judge.known_answer, whose
+    # DEFAULT_BAR is the default here: the store cannot import the judge stage, a test checks they
+    # agree), and with ``known_answer_hold`` their queue is held until a lead releases it.
+    known_answer_rate: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    known_answer_bar: float = Field(default=0.6, sa_column_kwargs={"server_default": "0.6"})
+    known_answer_hold: bool = Field(default=False, sa_column_kwargs={"server_default": sa_false()})
+    # Qualification before main work: ``qualification_pairs`` known-answer pairs (0: none), passed
+    # with a share of exact answers of at least ``qualification_pass``, ``qualification_retries``
+    # further attempts allowed after a failed one.
+    qualification_pairs: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    qualification_pass: float = Field(default=0.8, sa_column_kwargs={"server_default": "0.8"})
+    qualification_retries: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
 
 
 class User(SQLModel, table=True):
@@ -160,7 +176,7 @@ class Assignment(SQLModel, table=True):
     project_id: int = Field(foreign_key="project.id", index=True)
     pair_id: int = Field(foreign_key="poolpair.id", index=True)
     judge_id: int = Field(foreign_key="user.id", index=True)
-    kind: str = "main"  # "overlap" or "main"
+    kind: str = "main"  # "overlap", "main", or "known" (a known-answer pair mixed into the main queue)
     exclusive_pair_id: int | None = Field(default=None, unique=True)
     position: int = 0  # order in the judge's queue: overlap rows below MAIN_BASE, main rows from it
     # No longer written when a pair is shown (one statement less per answer); when a pair
@@ -205,8 +221,24 @@ class PairView(SQLModel, table=True):
     shown_at: datetime = Field(default_factory=utcnow)
 
 
+JUDGMENT_POOL = "pool"  # Judgment.purpose of a label of the pool: the only ones that count as labels
+JUDGMENT_KNOWN = "known"  # Judgment.purpose of an answer on a known-answer pair mixed into the queue
+
+
 class Judgment(SQLModel, table=True):
-    """Append-only: changing a label adds a row; the latest row of a (pair, judge) counts."""
+    """Append-only: changing a label adds a row; the latest row of a (pair, judge) counts.
+
+    ``purpose`` keeps a judge's answers on known-answer pairs apart from the pool's labels: the
+    answer path writes every answer here, with the same statements, and marks one given on a
+    known-answer queue row (``Assignment.kind == "known"``) ``"known"``; every reader of labels
+    (agreement, final labels, adjudication, exports, the decisive order, progress) reads only
+    ``purpose == "pool"`` (:func:`pool_labels`). Why one table rather than one of their own: the
+    judging page carries the id of the answer just given (its undo form) and the answer's timing is
+    seen by the judge's browser, so an answer on a known-answer pair must take the same statements
+    and the same id sequence as any other, or the page would tell the two apart. A table of their
+    own would be safer for readers ("never counted twice") but would show in the ids and the
+    timing; tests/judge/test_known_answer_apart.py plants such answers and checks that no reader
+    of labels sees them."""
 
     __table_args__ = (
         UniqueConstraint("judge_id", "client_token"),
@@ -227,6 +259,13 @@ class Judgment(SQLModel, table=True):
     shown_at: datetime | None = None
     answered_at: datetime = Field(default_factory=utcnow)
     client_token: str | None = None  # one per shown pair: a resubmitted form records once
+    purpose: str = Field(default=JUDGMENT_POOL, sa_column_kwargs={"server_default": JUDGMENT_POOL})
+
+
+def pool_labels():
+    """The condition that a Judgment row is a label of the pool (not an answer on a known-answer
+    pair): every reader of labels adds it."""
+    return Judgment.purpose == JUDGMENT_POOL
 
 
 class Adjudication(SQLModel, table=True):
@@ -239,6 +278,80 @@ class Adjudication(SQLModel, table=True):
     guidelines_issue: bool = False  # the disagreement came from the guidelines
     guidelines_version_id: int | None = Field(default=None, foreign_key="guidelinesversion.id")
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class KnownAnswer(SQLModel, table=True):
+    """A known-answer ("gold") pair: a pool pair whose accepted grade(s) a lead fixed, mixed blind into
+    judges' queues to measure each judge's accuracy (curation.judge.known_answer). ``source`` says
+    where the grades came from: "adjudication" (a lead's adjudicated label, its reason kept as the
+    teaching text), "seed" (a seed judgment) or "lead" (given by hand). Retired pairs
+    (``retired_at`` set) are no longer mixed in; answers already given on them still count."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    pair_id: int = Field(foreign_key="poolpair.id", index=True, unique=True)
+    accepted_json: str  # the accepted grades, a sorted JSON list of one or more grades of the scale
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why: teaching text
+    source: str = "lead"  # "adjudication", "seed" or "lead"
+    adjudication_id: int | None = Field(default=None, foreign_key="adjudication.id")
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    created_at: datetime = Field(default_factory=utcnow)
+    retired_at: datetime | None = None
+    retired_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+
+class KnownAnswerHold(SQLModel, table=True):
+    """A judge's queue held in a project because their known-answer accuracy fell below the bar
+    (with ``Project.known_answer_hold`` on): held while ``released_at`` is NULL. ``answers`` is how
+    many known-answer answers the judge had given when held; a lead's release records who, when and
+    that count again (``released_answers``): the judge is not held again until enough further
+    answers show them below the bar on their own."""
+
+    __table_args__ = (Index("ix_knownanswerhold_judge", "judge_id", "project_id", "released_at"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    judge_id: int = Field(foreign_key="user.id")
+    held_at: datetime = Field(default_factory=utcnow)
+    answers: int = 0
+    exact: float | None = None  # the judge's exact accuracy when held
+    released_at: datetime | None = None
+    released_by_id: int | None = Field(default=None, foreign_key="user.id")
+    released_answers: int | None = None
+
+
+class QualificationAttempt(SQLModel, table=True):
+    """One attempt of a judge at a project's qualification (curation.judge.qualification): ``pairs``
+    known-answer pairs drawn for it (its :class:`QualificationAnswer` rows) and the pass mark in
+    force when it was drawn. ``finished_at``, ``correct`` and ``passed`` are set with its last
+    answer. ``granted_by_id``: the lead who granted it to a blocked judge (beyond the retries)."""
+
+    __table_args__ = (UniqueConstraint("project_id", "judge_id", "attempt"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    judge_id: int = Field(foreign_key="user.id", index=True)
+    attempt: int  # 1, 2, ... per judge and project
+    pairs: int
+    pass_mark: float
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    correct: int | None = None  # exact answers, once finished
+    passed: bool | None = None
+    granted_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+
+class QualificationAnswer(SQLModel, table=True):
+    """A pair of a qualification attempt, in the order shown, and the judge's answer (``grade`` NULL
+    until answered). Never a :class:`Judgment`: a qualification answer is no label of the pool."""
+
+    __table_args__ = (UniqueConstraint("attempt_id", "position"), UniqueConstraint("attempt_id", "pair_id"))
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="qualificationattempt.id", index=True)
+    position: int  # 1-based
+    known_answer_id: int = Field(foreign_key="knownanswer.id")
+    pair_id: int = Field(foreign_key="poolpair.id")
+    grade: int | None = None
+    exact: bool | None = None  # the grade is one of the known-answer pair's accepted grades
+    answered_at: datetime | None = None
 
 
 class LeakFinding(SQLModel, table=True):

@@ -12,7 +12,11 @@ The rule:
 - a row is **done** when the judge's latest answer is a label (a skip is still to do);
 - a main row is **held** while the project holds its main pairs back and no lead has released them;
 - ``remaining`` is the rows not done (held ones included), ``open_now`` those the judge can work
-  on now (remaining minus held).
+  on now (remaining minus held);
+- known-answer rows (``Assignment.kind == "known"``, pairs a lead knows the answer of, mixed blind
+  into a judge's main queue) are not pool work: they are counted apart (``known_*``), for the
+  leads' separate figure, and folded in only for the judge's own page (:meth:`Work.as_judge_sees`),
+  whose counter must move on them as on any pair.
 
 The totals come from ``queuecount`` (kept by the database's triggers, migration 0020: one index
 probe per judge) minus the rows of retired pairs, which are found from the (usually empty) index
@@ -29,7 +33,7 @@ from sqlalchemy import false, func, true, union
 from sqlalchemy import select as core_select
 from sqlmodel import Session
 
-from curation.store.models import Assignment, Document, PoolPair, Query, QueueCount
+from curation.store.models import KNOWN_KIND, Assignment, Document, PoolPair, Query, QueueCount
 
 _A, _PP, _Q, _D, _QC = (t.__table__ for t in (Assignment, PoolPair, Query, Document, QueueCount))
 _CHUNK = 5000  # pair ids per IN list
@@ -45,6 +49,15 @@ class Work:
     held: int  # main rows not done, held back until a lead releases them
     overlap_total: int
     overlap_done: int
+    known_total: int = 0  # known-answer rows of live pairs: not pool work, counted apart
+    known_done: int = 0
+    known_skipped: int = 0
+    known_held: int = 0
+
+    def as_judge_sees(self) -> Work:
+        """The judge's own count: known-answer rows counted as the pairs they look like."""
+        return Work(self.total + self.known_total, self.done + self.known_done, self.skipped + self.known_skipped,
+                    self.held + self.known_held, self.overlap_total, self.overlap_done)
 
     @property
     def remaining(self) -> int:
@@ -83,20 +96,21 @@ def count_work(session: Session, project_id: int, *, visible: bool, judge_id: in
     :func:`curation.judge.assignment.main_visible`."""
     conn = session.connection()
     where = [_QC.c.project_id == project_id] + ([_QC.c.judge_id == judge_id] if judge_id is not None else [])
-    # per judge: [total, done, skipped, held, overlap_total, overlap_done]
-    tally: dict[int, list[int]] = defaultdict(lambda: [0] * 6)
+    # per judge: [total, done, skipped, held, overlap_total, overlap_done, the same four of known rows]
+    tally: dict[int, list[int]] = defaultdict(lambda: [0] * 10)
 
     def add(jid: int, kind: str, total: int, unanswered: int, skipped: int) -> None:
         t = tally[jid]
+        at = 6 if kind == KNOWN_KIND else 0  # known-answer rows in their own four counts
         done = total - unanswered - skipped
-        t[0] += total
-        t[1] += done
-        t[2] += skipped
+        t[at] += total
+        t[at + 1] += done
+        t[at + 2] += skipped
         if kind == "overlap":
             t[4] += total
             t[5] += done
         elif not visible:
-            t[3] += unanswered + skipped
+            t[at + 3] += unanswered + skipped
 
     for jid, kind, total, unanswered, skipped in conn.execute(
         core_select(_QC.c.judge_id, _QC.c.kind, _QC.c.total, _QC.c.unanswered, _QC.c.skipped).where(*where)
@@ -121,7 +135,8 @@ def count_work(session: Session, project_id: int, *, visible: bool, judge_id: in
 def project_work(work: dict[int, Work]) -> Work:
     """The project's work: the judges' rows added up (an overlap pair is one row per judge)."""
     return Work(*(sum(getattr(w, f) for w in work.values())
-                  for f in ("total", "done", "skipped", "held", "overlap_total", "overlap_done")))
+                  for f in ("total", "done", "skipped", "held", "overlap_total", "overlap_done",
+                            "known_total", "known_done", "known_skipped", "known_held")))
 
 
 def live_pair_condition():

@@ -61,6 +61,11 @@ def test_every_command_function_follows_the_naming_rule():
     assert wrong == {}
 
 
+# Commands added inside a group after the commands were grouped: they never had a name at the top.
+NEW_IN_A_GROUP = {"gold"}
+
+
 def test_every_old_name_points_at_a_command_of_the_table():
     assert set(ALIASES.values()) <= set(COMMANDS)
-    assert {registered for _, registered in COMMANDS.values()} - {p for p in COMMANDS if " " not in p} == set(ALIASES)
+    grouped = {registered for _, registered in COMMANDS.values()} - {p for p in COMMANDS if " " not in p}
+    assert grouped - NEW_IN_A_GROUP == set(ALIASES)

@@ -28,6 +28,7 @@ from curation.judge.judging._statements import (
     _ANSWER_THEN_SHOW_D,
     _EXISTING,
     _FIRST_OPEN_D,
+    _HELD_ALONE,
     _JUDGE_PROJECT_D,
     _JUDGE_PROJECTS,
     _LAST_ANSWERED,
@@ -45,6 +46,9 @@ from curation.store.audit import record_audit
 from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
+    JUDGMENT_KNOWN,
+    JUDGMENT_POOL,
+    KNOWN_KIND,
     MAIN_BASE,
     Assignment,
     Document,
@@ -96,8 +100,17 @@ def judge_project(session: Session, judge: User | int, project_id: int) -> Judge
 
 
 def _judge_project_of(row) -> JudgeProject:
-    pid, name, scale, stored_scale, hold_main, released_at = row
-    return JudgeProject(pid, name, scale, stored_scale, bool(hold_main), to_datetime(released_at))
+    pid, name, scale, stored_scale, hold_main, released_at, held, known_answer_hold = row
+    return JudgeProject(pid, name, scale, stored_scale, bool(hold_main), to_datetime(released_at), bool(held),
+                        bool(known_answer_hold))
+
+
+def _held(session: Session, proj: Project | JudgeProject, jid: int) -> bool:
+    """Whether the judge's queue is held in the project (known-answer accuracy below the bar): read
+    with the project on the judging pages (:class:`JudgeProject`), else looked up."""
+    if isinstance(proj, JudgeProject):
+        return proj.held
+    return connection_of(session).execute(_HELD_ALONE, {"jid": jid, "pid": proj.id}).first() is not None
 
 
 def work_released(project: Project | JudgeProject) -> bool:
@@ -194,6 +207,8 @@ def next_task(
     time, atomically) and the first of them is returned."""
     proj = _project(session, project)
     jid = _jid(judge)
+    if _held(session, proj, jid):  # known-answer accuracy below the bar: nothing new until a lead looks
+        return None
     for _attempt in range(5):
         now_ = now or utcnow()
         a = _first_open(session, proj, jid)
@@ -228,7 +243,7 @@ def task_at(
             proj,
         ).order_by(Assignment.id).limit(1)
     ).first()
-    if a is None:
+    if a is None or (a.done_at is None and not a.skipped and _held(session, proj, jid)):
         raise AccessDenied("no such pair")
     task = _show(session, proj, jid, a, now or utcnow())
     if task is None:
@@ -337,8 +352,9 @@ def submit_and_next(
         proj = _judge_project_of(found[0])
     else:
         proj, view = _project(session, project), _VIEW_D.read_alone(conn, {"token": token})
+    then_show = proj if plan_of(conn).answer_then_show and not _held(session, proj, jid) else None
     answered = _submit(session, jid, token, view, grade=grade, unsure=unsure, note=note, skip=skip, now=now,
-                       min_seconds=min_seconds, then_show=proj if plan_of(conn).answer_then_show else None)
+                       min_seconds=min_seconds, then_show=then_show)
     if answered.task is None:
         return Answered(answered.result, next_task(session, proj, jid, now=now, stale_after=stale_after), None,
                         proj)
@@ -354,7 +370,7 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
     if not rows or rows[0][0] != jid:
         raise AccessDenied("no such pair")
     (_, project_id, pair_id, assignment_id, gv_id, need_id, shown_at, position, done_at, existing, stored_scale,
-     scale) = rows[0]
+     scale, kind) = rows[0]
     if existing is not None:
         return Answered(SubmitResult(existing, True, position), None, None, then_show)
     grade, note, skip, unsure = _checked_answer(stored_scale, scale, grade=grade, note=note, skip=skip, unsure=unsure)
@@ -377,6 +393,8 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
                 "pair_id": pair_id, "judge_id": jid, "grade": grade, "unsure": unsure, "skipped": skip, "note": note,
                 "guidelines_version_id": gv_id, "need_version_id": need_id, "source": "human", "shown_at": shown_at,
                 "answered_at": now, "client_token": token,
+                # The same statements for every pair; an answer on a known-answer pair is only marked.
+                "purpose": JUDGMENT_KNOWN if kind == KNOWN_KIND else JUDGMENT_POOL,
             }
             if keep_answer:
                 answered, recorded = None, _RECORD_D.run(conn, params)
@@ -498,8 +516,8 @@ def _progress_of(session: Session, proj: Project | JudgeProject, jid: int, rows)
     them, the counts from the one count of work (:func:`curation.store.workload.count_work`), which
     leaves out the pairs a lead retired (a dropped query, an excluded document)."""
     work = workload.count_work(session, proj.id, visible=main_visible(proj), judge_id=jid).get(jid)
-    if work is None:
-        work = workload.Work(0, 0, 0, 0, 0, 0)
+    # The judge's own counter moves on a known-answer pair as on any other (else it would tell them).
+    work = workload.Work(0, 0, 0, 0, 0, 0) if work is None else work.as_judge_sees()
     secs = [max(float(row[5]), 0.0) for row in rows if row[5] is not None]
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * work.open_now

@@ -106,3 +106,5 @@ class JudgeProject:
     stored_scale: str  # its grades as stored (curation.store.scale)
     hold_main: bool
     released_at: datetime | None
+    held: bool = False  # the judge's queue is held: known-answer accuracy below the bar (curation.judge.gold)
+    known_answer_hold: bool = False  # the project holds a judge found below the known-answer bar

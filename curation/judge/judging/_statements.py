@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from sqlalchemy import and_, bindparam, exists, false, func, insert, literal_column, or_, true, union, update
+from sqlalchemy import and_, bindparam, case, exists, false, func, insert, literal_column, or_, true, union, update
 from sqlalchemy import select as core_select
 from sqlmodel import select
 
@@ -20,6 +20,7 @@ from curation.store.models import (
     Document,
     GuidelinesVersion,
     Judgment,
+    KnownAnswerHold,
     PairView,
     PoolPair,
     Project,
@@ -47,8 +48,15 @@ _QC = QueueCount.__table__
 # One index probe per project (few) instead of a walk over the judge's whole queue.
 _HAS_WORK = exists().where(_A.c.project_id == Project.id, _A.c.judge_id == bindparam("jid"))
 _JUDGE_PROJECTS = select(Project).where(_HAS_WORK).order_by(Project.name)
+_KH = KnownAnswerHold.__table__
+# Whether the judge's queue is held in the project (known-answer accuracy below the bar): one probe of
+# the holds' (judge, project, released_at) index, read with the project on every request.
+_HELD = exists().where(_KH.c.judge_id == bindparam("jid"), _KH.c.project_id == _P.c.id, _KH.c.released_at.is_(None))
+_HELD_ALONE = core_select(_KH.c.id).where(_KH.c.judge_id == bindparam("jid"), _KH.c.project_id == bindparam("pid"),
+                                          _KH.c.released_at.is_(None)).limit(1)
 _JUDGE_PROJECT_D = Statement(
-    core_select(_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at)
+    core_select(_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at, _HELD,
+                _P.c.known_answer_hold)
     .where(_P.c.id == bindparam("pid"), _HAS_WORK),
     prepare=True,
 )
@@ -142,17 +150,26 @@ _MINE = _A.alias("mine")
 _QP = _PP.alias("query_pairs")
 
 
+def _queue_block(kind):
+    """The block of the queue a row of ``kind`` is in: the overlap rows, or the main work (main
+    rows and the known-answer rows mixed into them)."""
+    return case((kind == _OVERLAP, _OVERLAP), else_=literal_column("'main'"))
+
+
 def _shown_of(view, first=None):
     """The page's read of the token row ``view``: the ``pairview`` table (the row is then picked by
     its token), or the row the token's INSERT returned (PostgreSQL, see ``_ISSUE_AND_SHOW``). The
     pair's kind and queue position are bound parameters, or with ``first`` (the judge's first open
     row, ``_ANSWER_THEN_SHOW``) its columns, returned first, with the page's NULL when no token
     was issued."""
-    kind, pos = (bindparam("kind"), bindparam("pos")) if first is None else (first.c.kind, first.c.position)
+    kind, pos = ((bindparam("kind", type_=_A.c.kind.type), bindparam("pos")) if first is None
+                 else (first.c.kind, first.c.position))
     same_query = and_(
         _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
         _MINE.c.judge_id == view.c.judge_id,
-        _MINE.c.kind == kind,
+        # A known-answer row counts with the main rows it is mixed into, so that the page's "pair i
+        # of n of this query" is worked out the same way for it as for any main pair.
+        _queue_block(_MINE.c.kind) == _queue_block(kind),
     )
     page = (
         view.join(_PP, _PP.c.id == view.c.pair_id)
@@ -230,7 +247,7 @@ _VIEW = (
     core_select(
         _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
         _PV.c.need_version_id, _PV.c.shown_at, _A.c.position, _A.c.done_at, _J.c.id.label("existing"),
-        SCALE, _P.c.scale,
+        SCALE, _P.c.scale, _A.c.kind,
     )
     .select_from(
         _PV.join(_A, _A.c.id == _PV.c.assignment_id)
@@ -250,7 +267,7 @@ _ANSWER_D = Statement(_ANSWER, prepare=True)
 # INSERT (RETURNING: SQLite 3.35+, PostgreSQL).
 _JUDGMENT_VALUES = {c: _bound(_J.c[c]) for c in (
     "project_id", "pair_id", "judge_id", "grade", "unsure", "skipped", "note", "guidelines_version_id",
-    "need_version_id", "source", "shown_at", "answered_at", "client_token")}
+    "need_version_id", "source", "shown_at", "answered_at", "client_token", "purpose")}
 _RECORD_D = Statement(_guarded_insert(_J, _JUDGMENT_VALUES, exists().where(
     _A.c.id == bindparam("aid"), _A.c.judge_id == bindparam("judge_id"))).returning(_J.c.id), prepare=True)
 # On PostgreSQL the answer's update and the judgment are one statement (a data-modifying WITH): the
