@@ -10,6 +10,7 @@ ACTION_NAMES = (
     "login", "login_failed", "login_locked", "logout", "sessions_ended", "user_added", "password_changed",
     "role_changed", "user_disabled", "user_enabled", "release", "adjudicate", "export", "download",
     "unlock", "guidelines", "need", "leak_decision", "answer_undone",
+    "project_settings",
 )  # curation.store.audit.ACTIONS (a test checks they agree); here so --help needs no SQLAlchemy
 
 

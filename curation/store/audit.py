@@ -47,6 +47,7 @@ ACTIONS = {
     "need": "information need edited",
     "leak_decision": "leak finding decided",
     "answer_undone": "a judge undid their last answer",
+    "project_settings": "project setting changed",
 }
 
 

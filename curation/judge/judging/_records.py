@@ -106,3 +106,4 @@ class JudgeProject:
     stored_scale: str  # its grades as stored (curation.store.scale)
     hold_main: bool
     released_at: datetime | None
+    min_answer_ms: int | None = None  # the project's minimum answer time; None: the server's

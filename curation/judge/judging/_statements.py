@@ -48,7 +48,7 @@ _QC = QueueCount.__table__
 _HAS_WORK = exists().where(_A.c.project_id == Project.id, _A.c.judge_id == bindparam("jid"))
 _JUDGE_PROJECTS = select(Project).where(_HAS_WORK).order_by(Project.name)
 _JUDGE_PROJECT_D = Statement(
-    core_select(_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at)
+    core_select(_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at, _P.c.min_answer_ms)
     .where(_P.c.id == bindparam("pid"), _HAS_WORK),
     prepare=True,
 )
@@ -230,7 +230,7 @@ _VIEW = (
     core_select(
         _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
         _PV.c.need_version_id, _PV.c.shown_at, _A.c.position, _A.c.done_at, _J.c.id.label("existing"),
-        SCALE, _P.c.scale,
+        SCALE, _P.c.scale, _P.c.min_answer_ms,
     )
     .select_from(
         _PV.join(_A, _A.c.id == _PV.c.assignment_id)
