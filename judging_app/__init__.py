@@ -215,7 +215,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         # client's. Never on a server reached directly, where a client could write these itself.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=0)
 
-    from . import admin, assets, auth, errors, judge, lead, leaks, qualification, reports, versions
+    from . import admin, assets, auth, errors, judge, lead, leaks, qualification, reports, settings, versions
 
     app.session_interface = auth.SessionCookies()
 
@@ -230,6 +230,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(leaks.bp)
     app.register_blueprint(reports.bp)
     app.register_blueprint(admin.bp)
+    app.register_blueprint(settings.bp)
     app.add_url_rule("/", endpoint="index", view_func=judge.index)
 
     app.jinja_env.globals["current_app"] = app  # templates link to blueprints only when registered

@@ -98,7 +98,15 @@ def _stale_after() -> timedelta:
 
 
 def _min_seconds() -> float:
+    """The server's minimum answer time (``MIN_ANSWER_MS``), for a project without its own."""
     return (current_app.config.get("MIN_ANSWER_MS") or 0) / 1000
+
+
+def min_answer_ms(project) -> int:
+    """The minimum answer time in force in ``project``: its own (``min_answer_ms``, set by a lead)
+    when it has one, else the server's ``MIN_ANSWER_MS``."""
+    own = getattr(project, "min_answer_ms", None)
+    return own if own is not None else (current_app.config.get("MIN_ANSWER_MS") or 0)
 
 
 def _task_at(project, position: int | None):
@@ -131,6 +139,7 @@ def _render(project, task, *, note: str | None = None, progress=None, last: dict
         note=note,
         last=last,
         urls=_urls(project.id),
+        min_ms=min_answer_ms(project),
     )
     if is_htmx():
         return render_template("judge/_pair.html", **context)

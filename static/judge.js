@@ -13,15 +13,24 @@
 //   n      show / hide the query's information need (remembered per judge in this browser)
 //
 // An answer is for the pair the judge saw: a key still held down since the last answer, and an
-// answering key pressed within twice the server's minimum (data-min-ms, MIN_ANSWER_MS) after a
-// pair is painted, are ignored; the server refuses what comes sooner than the minimum itself.
+// answering key pressed within twice the project's minimum answer time (data-min-ms) after a pair
+// is painted, are ignored; the server refuses what comes sooner than the minimum itself.
 (function () {
   "use strict";
 
-  // While an answer is on its way, keys are dropped (a second press meant for a pair not yet on
-  // screen, e.g. a double press). Once the next pair is on screen but htmx has not yet wired its
-  // forms (the settle step), a key is kept and replayed, so fast typing never submits natively.
+  // While a request that replaces the pair is on its way (an answer, Back, Undo: its htmx target
+  // is #pair), keys are dropped: they are for a pair not yet on screen (e.g. a double press), and
+  // the page says so for a moment (#key-wait). Once the next pair is on screen but htmx has not yet
+  // wired its forms (the settle step), a key is kept and replayed, so fast typing never submits
+  // natively. While any other request is in flight (the release poll), keys are for the pair on
+  // screen: they are kept and applied, in order, once that request has settled (htmx's hx-sync on
+  // #pair would drop a request sent meanwhile).
   var sending = false, settling = false, pending = null;
+  var others = 0, otherSwaps = 0, queued = [];
+  function isPair(event) {
+    var target = event.detail && event.detail.target;
+    return !!(target && target.id === "pair");
+  }
   // The quiet time after a pair is painted, and the keys (by code) not released since they answered.
   var quietUntil = 0, unreleased = {};
   function quietMs() {
@@ -39,15 +48,39 @@
   });
   document.addEventListener("keyup", function (event) { delete unreleased[event.code || event.key]; });
   window.addEventListener("blur", function () { unreleased = {}; });
-  document.addEventListener("htmx:beforeRequest", function () { sending = true; });
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    sending = false;
-    settling = !!event.detail.shouldSwap;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (isPair(event)) { sending = true; } else { others += 1; }
   });
-  document.addEventListener("htmx:afterSettle", function () {
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (isPair(event)) {
+      sending = false;
+      settling = !!event.detail.shouldSwap;
+    } else if (event.detail.shouldSwap) {
+      otherSwaps += 1;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (!isPair(event)) { otherSwaps = Math.max(0, otherSwaps - 1); window.setTimeout(applyQueued, 0); return; }
     settling = false;
     if (pending) { var key = pending; pending = null; handleKey(key, null); }
   });
+  function applyQueued() {
+    // The keys kept while another request was in flight, for the pair still on screen; one that
+    // sends an answer makes the rest keys for a pair not yet seen (dropped, with the cue).
+    if (others > 0 || otherSwaps > 0) { return; }
+    while (queued.length && !sending && !settling) { handleKey(queued.shift(), null); }
+    if (queued.length) { queued = []; waitCue(); }
+  }
+
+  // The brief cue that a key was not used: the pair it was meant for is not on screen yet.
+  var cueTimer = null;
+  function waitCue() {
+    var cue = document.getElementById("key-wait");
+    if (!cue) { return; }
+    cue.hidden = false;
+    window.clearTimeout(cueTimer);
+    cueTimer = window.setTimeout(function () { cue.hidden = true; }, 1500);
+  }
 
   // Shift and Caps Lock: "B" is b; Shift with a digit key ("!" on many layouts) is the digit.
   function keyOf(event) {
@@ -58,8 +91,14 @@
     return key.length === 1 ? key.toLowerCase() : key;
   }
   function answering(key) { return /^[0-9sz]$/.test(key); }
-  document.addEventListener("htmx:afterRequest", function () { sending = false; });
-  document.addEventListener("htmx:sendError", function () { sending = false; settling = false; });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (isPair(event)) { sending = false; return; }
+    others = Math.max(0, others - 1);
+    window.setTimeout(applyQueued, 0);  // once htmx has let go of the request (its hx-sync lock)
+  });
+  document.addEventListener("htmx:sendError", function (event) {
+    if (isPair(event)) { sending = false; settling = false; }
+  });
 
   // The information need under the query: open or closed as this judge last left it.
   function needKey(details) { return "golden.need." + (details.getAttribute("data-judge") || ""); }
@@ -220,19 +259,31 @@
       // A key held down since it answered (auto-repeat, or not yet released), or pressed while the
       // next pair has only just been painted, is for the pair before: ignored.
       var code = event.code || event.key;
-      if (event.repeat || unreleased[code] || (quiet && window.performance.now() < quietUntil)) {
+      if (event.repeat || unreleased[code]) {
         event.preventDefault();
+        return;
+      }
+      if (quiet && window.performance.now() < quietUntil) {
+        event.preventDefault();
+        waitCue();
         return;
       }
     }
     if (sending || settling) {
       if (ours) {
         event.preventDefault();
-        if (settling && !quiet) { pending = key; }
+        if (settling && !quiet) { pending = key; } else { waitCue(); }
       }
       return;
     }
     if (ours && answering(key)) { unreleased[event.code || event.key] = true; }
+    if (others > 0 || otherSwaps > 0) {
+      if (ours) {
+        event.preventDefault();
+        if (queued.length < 8) { queued.push(key); }
+      }
+      return;
+    }
     handleKey(key, event);
   });
 

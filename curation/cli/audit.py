@@ -11,6 +11,7 @@ ACTION_NAMES = (
     "role_changed", "user_disabled", "user_enabled", "release", "adjudicate", "export", "download",
     "unlock", "guidelines", "need", "leak_decision", "answer_undone", "known_answer_added", "known_answer_retired",
     "known_answer_settings", "judge_held", "hold_released", "qualification_settings", "qualification_granted",
+    "project_settings",
 )  # curation.store.audit.ACTIONS (a test checks they agree); here so --help needs no SQLAlchemy
 
 

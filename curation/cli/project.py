@@ -11,13 +11,14 @@ SCALE_CHOICES = ["binary", "0-2", "0-3"]
 
 @main.group()
 def project():
-    """Load and list judging projects.
+    """Load and list judging projects, and set a project's settings.
 
     \b
     Example:
       golden project create news --queries queries.jsonl --pool pool.jsonl \\
           --corpus corpus.jsonl --guidelines GUIDELINES.md --scale 0-2
       golden project list
+      golden project settings news --min-answer-ms 400
     """
 
 
@@ -141,3 +142,48 @@ def list_cmd(db_url):
             f"{'v' + str(r.guidelines_version) if r.guidelines_version else '-':>10}  "
             f"{'released' if r.released else 'held'}"
         )
+
+
+def _min_answer_ms(ctx, param, value):
+    """``--min-answer-ms``: milliseconds from 0 to 60000, or ``default`` (the server's)."""
+    if value is None:
+        return None
+    if value.strip().lower() == "default":
+        return "default"
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or int(text) > 60_000:
+        raise click.BadParameter(f"{value!r}: give a whole number of milliseconds from 0 to 60000, or 'default'")
+    return int(text)
+
+
+@project.command("settings")
+@click.argument("name")
+@click.option("--min-answer-ms", "min_answer_ms", default=None, metavar="MS|default", callback=_min_answer_ms,
+              help="The least time between showing a pair and accepting its answer, in milliseconds (0 turns "
+                   "the check off); 'default' uses the server's GOLDEN_MIN_ANSWER_MS (250 unless set).")
+@db_option
+@domain_errors
+def settings_cmd(name, min_answer_ms, db_url):
+    """Show project NAME's settings, or change them (recorded in the audit trail).
+
+    An answer that comes sooner after its pair was shown than the minimum answer time is refused by
+    the judging server (a key pressed twice for the pair before). A project without its own minimum
+    uses the server's GOLDEN_MIN_ANSWER_MS, default 250; leads can also set it on the project's
+    Settings page.
+
+    \b
+    Example:
+      golden project settings news
+      golden project settings news --min-answer-ms 400
+      golden project settings news --min-answer-ms default
+    """
+    from curation.store.projects import get_project, set_min_answer_ms
+
+    with store_session(db_url) as s:
+        proj = get_project(s, name)
+        if min_answer_ms is not None:
+            changed = set_min_answer_ms(s, proj, None if min_answer_ms == "default" else min_answer_ms)
+            click.echo(f"project {proj.name}: minimum answer time {'changed' if changed else 'unchanged'}")
+        own = proj.min_answer_ms
+        click.echo(f"min-answer-ms: {own if own is not None else 'default'}"
+                   + (" (the server's GOLDEN_MIN_ANSWER_MS, 250 unless set)" if own is None else ""))

@@ -19,11 +19,11 @@ def _time(seconds) -> str:
 
 def format_report(rep: dict) -> str:
     """The settlement report as text (the same figures as ``--json`` and the dashboard panel)."""
-    lines = [f"project {rep['project']}: {rep['judged_pairs']} of {rep['pool_pairs']} pairs judged, "
+    lines = [f"project {rep['project']}: {rep['judged_pairs']} of {rep['pool_pairs']} pairs with a final label, "
              f"{rep['queries']} queries",
              f"order: guided by machine judge {rep['machine']} (judges see nothing of it; settlement uses only "
              "human labels)" if rep.get("machine") else "order: blind (no machine judge guides it)"]
-    head = (f"{'A':<14} {'B':<14} {'metric':<8} {'status':<8} {'verdict':<26} {'judged':>7} "
+    head = (f"{'A':<14} {'B':<14} {'metric':<8} {'status':<8} {'verdict':<26} {'final':>7} "
             f"{'can change':>10}  estimate (not a guarantee)")
     lines.append(head)
     for c in rep["comparisons"]:

@@ -54,6 +54,7 @@ ACTIONS = {
     "hold_released": "a judge's held queue released",
     "qualification_settings": "qualification settings changed",
     "qualification_granted": "another qualification attempt granted",
+    "project_settings": "project setting changed",
 }
 
 

@@ -44,6 +44,10 @@ class Project(SQLModel, table=True):
     released_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why, when forced
     split_holdout: float | None = None  # `golden export split`: share of each stratum held out (fixed once set)
     split_seed: int | None = None  # `golden export split`: seed of the per-stratum systematic split
+    # The least time (ms) between showing a pair and accepting its answer; None: the server's
+    # MIN_ANSWER_MS (GOLDEN_MIN_ANSWER_MS, default 250). Set with `golden project settings` or the
+    # lead's Settings page.
+    min_answer_ms: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     # Known-answer pairs (KnownAnswer): one item in every ``known_answer_rate`` a judge is shown is a
     # known-answer pair mixed blind into the main queue (0: none); a judge whose exact accuracy on

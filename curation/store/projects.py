@@ -550,3 +550,42 @@ def guidelines_history(session: Session, project: Project | int) -> list[Guideli
             .order_by(GuidelinesVersion.version)
         )
     )
+
+
+# --- a project's settings ----------------------------------------------------------------------
+
+MIN_ANSWER_MS_MAX = 60_000  # a minute: the same bound as GOLDEN_MIN_ANSWER_MS
+
+
+def check_min_answer_ms(value: int | None) -> int | None:
+    """``value`` when it is a minimum answer time a project can have: None (the server's own) or a
+    whole number of milliseconds from 0 (no minimum) to :data:`MIN_ANSWER_MS_MAX`; else ValueError
+    saying what is allowed."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MIN_ANSWER_MS_MAX:
+        raise ValueError(f"minimum answer time {value!r}: give a whole number of milliseconds from 0 to "
+                         f"{MIN_ANSWER_MS_MAX}, or none for the server's default")
+    return value
+
+
+def set_min_answer_ms(session: Session, project: Project, value: int | None, *, actor: User | str | None = None) -> bool:
+    """Set the project's minimum time between showing a pair and accepting its answer (ms; None:
+    the server's ``GOLDEN_MIN_ANSWER_MS``), record the change in the audit trail and commit.
+    Returns whether it changed (setting the value it has records nothing)."""
+    value = check_min_answer_ms(value)
+    old = project.min_answer_ms
+    if old == value:
+        return False
+    project.min_answer_ms = value
+    session.add(project)
+    from curation.store.audit import record_audit
+
+    record_audit(session, "project_settings", actor=actor, target=f"{project.name} minimum answer time",
+                 project=project, detail={"min_answer_ms": {"from": old, "to": value}})
+    try:
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    return True

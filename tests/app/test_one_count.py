@@ -1,7 +1,8 @@
 """One count of work on every page: after a lead excludes leak chunks and drops a query in
 the middle of the judging, the judge's page, the lead's Progress page, the dashboard, the
 Comparisons panel and `golden judging progress` show the same done / to-go figures, and they are
-the figures counted independently with plain SQL on the tables (retired pairs left out)."""
+the figures counted independently with plain SQL on the tables (retired pairs left out); the
+panel's count of pairs with a final label is named so, not "judged"."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sqlalchemy import text
 from sqlmodel import select
 
 from curation.cli import main
+from curation.evaluate import decisive
 from curation.leak.findings import decide, decide_query, record_findings
 from curation.store.engine import session as new_session
 from curation.store.models import Assignment, Document, LeakFinding, PoolPair, Query, User
@@ -21,7 +23,7 @@ from curation.store.projects import get_project
 from curation.store.users import get_user
 from tests.support.client import login
 from tests.support.judgments import judge_queue
-from tests.support.projects import assigned_project
+from tests.support.projects import RUN_NAMES, assigned_project
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -71,6 +73,9 @@ def _retire_mid_project(engine, project_id):
 def test_every_page_and_the_cli_show_the_same_count(app, engine, db_url, tmp_path):
     setup = assigned_project(engine, tmp_path / "p", n_queries=6, docs_per_query=5, overlap=6, hold=False)
     pid = setup.project_id
+    with new_session(engine) as s:  # a comparison, so that the Comparisons panel shows its report too
+        decisive.record_comparisons(s, get_project(s, "recipes"), [f"{RUN_NAMES[0]},{RUN_NAMES[1]}"])
+        s.commit()
     judge_queue(engine, pid, "alice", lambda d: int(d[-1]) % 3, start=T0, seconds=20.0, limit=8)
     judge_queue(engine, pid, "bob", lambda d: int(d[-1]) % 3, start=T0, seconds=20.0, limit=5)
     _retire_mid_project(engine, pid)
@@ -104,6 +109,14 @@ def test_every_page_and_the_cli_show_the_same_count(app, engine, db_url, tmp_pat
     assert work(lead.get(f"/lead/{pid}").data.decode()) == (done, left)  # the dashboard
     panel = lead.get(f"/lead/{pid}/comparisons", headers={"HX-Request": "true"}).data.decode()
     assert work(panel) == (done, left)
+    # The panel's other figure is a different quantity, named as such: the pool pairs with a final
+    # label (the settlement report's, as `golden decisive settle --json` gives it), never "judged".
+    assert 'data-testid="comparisons-table"' in panel and "pairs judged" not in panel
+    settle = CliRunner().invoke(main, ["decisive", "settle", "--project", "recipes", "--json", "--db", db_url])
+    assert settle.exit_code == 0, settle.output
+    rep = json.loads(settle.output)
+    finals = re.search(r'data-testid="final-labels">(\d+)</span> of (\d+) pool pairs\s+have a final label', panel)
+    assert finals and finals.groups() == (str(rep["judged_pairs"]), str(rep["pool_pairs"]))
 
     out = CliRunner().invoke(main, ["judging", "progress", "--project", "recipes", "--json", "--db", db_url])
     assert out.exit_code == 0, out.output

@@ -3,8 +3,9 @@ incomplete exported version and leak findings:
 
 - incompleteness shown where decisions are made: the version page shows each run's judged top-10
   coverage with a warning below 90%, the comparison report warns above its verdict and links back;
-- at 375 px (a phone) no lead page scrolls sideways (``document.documentElement.scrollWidth <=
-  375``; wide tables scroll in their own focusable, labelled box) and "Log out" sits inside the header;
+- at 375 px (a phone) no lead page, admin page (as a lead and as an admin) or the Export button's
+  result page scrolls sideways (``document.documentElement.scrollWidth <= 375``; wide tables scroll
+  in their own focusable, labelled box) and "Log out" sits inside the header;
 - axe-core (its axe.min.js from the axe-core-python package or an npm node_modules folder: not part
   of golden) finds no WCAG 2.1 A/AA violation on those pages.
 """
@@ -51,7 +52,7 @@ def server(tmp_path_factory):
                 for q in QIDS for i, d in enumerate("abcd")]
         paths["pool"].write_text("".join(json.dumps(p) + "\n" for p in pool))
         create_from_files(engine, "p", paths)
-        add_users(engine, alice="judge", bob="judge", lena="lead")
+        add_users(engine, alice="judge", bob="judge", lena="lead", ada="admin")
         labels = {(q, f"{q}-doc-{d}"): g for q in QIDS for d, g in zip("abc", (2, 1, 0))}
         judge(engine, folder, "alice", labels)
         # bob agrees with alice but on q0-doc-a: a disagreement (unresolved under the majority policy)
@@ -106,39 +107,70 @@ def test_version_page_and_report_flag_incomplete_coverage(server, page):
 
 
 def test_every_lead_page_fits_a_phone(server, browser):
+    """Every lead page, the project's settings, the admin pages (as a lead and as an admin, with a
+    locked account listed) and the Export button's result page."""
     base, pid = server["base"], server["project_id"]
     compare = f"/reports/p/v1/compare?a={RUNS[0]}&b={RUNS[1]}&metric=ndcg@4"
     paths = [f"/lead/{pid}", f"/lead/{pid}/adjudicate", f"/lead/{pid}/unsure", f"/lead/{pid}/progress",
-             f"/lead/{pid}/leaks", f"/lead/{pid}/machines", "/versions/", "/versions/p/v1", "/reports/p/v1", compare]
+             f"/lead/{pid}/leaks", f"/lead/{pid}/machines", f"/lead/{pid}/settings", "/versions/", "/versions/p/v1",
+             "/reports/p/v1", compare, "/admin/users"]
     axe = _axe_source()
-    violations = {}
+    found = {"too wide": {}, "axe": {}}
     with new_page(browser, viewport=PHONE) as page:
         log_in(page, base, "lena")
-        too_wide = {}
         for path in paths:
             response = page.goto(base + path)
             assert response.status == 200, path
+            _check_phone_page(page, path, axe, found, header=path != compare)  # the report stands alone
+        # The dashboard's Export button, and the summary page it answers with.
+        page.goto(base + f"/lead/{pid}#export")
+        page.fill("#export-version", "v-phone")
+        page.check("input[name=allow_incomplete]")
+        page.get_by_role("button", name="Export", exact=True).click()
+        page.wait_for_load_state("load")
+        assert page.get_by_test_id("export-summary").is_visible()
+        _check_phone_page(page, "export result", axe, found)
+    with new_page(browser, viewport=PHONE) as page:
+        for _ in range(5):  # bob's logins locked (a minute) from this address: the users page offers Unlock
+            page.goto(base + "/login")
+            page.fill("#username", "bob")
+            page.fill("#password", "not bob's password")
+            page.press("#password", "Enter")
             page.wait_for_load_state("load")
-            width = page.evaluate("document.documentElement.scrollWidth")
-            if width > PHONE["width"]:
-                too_wide[path] = (width, page.evaluate(WIDE))
-            # A box that scrolls sideways is reachable by keyboard and named (axe: scrollable-region-focusable).
-            unnamed = page.evaluate(SCROLLERS)
-            assert unnamed == [], (path, unnamed)
-            if axe is not None:
-                found = _axe_violations(page, axe)
-                if found:
-                    violations[path] = found
-            if path == compare:
-                continue  # the comparison report is a standalone document, without the app's header
-            header = page.locator("header.topbar").bounding_box()
-            logout = page.get_by_role("button", name="Log out").bounding_box()
-            assert logout["x"] >= 0 and logout["x"] + logout["width"] <= PHONE["width"], path
-            assert header["y"] <= logout["y"] and logout["y"] + logout["height"] <= header["y"] + header["height"], path
-        assert too_wide == {}
-        assert violations == {}
+    with new_page(browser, viewport=PHONE) as page:
+        log_in(page, base, "ada")
+        page.goto(base + "/admin/users")
+        assert page.get_by_role("button", name="Unlock bob").is_visible()
+        for path in ("/admin/users", "/admin/audit", "/admin/audit?action=login_failed"):
+            response = page.goto(base + path)
+            assert response.status == 200, path
+            _check_phone_page(page, "admin " + path, axe, found)
+    assert found == {"too wide": {}, "axe": {}}
     if axe is None:
         pytest.skip("axe-core is not installed (pip install axe-core-python): the WCAG check did not run")
+
+
+def _check_phone_page(page, name: str, axe: str | None, found: dict, *, header: bool = True) -> None:
+    """The open page at 375 px: no page-level sideways scrolling (recorded in ``found``), every
+    sideways-scrolling box focusable and named, axe-core's WCAG A/AA violations (recorded), and
+    "Log out" inside the header (``header``: the page has the app's header)."""
+    page.wait_for_load_state("load")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    if width > PHONE["width"]:
+        found["too wide"][name] = (width, page.evaluate(WIDE))
+    # A box that scrolls sideways is reachable by keyboard and named (axe: scrollable-region-focusable).
+    unnamed = page.evaluate(SCROLLERS)
+    assert unnamed == [], (name, unnamed)
+    if axe is not None:
+        violations = _axe_violations(page, axe)
+        if violations:
+            found["axe"][name] = violations
+    if not header:
+        return
+    bar = page.locator("header.topbar").bounding_box()
+    logout = page.get_by_role("button", name="Log out").bounding_box()
+    assert logout["x"] >= 0 and logout["x"] + logout["width"] <= PHONE["width"], name
+    assert bar["y"] <= logout["y"] and logout["y"] + logout["height"] <= bar["y"] + bar["height"], name
 
 
 # Elements that scroll sideways (content wider than the box) without tabindex, a role and a label.

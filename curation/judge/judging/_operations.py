@@ -100,9 +100,9 @@ def judge_project(session: Session, judge: User | int, project_id: int) -> Judge
 
 
 def _judge_project_of(row) -> JudgeProject:
-    pid, name, scale, stored_scale, hold_main, released_at, held, known_answer_hold = row
+    pid, name, scale, stored_scale, hold_main, released_at, held, known_answer_hold, min_answer_ms = row
     return JudgeProject(pid, name, scale, stored_scale, bool(hold_main), to_datetime(released_at), bool(held),
-                        bool(known_answer_hold))
+                        bool(known_answer_hold), min_answer_ms)
 
 
 def _held(session: Session, proj: Project | JudgeProject, jid: int) -> bool:
@@ -298,9 +298,10 @@ def submit(
     Idempotent on the token: a second submit with it records nothing and returns the first
     judgment (``duplicate=True``). :class:`AccessDenied` when the token is not one issued to this
     judge; :class:`PairReassigned` when the pair was moved to another judge meanwhile;
-    :class:`TooSoon` (nothing recorded) when the answer comes less than ``min_seconds`` after the
-    pair was shown (the time its token was issued): a second press of a key meant for the pair
-    before; ValueError for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer
+    :class:`TooSoon` (nothing recorded) when the answer comes less than the project's minimum
+    answer time (``Project.min_answer_ms``, read with the token; ``min_seconds`` when the project has
+    none) after the pair was shown (the time its token was issued): a second press of a key meant
+    for the pair before; ValueError for a grade outside the scale, a note longer than ``MAX_NOTE``, or no answer
     at all."""
     _check_token(token)
     view = _VIEW_D.read_alone(connection_of(session), {"token": token})
@@ -370,13 +371,15 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
     if not rows or rows[0][0] != jid:
         raise AccessDenied("no such pair")
     (_, project_id, pair_id, assignment_id, gv_id, need_id, shown_at, position, done_at, existing, stored_scale,
-     scale, kind) = rows[0]
+     scale, kind, project_min_ms) = rows[0]
     if existing is not None:
         return Answered(SubmitResult(existing, True, position), None, None, then_show)
     grade, note, skip, unsure = _checked_answer(stored_scale, scale, grade=grade, note=note, skip=skip, unsure=unsure)
     keep_answer = skip and done_at is not None  # skipping an answered pair keeps the answer
 
     now = now or utcnow()
+    if project_min_ms is not None:  # the project's own minimum, read with the token
+        min_seconds = project_min_ms / 1000
     if min_seconds > 0 and shown_at is not None:  # the token's row, read above: no statement more
         seconds = (now - to_datetime(shown_at)).total_seconds()
         if seconds < min_seconds:

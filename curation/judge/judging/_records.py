@@ -108,3 +108,4 @@ class JudgeProject:
     released_at: datetime | None
     held: bool = False  # the judge's queue is held: known-answer accuracy below the bar (curation.judge.gold)
     known_answer_hold: bool = False  # the project holds a judge found below the known-answer bar
+    min_answer_ms: int | None = None  # the project's minimum answer time; None: the server's

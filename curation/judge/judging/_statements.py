@@ -56,7 +56,7 @@ _HELD_ALONE = core_select(_KH.c.id).where(_KH.c.judge_id == bindparam("jid"), _K
                                           _KH.c.released_at.is_(None)).limit(1)
 _JUDGE_PROJECT_D = Statement(
     core_select(_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at, _HELD,
-                _P.c.known_answer_hold)
+                _P.c.known_answer_hold, _P.c.min_answer_ms)
     .where(_P.c.id == bindparam("pid"), _HAS_WORK),
     prepare=True,
 )
@@ -247,7 +247,7 @@ _VIEW = (
     core_select(
         _PV.c.judge_id, _PV.c.project_id, _PV.c.pair_id, _PV.c.assignment_id, _PV.c.guidelines_version_id,
         _PV.c.need_version_id, _PV.c.shown_at, _A.c.position, _A.c.done_at, _J.c.id.label("existing"),
-        SCALE, _P.c.scale, _A.c.kind,
+        SCALE, _P.c.scale, _A.c.kind, _P.c.min_answer_ms,
     )
     .select_from(
         _PV.join(_A, _A.c.id == _PV.c.assignment_id)
