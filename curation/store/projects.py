@@ -569,7 +569,9 @@ def check_min_answer_ms(value: int | None) -> int | None:
     return value
 
 
-def set_min_answer_ms(session: Session, project: Project, value: int | None, *, actor: User | str | None = None) -> bool:
+def set_min_answer_ms(
+    session: Session, project: Project, value: int | None, *, actor: User | str | None = None
+) -> bool:
     """Set the project's minimum time between showing a pair and accepting its answer (ms; None:
     the server's ``GOLDEN_MIN_ANSWER_MS``), record the change in the audit trail and commit.
     Returns whether it changed (setting the value it has records nothing)."""
