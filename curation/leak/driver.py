@@ -9,7 +9,7 @@ import heapq
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from curation.leak.index import QueryIndex
 from curation.leak.inputs import plan_tasks
 from curation.leak.ngrams import NgramSpec, gram_text, ngram_set, parse_ngram
 from curation.leak.report import MODES, LeakReport, QueryResult
-from curation.leak.scan import scan_task
+from curation.leak.scan import finish_matches, scan_task
 
 _MIN_CHAR_CONTAINMENT = 5
 _SMALL_CORPUS = 8 << 20  # bytes on disk under which one process scans everything
@@ -72,8 +72,9 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
-def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, desc):
-    """Run :func:`scan_task` over the tasks and yield results as they finish."""
+def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, desc, floors=dict):
+    """Run :func:`scan_task` over the tasks and yield results as they finish; ``floors()`` gives the
+    merged results' floors (:meth:`_Scanned.floors`) when a piece is sent."""
     bar = None
 
     def make_bar():
@@ -114,23 +115,36 @@ def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, 
                 if isinstance(dask, str):
                     client.close()
         elif workers == 1 or len(tasks) <= 1:
+            # In this process: the kept matches get their span once all pieces are merged (finish_matches).
             bar = make_bar()
             for task in tasks:
-                res = scan_task(task, index, batch_size=batch_size, max_matches=max_matches)
+                res = scan_task(task, index, batch_size=batch_size, max_matches=max_matches, floors=floors(),
+                                finish=False)
                 if bar is not None:
                     bar.update(res.chunks)
                 yield res
         else:
+            # A few pieces in flight at a time, each sent with the merged results' floors so far.
             with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
-                futures = [
-                    pool.submit(scan_task, t, index, batch_size=batch_size, max_matches=max_matches) for t in tasks
-                ]
+                todo, running = iter(tasks), set()
+
+                def submit() -> None:
+                    task = next(todo, None)
+                    if task is not None:
+                        running.add(pool.submit(scan_task, task, index, batch_size=batch_size,
+                                                max_matches=max_matches, floors=floors()))
+
+                for _ in range(2 * workers):
+                    submit()
                 bar = make_bar()
-                for fut in as_completed(futures):
-                    res = fut.result()
-                    if bar is not None:
-                        bar.update(res.chunks)
-                    yield res
+                while running:
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        res = fut.result()
+                        if bar is not None:
+                            bar.update(res.chunks)
+                        yield res  # merged by the caller before the next piece is sent
+                        submit()
     finally:
         if bar is not None:
             bar.close()
@@ -181,8 +195,9 @@ def leakcheck(
 
     index = QueryIndex(queries, spec=spec, modes=modes, threshold=threshold, skip=skip)
     scanned = _Scanned(index.G, {str(c): 0 for c in corpus})
-    for res in _run_map(tasks, index, desc="leak check", **run):
+    for res in _run_map(tasks, index, desc="leak check", floors=lambda: scanned.floors(max_matches), **run):
         scanned.add(res, max_matches)
+    finish_matches(index, scanned.heaps)
     scanned.check(corpus)
     chunks = scanned.chunks
     ids_repeat = _any_repeat(scanned.id_parts)
@@ -259,6 +274,10 @@ class _Scanned:
                     heapq.heappushpop(heap, item)
         for qi, n in res.n_matches.items():
             self.n_matches[qi] = self.n_matches.get(qi, 0) + n
+
+    def floors(self, max_matches: int) -> dict:
+        """Each query's least kept item's key where its heap is full: a match below it is only counted."""
+        return {qi: heap[0][:4] for qi, heap in self.heaps.items() if len(heap) >= max_matches}
 
     def check(self, corpus) -> None:
         """``no records`` for a corpus without a document, or naming a file without one."""

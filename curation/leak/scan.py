@@ -270,6 +270,9 @@ class _BatchOut:
     matches: dict = field(default_factory=dict)  # qi -> list of (score, Match) heap items
     n_matches: dict = field(default_factory=dict)  # qi -> count
     ids: list = field(default_factory=list)  # the chunks' ids, batch by batch (repeated ids are looked for)
+    #: qi -> the least kept item's key (score, mode, chunk id, file) of the merged results so far, for a
+    #: query whose heap is full there: a match below it can never be among the best, so it is only counted.
+    floors: dict = field(default_factory=dict)
 
 
 def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, out: _BatchOut, max_matches: int):
@@ -329,7 +332,15 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     candidates: list[tuple[int, int]] = []
     counts: dict[tuple[int, int], int] = {}
     if not index.count_only and len(pair):
-        candidates, counts = _shared_enough(index, p_row, p_g)
+        rr, qq, shared = _shared_enough(index, p_row, p_g)
+        exact_counts = index.positional and spec.unit == "word"  # the count is |Q ∩ C| itself
+        if exact_counts and index.modes == ("containment",):
+            if len(rr):
+                _keep_counted(index, out, rr, qq, shared, ids, texts, source, max_matches)
+            return
+        candidates = list(zip(rr.tolist(), qq.tolist()))
+        if exact_counts:
+            counts = dict(zip(candidates, shared.tolist()))
     for r in short_rows:
         norm = norms.get(r)
         if norm is None:
@@ -368,24 +379,20 @@ def _non_ascii_hits(index: QueryIndex, texts: pa.Array, ascii_mask: np.ndarray, 
 
 def _shared_enough(index: QueryIndex, p_row: np.ndarray, p_g: np.ndarray):
     """From the distinct (chunk, query n-gram) pairs, the (chunk, query) pairs that share enough
-    n-grams to be verified, and (exact word keys only) their shared counts."""
-    candidates: list[tuple[int, int]] = []
-    counts: dict[tuple[int, int], int] = {}
+    n-grams to be verified, with the number they share: three arrays (rows, queries, counts)."""
     per = index.q_ptr[p_g + 1] - index.q_ptr[p_g]
     total = int(per.sum())
-    if total:
-        rep_row = np.repeat(p_row, per)
-        first = np.repeat(index.q_ptr[p_g] - np.concatenate([[0], np.cumsum(per)[:-1]]), per)
-        q = index.q_list[np.arange(total) + first]
-        Q = len(index.qids)
-        rq, shared = np.unique(rep_row * Q + q, return_counts=True)
-        rr, qq = rq // Q, rq % Q
-        keep = shared >= index.need[qq]
-        candidates = list(zip(rr[keep].tolist(), qq[keep].tolist()))
-        if index.positional and index.spec.unit == "word":
-            # Exact keys: the count is |Q ∩ C| itself (see _verify).
-            counts = dict(zip(candidates, shared[keep].tolist()))
-    return candidates, counts
+    if not total:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    rep_row = np.repeat(p_row, per)
+    first = np.repeat(index.q_ptr[p_g] - np.concatenate([[0], np.cumsum(per)[:-1]]), per)
+    q = index.q_list[np.arange(total) + first]
+    Q = len(index.qids)
+    rq, shared = np.unique(rep_row * Q + q, return_counts=True)
+    keep = shared >= index.need[rq % Q]
+    rq = rq[keep]
+    return rq // Q, rq % Q, shared[keep]
 
 
 def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, out: _BatchOut, max_matches: int):
@@ -397,8 +404,6 @@ def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, ou
     the heap's least item on its score, mode, chunk id and file would be dropped whatever its span,
     so it is only counted. The kept matches and every count are the same as with every span made.
     """
-    from rapidfuzz import fuzz  # rapidfuzz's alignment gives the matched span
-
     t = index.threshold
     spec = index.spec
     exact_mode = "exact" in index.modes
@@ -449,39 +454,107 @@ def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, ou
                         if score >= t:
                             found.append((mode, score, None))
             if found:  # one call per (chunk, query) that matches, none for the others
-                norm = _keep(index, out, qi, found, chunk_id, source, text, norm, max_matches,
-                             fuzz.partial_ratio_alignment)
+                _keep(out, qi, found, chunk_id, source, text, norm, max_matches)
 
 
-
-def _keep(index: QueryIndex, out: _BatchOut, qi: int, found, chunk_id: str, source: str, text: str,
-          norm: str | None, max_matches: int, align) -> str | None:
+def _keep(out: _BatchOut, qi: int, found, chunk_id: str, source: str, text: str, norm: str | None,
+          max_matches: int) -> None:
     """Count the matches ``found`` of query ``qi`` in one chunk and push those that can enter its
-    heap of the ``max_matches`` best; returns the chunk's normalised text (made here when first
-    needed, else ``norm`` as given). The set modes' span, when needed, is aligned once by ``align``
-    (rapidfuzz's ``partial_ratio_alignment``)."""
-    span = None
+    heap of the ``max_matches`` best. A match's span and context wait until the scan of the piece
+    ends (:func:`finish_matches`): only the matches still among the best then need them."""
     for mode, score, at in found:
         out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
         heap = out.matches.setdefault(qi, [])
         full = len(heap) >= max_matches
-        if full and (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source)) < heap[0][:4]:
+        key = (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source))
+        if (full and key < heap[0][:4]) or (qi in out.floors and key < out.floors[qi]):
             continue  # below the heap's least item whatever its span: counted, not kept
-        if norm is None:
-            norm = normalize_text(text)
-        if at is None:
-            if span is None:
-                al = align(index.norms[qi], norm)
-                span = (al.dest_start, al.dest_end)
-            at = span
-        a, b = at
-        before, after = context(norm, a, b)
-        match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
+        item = (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source), 0, _Pending(qi, mode, text, norm, at))
         if full:
-            heapq.heappushpop(heap, _heap_item(match))
+            heapq.heappushpop(heap, item)
         else:
-            heapq.heappush(heap, _heap_item(match))
-    return norm
+            heapq.heappush(heap, item)
+
+
+def _keep_counted(index: QueryIndex, out: _BatchOut, rr: np.ndarray, qq: np.ndarray, shared: np.ndarray,
+                  ids: pa.Array, texts: pa.Array, source: str, max_matches: int) -> None:
+    """:func:`_keep` for containment alone taken from exact counts, where every candidate matches:
+    the matches are counted per query at once, and a candidate goes on only when it can enter its
+    query's heap (its score above the least kept one's, or equal with a chunk id not after it)."""
+    queries, counts = np.unique(qq, return_counts=True)
+    for q, c in zip(queries.tolist(), counts.tolist()):
+        out.n_matches[q] = out.n_matches.get(q, 0) + c
+    scores = shared / index.sizes[qq]  # as the Python division of the same integers
+    rank = -_MODE_RANK["containment"]
+    heaps = out.matches
+    cids = None
+    floors = out.floors
+    for r, q, score in zip(rr.tolist(), qq.tolist(), scores.tolist()):
+        heap = heaps.get(q)
+        if heap is None:
+            heap = heaps[q] = []
+        full = len(heap) >= max_matches
+        least = heap[0][:4] if full else None
+        floor = floors.get(q)
+        if floor is not None and (least is None or least < floor):
+            least = floor
+        if least is not None and score <= least[0]:
+            if score < least[0]:
+                continue
+            if cids is None:
+                cids = ["" if c is None else str(c) for c in ids.to_pylist()]
+            if (score, rank, _Rev(cids[r]), _Rev(source)) < least:
+                continue
+        if cids is None:
+            cids = ["" if c is None else str(c) for c in ids.to_pylist()]
+        item = (score, rank, _Rev(cids[r]), _Rev(source), 0,
+                _Pending(q, "containment", texts[r].as_py() or "", None, None))
+        if full:
+            heapq.heappushpop(heap, item)
+        else:
+            heapq.heappush(heap, item)
+
+
+def finish_matches(index: QueryIndex, heaps: dict) -> None:
+    """Give each kept match its span and context (rapidfuzz's ``partial_ratio_alignment`` on the
+    normalised chunk for the set modes, once per chunk and query), in place."""
+    from rapidfuzz import fuzz
+
+    spans: dict = {}
+    for qi, heap in heaps.items():
+        for k, item in enumerate(heap):
+            pending = item[-1]
+            if not isinstance(pending, _Pending):
+                continue
+            chunk_id = item[2].s
+            norm = pending.norm if pending.norm is not None else normalize_text(pending.text)
+            at = pending.at
+            if at is None:
+                key = (qi, chunk_id, item[3].s, id(pending.text))
+                at = spans.get(key)
+                if at is None:
+                    al = fuzz.partial_ratio_alignment(index.norms[qi], norm)
+                    at = spans[key] = (al.dest_start, al.dest_end)
+            a, b = at
+            before, after = context(norm, a, b)
+            match = Match(index.qids[qi], chunk_id, pending.mode, item[0], norm[a:b], a, b, item[3].s, before, after)
+            heap[k] = _heap_item(match)
+
+
+class _Pending:
+    """A kept match whose span waits for the end of the piece's scan (no part in the comparison)."""
+
+    __slots__ = ("qi", "mode", "text", "norm", "at")
+
+    def __init__(self, qi, mode, text, norm, at):
+        self.qi, self.mode, self.text, self.norm, self.at = qi, mode, text, norm, at
+
+    def __lt__(self, other):
+        return False
+
+    def __eq__(self, other):
+        return True
+
 
 def _query_set(index: QueryIndex, qi: int) -> set:
     cache = index.__dict__.setdefault("_qset_cache", {})
@@ -548,13 +621,20 @@ class TaskResult:
 
 
 def scan_task(
-    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 1024, max_matches: int = 100
+    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 1024, max_matches: int = 100,
+    floors: dict | None = None, finish: bool = True,
 ) -> TaskResult:
-    """Scan one piece of the corpus against the query index (the map step)."""
+    """Scan one piece of the corpus against the query index (the map step). ``floors``: each
+    query's least kept match so far where its merged heap is full (see :class:`_BatchOut`). With
+    ``finish`` false the kept matches come back without their span and context (and with their
+    chunk's text), for a caller in the same process to finish once all pieces are merged
+    (:func:`finish_matches`)."""
     t0 = time.perf_counter()
-    out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
+    out = _BatchOut(df=np.zeros(index.G, dtype=np.int64), floors=floors or {})
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
+    if finish:
+        finish_matches(index, out.matches)
     ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else arrow_strings([])
     return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid(),
                       task.path, ids)
