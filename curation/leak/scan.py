@@ -84,6 +84,7 @@ for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
     _WORD_BYTE[_c] = _c
 for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
     _WORD_BYTE[_c] = _c + 32
+_WORD_TABLE = _WORD_BYTE.tobytes()
 # Python's \s over ASCII (what normalize_text collapses): \t \n \v \f \r, \x1c-\x1f and space.
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"
 
@@ -130,8 +131,9 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
         arr = arr.fill_null("")
     off, data, _ = _string_parts(arr)
     lo, hi = int(off[0]), int(off[-1])
-    # Each byte through one table: a word byte (a-z, 0-9, _) lower-cased, any other byte 0.
-    d = _WORD_BYTE.take(data[lo:hi])
+    # Each byte through one table: a word byte (a-z, 0-9, _) lower-cased, any other byte 0
+    # (bytes.translate: several times quicker than numpy's take for a byte table).
+    d = np.frombuffer(data[lo:hi].tobytes().translate(_WORD_TABLE), dtype=np.uint8)
     isw = d != 0
     flips = np.flatnonzero(isw[1:] != isw[:-1]) + 1
     if len(isw) and isw[0]:
