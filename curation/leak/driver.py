@@ -22,6 +22,7 @@ from curation.leak.scan import finish_matches, scan_task
 
 _MIN_CHAR_CONTAINMENT = 5
 _SMALL_CORPUS = 8 << 20  # bytes on disk under which one process scans everything
+_BYTES_PER_WORKER = 64 << 20  # by default, a process more only for each such share of the corpus
 
 
 def _check_options(modes, threshold, spec: NgramSpec, boilerplate_share, workers, max_matches):
@@ -54,6 +55,20 @@ def _available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def default_workers(corpus_bytes: int) -> int:
+    """The processes to scan with when not told: one per core this process may run on (its CPU
+    affinity) that the machine's load leaves idle (cores less the 1-minute load average, rounded),
+    at most one per 64 MB of corpus, and at least one. A second process only pays for its start and
+    merge when it gets a core of its own: on a busy machine the processes share the same CPU time,
+    and one process scans fastest."""
+    cores = _available_cores()
+    try:
+        idle = round(cores - os.getloadavg()[0])
+    except (AttributeError, OSError):  # no load average on this system
+        idle = cores
+    return max(1, min(cores, idle, corpus_bytes // _BYTES_PER_WORKER))
 
 
 def _mp_context():
@@ -172,7 +187,7 @@ def leakcheck(
     normalisation) is reported ``too_short`` unless ``exact`` finds a chunk equal to it. A query
     n-gram held by at least ``boilerplate_share`` of the chunks is reported as boilerplate; with
     ``discount_boilerplate`` it is left out of the query's and every chunk's set (two passes).
-    ``workers`` processes (default: all cores) scan the tasks of :func:`plan_tasks`; ``dask``
+    ``workers`` processes (default: :func:`default_workers`) scan the tasks of :func:`plan_tasks`; ``dask``
     (a scheduler address or a ``distributed.Client``) runs the same map on a Dask cluster, whose
     workers must see the corpus files at the same paths. Each query keeps its ``max_matches``
     best matches (all are counted).
@@ -182,9 +197,10 @@ def leakcheck(
     queries = [(str(q), str(t)) for q, t in queries]
     if len({q for q, _ in queries}) != len(queries):
         raise ValueError("queries: qids must be unique")
-    workers = workers or _available_cores()
     tasks = plan_tasks(corpus)
-    if dask is None and sum(os.path.getsize(p) for p in {t.path for t in tasks}) < _SMALL_CORPUS:
+    corpus_bytes = sum(os.path.getsize(p) for p in {t.path for t in tasks})
+    workers = workers or default_workers(corpus_bytes)
+    if dask is None and corpus_bytes < _SMALL_CORPUS:
         workers = 1  # starting processes would cost more than the scan
     t0 = time.perf_counter()
     run = dict(workers=workers, dask=dask, batch_size=batch_size, max_matches=max_matches, progress=progress)
