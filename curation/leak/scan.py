@@ -34,8 +34,11 @@ candidates). A candidate is then scored exactly: its containment is that count i
 ids and keys are exact (the count *is* ``|Q ∩ C|``); otherwise, and for jaccard, on the real
 n-gram sets, cut from the chunk's words in one pass (:func:`curation.leak.ngrams.words_of`: a
 ``str.translate`` and ``str.split`` for ASCII text, the full :func:`normalize_text` otherwise).
-A match's span (rapidfuzz) and context are only worked out when the match can be among its
-query's ``max_matches`` best. ``tests/leak/test_leakcheck.py`` and
+A match's span (rapidfuzz) and context are only worked out for the matches kept in the end
+among their query's ``max_matches`` best: each piece of the corpus is sent the merged results'
+least kept match per query, and a match below it is only counted. Before pyarrow reads a block,
+cheap checks send what golden's JSON rules refuse to the exact reader (see
+``curation.leak.inputs``). ``tests/leak/test_leakcheck.py`` and
 ``tests/leak/test_candidate_filter.py`` check every score against a brute-force comparison of
 every pair, with and without the tables and with hashed keys.
 
@@ -403,10 +406,11 @@ def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, ou
     """Exact scores on the real n-gram sets for each candidate (chunk, query); keep the matches.
 
     A chunk's n-grams come from its words in one pass (:func:`words_of`); its normalised text is
-    made only when a mode or a kept match needs it. A match's span and context are only worked out
-    when the match can enter its query's heap of the ``max_matches`` best: a match ranked below
-    the heap's least item on its score, mode, chunk id and file would be dropped whatever its span,
-    so it is only counted. The kept matches and every count are the same as with every span made.
+    made only when a mode needs it. A match enters its query's heap of the ``max_matches`` best only
+    when it ranks above the heap's least item (and the merged results' floor) on its score, mode,
+    chunk id and file; otherwise it would be dropped whatever its span, so it is only counted. Spans
+    and contexts are made for the matches kept at the end (:func:`finish_matches`). The kept
+    matches and every count are the same as with every span made.
     """
     t = index.threshold
     spec = index.spec
