@@ -4,7 +4,6 @@ arrow arrays at a time."""
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -149,7 +148,12 @@ def _table_columns(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array] | No
     # (No Python value handed to pyarrow: converting one, "" say, imports pandas, a third of a second.)
     if len(ids) and pc.min(pc.binary_length(pc.utf8_trim_whitespace(ids))).as_py() == 0:
         return None  # a blank id: the Python reader refuses it with its line
-    return ids.combine_chunks(), texts.combine_chunks()
+    return _one_array(ids), _one_array(texts)
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array: its only chunk as it is (combine_chunks would copy it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _json_table(data: bytes) -> pa.Table | None:
@@ -157,7 +161,7 @@ def _json_table(data: bytes) -> pa.Table | None:
 
     try:
         return pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(data),  # read where it lies, not copied
             read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

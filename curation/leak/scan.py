@@ -75,7 +75,7 @@ import pyarrow.compute as pc
 from curation.formats.normalize import normalize_text
 from curation.leak.index import HASH_MUL, QueryIndex, arrow_strings
 from curation.leak.inputs import CorpusPiece, iter_task_batches
-from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of, words_of_normalized
+from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of
 from curation.leak.report import MODES, Match, context
 
 # --------------------------------------------------------------------------------------------
@@ -90,6 +90,9 @@ for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
 _IS_WORD_TABLE = (_WORD_BYTE != 0).astype(np.uint8).tobytes()
 _LOWER_TABLE = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
 _NON_WORD_BYTES = bytes(c for c in range(256) if not _WORD_BYTE[c])
+# The same where every byte >= 0x80 belongs to a word (UTF-8 text whose other characters are all word characters).
+_IS_WORD_TABLE_UTF8 = bytes(1 if c >= 128 or _WORD_BYTE[c] else 0 for c in range(256))
+_NON_WORD_BYTES_UTF8 = bytes(c for c in range(128) if not _WORD_BYTE[c])
 # Python's \s over ASCII (what normalize_text collapses): \t \n \v \f \r, \x1c-\x1f and space.
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"
 
@@ -125,8 +128,10 @@ def _ascii_rows(texts: pa.Array) -> np.ndarray:
     return mask
 
 
-def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
-    """Vocabulary ids and row numbers of every word of the (ASCII) strings ``arr``.
+def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray, *, utf8: bool = False):
+    """Vocabulary ids and row numbers of every word of the (ASCII) strings ``arr`` (with ``utf8``:
+    UTF-8 strings whose characters other than ASCII are all word characters, each byte >= 0x80
+    then a word byte).
 
     The bytes cut into ``[a-zA-Z0-9_]+`` runs (numpy over a word-byte mask), the runs lower-cased, and looked up among the query words with ``pyarrow.compute.index_in`` (-1 for
     other words). Returns int32 ids and int64 rows.
@@ -138,7 +143,7 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
     # Two passes of bytes.translate (several times quicker than numpy's take or a boolean mask): which
     # bytes are word bytes (a-z, A-Z, 0-9, _), and the word bytes alone, lower-cased, end to end.
     raw = data[lo:hi].tobytes()
-    isw = np.frombuffer(raw.translate(_IS_WORD_TABLE), dtype=np.bool_)
+    isw = np.frombuffer(raw.translate(_IS_WORD_TABLE_UTF8 if utf8 else _IS_WORD_TABLE), dtype=np.bool_)
     flips = np.flatnonzero(isw[1:] != isw[:-1]) + 1
     if len(isw) and isw[0]:
         flips = np.concatenate([[0], flips])
@@ -161,7 +166,7 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
         lengths = ends - starts
         offsets = np.zeros(len(starts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        packed = raw.translate(_LOWER_TABLE, _NON_WORD_BYTES)
+        packed = raw.translate(_LOWER_TABLE, _NON_WORD_BYTES_UTF8 if utf8 else _NON_WORD_BYTES)
         words_arr = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(packed))
         ids = _ids_or_minus_one(pc.index_in(words_arr, value_set=index.vocab_array()))
     else:
@@ -367,21 +372,34 @@ def _non_ascii_hits(index: QueryIndex, texts: pa.Array, ascii_mask: np.ndarray, 
     vectorised path's; for character n-grams, appends its hits to ``py_rows``/``py_g`` and its row to
     ``short_rows`` when it has no n-gram."""
     spec = index.spec
-    py_text = texts.take(_arrow_ints(np.flatnonzero(~ascii_mask))).to_pylist()
-    py_ids: list[int] = []
-    for r, t in zip(np.flatnonzero(~ascii_mask).tolist(), py_text):
+    rows = np.flatnonzero(~ascii_mask)
+    py_text = texts.take(_arrow_ints(rows)).to_pylist()
+    words_text: list[str] = []
+    for r, t in zip(rows.tolist(), py_text):
         norm = normalize_text(t or "")
         norms[r] = norm
-        if spec.unit == "word":  # the words' ids join the vectorised path's
-            vocab_get = index.vocab_ids.get
-            words = [vocab_get(w, -1) for w in words_of_normalized(norm)]
-            py_ids.extend(words)
-            py_rows.extend([r] * len(words))
+        if spec.unit == "word":
+            words_text.append(_word_chars_only(norm))
         else:
             size = _python_gram_hits(index, norm, r, py_rows, py_g)
             if size == 0:
                 short_rows.append(r)
-    return py_ids
+    if not words_text:
+        return []
+    # The words' ids join the vectorised path's: cut from the UTF-8 bytes by the same numpy path,
+    # every byte of another character than ASCII counted a word byte (all are word characters now).
+    ids, word_rows = _word_tokens_ascii(index, arrow_strings(words_text), rows, utf8=True)
+    py_rows.extend(word_rows.tolist())
+    return ids
+
+
+def _word_chars_only(normalized: str) -> str:
+    """A normalised text with every character other than ASCII that is no word character (a dash,
+    an ellipsis: ``\\w`` is ``str.isalnum`` and ``_``) made a space: its ``\\w+`` runs are then the
+    runs of ASCII word characters and characters other than ASCII, the same words."""
+    for c in {c for c in set(normalized) if ord(c) > 127 and not c.isalnum()}:
+        normalized = normalized.replace(c, " ")
+    return normalized
 
 
 def _shared_enough(index: QueryIndex, p_row: np.ndarray, p_g: np.ndarray):
