@@ -133,8 +133,9 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray, *, ut
     UTF-8 strings whose characters other than ASCII are all word characters, each byte >= 0x80
     then a word byte).
 
-    The bytes cut into ``[a-zA-Z0-9_]+`` runs (numpy over a word-byte mask), the runs lower-cased, and looked up among the query words with ``pyarrow.compute.index_in`` (-1 for
-    other words). Returns int32 ids and int64 rows.
+    The bytes cut into ``[a-zA-Z0-9_]+`` runs (numpy over a word-byte mask), the runs lower-cased
+    and looked up among the query words with ``pyarrow.compute.index_in`` (-1 for other words).
+    Returns int32 ids and int64 rows.
     """
     if arr.null_count:
         arr = arr.fill_null("")
