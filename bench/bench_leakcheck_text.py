@@ -24,9 +24,10 @@ In the same run, each in a fresh process:
 2. ``golden leakcheck --mode containment`` with the default workers (all cores), and with
    ``--workers 1``.
 
-Prints wall and CPU time of each, the ratios golden / floor (targets: <= 2.0x with the default
-workers, <= 3.0x with one), the load average, and the recall on the planted pairs against a
-brute-force containment computed in Python sets (must be 100%).
+Prints, run by run (``--repeat``), wall and CPU time of each (CPU of the process and its workers),
+the peak RSS of its largest process, the processes the default chose, the ratios golden / floor
+(targets: <= 2.0x with the default workers, <= 3.0x with one), the load average, and the recall on
+the planted pairs against a brute-force containment computed in Python sets (must be 100%).
 """
 
 from __future__ import annotations
@@ -189,17 +190,27 @@ print(words)
 FLOOR_SAYS = "read + json.loads + NFKC + casefold + split, one process, no golden code"
 
 
-def run_child(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall s, CPU s of the child and its children, stdout)."""
+RSS_WRAPPER = """
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[1:])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def run_child(cmd: list[str]) -> tuple[float, float, str, float]:
+    """(wall s, CPU s of the child and its children, stdout, peak RSS in MiB of the largest process),
+    the child started through a small wrapper that reports its descendants' peak RSS."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *cmd], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 3):  # 3: leaks found, as planted
         sys.exit(f"{' '.join(cmd[:6])} failed ({proc.returncode}):\n{proc.stderr}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), proc.stdout
+    rss = int(proc.stderr.strip().splitlines()[-1]) / 1024
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), proc.stdout, rss
 
 
 def planted_recall(corpus: Path, queries: Path, truth_path: Path, out: Path, threshold: float):
@@ -233,7 +244,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=300_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threshold", type=float, default=0.85)
-    ap.add_argument("--repeat", type=int, default=1, help="runs of each side; the best is kept")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each side, alternating; each run is printed")
     ap.add_argument("--dir", default=None, help="keep the generated files here (default: a temporary folder)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory(prefix="golden-lkt-") if args.dir is None else None
@@ -250,18 +261,18 @@ def main() -> None:
     load = os.getloadavg()
     floor, default, single = [], [], []
     for _ in range(args.repeat):  # alternate, so the sides see the same load
-        floor.append(run_child([sys.executable, "-c", FLOOR, str(corpus)])[:2])
-        default.append(run_child(golden)[:2])
-        single.append(run_child([*golden, "--workers", "1"])[:2])
-    f_wall, f_cpu = min(floor)
-    d_wall, d_cpu = min(default)
-    s_wall, s_cpu = min(single)
+        floor.append(run_child([sys.executable, "-c", FLOOR, str(corpus)]))
+        default.append(run_child(golden))
+        single.append(run_child([*golden, "--workers", "1"]))
     print("floor program (in a fresh python):" + "".join(f"\n    {line}" for line in FLOOR.strip().splitlines()))
-    print(f"floor ({FLOOR_SAYS}): {f_wall:.2f} s wall, {f_cpu:.2f} s CPU")
-    print(f"golden leakcheck, default workers: {d_wall:.2f} s wall, {d_cpu:.2f} s CPU: "
-          f"{d_wall / f_wall:.2f}x the floor's wall time (target <= 2.0x), CPU {d_cpu / f_cpu:.2f}x")
-    print(f"golden leakcheck --workers 1:     {s_wall:.2f} s wall, {s_cpu:.2f} s CPU: "
-          f"{s_wall / f_wall:.2f}x the floor's wall time (target <= 3.0x), CPU {s_cpu / f_cpu:.2f}x")
+    for i, (fl, de, si) in enumerate(zip(floor, default, single), start=1):
+        f_wall, f_cpu, _, f_rss = fl
+        print(f"run {i}: floor ({FLOOR_SAYS}): {f_wall:.2f} s wall, {f_cpu:.2f} s CPU, {f_rss:,.0f} MiB")
+        for what, (wall, cpu, stdout, rss), target in (("default workers", de, 2.0), ("--workers 1", si, 3.0)):
+            procs = re.search(r"on (\d+) process", stdout)
+            print(f"  golden leakcheck, {what} ({procs.group(1) if procs else '?'} process(es)): {wall:.2f} s wall, "
+                  f"{cpu:.2f} s CPU, largest process {rss:,.0f} MiB: {wall / f_wall:.2f}x the floor's wall time "
+                  f"(target <= {target}x), CPU {cpu / f_cpu:.2f}x")
     print(f"load average (1, 5, 15 min): {'/'.join(f'{x:.1f}' for x in load)} before, "
           f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())} after, on {os.cpu_count()} cores")
     n_expected, n_found = planted_recall(corpus, queries, truth, out, args.threshold)

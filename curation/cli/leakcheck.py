@@ -112,7 +112,10 @@ def record_in_project(out_path: str, project_name: str, db_url: str | None) -> s
               help="Flag jaccard/containment scores at or above this (0 < t <= 1).")
 @click.option("--ngram", default="word:3", show_default=True,
               help="word:N or char:N (char:5 or more for containment).")
-@click.option("--workers", type=int, default=None, help="Processes to scan with [default: all cores].")
+@click.option("--workers", type=int, default=None,
+              help="Processes to scan with [default: the cores the machine's load leaves idle (cores less the "
+                   "1-minute load average, rounded), at most one per 64 MB of corpus, at least 1; on a busy "
+                   "machine one process scans fastest].")
 @click.option("--dask", "dask_address", metavar="SCHEDULER", default=None,
               help="Run the scan on a Dask cluster (e.g. tcp://10.0.0.5:8786); its workers must see the corpus paths.")
 @click.option("--boilerplate-share", type=float, default=0.05, show_default=True,
@@ -135,7 +138,7 @@ def leakcheck_cmd(queries_path, corpus_paths, more_corpus, modes, threshold, ngr
     """Find golden queries whose text sits in the corpus (exact, Jaccard or containment of n-grams).
 
     Every score is computed exactly on the normalised texts' n-gram sets; the corpus is streamed
-    once, on all cores. Queries with too few n-grams to judge are reported as too short, not clean.
+    once, on the idle cores. Queries with too few n-grams to judge are reported as too short, not clean.
 
     \b
     Example:

@@ -6,6 +6,7 @@ One function decides when two strings are "the same query", so `golden sample qu
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 # Curly quotes and similar marks that people and editors put in interchangeably with ASCII ones.
@@ -20,6 +21,7 @@ _QUOTE_MAP = str.maketrans(
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
 # The quotes made straight and the invisible characters dropped, in one str.translate.
 _QUOTES_AND_INVISIBLE = {**_QUOTE_MAP, **{ord(c): None for c in _INVISIBLE}}
+_QUOTE_OR_INVISIBLE = re.compile("[" + "".join(chr(c) for c in _QUOTES_AND_INVISIBLE) + "]")
 
 
 def normalize_text(text: str) -> str:
@@ -39,5 +41,8 @@ def normalize_text(text: str) -> str:
         # NFKC leaves ASCII alone, its case folding is lower(), and the quotes and invisible
         # characters above are not ASCII.
         return " ".join(text.lower().split())
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().translate(_QUOTES_AND_INVISIBLE).split())
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if _QUOTE_OR_INVISIBLE.search(folded):  # most text has none: str.translate looks up every character
+        folded = folded.translate(_QUOTES_AND_INVISIBLE)
+    return " ".join(folded.split())
 

@@ -9,7 +9,7 @@ import heapq
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import numpy as np
 
@@ -18,10 +18,11 @@ from curation.leak.index import QueryIndex
 from curation.leak.inputs import plan_tasks
 from curation.leak.ngrams import NgramSpec, gram_text, ngram_set, parse_ngram
 from curation.leak.report import MODES, LeakReport, QueryResult
-from curation.leak.scan import scan_task
+from curation.leak.scan import finish_matches, scan_task
 
 _MIN_CHAR_CONTAINMENT = 5
 _SMALL_CORPUS = 8 << 20  # bytes on disk under which one process scans everything
+_BYTES_PER_WORKER = 64 << 20  # by default, a process more only for each such share of the corpus
 
 
 def _check_options(modes, threshold, spec: NgramSpec, boilerplate_share, workers, max_matches):
@@ -56,6 +57,20 @@ def _available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def default_workers(corpus_bytes: int) -> int:
+    """The processes to scan with when not told: one per core this process may run on (its CPU
+    affinity) that the machine's load leaves idle (cores less the 1-minute load average, rounded),
+    at most one per 64 MB of corpus, and at least one. A second process only pays for its start and
+    merge when it gets a core of its own: on a busy machine the processes share the same CPU time,
+    and one process scans fastest."""
+    cores = _available_cores()
+    try:
+        idle = round(cores - os.getloadavg()[0])
+    except (AttributeError, OSError):  # no load average on this system
+        idle = cores
+    return max(1, min(cores, idle, corpus_bytes // _BYTES_PER_WORKER))
+
+
 def _mp_context():
     """``fork`` where it is safe (POSIX, no other thread alive yet): workers start at once with
     everything imported. Otherwise ``forkserver``/``spawn``, whose workers re-import the program."""
@@ -72,8 +87,9 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
-def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, desc):
-    """Run :func:`scan_task` over the tasks and yield results as they finish."""
+def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, desc, floors=dict):
+    """Run :func:`scan_task` over the tasks and yield results as they finish; ``floors()`` gives the
+    merged results' floors (:meth:`_Scanned.floors`) when a piece is sent."""
     bar = None
 
     def make_bar():
@@ -114,23 +130,36 @@ def _run_map(tasks, index, *, workers, dask, batch_size, max_matches, progress, 
                 if isinstance(dask, str):
                     client.close()
         elif workers == 1 or len(tasks) <= 1:
+            # In this process: the kept matches get their span once all pieces are merged (finish_matches).
             bar = make_bar()
             for task in tasks:
-                res = scan_task(task, index, batch_size=batch_size, max_matches=max_matches)
+                res = scan_task(task, index, batch_size=batch_size, max_matches=max_matches, floors=floors(),
+                                finish=False)
                 if bar is not None:
                     bar.update(res.chunks)
                 yield res
         else:
+            # A few pieces in flight at a time, each sent with the merged results' floors so far.
             with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
-                futures = [
-                    pool.submit(scan_task, t, index, batch_size=batch_size, max_matches=max_matches) for t in tasks
-                ]
+                todo, running = iter(tasks), set()
+
+                def submit() -> None:
+                    task = next(todo, None)
+                    if task is not None:
+                        running.add(pool.submit(scan_task, task, index, batch_size=batch_size,
+                                                max_matches=max_matches, floors=floors()))
+
+                for _ in range(2 * workers):
+                    submit()
                 bar = make_bar()
-                for fut in as_completed(futures):
-                    res = fut.result()
-                    if bar is not None:
-                        bar.update(res.chunks)
-                    yield res
+                while running:
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        res = fut.result()
+                        if bar is not None:
+                            bar.update(res.chunks)
+                        yield res  # merged by the caller before the next piece is sent
+                        submit()
     finally:
         if bar is not None:
             bar.close()
@@ -158,7 +187,7 @@ def leakcheck(
     normalisation) is reported ``too_short`` unless ``exact`` finds a chunk equal to it. A query
     n-gram held by at least ``boilerplate_share`` of the chunks is reported as boilerplate; with
     ``discount_boilerplate`` it is left out of the query's and every chunk's set (two passes).
-    ``workers`` processes (default: all cores) scan the tasks of :func:`plan_tasks`; ``dask``
+    ``workers`` processes (default: :func:`default_workers`) scan the tasks of :func:`plan_tasks`; ``dask``
     (a scheduler address or a ``distributed.Client``) runs the same map on a Dask cluster, whose
     workers must see the corpus files at the same paths. Each query keeps its ``max_matches``
     best matches (all are counted).
@@ -168,9 +197,10 @@ def leakcheck(
     queries = [(str(q), str(t)) for q, t in queries]
     if len({q for q, _ in queries}) != len(queries):
         raise ValueError("queries: qids must be unique")
-    workers = workers or _available_cores()
     tasks = plan_tasks(corpus)
-    if dask is None and sum(os.path.getsize(p) for p in {t.path for t in tasks}) < _SMALL_CORPUS:
+    corpus_bytes = sum(os.path.getsize(p) for p in {t.path for t in tasks})
+    workers = workers or default_workers(corpus_bytes)
+    if dask is None and corpus_bytes < _SMALL_CORPUS:
         workers = 1  # starting processes would cost more than the scan
     t0 = time.perf_counter()
     run = dict(workers=workers, dask=dask, batch_size=batch_size, max_matches=max_matches, progress=progress)
@@ -181,8 +211,9 @@ def leakcheck(
 
     index = QueryIndex(queries, spec=spec, modes=modes, threshold=threshold, skip=skip)
     scanned = _Scanned(index.G, {str(c): 0 for c in corpus})
-    for res in _run_map(tasks, index, desc="leak check", **run):
+    for res in _run_map(tasks, index, desc="leak check", floors=lambda: scanned.floors(max_matches), **run):
         scanned.add(res, max_matches)
+    finish_matches(index, scanned.heaps)
     scanned.check(corpus)
     chunks = scanned.chunks
     ids_repeat = _any_repeat(scanned.id_parts)
@@ -259,6 +290,10 @@ class _Scanned:
                     heapq.heappushpop(heap, item)
         for qi, n in res.n_matches.items():
             self.n_matches[qi] = self.n_matches.get(qi, 0) + n
+
+    def floors(self, max_matches: int) -> dict:
+        """Each query's least kept item's key where its heap is full: a match below it is only counted."""
+        return {qi: heap[0][:4] for qi, heap in self.heaps.items() if len(heap) >= max_matches}
 
     def check(self, corpus) -> None:
         """``no records`` for a corpus without a document, or naming a file without one."""

@@ -4,9 +4,7 @@ arrow arrays at a time."""
 
 from __future__ import annotations
 
-import io
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -139,13 +137,23 @@ def _table_columns(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array] | No
         return None
     if not (pa.types.is_string(ids.type) or pa.types.is_integer(ids.type)):
         return None
+    for name in ("title", "url"):  # strings or nothing, as the Python reader checks
+        if name in names and not (pa.types.is_string(table.column(name).type) or pa.types.is_null(
+                table.column(name).type)):
+            return None
     if not pa.types.is_string(ids.type):
         ids = ids.cast(pa.string())
     import pyarrow.compute as pc
 
-    if len(ids) and pc.any(pc.equal(pc.utf8_trim_whitespace(ids), "")).as_py():
+    # (No Python value handed to pyarrow: converting one, "" say, imports pandas, a third of a second.)
+    if len(ids) and pc.min(pc.binary_length(pc.utf8_trim_whitespace(ids))).as_py() == 0:
         return None  # a blank id: the Python reader refuses it with its line
-    return ids.combine_chunks(), texts.combine_chunks()
+    return _one_array(ids), _one_array(texts)
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array: its only chunk as it is (combine_chunks would copy it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _json_table(data: bytes) -> pa.Table | None:
@@ -153,14 +161,37 @@ def _json_table(data: bytes) -> pa.Table | None:
 
     try:
         return pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(data),  # read where it lies, not copied
             read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
 
 
-_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+# Every digit made "0" and every other byte a space, so that a run of more digits than golden reads is
+# one substring search (a regular expression tried at every byte costs ten times more).
+_DIGITS_ONLY = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_LONG_DIGITS = b"0" * (MAX_INT_DIGITS + 1)
+
+
+def _needs_exact_reader(data: bytes) -> bool:
+    """True when a block holds what pyarrow's JSON reader would take but golden refuses, or may:
+    bytes that are not clean UTF-8, JSON nested deeper than golden reads (pyarrow's reader crashes
+    on very deep JSON) and an escaped NUL character (pyarrow keeps it; no store keeps text with NUL).
+    The Python reader then decides and names the line; these checks may flag a good block, never
+    clear a bad one. (Integers longer than golden reads are looked for once the block is read:
+    :func:`_long_integers`.)"""
+    return not is_clean_text(data) or NestingGuard().too_deep(data) or b"\\u0000" in data
+
+
+def _long_integers(table: pa.Table, data: bytes) -> bool:
+    """True when the block may hold an integer longer than golden reads. pyarrow reads one as a
+    float (an integer column too), so only a block with a floating column can: then its digits are
+    looked for."""
+    kinds = str(table.schema)
+    if not any(k in kinds for k in ("double", "float", "decimal")):
+        return False
+    return _LONG_DIGITS in data.translate(_DIGITS_ONLY)
 
 
 def _longest(texts: pa.Array) -> int:
@@ -183,12 +214,9 @@ def _python_batches(docs: Iterator, batch_size: int):
 
 
 def _jsonl_block_batches(data: bytes, path: str, batch_size: int, first_line: Callable[[], int]):
-    # Bytes that are not clean UTF-8, or JSON nested deeper than golden reads (pyarrow's reader crashes on
-    # very deep JSON), go to the Python reader, which names the line (pyarrow does not check).
-    # So do integers longer than golden reads (pyarrow reads them as floats), found by their digits.
-    fast = (data and is_clean_text(data) and not NestingGuard().too_deep(data)
-            and not _LONG_DIGITS.search(data))
-    table = _json_table(data) if fast else None
+    table = _json_table(data) if data and not _needs_exact_reader(data) else None
+    if table is not None and _long_integers(table, data):
+        table = None
     cols = _table_columns(table, path) if table is not None else None
     if cols is not None and len(cols[1]) and _longest(cols[1]) > limit("GOLDEN_MAX_DOC_BYTES"):
         cols = None  # a text over the limit: the Python reader refuses it with its line

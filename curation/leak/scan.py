@@ -34,8 +34,11 @@ candidates). A candidate is then scored exactly: its containment is that count i
 ids and keys are exact (the count *is* ``|Q ∩ C|``); otherwise, and for jaccard, on the real
 n-gram sets, cut from the chunk's words in one pass (:func:`curation.leak.ngrams.words_of`: a
 ``str.translate`` and ``str.split`` for ASCII text, the full :func:`normalize_text` otherwise).
-A match's span (rapidfuzz) and context are only worked out when the match can be among its
-query's ``max_matches`` best. ``tests/leak/test_leakcheck.py`` and
+A match's span (rapidfuzz) and context are only worked out for the matches kept in the end
+among their query's ``max_matches`` best: each piece of the corpus is sent the merged results'
+least kept match per query, and a match below it is only counted. Before pyarrow reads a block,
+cheap checks send what golden's JSON rules refuse to the exact reader (see
+``curation.leak.inputs``). ``tests/leak/test_leakcheck.py`` and
 ``tests/leak/test_candidate_filter.py`` check every score against a brute-force comparison of
 every pair, with and without the tables and with hashed keys.
 
@@ -72,7 +75,7 @@ import pyarrow.compute as pc
 from curation.formats.normalize import normalize_text
 from curation.leak.index import HASH_MUL, QueryIndex, arrow_strings
 from curation.leak.inputs import CorpusPiece, iter_task_batches
-from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of, words_of_normalized
+from curation.leak.ngrams import ngram_set, verbatim_pattern, word_ngrams, words_of
 from curation.leak.report import MODES, Match, context
 
 # --------------------------------------------------------------------------------------------
@@ -84,6 +87,12 @@ for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
     _WORD_BYTE[_c] = _c
 for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
     _WORD_BYTE[_c] = _c + 32
+_IS_WORD_TABLE = (_WORD_BYTE != 0).astype(np.uint8).tobytes()
+_LOWER_TABLE = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
+_NON_WORD_BYTES = bytes(c for c in range(256) if not _WORD_BYTE[c])
+# The same where every byte >= 0x80 belongs to a word (UTF-8 text whose other characters are all word characters).
+_IS_WORD_TABLE_UTF8 = bytes(1 if c >= 128 or _WORD_BYTE[c] else 0 for c in range(256))
+_NON_WORD_BYTES_UTF8 = bytes(c for c in range(128) if not _WORD_BYTE[c])
 # Python's \s over ASCII (what normalize_text collapses): \t \n \v \f \r, \x1c-\x1f and space.
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"
 
@@ -119,20 +128,23 @@ def _ascii_rows(texts: pa.Array) -> np.ndarray:
     return mask
 
 
-def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
-    """Vocabulary ids and row numbers of every word of the (ASCII) strings ``arr``.
+def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray, *, utf8: bool = False):
+    """Vocabulary ids and row numbers of every word of the (ASCII) strings ``arr`` (with ``utf8``:
+    UTF-8 strings whose characters other than ASCII are all word characters, each byte >= 0x80
+    then a word byte).
 
-    Each byte mapped through one table (word bytes lower-cased, others 0), cut into ``[a-z0-9_]+``
-    runs by numpy, and looked up among the query words with ``pyarrow.compute.index_in`` (-1 for
-    other words). Returns int32 ids and int64 rows.
+    The bytes cut into ``[a-zA-Z0-9_]+`` runs (numpy over a word-byte mask), the runs lower-cased
+    and looked up among the query words with ``pyarrow.compute.index_in`` (-1 for other words).
+    Returns int32 ids and int64 rows.
     """
     if arr.null_count:
         arr = arr.fill_null("")
     off, data, _ = _string_parts(arr)
     lo, hi = int(off[0]), int(off[-1])
-    # Each byte through one table: a word byte (a-z, 0-9, _) lower-cased, any other byte 0.
-    d = _WORD_BYTE.take(data[lo:hi])
-    isw = d != 0
+    # Two passes of bytes.translate (several times quicker than numpy's take or a boolean mask): which
+    # bytes are word bytes (a-z, A-Z, 0-9, _), and the word bytes alone, lower-cased, end to end.
+    raw = data[lo:hi].tobytes()
+    isw = np.frombuffer(raw.translate(_IS_WORD_TABLE_UTF8 if utf8 else _IS_WORD_TABLE), dtype=np.bool_)
     flips = np.flatnonzero(isw[1:] != isw[:-1]) + 1
     if len(isw) and isw[0]:
         flips = np.concatenate([[0], flips])
@@ -155,7 +167,8 @@ def _word_tokens_ascii(index: QueryIndex, arr: pa.Array, rows: np.ndarray):
         lengths = ends - starts
         offsets = np.zeros(len(starts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        words_arr = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(d[isw]))
+        packed = raw.translate(_LOWER_TABLE, _NON_WORD_BYTES_UTF8 if utf8 else _NON_WORD_BYTES)
+        words_arr = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(packed))
         ids = _ids_or_minus_one(pc.index_in(words_arr, value_set=index.vocab_array()))
     else:
         ids = np.full(len(starts), -1, dtype=np.int32)
@@ -270,6 +283,9 @@ class _BatchOut:
     matches: dict = field(default_factory=dict)  # qi -> list of (score, Match) heap items
     n_matches: dict = field(default_factory=dict)  # qi -> count
     ids: list = field(default_factory=list)  # the chunks' ids, batch by batch (repeated ids are looked for)
+    #: qi -> the least kept item's key (score, mode, chunk id, file) of the merged results so far, for a
+    #: query whose heap is full there: a match below it can never be among the best, so it is only counted.
+    floors: dict = field(default_factory=dict)
 
 
 def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, out: _BatchOut, max_matches: int):
@@ -329,7 +345,15 @@ def _scan_batch(index: QueryIndex, ids: pa.Array, texts: pa.Array, source: str, 
     candidates: list[tuple[int, int]] = []
     counts: dict[tuple[int, int], int] = {}
     if not index.count_only and len(pair):
-        candidates, counts = _shared_enough(index, p_row, p_g)
+        rr, qq, shared = _shared_enough(index, p_row, p_g)
+        exact_counts = index.positional and spec.unit == "word"  # the count is |Q ∩ C| itself
+        if exact_counts and index.modes == ("containment",):
+            if len(rr):
+                _keep_counted(index, out, rr, qq, shared, ids, texts, source, max_matches)
+            return
+        candidates = list(zip(rr.tolist(), qq.tolist()))
+        if exact_counts:
+            counts = dict(zip(candidates, shared.tolist()))
     for r in short_rows:
         norm = norms.get(r)
         if norm is None:
@@ -349,56 +373,64 @@ def _non_ascii_hits(index: QueryIndex, texts: pa.Array, ascii_mask: np.ndarray, 
     vectorised path's; for character n-grams, appends its hits to ``py_rows``/``py_g`` and its row to
     ``short_rows`` when it has no n-gram."""
     spec = index.spec
-    py_text = texts.take(_arrow_ints(np.flatnonzero(~ascii_mask))).to_pylist()
-    py_ids: list[int] = []
-    for r, t in zip(np.flatnonzero(~ascii_mask).tolist(), py_text):
+    rows = np.flatnonzero(~ascii_mask)
+    py_text = texts.take(_arrow_ints(rows)).to_pylist()
+    words_text: list[str] = []
+    for r, t in zip(rows.tolist(), py_text):
         norm = normalize_text(t or "")
         norms[r] = norm
-        if spec.unit == "word":  # the words' ids join the vectorised path's
-            vocab_get = index.vocab_ids.get
-            words = [vocab_get(w, -1) for w in words_of_normalized(norm)]
-            py_ids.extend(words)
-            py_rows.extend([r] * len(words))
+        if spec.unit == "word":
+            words_text.append(_word_chars_only(norm))
         else:
             size = _python_gram_hits(index, norm, r, py_rows, py_g)
             if size == 0:
                 short_rows.append(r)
-    return py_ids
+    if not words_text:
+        return []
+    # The words' ids join the vectorised path's: cut from the UTF-8 bytes by the same numpy path,
+    # every byte of another character than ASCII counted a word byte (all are word characters now).
+    ids, word_rows = _word_tokens_ascii(index, arrow_strings(words_text), rows, utf8=True)
+    py_rows.extend(word_rows.tolist())
+    return ids
+
+
+def _word_chars_only(normalized: str) -> str:
+    """A normalised text with every character other than ASCII that is no word character (a dash,
+    an ellipsis: ``\\w`` is ``str.isalnum`` and ``_``) made a space: its ``\\w+`` runs are then the
+    runs of ASCII word characters and characters other than ASCII, the same words."""
+    for c in {c for c in set(normalized) if ord(c) > 127 and not c.isalnum()}:
+        normalized = normalized.replace(c, " ")
+    return normalized
 
 
 def _shared_enough(index: QueryIndex, p_row: np.ndarray, p_g: np.ndarray):
     """From the distinct (chunk, query n-gram) pairs, the (chunk, query) pairs that share enough
-    n-grams to be verified, and (exact word keys only) their shared counts."""
-    candidates: list[tuple[int, int]] = []
-    counts: dict[tuple[int, int], int] = {}
+    n-grams to be verified, with the number they share: three arrays (rows, queries, counts)."""
     per = index.q_ptr[p_g + 1] - index.q_ptr[p_g]
     total = int(per.sum())
-    if total:
-        rep_row = np.repeat(p_row, per)
-        first = np.repeat(index.q_ptr[p_g] - np.concatenate([[0], np.cumsum(per)[:-1]]), per)
-        q = index.q_list[np.arange(total) + first]
-        Q = len(index.qids)
-        rq, shared = np.unique(rep_row * Q + q, return_counts=True)
-        rr, qq = rq // Q, rq % Q
-        keep = shared >= index.need[qq]
-        candidates = list(zip(rr[keep].tolist(), qq[keep].tolist()))
-        if index.positional and index.spec.unit == "word":
-            # Exact keys: the count is |Q ∩ C| itself (see _verify).
-            counts = dict(zip(candidates, shared[keep].tolist()))
-    return candidates, counts
+    if not total:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    rep_row = np.repeat(p_row, per)
+    first = np.repeat(index.q_ptr[p_g] - np.concatenate([[0], np.cumsum(per)[:-1]]), per)
+    q = index.q_list[np.arange(total) + first]
+    Q = len(index.qids)
+    rq, shared = np.unique(rep_row * Q + q, return_counts=True)
+    keep = shared >= index.need[rq % Q]
+    rq = rq[keep]
+    return rq // Q, rq % Q, shared[keep]
 
 
 def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, out: _BatchOut, max_matches: int):
     """Exact scores on the real n-gram sets for each candidate (chunk, query); keep the matches.
 
     A chunk's n-grams come from its words in one pass (:func:`words_of`); its normalised text is
-    made only when a mode or a kept match needs it. A match's span and context are only worked out
-    when the match can enter its query's heap of the ``max_matches`` best: a match ranked below
-    the heap's least item on its score, mode, chunk id and file would be dropped whatever its span,
-    so it is only counted. The kept matches and every count are the same as with every span made.
+    made only when a mode needs it. A match enters its query's heap of the ``max_matches`` best only
+    when it ranks above the heap's least item (and the merged results' floor) on its score, mode,
+    chunk id and file; otherwise it would be dropped whatever its span, so it is only counted. Spans
+    and contexts are made for the matches kept at the end (:func:`finish_matches`). The kept
+    matches and every count are the same as with every span made.
     """
-    from rapidfuzz import fuzz  # rapidfuzz's alignment gives the matched span
-
     t = index.threshold
     spec = index.spec
     exact_mode = "exact" in index.modes
@@ -449,39 +481,107 @@ def _verify(index: QueryIndex, candidates, counts, ids, texts, norms, source, ou
                         if score >= t:
                             found.append((mode, score, None))
             if found:  # one call per (chunk, query) that matches, none for the others
-                norm = _keep(index, out, qi, found, chunk_id, source, text, norm, max_matches,
-                             fuzz.partial_ratio_alignment)
+                _keep(out, qi, found, chunk_id, source, text, norm, max_matches)
 
 
-
-def _keep(index: QueryIndex, out: _BatchOut, qi: int, found, chunk_id: str, source: str, text: str,
-          norm: str | None, max_matches: int, align) -> str | None:
+def _keep(out: _BatchOut, qi: int, found, chunk_id: str, source: str, text: str, norm: str | None,
+          max_matches: int) -> None:
     """Count the matches ``found`` of query ``qi`` in one chunk and push those that can enter its
-    heap of the ``max_matches`` best; returns the chunk's normalised text (made here when first
-    needed, else ``norm`` as given). The set modes' span, when needed, is aligned once by ``align``
-    (rapidfuzz's ``partial_ratio_alignment``)."""
-    span = None
+    heap of the ``max_matches`` best. A match's span and context wait until the scan of the piece
+    ends (:func:`finish_matches`): only the matches still among the best then need them."""
     for mode, score, at in found:
         out.n_matches[qi] = out.n_matches.get(qi, 0) + 1
         heap = out.matches.setdefault(qi, [])
         full = len(heap) >= max_matches
-        if full and (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source)) < heap[0][:4]:
+        key = (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source))
+        if (full and key < heap[0][:4]) or (qi in out.floors and key < out.floors[qi]):
             continue  # below the heap's least item whatever its span: counted, not kept
-        if norm is None:
-            norm = normalize_text(text)
-        if at is None:
-            if span is None:
-                al = align(index.norms[qi], norm)
-                span = (al.dest_start, al.dest_end)
-            at = span
-        a, b = at
-        before, after = context(norm, a, b)
-        match = Match(index.qids[qi], chunk_id, mode, score, norm[a:b], a, b, source, before, after)
+        item = (score, -_MODE_RANK[mode], _Rev(chunk_id), _Rev(source), 0, _Pending(qi, mode, text, norm, at))
         if full:
-            heapq.heappushpop(heap, _heap_item(match))
+            heapq.heappushpop(heap, item)
         else:
-            heapq.heappush(heap, _heap_item(match))
-    return norm
+            heapq.heappush(heap, item)
+
+
+def _keep_counted(index: QueryIndex, out: _BatchOut, rr: np.ndarray, qq: np.ndarray, shared: np.ndarray,
+                  ids: pa.Array, texts: pa.Array, source: str, max_matches: int) -> None:
+    """:func:`_keep` for containment alone taken from exact counts, where every candidate matches:
+    the matches are counted per query at once, and a candidate goes on only when it can enter its
+    query's heap (its score above the least kept one's, or equal with a chunk id not after it)."""
+    queries, counts = np.unique(qq, return_counts=True)
+    for q, c in zip(queries.tolist(), counts.tolist()):
+        out.n_matches[q] = out.n_matches.get(q, 0) + c
+    scores = shared / index.sizes[qq]  # as the Python division of the same integers
+    rank = -_MODE_RANK["containment"]
+    heaps = out.matches
+    cids = None
+    floors = out.floors
+    for r, q, score in zip(rr.tolist(), qq.tolist(), scores.tolist()):
+        heap = heaps.get(q)
+        if heap is None:
+            heap = heaps[q] = []
+        full = len(heap) >= max_matches
+        least = heap[0][:4] if full else None
+        floor = floors.get(q)
+        if floor is not None and (least is None or least < floor):
+            least = floor
+        if least is not None and score <= least[0]:
+            if score < least[0]:
+                continue
+            if cids is None:
+                cids = ["" if c is None else str(c) for c in ids.to_pylist()]
+            if (score, rank, _Rev(cids[r]), _Rev(source)) < least:
+                continue
+        if cids is None:
+            cids = ["" if c is None else str(c) for c in ids.to_pylist()]
+        item = (score, rank, _Rev(cids[r]), _Rev(source), 0,
+                _Pending(q, "containment", texts[r].as_py() or "", None, None))
+        if full:
+            heapq.heappushpop(heap, item)
+        else:
+            heapq.heappush(heap, item)
+
+
+def finish_matches(index: QueryIndex, heaps: dict) -> None:
+    """Give each kept match its span and context (rapidfuzz's ``partial_ratio_alignment`` on the
+    normalised chunk for the set modes, once per chunk and query), in place."""
+    from rapidfuzz import fuzz
+
+    spans: dict = {}
+    for qi, heap in heaps.items():
+        for k, item in enumerate(heap):
+            pending = item[-1]
+            if not isinstance(pending, _Pending):
+                continue
+            chunk_id = item[2].s
+            norm = pending.norm if pending.norm is not None else normalize_text(pending.text)
+            at = pending.at
+            if at is None:
+                key = (qi, chunk_id, item[3].s, id(pending.text))
+                at = spans.get(key)
+                if at is None:
+                    al = fuzz.partial_ratio_alignment(index.norms[qi], norm)
+                    at = spans[key] = (al.dest_start, al.dest_end)
+            a, b = at
+            before, after = context(norm, a, b)
+            match = Match(index.qids[qi], chunk_id, pending.mode, item[0], norm[a:b], a, b, item[3].s, before, after)
+            heap[k] = _heap_item(match)
+
+
+class _Pending:
+    """A kept match whose span waits for the end of the piece's scan (no part in the comparison)."""
+
+    __slots__ = ("qi", "mode", "text", "norm", "at")
+
+    def __init__(self, qi, mode, text, norm, at):
+        self.qi, self.mode, self.text, self.norm, self.at = qi, mode, text, norm, at
+
+    def __lt__(self, other):
+        return False
+
+    def __eq__(self, other):
+        return True
+
 
 def _query_set(index: QueryIndex, qi: int) -> set:
     cache = index.__dict__.setdefault("_qset_cache", {})
@@ -548,13 +648,20 @@ class TaskResult:
 
 
 def scan_task(
-    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 1024, max_matches: int = 100
+    task: CorpusPiece, index: QueryIndex, *, batch_size: int = 1024, max_matches: int = 100,
+    floors: dict | None = None, finish: bool = True,
 ) -> TaskResult:
-    """Scan one piece of the corpus against the query index (the map step)."""
+    """Scan one piece of the corpus against the query index (the map step). ``floors``: each
+    query's least kept match so far where its merged heap is full (see :class:`_BatchOut`). With
+    ``finish`` false the kept matches come back without their span and context (and with their
+    chunk's text), for a caller in the same process to finish once all pieces are merged
+    (:func:`finish_matches`)."""
     t0 = time.perf_counter()
-    out = _BatchOut(df=np.zeros(index.G, dtype=np.int64))
+    out = _BatchOut(df=np.zeros(index.G, dtype=np.int64), floors=floors or {})
     for ids, texts in iter_task_batches(task, batch_size=batch_size):
         _scan_batch(index, ids, texts, task.path, out, max_matches)
+    if finish:
+        finish_matches(index, out.matches)
     ids = pa.concat_arrays([a.cast(pa.string()) for a in out.ids]) if out.ids else arrow_strings([])
     return TaskResult(out.chunks, out.df, out.matches, out.n_matches, time.perf_counter() - t0, os.getpid(),
                       task.path, ids)

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curation.formats.fileio import is_clean_text
+from curation.formats.fileio import NestingGuard, is_clean_text
 from curation.formats.normalize import normalize_text
 from curation.leak.driver import leakcheck
 from curation.leak.ngrams import word_ngrams, words_of
@@ -174,12 +174,75 @@ def test_words_in_one_pass_are_the_rules_words(text):
     assert word_ngrams(words, 3) == _grams(text, 3)
 
 
+_UTF8_PIECES = [b"a", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xf0\x9f\x98\x80",
+                b"\xe2\x82", b"\x80", b"\xff", b"\xef\xbf\xbf", b"\xe0\x80\x80", b"\xed\x9f\xbf", b"\xef\xbb\xbf"]
+
+
 @settings(max_examples=500, deadline=None)
-@given(st.binary(max_size=24) | st.text(max_size=12).map(lambda t: t.encode("utf-8", "surrogatepass")))
-def test_utf8_check_of_the_non_ascii_runs_is_decode(data):
+@given(st.binary(max_size=24) | st.text(max_size=12).map(lambda t: t.encode("utf-8", "surrogatepass"))
+       | st.lists(st.sampled_from(_UTF8_PIECES), max_size=8).map(b"".join))
+def test_utf8_check_is_decode(data):
+    """Arrow's UTF-8 validation refuses what decode refuses: overlong forms, surrogates, code
+    points past U+10FFFF, cut sequences (and the check refuses NUL and a byte-order mark)."""
     try:
         data.decode("utf-8")
-        clean = b"\x00" not in data
+        clean = b"\x00" not in data and b"\xef\xbb\xbf" not in data
     except UnicodeDecodeError:
         clean = False
     assert is_clean_text(data) == clean
+
+
+def _deepest_per_line(data: bytes) -> int:
+    deepest = 0
+    for line in data.split(b"\n"):
+        depth = 0
+        for c in line:
+            depth += (c in b"[{") - (c in b"]}")
+            deepest = max(deepest, depth)
+    return deepest
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="[]{}\nab ", max_size=300), st.integers(1, 12), st.lists(st.integers(0, 300), max_size=4))
+def test_nesting_guard_is_exact_on_whole_lines_and_never_misses(text, limit, cuts):
+    """The guard on a block of whole lines says exactly whether a line nests deeper than the limit
+    (brackets in strings counted too); fed the same bytes cut anywhere, it never misses one."""
+    data = text.encode()
+    deep = _deepest_per_line(data) > limit
+    assert NestingGuard(limit).too_deep(data) == deep
+    guard = NestingGuard(limit)
+    edges = sorted({min(c, len(data)) for c in cuts})
+    pieces = [data[a:b] for a, b in zip([0, *edges], [*edges, len(data)])]
+    assert any(guard.too_deep(p) for p in pieces) or not deep
+
+
+_REFUSED_LINES = {
+    "an escaped NUL": '{"id": "x", "text": "b\\u0000c"}',
+    "a non-string title": '{"id": "x", "text": "b", "title": 5}',
+    "a non-string url": '{"id": "x", "text": "b", "url": ["u"]}',
+    "a long integer": '{"id": "x", "text": "b", "n": ' + "1" * 45 + "}",
+    "a long integer among floats": '{"id": "x", "text": "b", "n": [1.5, ' + "2" * 45 + "]}",
+    "deep nesting": '{"id": "x", "text": "b", "n": ' + "[" * 70 + "]" * 70 + "}",
+    "a lone surrogate": '{"id": "x", "text": "b\\udc00"}',
+    "a duplicate key": '{"id": "x", "text": "b", "text": "c"}',
+    "a blank id": '{"id": " ", "text": "b"}',
+    "invalid UTF-8": b'{"id": "x", "text": "b\xc0\xaf"}',
+}
+
+
+@pytest.mark.parametrize("line", list(_REFUSED_LINES.values()), ids=list(_REFUSED_LINES))
+def test_the_scan_refuses_what_the_corpus_reader_refuses(tmp_path, line):
+    """A block that pyarrow's reader would take but golden refuses goes to the exact reader: the
+    leak check names the same line as the corpus reader, in a block of good lines."""
+    from curation.formats.corpus import iter_corpus_file
+    from curation.formats.fileio import InputError
+
+    good = "".join(json.dumps({"id": f"d{i}", "text": f"some words {i}", "n": 1.5}) + "\n" for i in range(50))
+    path = tmp_path / "corpus.jsonl"
+    raw = line if isinstance(line, bytes) else line.encode()
+    path.write_bytes(good.encode() + raw + b"\n" + good.replace('"d', '"e').encode())
+    with pytest.raises(InputError) as exact:
+        list(iter_corpus_file(path))
+    with pytest.raises(InputError) as scan:
+        leakcheck([("q", "some words here")], [str(path)], workers=1)
+    assert (scan.value.line, scan.value.message) == (exact.value.line, exact.value.message) == (51, scan.value.message)

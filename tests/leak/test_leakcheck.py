@@ -529,3 +529,35 @@ def test_bad_line_found_by_a_worker_process_is_named(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"broken.jsonl:301: not valid JSON") as err:
         leakcheck([("q", "some words number")], [path], workers=2)
     assert (err.value.path, err.value.line) == (str(path), 301)
+
+
+def test_default_workers_follow_idle_cores_and_corpus_size(monkeypatch):
+    """One process per core the load leaves idle, at most one per 64 MB of corpus, at least one."""
+    from curation.leak import driver as lk
+
+    monkeypatch.setattr(lk, "_available_cores", lambda: 4)
+    cases = [(0.1, 1 << 30, 4), (1.6, 1 << 30, 2), (3.7, 1 << 30, 1), (12.0, 1 << 30, 1), (0.0, 150 << 20, 2),
+             (0.0, 10 << 20, 1)]
+    for load, size, want in cases:
+        monkeypatch.setattr(lk.os, "getloadavg", lambda load=load: (load, load, load))
+        assert lk.default_workers(size) == want, (load, size)
+
+
+def test_matches_kept_across_many_pieces_are_those_of_one_piece(generated, monkeypatch):
+    """Each piece is sent the merged results' least kept match per query: what it drops could never
+    be among the best, so tiny pieces keep the same matches and counts as one piece, in one process
+    (spans made at the end) and in a pool (spans made in each process)."""
+    queries, chunks, files = generated
+    from curation.leak import driver as lk
+
+    jsonl = [f for f in files if f.endswith(".jsonl")]
+    one = leakcheck(queries, jsonl, threshold=0.5, workers=1, max_matches=2)
+    assert sum(q.n_matches > 2 for q in one.queries) > 5  # matches dropped for the floors
+    real_plan = lk.plan_tasks
+    monkeypatch.setattr(lk, "plan_tasks", lambda paths: real_plan(paths, target_bytes=1500))
+    monkeypatch.setattr(lk, "_SMALL_CORPUS", 0)
+    for workers in (1, 2):
+        many = leakcheck(queries, jsonl, threshold=0.5, workers=workers, max_matches=2)
+        assert many.tasks > 5
+        assert [(q.qid, q.matches, q.n_matches) for q in many.queries] == [
+            (q.qid, q.matches, q.n_matches) for q in one.queries]
