@@ -264,6 +264,19 @@ class Client:
         self.reader = self.writer = None
 
     async def request(self, method: str, path: str, form: dict | None = None, htmx: bool = False) -> tuple[int, str]:
+        reused = self.writer is not None
+        try:
+            return await self._request(method, path, form, htmx)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            # A kept-alive connection the server closed while idle (its keep-alive timeout): as a
+            # browser does, send the request again once on a new connection.
+            if not reused:
+                raise
+            self.writer.close()
+            self.reader = self.writer = None
+            return await self._request(method, path, form, htmx)
+
+    async def _request(self, method: str, path: str, form: dict | None, htmx: bool) -> tuple[int, str]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         body = urllib.parse.urlencode(form).encode() if form is not None else b""
