@@ -40,8 +40,11 @@ def main() -> int:
     ap.add_argument("--postgres", action="store_true")
     ap.add_argument("--requests", type=int, default=400)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-out", metavar="FILE", help="with --profile: also save the profile (pstats) to FILE")
+    ap.add_argument("--store-cache", metavar="FILE", help="as bench_judging_load.py's (SQLite)")
     args = ap.parse_args()
-    store = argparse.Namespace(queries=3000, docs=40, judges=20, overlap=100, seed=0, preload=100_000)
+    store = argparse.Namespace(queries=3000, docs=40, judges=20, overlap=100, seed=0, preload=100_000,
+                               store_cache=args.store_cache)
     with tempfile.TemporaryDirectory(prefix="golden-bench-") as tmp:
         drop = None
         if args.postgres:
@@ -49,7 +52,7 @@ def main() -> int:
         else:
             url = f"sqlite:///{tmp}/golden.db"
         try:
-            project_id, names = load.build_store(url, Path(tmp), store)
+            project_id, names = load.cached_store(url, Path(tmp), store)
             return measure(url, project_id, names, args)
         finally:
             if drop:
@@ -122,6 +125,8 @@ def measure(url: str, project_id: int, names: list[str], args) -> int:
     print(f"  SQL statements per request  {(statements[0] - n0) / n:6.1f}   (besides BEGIN and COMMIT)")
     if profile:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+        if args.profile_out:
+            profile.dump_stats(args.profile_out)
     return 0
 
 

@@ -114,6 +114,29 @@ def build_store(url: str, folder: Path, args) -> tuple[int, list[str]]:
     return project_id, judges
 
 
+def cached_store(url: str, folder: Path, args) -> tuple[int, list[str]]:
+    """:func:`build_store`, or with ``--store-cache FILE`` on SQLite a copy of the store built
+    before with the same shape (saved to FILE on the first run, beside a note of its shape): the
+    minute of building it is saved when a bench is run again and again."""
+    cache = getattr(args, "store_cache", None)
+    if not cache or not url.startswith("sqlite:///"):
+        return build_store(url, folder, args)
+    import shutil
+
+    cache, target = Path(cache), Path(url.removeprefix("sqlite:///"))
+    shape = {k: getattr(args, k) for k in ("queries", "docs", "judges", "overlap", "seed", "preload")}
+    note = cache.with_name(cache.name + ".json")
+    if cache.exists() and note.exists() and json.loads(note.read_text())["shape"] == shape:
+        saved = json.loads(note.read_text())
+        shutil.copyfile(cache, target)
+        print(f"store: a copy of {cache} ({shape})")
+        return saved["project_id"], saved["judges"]
+    project_id, judges = build_store(url, folder, args)
+    shutil.copyfile(target, cache)
+    note.write_text(json.dumps({"shape": shape, "project_id": project_id, "judges": judges}))
+    return project_id, judges
+
+
 def preload(engine, project_id: int, judges: list[str], n: int) -> int:
     """Bulk-insert ``n`` judgments as the judges' own earlier work: the LAST main pairs of each
     judge's queue are marked done (Assignment.done_at) with one judgment each, exactly the state
@@ -241,6 +264,19 @@ class Client:
         self.reader = self.writer = None
 
     async def request(self, method: str, path: str, form: dict | None = None, htmx: bool = False) -> tuple[int, str]:
+        reused = self.writer is not None
+        try:
+            return await self._request(method, path, form, htmx)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            # A kept-alive connection the server closed while idle (its keep-alive timeout): as a
+            # browser does, send the request again once on a new connection.
+            if not reused:
+                raise
+            self.writer.close()
+            self.reader = self.writer = None
+            return await self._request(method, path, form, htmx)
+
+    async def _request(self, method: str, path: str, form: dict | None, htmx: bool) -> tuple[int, str]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         body = urllib.parse.urlencode(form).encode() if form is not None else b""
@@ -453,6 +489,9 @@ def main(argv=None) -> int:
     parser.add_argument("--think", type=float, default=0.0,
                         help="seconds each judge pauses between answers (default 0: as fast as it can)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--store-cache", metavar="FILE",
+                        help="SQLite: copy the store from FILE when it holds one of this shape, else build it and "
+                             "save a copy there (saves the minute of building it in repeated runs)")
     args = parser.parse_args(argv)
 
     tmp = tempfile.TemporaryDirectory(prefix="golden-bench-")
@@ -464,7 +503,7 @@ def main(argv=None) -> int:
         url = args.db or f"sqlite:///{folder / 'golden.db'}"
     backend = "PostgreSQL" if url.startswith("postgres") else "SQLite"
     try:
-        project_id, names = build_store(url, folder, args)
+        project_id, names = cached_store(url, folder, args)
         ports = [free_port() for _ in range(args.servers)]
         servers = []
         try:

@@ -39,6 +39,27 @@ def asset_dir(name: str) -> Path:
     (pyproject.toml puts them there), else at the top of the source checkout."""
     packaged = Path(__file__).resolve().parent / name
     return packaged if packaged.is_dir() else ROOT / name
+class GoldenFlask(Flask):
+    """Flask, asking once per function whether it is a coroutine function: Flask asks again for
+    every hook and view of every request (``inspect.iscoroutinefunction``, a dozen times a
+    submit-and-next). A coroutine function is still wrapped as Flask wraps it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._plain_functions: dict = {}
+
+    def ensure_sync(self, func):
+        plain = self._plain_functions
+        if func in plain:
+            return func
+        wrapped = super().ensure_sync(func)
+        if wrapped is func:
+            if len(plain) >= 4096:  # bounded: views and hooks are few, bound methods may be many
+                plain.clear()
+            plain[func] = True
+        return wrapped
+
+
 class CheckedTokens(CSRFProtect):
     """flask-wtf's CSRF protection, remembering per process the tokens it accepted lately, so that a
     judge's every answer does not verify the same token's signature again (itsdangerous: a key
@@ -154,7 +175,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     One function on purpose: the app factory keeps configuration, security, blueprints and error
     handlers in one place, in the order they must be set up.
     """
-    app = Flask(
+    app = GoldenFlask(
         __name__,
         instance_relative_config=True,
         template_folder=str(asset_dir("templates")),

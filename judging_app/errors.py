@@ -78,7 +78,9 @@ MESSAGES = {
 
 
 def is_htmx() -> bool:
-    return request.headers.get("HX-Request") == "true"
+    # The header as the WSGI server put it in the environ: what request.headers.get("HX-Request")
+    # reads, without its case-insensitive look-up (asked several times a request).
+    return request.environ.get("HTTP_HX_REQUEST") == "true"
 
 
 def render_error(exc: HTTPException):

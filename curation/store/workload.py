@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import false, func, true, union
+from sqlalchemy import bindparam, case, exists, false, func, literal_column, or_, true, union
 from sqlalchemy import select as core_select
 from sqlmodel import Session
 
@@ -90,32 +90,33 @@ def _retired_pair_ids(session: Session, project_id: int) -> list[int]:
     return list(session.connection().execute(stmt).scalars())
 
 
+def _add(t: list[int], kind: str, total: int, unanswered: int, skipped: int, visible: bool) -> None:
+    """Add a judge's rows of one kind (``total`` of them, ``unanswered`` open and not skipped,
+    ``skipped`` open and skipped) to their tally ``t``: [total, done, skipped, held, overlap_total,
+    overlap_done, then total, done, skipped and held of the known-answer rows, kept apart]."""
+    at = 6 if kind == KNOWN_KIND else 0
+    done = total - unanswered - skipped
+    t[at] += total
+    t[at + 1] += done
+    t[at + 2] += skipped
+    if kind == "overlap":
+        t[4] += total
+        t[5] += done
+    elif not visible:
+        t[at + 3] += unanswered + skipped
+
+
 def count_work(session: Session, project_id: int, *, visible: bool, judge_id: int | None = None) -> dict[int, Work]:
     """``{judge id: Work}`` for every judge with rows in the project (or only ``judge_id``), by the
     rule of this module; ``visible`` says whether the main pairs are released (or never held):
     :func:`curation.judge.assignment.main_visible`."""
     conn = session.connection()
     where = [_QC.c.project_id == project_id] + ([_QC.c.judge_id == judge_id] if judge_id is not None else [])
-    # per judge: [total, done, skipped, held, overlap_total, overlap_done, the same four of known rows]
     tally: dict[int, list[int]] = defaultdict(lambda: [0] * 10)
-
-    def add(jid: int, kind: str, total: int, unanswered: int, skipped: int) -> None:
-        t = tally[jid]
-        at = 6 if kind == KNOWN_KIND else 0  # known-answer rows in their own four counts
-        done = total - unanswered - skipped
-        t[at] += total
-        t[at + 1] += done
-        t[at + 2] += skipped
-        if kind == "overlap":
-            t[4] += total
-            t[5] += done
-        elif not visible:
-            t[at + 3] += unanswered + skipped
-
     for jid, kind, total, unanswered, skipped in conn.execute(
         core_select(_QC.c.judge_id, _QC.c.kind, _QC.c.total, _QC.c.unanswered, _QC.c.skipped).where(*where)
     ):
-        add(jid, kind, int(total), int(unanswered), int(skipped))
+        _add(tally[jid], kind, int(total), int(unanswered), int(skipped), visible)
     retired = _retired_pair_ids(session, project_id) if tally else []
     for i in range(0, len(retired), _CHUNK):
         rows = core_select(
@@ -128,8 +129,46 @@ def count_work(session: Session, project_id: int, *, visible: bool, judge_id: in
             n = int(n)
             unanswered = n if is_open and not was_skipped else 0
             skipped = n if is_open and was_skipped else 0
-            add(jid, kind, -n, -unanswered, -skipped)
+            _add(tally[jid], kind, -n, -unanswered, -skipped, visible)
     return {jid: Work(*t) for jid, t in tally.items()}
+
+
+# One judge's count in one read, for the judging page after every answer: their ``queuecount`` rows
+# by kind, and whether the project has any retired pair at all (two probes of the usually empty
+# index ranges of dropped queries and excluded documents). When it has none, the counts are the
+# judge's whole work; when it has, :func:`count_work` takes the retired rows off.
+_KINDS = ("overlap", "main", KNOWN_KIND)
+
+
+def _kind_sum(column, kind: str):
+    return func.coalesce(func.sum(case((_QC.c.kind == literal_column(f"'{kind}'"), column), else_=0)), 0)
+
+
+JUDGE_COUNTS = core_select(
+    *(_kind_sum(column, kind).label(f"{kind}_{column.name}")
+      for kind in _KINDS for column in (_QC.c.total, _QC.c.unanswered, _QC.c.skipped)),
+    or_(
+        exists().where(_Q.c.project_id == bindparam("pid"), _Q.c.status == literal_column("'dropped'")),
+        exists().where(_D.c.project_id == bindparam("pid"), _D.c.excluded == true()),
+    ).label("any_retired"),
+).where(_QC.c.judge_id == bindparam("jid"), _QC.c.project_id == bindparam("pid"))
+"""A Core select with bound ``jid`` and ``pid`` giving one row of :data:`JUDGE_COUNTS_COLUMNS`
+columns; a statement may embed it (as a subquery) to read it with other things in one go."""
+JUDGE_COUNTS_COLUMNS = 3 * len(_KINDS) + 1
+
+
+def judge_work(session: Session, project_id: int, judge_id: int, row, *, visible: bool) -> Work:
+    """The judge's :class:`Work` from the first :data:`JUDGE_COUNTS_COLUMNS` values of ``row`` (a
+    row read with :data:`JUDGE_COUNTS`), by the rule of this module: as it is when the project
+    has no retired pair, else as :func:`count_work` counts it."""
+    if row[JUDGE_COUNTS_COLUMNS - 1]:
+        work = count_work(session, project_id, visible=visible, judge_id=judge_id).get(judge_id)
+        return work or Work(0, 0, 0, 0, 0, 0)
+    t = [0] * 10
+    for k, kind in enumerate(_KINDS):
+        total, unanswered, skipped = (int(v or 0) for v in row[3 * k:3 * k + 3])
+        _add(t, kind, total, unanswered, skipped, visible)
+    return Work(*t)
 
 
 def project_work(work: dict[int, Work]) -> Work:

@@ -511,17 +511,19 @@ def progress(session: Session, project: Project | int, judge: User | int, *, rec
 
 def _progress_read(conn, proj: Project | JudgeProject, jid: int, recent: int = 50) -> tuple[Statement, dict]:
     """The one statement :func:`progress` reads, and its parameters."""
-    return plan_of(conn).progress_statement(not main_visible(proj), int(recent)), {"jid": jid, "pid": proj.id}
+    return plan_of(conn).progress_statement(int(recent)), {"jid": jid, "pid": proj.id}
 
 
 def _progress_of(session: Session, proj: Project | JudgeProject, jid: int, rows) -> Progress:
-    """:func:`progress` from the rows of its statement (:func:`_progress_read`): the judge's pace from
-    them, the counts from the one count of work (:func:`curation.store.workload.count_work`), which
-    leaves out the pairs a lead retired (a dropped query, an excluded document)."""
-    work = workload.count_work(session, proj.id, visible=main_visible(proj), judge_id=jid).get(jid)
+    """:func:`progress` from the rows of its statement (:func:`_progress_read`): the counts from the
+    one count of work (:func:`curation.store.workload.judge_work`, which leaves out the pairs a lead
+    retired: a dropped query, an excluded document), read in the same statement, and the judge's
+    pace from the times after them."""
+    work = workload.judge_work(session, proj.id, jid, rows[0], visible=main_visible(proj))
     # The judge's own counter moves on a known-answer pair as on any other (else it would tell them).
-    work = workload.Work(0, 0, 0, 0, 0, 0) if work is None else work.as_judge_sees()
-    secs = [max(float(row[5]), 0.0) for row in rows if row[5] is not None]
+    work = work.as_judge_sees()
+    at = workload.JUDGE_COUNTS_COLUMNS
+    secs = [max(float(row[at]), 0.0) for row in rows if row[at] is not None]
     median = statistics.median(secs) if secs else None
     left = None if median is None else median * work.open_now
     return Progress(done=work.done, assigned=work.assigned, held=work.held, skipped=work.skipped,

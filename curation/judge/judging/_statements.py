@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 
-from sqlalchemy import and_, bindparam, case, exists, false, func, insert, literal_column, or_, true, union, update
+from sqlalchemy import and_, bindparam, case, exists, false, func, insert, literal_column, or_, true, update
 from sqlalchemy import select as core_select
 from sqlmodel import select
 
+from curation.store import workload
 from curation.store.direct import Statement
 from curation.store.models import (
     Assignment,
@@ -281,36 +282,6 @@ _ANSWER_AND_RECORD_D = Statement(insert(_J).from_select(
 _EXISTING = core_select(_J.c.id).where(_J.c.judge_id == bindparam("jid"), _J.c.client_token == bindparam("token"))
 
 
-def _queue_counts(overlap_only: bool):
-    """One statement for a judge's queue: rows in all, rows they may work on (all, or the overlap
-    set while the main pairs are held back), and of those the open ones, not skipped and skipped.
-    Read from ``queuecount`` (one row per kind, kept by the database's triggers on ``assignment``:
-    migration 0020) instead of counted over the judge's whole queue on every answer."""
-    mine = (_QC.c.judge_id == bindparam("jid"), _QC.c.project_id == bindparam("pid"))
-    workable = mine + ((_QC.c.kind == _OVERLAP,) if overlap_only else ())
-
-    def total(column, *where):
-        return core_select(func.coalesce(func.sum(column), 0)).where(*where).scalar_subquery()
-
-    return core_select(
-        total(_QC.c.total, *mine).label("total"),
-        (total(_QC.c.total, *workable) if overlap_only else literal_column("NULL")).label("workable"),
-        total(_QC.c.unanswered, *workable).label("open"),
-        total(_QC.c.skipped, *workable).label("skipped"),
-    )
-
-
-# Retired pairs of a project, found from the (usually empty) index ranges of dropped queries and
-# excluded documents (whether there are any; :mod:`curation.store.workload` counts their rows).
-_RETIRED_PAIRS = union(
-    core_select(_PP.c.id).join(_Q, _Q.c.id == _PP.c.query_id)
-    .where(_Q.c.project_id == bindparam("pid"), _Q.c.status == _DROPPED),
-    core_select(_PP.c.id).join(_D, _D.c.id == _PP.c.document_id)
-    .where(_D.c.project_id == bindparam("pid"), _D.c.excluded == true()),
-)
-
-
-
 def _seconds_between(dialect: str, start, end):
     """``end - start`` in seconds, computed by the database (no datetime parsing in Python)."""
     if dialect == "sqlite":
@@ -329,15 +300,13 @@ def _pace(dialect: str, recent):
 
 
 @functools.lru_cache(maxsize=16)
-def _progress_statement(dialect: str, overlap_only: bool, recent: int) -> Statement:
-    """Everything :func:`progress` reads, in one statement: the queue counts of
-    :func:`_queue_counts`, whether the project has any retired pair at all (two probes of
-    (usually empty) index ranges), and the judge's ``recent`` latest shown-to-answered times, one
-    row each (a single row with NULL before any): the counts ride along on every row. ``recent``
-    is written into the statement (see ``_ONE``)."""
-    counts = _queue_counts(overlap_only).add_columns(
-        or_(exists(_RETIRED_PAIRS.selects[0]), exists(_RETIRED_PAIRS.selects[1])).label("any_retired")
-    ).subquery("counts")
+def _progress_statement(dialect: str, recent: int) -> Statement:
+    """Everything :func:`progress` reads, in one statement: the judge's one count of work
+    (:data:`curation.store.workload.JUDGE_COUNTS`: their queue counts by kind, and whether the
+    project has any retired pair), and their ``recent`` latest shown-to-answered times, one row each
+    (a single row with NULL before any): the counts ride along on every row. ``recent`` is
+    written into the statement (see ``_ONE``)."""
+    counts = workload.JUDGE_COUNTS.subquery("counts")
     pace = _pace(dialect, literal_column(str(int(recent)))).subquery("pace")
     return Statement(core_select(*counts.c, *pace.c).select_from(counts.outerjoin(pace, true())), prepare=True)
 
@@ -384,9 +353,9 @@ class Plan:
         result, empty when the pair was moved)."""
         raise NotImplementedError
 
-    def progress_statement(self, overlap_only: bool, recent: int) -> Statement:
+    def progress_statement(self, recent: int) -> Statement:
         """The one statement :func:`curation.judge.judging.progress` reads."""
-        return _progress_statement(self.name, overlap_only, recent)
+        return _progress_statement(self.name, recent)
 
 
 class _SQLitePlan(Plan):
