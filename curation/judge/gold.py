@@ -266,18 +266,28 @@ def _mix_judge(session: Session, pid: int, jid: int, mine: list, pool: list[int]
         return 0
     rng = random.Random(f"known:{seed}:{pid}:{jid}")
     rng.shuffle(free)
-    chosen = free[:need]
     open_rows = sorted((r for r in main if r[5] is None), key=lambda r: (r[4], r[0]))
     order: list = [r[0] for r in open_rows]
     query_of = {r[0]: _query_of(session, r[2]) for r in open_rows}
-    # Between two queries' runs of pairs (or at either end), never inside one: a pair of another
-    # query in the middle of a query's documents would stand out.
+    runs: dict[int, list[int]] = defaultdict(list)  # query -> the places of its open pairs in the queue
+    for i, aid in enumerate(order):
+        runs[query_of[aid]].append(i)
+    # Pairs of a query the judge is working on first: such a pair goes among that query's own pairs
+    # (and counts in its "document i of n"), so it looks like the rest of the query's documents; a
+    # lone pair of a query met nowhere else would, over time, tell the checks apart.
+    free.sort(key=lambda p: _query_of(session, p) not in runs)
+    chosen = free[:need]
+    # Otherwise between two queries' runs of pairs (or at either end), never inside another query's.
     ends = [i for i in range(len(order) + 1)
             if i in (0, len(order)) or query_of[order[i - 1]] != query_of[order[i]]]
-    at = defaultdict(list)
+    between, inside = defaultdict(list), defaultdict(list)  # new rows to go before order[i]
     for p in chosen:
-        at[rng.choice(ends)].append(("new", p))
-    order = [x for i, item in enumerate(order) for x in (*at[i], item)] + at[len(order)]
+        run = runs.get(_query_of(session, p))
+        if run:  # just before one of its query's pairs: next to it whatever else goes there
+            inside[rng.choice(run)].append(("new", p))
+        else:
+            between[rng.choice(ends)].append(("new", p))
+    order = [x for i, item in enumerate(order) for x in (*between[i], *inside[i], item)] + between[len(order)]
     top = max([r[4] for r in main] + [MAIN_BASE - 1])
     positions = sorted(r[4] for r in open_rows) + list(range(top + 1, top + 1 + len(chosen)))
     now = utcnow()

@@ -10,6 +10,7 @@ import re
 from sqlmodel import select
 
 from curation.judge import gold
+from curation.judge.known_answer import MIN_ANSWERS
 from curation.store import users
 from curation.store.engine import session as new_session
 from curation.store.models import AuditEvent, Judgment, KnownAnswer, KnownAnswerHold, Project
@@ -100,13 +101,13 @@ def test_the_adjudication_page_makes_a_known_answer_pair(app, engine, tmp_path):
 
 
 def test_a_judge_is_held_after_their_answers_show_them_below_the_bar(app, engine, tmp_path):
-    pid, known = known_answer_project(engine, tmp_path / "p", rate=2, known=10)
+    pid, known = known_answer_project(engine, tmp_path / "p", rate=2, known=MIN_ANSWERS + 1, n_queries=20)
     carol = login(app.test_client(), "carol")
     _answer_everything(carol, pid, grade=0)  # never an accepted grade
     with new_session(engine) as s:
         cid = users.get_user(s, "carol").id
         answered = len(s.exec(select(Judgment).where(Judgment.judge_id == cid, Judgment.purpose == "known")).all())
-        assert answered >= 10
+        assert answered >= MIN_ANSWERS
         # checked once each answer's response was out, without a lead opening Progress
         hold = s.exec(select(KnownAnswerHold).where(KnownAnswerHold.judge_id == cid)).one()
         assert hold.released_at is None and hold.exact == 0.0

@@ -64,16 +64,21 @@ def test_known_pairs_are_mixed_in_and_kept_apart(engine, tmp_path):
         assert {a.pair_id for a in known_rows} <= set(known_pairs)
         positions = [a.position for a in rows]
         assert len(set(positions)) == len(positions) and min(positions) >= MAIN_BASE  # one place each
-        # never inside a query's run of pairs: the main rows either side are of different queries
+        # never inside another query's run of pairs: beside a pair of its own query when the judge
+        # has that query, else between two runs (the main rows either side are of different queries)
         from curation.store.models import PoolPair
 
         query = {a.id: s.get(PoolPair, a.pair_id).query_id for a in rows}
         queue = sorted(rows, key=lambda a: a.position)
+        mine = {query[b.id] for b in rows if b.kind == "main"}
         for i, a in enumerate(queue):
             if a.kind == KNOWN_KIND:
                 before = next((b for b in reversed(queue[:i]) if b.kind == "main"), None)
                 after = next((b for b in queue[i + 1:] if b.kind == "main"), None)
-                assert before is None or after is None or query[before.id] != query[after.id]
+                if query[a.id] in mine:
+                    assert query[a.id] in {query[b.id] for b in (before, after) if b is not None}
+                else:
+                    assert before is None or after is None or query[before.id] != query[after.id]
         known_keys = set(pair_keys(s, [a.pair_id for a in known_rows]).values())
         before = {(f.qid, f.docid): f for f in final_labels(s, pid)}
         lead_work_before = workload.project_work(workload.count_work(s, pid, visible=True))
@@ -107,6 +112,38 @@ def test_known_pairs_are_mixed_in_and_kept_apart(engine, tmp_path):
         assert report["carol"].accuracy.exact.hits == 0
         # 0 is within one of an accepted 1 (the pairs that accept 1 or 2), not of a lone 2
         assert report["carol"].accuracy.within_one.hits == sum(1 for j in marked if 1 in _accepted(s, j.pair_id))
+
+
+def test_a_known_pair_of_a_query_in_the_queue_sits_among_its_pairs(engine, tmp_path):
+    """A known-answer pair of a query the judge is working on goes among that query's own pairs (so
+    it counts in the query's "document i of n" like the rest), and such pairs are used first."""
+    pid, _ = _project(engine, tmp_path, rate=2)
+    with new_session(engine) as s:
+        from curation.store.models import PoolPair
+
+        proj = s.get(Project, pid)
+        carol, alice, lena = (users.get_user(s, n) for n in ("carol", "alice", "lena"))
+        query_of = dict(s.exec(select(PoolPair.id, PoolPair.query_id).where(PoolPair.project_id == pid)).all())
+        carols = s.exec(select(Assignment).where(Assignment.judge_id == carol.id)).all()
+        her_queries = {query_of[a.pair_id] for a in carols if a.kind == "main"}
+        # alice's pairs of carol's queries (carol has none of them) become known-answer pairs
+        extra = [a.pair_id for a in s.exec(select(Assignment).where(Assignment.judge_id == alice.id))
+                 if query_of[a.pair_id] in her_queries]
+        assert extra
+        keys = pair_keys(s, extra)
+        gold.add_known(s, proj, [gold.KnownEntry(*keys[p], (2,)) for p in extra], source="lead", lead=lena)
+        s.commit()
+        s.expire_all()  # the new places were written with one UPDATE, past the session's objects
+        queue = sorted(s.exec(select(Assignment).where(Assignment.judge_id == carol.id,
+                                                       Assignment.done_at.is_(None))).all(),
+                       key=lambda a: a.position)
+        placed = [a for a in queue if a.kind == KNOWN_KIND and a.pair_id in set(extra)]
+        assert placed  # the pairs of her own queries were taken
+        for a in placed:
+            i = queue.index(a)
+            near = [b for b in (queue[i - 1] if i else None, queue[i + 1] if i + 1 < len(queue) else None)
+                    if b is not None]
+            assert query_of[a.pair_id] in {query_of[b.pair_id] for b in near}
 
 
 def _accepted(s, pair_id) -> tuple[int, ...]:
