@@ -267,11 +267,11 @@ def pair_priority_map(session, project, machine=None) -> dict[int, float]:
     """Priority of every unjudged pair of ``project`` (store pair id -> priority) for its stored
     comparisons, grouped by metric and summed. ``machine`` (a function of the pool matrix giving
     the machine's P(grade >= 1), P(top grade) and class per pair, e.g.
-    :func:`curation.machine.guide.project_figures`) guides them (:func:`guided_priorities`); without
-    it, the blind priorities (:func:`pair_priorities`), exactly as before."""
+    :func:`curation.machine.guide.project_figures`) guides them: the plan of
+    :mod:`curation.evaluate.plan` for each open comparison, blended with the blind priorities by the
+    machine's trust (:func:`_guided_priorities`); without it, the blind priorities
+    (:func:`pair_priorities`), exactly as before."""
     import numpy as np
-
-    from curation.evaluate.settle import metric_form
 
     comps = stored_comparisons(session, project)
     if not comps:
@@ -279,24 +279,42 @@ def pair_priority_map(session, project, machine=None) -> dict[int, float]:
     pm, grades, ids = load_pool(session, project)
     G = max_grade(project)
     total = np.zeros(pm.n_pairs)
-    if machine is not None:
-        raw_rel, raw_top, key = machine(pm)
-        judged = ~np.isnan(grades)
-        p_rel = calibrated_relevance(raw_rel, key, judged, np.nan_to_num(grades) >= 1)
-        p_top = calibrated_relevance(raw_top, key, judged, np.nan_to_num(grades) >= G)
+    figures = None if machine is None else machine(pm)
     for metric in sorted({c.metric for c in comps}):
         mine = [c for c in comps if c.metric == metric]
         idx = [(pm.run_index(c.run_a), pm.run_index(c.run_b)) for c in mine]
         for tie in sorted({c.tie for c in mine}):
             sel = [idx[i] for i, c in enumerate(mine) if c.tie == tie]
-            b, st, _ = _evaluate(pm, grades, sel, metric, tie, G)
-            if machine is None:
+            b, st, counts = _evaluate(pm, grades, sel, metric, tie, G)
+            if figures is None:
                 total += pair_priorities(b, st, None, pm.n_pairs)
             else:
-                side = pair_sides(pm, sel, metric_form(metric, pm.depth)[1])
-                lean = machine_leaning(pm, grades, sel, metric, p_rel, max_grade=G)
-                total += guided_priorities(b, st, None, pm.n_pairs, side, p_rel, p_top, lean, pm.pair_query)
+                total += _guided_priorities(pm, grades, sel, metric, b, st, counts, figures, G)
     return {pid: float(p) for pid, p in zip(ids, total)}
+
+
+def _guided_priorities(pm, grades, comps, metric, bounds, st, counts, figures, G) -> np.ndarray:
+    """The machine-guided priorities of one group of comparisons (one metric, one tie margin): each
+    open comparison's plan (:func:`curation.evaluate.plan.plan_priorities`, scaled to a largest
+    value of 1) summed, blended with the blind priorities by the machine's trust; the machine's
+    figures calibrated against the human labels so far."""
+    from curation.evaluate.plan import blend, machine_trust, plan_priorities
+
+    raw_rel, raw_top, key = figures
+    judged = ~np.isnan(grades)
+    relevant = np.nan_to_num(grades) >= 1
+    blind = pair_priorities(bounds, st, None, pm.n_pairs)
+    trust = machine_trust(raw_rel, judged, relevant)
+    plan = np.zeros(pm.n_pairs)
+    if trust > 0:
+        p_rel = calibrated_relevance(raw_rel, key, judged, relevant)
+        p_top = calibrated_relevance(raw_top, key, judged, np.nan_to_num(grades) >= G)
+        member = np.ones(pm.n_pairs, dtype=bool)
+        for i, comp in enumerate(comps):
+            if st.status[i] == "open":
+                one = plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G)
+                plan += one / max(float(one.max()), 1e-300)
+    return blend(plan, blind, trust)
 
 
 def machine_features(raw_rel: np.ndarray, raw_top: np.ndarray, key: np.ndarray) -> np.ndarray:
