@@ -227,8 +227,7 @@ def simulate(
         share = min(1.0, share + step)
         _judge_batch(pm, member, judged, done, pool_size, active, fixed, bounds, st, rng, share=share,
                      granularity=granularity, trace=trace, checks=checks,
-                     guided=_guided(pm, guide, grades, judged, member, comps, metric, counts, G=G,
-                                    rel_level=rel_level, level=level))
+                     guided=_guided(pm, guide, grades, judged, member, comps, metric, counts, G, rel_level, level))
     result.seconds_per_check, result.checks = t_checks / max(checks, 1), checks
     return result
 
@@ -252,7 +251,7 @@ def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_
     return dict(rel=machine, top=top, key=machine_key, extra=machine_features(machine, top, key), caches={})
 
 
-def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, metric, counts, *, G: int,
+def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, metric, counts, G: int,
             rel_level: int, level: float):
     """A function of (bounds, settlement, the row's comparisons) giving the machine-guided
     priorities: the plan of :mod:`curation.evaluate.plan` for each open comparison of the row (the
