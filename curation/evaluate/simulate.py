@@ -236,7 +236,7 @@ def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_
     """What a machine judge's figures give the replay once (None without one). ``machine``: per
     pair, a machine judge's P(relevant) or vote share, NaN where it has no label; ``machine_top`` its
     P(top grade) (default ``machine``); ``machine_key`` its calibration class, e.g. its grade. It
-    guides the decisive order (:func:`curation.evaluate.decisive.guided_priorities`, calibrated after
+    guides the decisive order (:mod:`curation.evaluate.plan`, calibrated after
     each batch against the pairs judged so far: :func:`_guided`) and its columns
     (:func:`curation.evaluate.decisive.machine_features`) join the estimate's model."""
     from curation.evaluate.decisive import machine_features
