@@ -110,7 +110,7 @@ def draw_keys(seed: int, texts) -> np.ndarray:
         texts = texts.combine_chunks()
     if not isinstance(texts, pa.Array):
         texts = pa.array(list(texts), pa.string())
-    if not pa.types.is_string(texts.type):  # large_string, string_view: the int32 offsets read below
+    if pa.types.is_large_string(texts.type) or pa.types.is_string_view(texts.type):
         texts = texts.cast(pa.string())
     if texts.null_count:
         raise ValueError("draw_keys: a text is missing (null)")
