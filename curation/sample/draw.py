@@ -79,8 +79,8 @@ def stratum_rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
 
 
-#: The rule of :func:`draw_keys`, recorded in a sample's stats (``stats["draw_keys"]``): a sample
-#: drawn with the same seed by a golden whose keys follow another rule (before: a keyed BLAKE2b) differs.
+#: The rule of :func:`draw_keys`, named in each stratum's draw (``golden sample queries`` prints it):
+#: a sample drawn with the same seed by a golden whose keys follow another rule differs.
 DRAW_KEYS_METHOD = "draw keys 2: splitmix64 of the UTF-8 text's 8-byte words, summed, mixed with the seed"
 
 # splitmix64's increment and the multipliers of its finaliser (Steele, Lea & Flood 2014).

@@ -52,7 +52,6 @@ import numpy as np
 import pandas as pd
 
 from curation.sample.draw import (
-    DRAW_KEYS_METHOD,
     Drawn,
     PoolFacts,
     certain_units,
@@ -527,7 +526,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         "log_rows": st.rows, "searches": st.searches, "distinct_raw": st.distinct_raw, "distinct": pf.distinct,
         "empty_rows": st.empty_rows, "excluded": pf.excluded, "excluded_traffic": pf.excluded_traffic,
         "sampled_from": pf.size, "traffic": pool_traffic, "size": size, "handwritten": len(hand),
-        "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam), "draw_keys": DRAW_KEYS_METHOD,
+        "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
 
