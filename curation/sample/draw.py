@@ -79,91 +79,38 @@ def stratum_rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, *words.tolist()]))
 
 
-#: The rule of :func:`draw_keys`, named in each stratum's draw (``golden sample queries`` prints it):
-#: a sample drawn with the same seed by a golden whose keys follow another rule differs.
-DRAW_KEYS_METHOD = "draw keys 2: splitmix64 of the UTF-8 text's 8-byte words, summed, mixed with the seed"
-
-# splitmix64's increment and the multipliers of its finaliser (Steele, Lea & Flood 2014).
-_GAMMA, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
-_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # masks of the k lowest bytes
-_KEY_CHUNK = 1 << 20  # texts hashed at a time (the words of a million short queries: a few tens of MB)
-
-
 def draw_keys(seed: int, texts) -> np.ndarray:
-    """Each normalised query's draw key for ``seed``, as unsigned 64-bit integers (:data:`DRAW_KEYS_METHOD`).
-    ``texts``: Python strings, or a pyarrow string array.
-
-    A text's UTF-8 bytes are cut into 8-byte little-endian words (the last one zero-padded); word
-    ``j`` is mixed with splitmix64's finaliser after adding the seed's key and ``j`` times the
-    golden gamma, the mixed words are summed (modulo 2**64) and the sum is mixed again with the
-    text's length and a second seed key. Computed with numpy over the Arrow array's buffers, no
-    Python object per text; the seed's keys come from SHA-256, so every seed gives another order.
+    """Each normalised query's draw key for ``seed``: the first 8 bytes, big-endian, of the query's
+    BLAKE2b hash (:mod:`hashlib`) keyed by the seed, as unsigned 64-bit integers. ``texts``: Python
+    strings, or a pyarrow string array.
 
     A stratum's queries are drawn in the order of their keys (ties by text): a seeded random order
     in which a query's place needs no other query, so a log spread over a cluster is drawn without
     gathering its queries in one place (:mod:`curation.sample.distributed`), to the same result."""
+    key = hashlib.sha256(f"golden sample draw {int(seed)}".encode("ascii")).digest()
+    # The keyed hash's state after its key block, copied for each text (a copy is cheaper than keying
+    # a new hash: half the work per text), and the digests gathered in one buffer read as big-endian
+    # words: the same keys as int.from_bytes of each digest, in half the time (1.2 -> 0.6 s for 1.8M).
+    keyed = hashlib.blake2b(digest_size=8, key=key).copy
+    digests = bytearray()
+    for data in _utf8(texts):
+        h = keyed()
+        h.update(data)
+        digests += h.digest()
+    return np.frombuffer(digests, dtype=">u8").astype(np.uint64)
+
+
+def _utf8(texts):
+    """The UTF-8 bytes of each text: a pyarrow string array's by slices of 64k (its buffers read as
+    ``bytes``, no ``str`` made), else each Python string encoded."""
     import pyarrow as pa
 
-    digest = hashlib.sha256(f"golden sample draw {int(seed)}".encode("ascii")).digest()
-    k0, k1 = (np.uint64(int.from_bytes(digest[i:i + 8], "little")) for i in (0, 8))
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    if not isinstance(texts, pa.Array):
-        texts = pa.array(list(texts), pa.string())
-    if pa.types.is_large_string(texts.type) or pa.types.is_string_view(texts.type):
-        texts = texts.cast(pa.string())
-    if texts.null_count:
-        raise ValueError("draw_keys: a text is missing (null)")
-    out = np.empty(len(texts), dtype=np.uint64)
-    for start in range(0, len(texts), _KEY_CHUNK):
-        part = texts.slice(start, _KEY_CHUNK)
-        out[start:start + len(part)] = _text_keys(part, k0, k1)
-    return out
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place on uint64 values (a bijection: distinct in, distinct out)."""
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(_MIX1)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(_MIX2)
-    h ^= h >> np.uint64(31)
-    return h
-
-
-def _text_keys(texts, k0: np.uint64, k1: np.uint64) -> np.ndarray:
-    """:func:`draw_keys` of one pyarrow string array (no nulls)."""
-    n = len(texts)
-    off = np.frombuffer(texts.buffers()[1], dtype=np.int32, count=n + 1, offset=texts.offset * 4).astype(np.int64)
-    lengths = off[1:] - off[:-1]
-    data = texts.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8) if data is not None and len(data) else np.zeros(0, np.uint8)
-    size = int(off[-1] - off[0])
-    padded = np.zeros(size + 8, dtype=np.uint8)  # 8 bytes past the end, so every word can be read
-    padded[:size] = raw[off[0] : off[-1]]
-    off -= off[0]
-    nwords = (lengths + 7) // 8
-    total = int(nwords.sum())
-    sums = np.zeros(n, dtype=np.uint64)
-    if total:
-        first = np.cumsum(nwords) - nwords  # where each text's words begin among all words
-        step = np.arange(total, dtype=np.int64)
-        j = step - np.repeat(first, nwords)  # each word's number within its text
-        at = np.repeat(off[:-1], nwords)
-        at += 8 * j
-        # The 8 bytes at each word's start, gathered through an unaligned, byte-strided uint64 view.
-        w = np.ndarray(shape=(size + 1,), dtype="<u8", buffer=padded, strides=(1,))[at]
-        del at
-        full = nwords > 0
-        last = (first + nwords - 1)[full]  # only a text's last word runs past its end: its tail zeroed
-        w[last] &= _LOW_BYTES[lengths[full] - 8 * (nwords[full] - 1)]
-        w += k0
-        w += j.view(np.uint64) * np.uint64(_GAMMA)
-        del j
-        _mix(w)
-        sums[full] = np.add.reduceat(w, first[full])
-    sums ^= lengths.astype(np.uint64) * np.uint64(_GAMMA) + k1
-    return _mix(sums)
+    if not isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        for t in texts:
+            yield t.encode("utf-8")
+        return
+    for start in range(0, len(texts), 1 << 16):
+        yield from texts.slice(start, 1 << 16).cast(pa.binary()).to_pylist()
 
 
 def certain_units(top: Sequence[int], k: int, total: int) -> tuple[int, int]:
