@@ -19,7 +19,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # order; text, attribute values (the token, the judgment id, positions in links) and the <mark>s
 # around the query's words in the text (part of the text) left out.
 SHAPE = """() => {
-  const walk = (el) => [el.tagName, [...el.attributes].map(a => a.name === 'class' ? 'class=' + a.value : a.name).sort()
+  const cls = (v) => v.split(' ').filter(c => c && !c.startsWith('htmx-')).join(' ');  // not htmx's swap-time classes
+  const walk = (el) => [el.tagName, [...el.attributes].filter(a => a.name !== 'class' || cls(a.value))
+                        .map(a => a.name === 'class' ? 'class=' + cls(a.value) : a.name).sort()
                         .join(' '), [...el.children].filter(c => c.tagName !== 'MARK').map(walk)];
   return JSON.stringify(walk(document.querySelector('#pair')));
 }"""
