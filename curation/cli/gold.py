@@ -179,6 +179,20 @@ def settings_cmd(project_name, rate, bar, hold, qual_pairs, pass_mark, retries, 
                "after a failed attempt" if n else "qualification: off")
 
 
+def _lead_action(s, project_name: str, lead_name: str, judge_name: str, what: str):
+    """The project, the lead (a lead or admin, else a usage error saying who may ``what``) and the
+    judge of a lead's action on one judge."""
+    from curation.store.projects import get_project
+    from curation.store.roles import is_lead
+    from curation.store.users import require_user
+
+    proj = get_project(s, project_name)
+    lead = require_user(s, lead_name)
+    if not is_lead(lead):
+        raise click.ClickException(f"--lead: {lead.name} is a {lead.role}; only a lead or admin {what}")
+    return proj, lead, require_user(s, judge_name)
+
+
 @gold.command("release")
 @click.argument("judge_name", metavar="JUDGE")
 @project_option
@@ -193,16 +207,10 @@ def release_cmd(judge_name, project_name, lead_name, db_url):
       golden judging gold release alice --project news --lead lena
     """
     from curation.judge.gold import release_hold
-    from curation.store.projects import get_project
-    from curation.store.roles import is_lead
-    from curation.store.users import require_user
 
     with store_session(db_url) as s:
-        proj = get_project(s, project_name)
-        lead = require_user(s, lead_name)
-        if not is_lead(lead):
-            raise click.ClickException(f"--lead: {lead.name} is a {lead.role}; only a lead or admin releases a hold")
-        release_hold(s, proj, require_user(s, judge_name), lead)
+        proj, lead, judge = _lead_action(s, project_name, lead_name, judge_name, "releases a hold")
+        release_hold(s, proj, judge, lead)
     click.echo(f"project {proj.name}: {judge_name}'s queue released")
 
 
@@ -221,14 +229,8 @@ def grant_cmd(judge_name, project_name, lead_name, db_url):
       golden judging gold grant nina --project news --lead lena
     """
     from curation.judge.qualification import grant_attempt
-    from curation.store.projects import get_project
-    from curation.store.roles import is_lead
-    from curation.store.users import require_user
 
     with store_session(db_url) as s:
-        proj = get_project(s, project_name)
-        lead = require_user(s, lead_name)
-        if not is_lead(lead):
-            raise click.ClickException(f"--lead: {lead.name} is a {lead.role}; only a lead or admin grants an attempt")
-        number = grant_attempt(s, proj, require_user(s, judge_name), lead).attempt
+        proj, lead, judge = _lead_action(s, project_name, lead_name, judge_name, "grants an attempt")
+        number = grant_attempt(s, proj, judge, lead).attempt
     click.echo(f"project {proj.name}: {judge_name} may take the qualification again (attempt {number})")
