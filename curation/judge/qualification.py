@@ -377,6 +377,14 @@ def qualification_pairs(session: Session, project_id: int) -> set[tuple[int, int
         QualificationAttempt.project_id == project_id)).all())
 
 
+def met_in_qualification(session: Session, project_id: int, judge_id: int) -> set[int]:
+    """The pair ids drawn into ``judge_id``'s qualification attempts in the project: taught to them,
+    so never moved into their main work (:func:`curation.judge.judging.release_stale`)."""
+    return set(session.exec(select(QualificationAnswer.pair_id).join(
+        QualificationAttempt, QualificationAttempt.id == QualificationAnswer.attempt_id).where(
+        QualificationAttempt.project_id == project_id, QualificationAttempt.judge_id == judge_id)).all())
+
+
 @dataclass(frozen=True)
 class QualificationRow:
     """A judge's qualification, as Progress shows it."""

@@ -232,3 +232,32 @@ def test_pairs_of_a_judges_qualification_are_never_mixed_into_their_work(engine,
         others = set(db.exec(select(Assignment.pair_id).where(Assignment.judge_id != nina.id,
                                                               Assignment.kind == KNOWN_KIND)).all())
         assert others  # the set is mixed for the others as usual
+
+
+def test_a_stale_query_moves_without_the_pairs_the_judge_met_in_qualification(engine, setup):
+    """An idle judge's open main pairs move to a judge who asks (``release_stale``), but a pair the
+    asking judge was taught in qualification stays with its owner, and the owner's other queries
+    still move (the met pair does not pin the query taken)."""
+    from datetime import timedelta
+
+    from curation.judge.judging import release_stale
+
+    with new_session(engine) as db:
+        project, nina = projects.get_project(db, setup.project_name), get_user(db, "nina")
+        _answer_attempt(db, project, nina, right=4)
+        met = {p for j, p in q.qualification_pairs(db, project.id) if j == nina.id}
+        others_open = set(db.exec(select(Assignment.pair_id).where(
+            Assignment.project_id == project.id, Assignment.judge_id != nina.id, Assignment.kind == "main",
+            Assignment.done_at.is_(None))).all())
+        assert met & others_open  # a pair nina met sits open in another judge's main queue
+        later = utcnow() + timedelta(days=1)
+        moved = 0
+        while n := release_stale(db, project, nina, stale_after=timedelta(hours=1), now=later):
+            moved += n
+        mine = set(db.exec(select(Assignment.pair_id).where(Assignment.project_id == project.id,
+                                                            Assignment.judge_id == nina.id)).all())
+        left = set(db.exec(select(Assignment.pair_id).where(
+            Assignment.project_id == project.id, Assignment.judge_id != nina.id, Assignment.kind == "main",
+            Assignment.done_at.is_(None))).all())
+        assert moved == len(others_open - met)  # every other open pair moved ...
+        assert not mine & met and left == others_open & met  # ... and only the met ones stayed

@@ -41,6 +41,7 @@ from curation.judge.judging._statements import (
     _Row,
     plan_of,
 )
+from curation.judge.qualification import met_in_qualification
 from curation.store import workload
 from curation.store.audit import record_audit
 from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
@@ -558,6 +559,9 @@ def release_stale(
         if n:
             owners.append((-n, owner, assigned_at))
     owners.sort()
+    # A pair the judge met in qualification was taught to them: it stays with its owner (for another
+    # judge to take), never a label of this judge's; the query taken is the last one with other pairs.
+    met = met_in_qualification(session, proj.id, jid)
     for _n, owner, assigned_at in owners:
         conn = session.connection()  # anew: a failed move below ends the transaction
         shown = conn.execute(_LAST_SHOWN, {"owner": owner, "pid": proj.id}).scalar()
@@ -568,19 +572,21 @@ def release_stale(
         tail = session.exec(
             join_pair_text(select(PoolPair.query_id).join(Assignment, Assignment.pair_id == PoolPair.id))
             .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
-                   Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == false())
+                   Assignment.done_at.is_(None), Query.status != "dropped", Document.excluded == false(),
+                   Assignment.pair_id.not_in(met))
             .order_by(Assignment.position.desc())
             .limit(1)
         ).first()
         if tail is None:
             continue
         rows = session.exec(
-            select(Assignment.id, Assignment.position)
+            select(Assignment.id, Assignment.position, Assignment.pair_id)
             .join(PoolPair, PoolPair.id == Assignment.pair_id)
             .where(Assignment.project_id == proj.id, Assignment.judge_id == owner, Assignment.kind == "main",
                    Assignment.done_at.is_(None), PoolPair.query_id == tail)
         ).all()
-        if not rows:  # taken by another judge between the two reads
+        rows = [(i, pos) for i, pos, pair in rows if pair not in met]
+        if not rows:  # taken by another judge between the two reads, or all met in qualification
             continue
         mine = session.exec(
             select(func.max(Assignment.position)).where(Assignment.judge_id == jid, Assignment.project_id == proj.id)
