@@ -415,8 +415,9 @@ class LogPool:
         if shape:
             import pyarrow as pa
 
-            shapes = np.where(is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
-            pool = pool.assign(shape=pd.array(shapes, dtype="string"))
+            question = is_question(pa.array(pool["text"].array, pa.string())).astype(np.int8)
+            shapes = pa.DictionaryArray.from_arrays(pa.array(question), pa.array(["keyword", "question"]))
+            pool = pool.assign(shape=pd.array(shapes.cast(pa.string()), dtype="string"))
         if dims:
             groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
             keys = [stratum_key(k) for k, _ in groups]
