@@ -411,7 +411,7 @@ class LogPool:
         hand_found = dict(zip(found["text"].tolist(), zip(found["traffic"].tolist(), (
             found["users"].tolist() if self.has_users else [None] * len(found)))))
         keep = ~(in_hand | in_excluded)
-        pool = q.loc[keep].reset_index(drop=True)
+        pool = q if keep.all() else q.loc[keep].reset_index(drop=True)  # no copy when nothing is left out
         if shape:
             import pyarrow as pa
 
