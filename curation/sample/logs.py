@@ -197,7 +197,7 @@ class _Collapser:
         # Sparse: each query's first stratum seen and its traffic there in two arrays by query id (most
         # queries have one stratum), the other (query, stratum) pairs in Series by (nid << 24 | sid).
         self.traffic_parts: list[pd.Series] | None = None
-        self.first_sid = np.zeros(0, dtype=np.int64)  # -1: not seen
+        self.first_sid = np.zeros(0, dtype=np.int32)  # -1: not seen (strata ids fit 24 bits)
         self.first_traffic = np.zeros(0, dtype=np.int64)
         self.traffic_len = 0
         self.traffic_merge_at = _MERGE_AT
@@ -368,7 +368,7 @@ class _Collapser:
         n_norms = len(self.norms)
         if len(self.first_sid) < n_norms:
             grow = max(n_norms, 2 * len(self.first_sid)) - len(self.first_sid)
-            self.first_sid = np.concatenate([self.first_sid, np.full(grow, -1, np.int64)])
+            self.first_sid = np.concatenate([self.first_sid, np.full(grow, -1, np.int32)])
             self.first_traffic = np.concatenate([self.first_traffic, np.zeros(grow, np.int64)])
         first = self.first_sid[nid]
         new = first < 0
@@ -380,7 +380,7 @@ class _Collapser:
     def _go_sparse(self) -> None:
         nid, sid, traffic = self._dense_table()
         self.traffic_parts, self.traffic_len = [], 0
-        self.first_sid, self.first_traffic = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        self.first_sid, self.first_traffic = np.zeros(0, np.int32), np.zeros(0, np.int64)
         self.dense_traffic, self.dense_seen = np.zeros((0, 1), np.int64), np.zeros((0, 1), bool)
         if len(nid):
             self._add_traffic(nid, sid, traffic)
