@@ -81,7 +81,8 @@ class CollapsedLog:
 
     ``queries`` is a DataFrame with columns ``text`` (normalised), ``traffic`` (searches, int64),
     ``users`` (distinct users, int64; absent without a user column) and one string column per
-    stratum dimension, in the order given; one row per distinct query, ordered by text.
+    stratum dimension, in the order given; one row per distinct query, ordered by text (unless
+    :func:`collapse_log` was asked not to order them).
     """
 
     queries: pd.DataFrame
@@ -193,7 +194,11 @@ class _Collapser:
         # Traffic per (query, stratum): dense matrices while queries x strata is small, else summed pandas parts.
         self.dense_traffic = np.zeros((0, 1), dtype=np.int64)
         self.dense_seen = np.zeros((0, 1), dtype=bool)  # a pair seen with 0 searches still counts as seen
-        self.traffic_parts: list[pd.Series] | None = None  # sparse: Series of traffic by (nid << 24 | sid)
+        # Sparse: each query's first stratum seen and its traffic there in two arrays by query id (most
+        # queries have one stratum), the other (query, stratum) pairs in Series by (nid << 24 | sid).
+        self.traffic_parts: list[pd.Series] | None = None
+        self.first_sid = np.zeros(0, dtype=np.int32)  # -1: not seen (strata ids fit 24 bits)
+        self.first_traffic = np.zeros(0, dtype=np.int64)
         self.traffic_len = 0
         self.traffic_merge_at = _MERGE_AT
         # Distinct (query, user) pairs in buckets by query, each merged on its own: a merge's hash
@@ -221,6 +226,7 @@ class _Collapser:
         other.stratum_ids, other.stratum_values = dict(self.stratum_ids), list(self.stratum_values)
         other.dense_traffic, other.dense_seen = self.dense_traffic.copy(), self.dense_seen.copy()
         other.traffic_parts = None if self.traffic_parts is None else list(self.traffic_parts)
+        other.first_sid, other.first_traffic = self.first_sid.copy(), self.first_traffic.copy()
         other.traffic_len, other.traffic_merge_at = self.traffic_len, self.traffic_merge_at
         other.pair_parts, other.pairs_len = [list(p) for p in self.pair_parts], list(self.pairs_len)
         other.pairs_merge_at, other.pairs_unique = list(self.pairs_merge_at), list(self.pairs_unique)
@@ -339,27 +345,45 @@ class _Collapser:
                 self.dense_traffic, self.dense_seen = traffic, seen
             width = self.dense_traffic.shape[1]
             keys = nid * width + sid
-            size = self.dense_traffic.size
             self.dense_seen.reshape(-1)[keys] = True
-            if counts is None:
-                self.dense_traffic.reshape(-1)[:] += np.bincount(keys, minlength=size)
-            elif len(counts) and int(counts.max()) * len(counts) < 1 << 53:  # float sums are exact
-                self.dense_traffic.reshape(-1)[:] += np.bincount(keys, weights=counts, minlength=size).astype(np.int64)
-            else:
-                np.add.at(self.dense_traffic.reshape(-1), keys, counts)
+            _add_counts(self.dense_traffic.reshape(-1), keys, counts)
             return
+        first = self._first_strata(nid, sid)
+        _add_counts(self.first_traffic, nid[first], None if counts is None else counts[first])
+        if first.all():
+            return
+        other = ~first
+        nid, sid = nid[other], sid[other]
         keys = (nid << _STRATUM_BITS) | sid
-        part = pd.Series(np.ones(len(nid), np.int64) if counts is None else counts).groupby(keys, sort=False).sum()
+        ones = np.ones(len(nid), np.int64) if counts is None else counts[other]
+        part = pd.Series(ones).groupby(keys, sort=False).sum()
         self.traffic_parts.append(part)
         self.traffic_len += len(part)
         if self.traffic_len > self.traffic_merge_at:  # merge when the parts doubled: amortised linear
             self.traffic_merge_at = max(_MERGE_AT, 2 * len(self._merge_traffic()))
 
+    def _first_strata(self, nid: np.ndarray, sid: np.ndarray) -> np.ndarray:
+        """Whether each row's stratum is its query's first stratum (given now to the queries not seen
+        before: a row's stratum among theirs); the arrays grow to every query id."""
+        n_norms = len(self.norms)
+        if len(self.first_sid) < n_norms:
+            grow = max(n_norms, 2 * len(self.first_sid)) - len(self.first_sid)
+            self.first_sid = np.concatenate([self.first_sid, np.full(grow, -1, np.int32)])
+            self.first_traffic = np.concatenate([self.first_traffic, np.zeros(grow, np.int64)])
+        first = self.first_sid[nid]
+        new = first < 0
+        if new.any():
+            self.first_sid[nid[new]] = sid[new]
+            first = self.first_sid[nid]
+        return first == sid
+
     def _go_sparse(self) -> None:
         nid, sid, traffic = self._dense_table()
-        self.traffic_parts = [pd.Series(traffic, index=(nid << _STRATUM_BITS) | sid)]
-        self.traffic_len = len(nid)
+        self.traffic_parts, self.traffic_len = [], 0
+        self.first_sid, self.first_traffic = np.zeros(0, np.int32), np.zeros(0, np.int64)
         self.dense_traffic, self.dense_seen = np.zeros((0, 1), np.int64), np.zeros((0, 1), bool)
+        if len(nid):
+            self._add_traffic(nid, sid, traffic)
 
     def _dense_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cells = np.flatnonzero(self.dense_seen.reshape(-1))
@@ -391,9 +415,12 @@ class _Collapser:
         self.flush()
         if self.traffic_parts is None:
             return self._dense_table()
+        first_nid = np.flatnonzero(self.first_sid >= 0)
         traffic = self._merge_traffic()
         keys = traffic.index.to_numpy(dtype=np.int64)
-        return keys >> _STRATUM_BITS, keys & ((1 << _STRATUM_BITS) - 1), traffic.to_numpy(dtype=np.int64)
+        return (np.concatenate([first_nid, keys >> _STRATUM_BITS]),
+                np.concatenate([self.first_sid[first_nid], keys & ((1 << _STRATUM_BITS) - 1)]),
+                np.concatenate([self.first_traffic[first_nid], traffic.to_numpy(dtype=np.int64)]))
 
     def _merge_bucket(self, b: int) -> np.ndarray:
         parts = self.pair_parts[b]
@@ -410,8 +437,25 @@ class _Collapser:
         self.flush()
         return np.concatenate([self._merge_bucket(b) for b in range(_PAIR_BUCKETS)])
 
-    def finish(self) -> CollapsedLog:
-        nid, sid, traffic = self.traffic_table()
+    def _decide(self):
+        """Each query's traffic and stratum (:func:`decide_queries`): (query ids, traffic, stratum
+        ids, facts). In the sparse layout only the queries seen under more than one stratum go
+        through the table; a query of one stratum is decided by its one (query, stratum) total,
+        as the rule decides it (its only stratum is its dominant one; dropped at 0 searches)."""
+        self.flush()
+        if self.traffic_parts is None:
+            nid, sid, traffic = self._dense_table()
+            single = np.zeros(0, np.int64)
+        else:
+            merged = self._merge_traffic()
+            side = merged.index.to_numpy(dtype=np.int64)
+            multi = np.zeros(len(self.first_sid), dtype=bool)
+            multi[side >> _STRATUM_BITS] = True
+            single = np.flatnonzero((self.first_sid >= 0) & ~multi)
+            first = np.flatnonzero(multi)
+            nid = np.concatenate([first, side >> _STRATUM_BITS])
+            sid = np.concatenate([self.first_sid[first], side & ((1 << _STRATUM_BITS) - 1)])
+            traffic = np.concatenate([self.first_traffic[first], merged.to_numpy(dtype=np.int64)])
         # Rank strata by their values, so ties never depend on the order of the log's rows.
         order = sorted(range(len(self.stratum_values)), key=self.stratum_values.__getitem__)
         srank = np.empty(len(order), dtype=np.int64)
@@ -419,18 +463,28 @@ class _Collapser:
         table = pd.DataFrame({"key": nid, "sid": sid, "traffic": traffic,
                               "srank": srank[sid] if len(sid) else np.zeros(0, np.int64)})
         qn, total, qsid, facts = decide_queries(table)
+        if len(single):
+            single_total = self.first_traffic[single]
+            keep = single_total > 0
+            facts["zero_traffic"] += int(len(keep) - keep.sum())
+            qn = np.concatenate([single[keep], qn])
+            total = np.concatenate([single_total[keep], total])
+            qsid = np.concatenate([self.first_sid[single[keep]], qsid])
+        return qn, total, qsid, facts
+
+    def finish(self, ordered: bool = True) -> CollapsedLog:
+        qn, total, qsid, facts = self._decide()
         zero, multi, moved = facts["zero_traffic"], facts["multi_stratum"], facts["moved"]
-        texts = self.norms.values
-        # Ordered by text (pyarrow sorts the strings: code point order, as Python's), built sorted.
-        chosen = texts.take(pa.array(qn, pa.int64()))
-        order = pc.sort_indices(chosen).to_numpy(zero_copy_only=False)
-        qn, total, qsid = qn[order], total[order], qsid[order]
-        data = {"text": pd.array(chosen.take(pa.array(order)), dtype="string"), "traffic": total}
+        chosen = self.norms.values.take(pa.array(qn, pa.int64()))
+        if ordered:  # by text (pyarrow sorts the strings: code point order, as Python's), built sorted
+            order = pc.sort_indices(chosen).to_numpy(zero_copy_only=False)
+            qn, total, qsid, chosen = qn[order], total[order], qsid[order], chosen.take(pa.array(order))
+        data = {"text": pd.array(chosen, dtype="string"), "traffic": total}
         mass = None
         if self.user_col is not None:
             self.flush()
             buckets = [self._merge_bucket(b) for b in range(_PAIR_BUCKETS)]
-            users, mass = _users_and_mass(buckets, len(texts), len(self.users))
+            users, mass = _users_and_mass(buckets, len(self.norms), len(self.users))
             data["users"], mass = users[qn], mass[qn]
         for j, dim in enumerate(self.strata):
             column = pa.array([v[j] for v in self.stratum_values], pa.string())
@@ -439,6 +493,16 @@ class _Collapser:
         stats = LogStats(rows=self.rows, searches=self.searches, distinct_raw=len(self.raw),
                          empty_rows=self.empty_rows, zero_traffic=zero, multi_stratum=multi, moved_searches=moved)
         return CollapsedLog(queries=queries, has_users=self.user_col is not None, stats=stats, user_mass=mass)
+
+
+def _add_counts(totals: np.ndarray, keys: np.ndarray, counts: np.ndarray | None) -> None:
+    """Add each row's searches (1 a row, or its count) to ``totals`` at its key, exactly."""
+    if counts is None:
+        totals += np.bincount(keys, minlength=len(totals))
+    elif len(counts) and int(counts.max()) * len(counts) < 1 << 53:  # float sums are exact
+        totals += np.bincount(keys, weights=counts, minlength=len(totals)).astype(np.int64)
+    else:
+        np.add.at(totals, keys, counts)
 
 
 def _pair_groups(buckets: Sequence[np.ndarray], size: int = 1 << 20):
@@ -614,6 +678,7 @@ def collapse_log(
     user_col: str | None = None,
     strata: Sequence[str] = (),
     progress: bool = False,
+    ordered: bool = True,
 ) -> CollapsedLog:
     """Read one or more log files and collapse them to distinct normalised queries.
 
@@ -621,7 +686,9 @@ def collapse_log(
     traffic (the number of searches: rows, or the sum of ``count_col``), the number of distinct
     non-empty values of ``user_col`` among its searches, and its stratum (the values of
     ``strata`` columns where it has most traffic). Rows whose query is empty after normalisation
-    are skipped and counted in ``stats.empty_rows``. Several files are read as one log.
+    are skipped and counted in ``stats.empty_rows``. Several files are read as one log. The
+    queries come ordered by text; with ``ordered=False`` in an order of the collapse's own (the
+    same for the same log), which spares sorting them all (the sampler needs no text order).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "log.csv"
@@ -638,7 +705,7 @@ def collapse_log(
             collapser = _read_path(path, columns, collapser, bar)
     finally:
         bar.close()
-    return collapser.finish()
+    return collapser.finish(ordered)
 
 
 def _read_path(path: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:

@@ -194,12 +194,14 @@ def allocate(traffic: Sequence[int], available: Sequence[int], *, size: int, flo
 
 def draw_stratum(
     traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator, keys: Sequence[int] | None = None,
-    head: str = "certain",
+    head: str = "certain", ranks: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``k`` of a stratum's queries without replacement; return (indices, inclusion probabilities).
 
-    ``keys`` (:func:`draw_keys` of the queries, given in text order) set the order of the draw:
-    the queries sorted by key, ties by index; without ``keys``, a random order from ``rng``.
+    ``keys`` (:func:`draw_keys` of the queries) set the order of the draw: the queries sorted by
+    key, ties by text; without ``keys``, a random order from ``rng``. Ties (of keys, and of traffic
+    among the largest) go in text order: the queries are given in text order, or ``ranks``
+    (:func:`tie_ranks`) orders them as their texts wherever a tie is broken.
     ``weighting="traffic"``: a probability-proportional-to-size design. A query whose traffic
     alone is worth a draw (``k' * t_i >= T'`` over the queries not yet taken for certain,
     :func:`certain_units`) is taken with certainty; the other draws are made by systematic PPS
@@ -223,11 +225,15 @@ def draw_stratum(
         return np.arange(n), np.ones(n)
     if keys is None:
         keys = rng.integers(0, np.iinfo(np.int64).max, size=n, dtype=np.int64)
-    by_key = np.argsort(np.asarray(keys), kind="stable")
+    keys = np.asarray(keys)
+    by_key = np.argsort(keys, kind="stable")
+    tie = np.arange(n) if ranks is None else np.asarray(ranks)
+    if ranks is not None and (keys[by_key][1:] == keys[by_key][:-1]).any():
+        by_key = np.lexsort((tie, keys))
     if head not in UNIFORM_HEADS:
         raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
-    # Certainty units, largest first (ties by index, i.e. by text).
-    top = np.lexsort((np.arange(n), -t))[:k]
+    # Certainty units, largest first (ties by text).
+    top = np.lexsort((tie, -t))[:k]
     if weighting == "uniform":
         certain = head_units(t[top], k, int(t.sum()))[0] if head == "certain" else 0
         sure = top[:certain]
@@ -256,6 +262,31 @@ def draw_stratum(
     probs = np.concatenate([np.ones(certain), probs_rest])
     order_out = np.argsort(idx, kind="stable")
     return idx[order_out], probs[order_out]
+
+
+def tie_ranks(texts, traffic: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+    """A rank for each of a stratum's queries (``texts``, a pyarrow string array, in any order)
+    that orders them as their texts do wherever :func:`draw_stratum` breaks a tie by text: among
+    the queries whose traffic is at least the ``k``-th largest (the only ones among which the
+    certain units and their order are chosen) and among queries of equal ``keys``. Only those are
+    sorted by text (code point order, as Python's: UTF-8 bytes compare in that order); the others
+    rank after them in the order given, where no tie involves them. So a stratum's draw needs no
+    sort of all its texts, and gives what it gives with the texts in text order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = np.asarray(traffic)
+    n = len(t)
+    lead = t >= np.partition(t, n - k)[n - k] if 0 < k <= n else np.ones(n, dtype=bool)
+    by_key = np.argsort(keys, kind="stable")
+    same = np.flatnonzero(keys[by_key][1:] == keys[by_key][:-1])
+    lead[by_key[same]] = lead[by_key[same + 1]] = True
+    first = np.flatnonzero(lead)
+    order = pc.sort_indices(texts.take(pa.array(first))).to_numpy(zero_copy_only=False)
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[first[order]] = np.arange(len(first))
+    ranks[~lead] = np.arange(len(first), n)
+    return ranks
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,7 +381,7 @@ def sample_queries(
 
     if dask is None:
         source = nullcontext(LogPool(collapse_log(log, query_col=query_col, count_col=count_col, user_col=user_col,
-                                                  strata=strata, progress=progress)))
+                                                  strata=strata, progress=progress, ordered=False)))
     else:  # read, grouped and drawn on a Dask cluster, to the same rows (curation.sample.distributed)
         from curation.sample.distributed import DaskPool
 
@@ -380,12 +411,13 @@ class LogPool:
         hand_found = dict(zip(found["text"].tolist(), zip(found["traffic"].tolist(), (
             found["users"].tolist() if self.has_users else [None] * len(found)))))
         keep = ~(in_hand | in_excluded)
-        pool = q.loc[keep].reset_index(drop=True)
+        pool = q if keep.all() else q.loc[keep].reset_index(drop=True)  # no copy when nothing is left out
         if shape:
             import pyarrow as pa
 
-            shapes = np.where(is_question(pa.array(pool["text"].array, pa.string())), "question", "keyword")
-            pool = pool.assign(shape=pd.array(shapes, dtype="string"))
+            question = is_question(pa.array(pool["text"].array, pa.string())).astype(np.int8)
+            shapes = pa.DictionaryArray.from_arrays(pa.array(question), pa.array(["keyword", "question"]))
+            pool = pool.assign(shape=pd.array(shapes.cast(pa.string()), dtype="string"))
         if dims:
             groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
             keys = [stratum_key(k) for k, _ in groups]
@@ -411,12 +443,16 @@ class LogPool:
              head: str = "certain") -> list[Drawn]:
         """For each (stratum, label, k) of ``plans``: its ``k`` queries drawn by :func:`draw_stratum`,
         seeded by ``seed`` and the label, in the order of :func:`draw_keys`."""
+        import pyarrow as pa
+
         out = []
         for h, label, k in plans:
-            idx, texts = _by_text(self.members[h], self.texts)  # independent of the log's row order
+            idx = self.members[h]  # in any order: ties go by text (tie_ranks), never by the log's row order
+            texts = self.texts.take(pa.array(idx))
             keys = draw_keys(seed, texts) if k < len(idx) else None
+            ranks = tie_ranks(texts, self.traffic[idx], keys, k) if keys is not None else None
             chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=stratum_rng(seed, label),
-                                         keys=keys, head=head)
+                                         keys=keys, head=head, ranks=ranks)
             picked = idx[chosen]
             out.append(Drawn(texts=texts.take(chosen).to_numpy(zero_copy_only=False), traffic=self.traffic[picked],
                              users=None if self.users is None else self.users[picked],
@@ -432,21 +468,6 @@ def _arrow_strings(column: pd.Series):
 
     arr = pa.array(column.array, pa.string()) if len(column) else pa.array([], pa.string())
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-
-
-def _by_text(idx: np.ndarray, texts):
-    """The positions ``idx`` ordered by their texts (code point order, as Python sorts strings: UTF-8
-    bytes compare in that order), and those texts. The pool is usually in text order already (the
-    collapse builds it sorted), which is checked in one pass before sorting."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    taken = texts.take(pa.array(idx))
-    n = len(taken)
-    if n > 1 and not pc.all(pc.less(taken.slice(0, n - 1), taken.slice(1))).as_py():
-        order = pc.sort_indices(taken).to_numpy(zero_copy_only=False)
-        idx, taken = idx[order], taken.take(pa.array(order))
-    return idx, taken
 
 
 def _sample(population, *, strata, shape, size, floor, seed, weighting, handwritten, exclude, warnings,

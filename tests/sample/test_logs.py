@@ -7,6 +7,7 @@ import gzip
 import json
 import random
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -341,6 +342,11 @@ def test_windows_blocks_and_the_traffic_layout_never_change_the_collapse(tmp_pat
     got = collapse_log(path, **kw)
     assert got.queries.equals(expected.queries) and got.stats == expected.stats
     assert got.user_mass.tobytes() == expected.user_mass.tobytes()
+    # Unordered (as the sampler asks): the same rows and masses, in the collapse's own order.
+    loose = collapse_log(path, **kw, ordered=False)
+    order = np.argsort(loose.queries["text"].to_numpy(dtype=object), kind="stable")
+    assert loose.queries.iloc[order].reset_index(drop=True).equals(expected.queries) and loose.stats == expected.stats
+    assert loose.user_mass[order].tobytes() == expected.user_mass.tobytes()
 
 
 def test_strings_keep_their_ids_and_new_ones_come_next_in_order_of_appearance():

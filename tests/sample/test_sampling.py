@@ -171,6 +171,39 @@ def test_uniform_draws_take_the_head_whole_then_the_rest_alike():
         draw_stratum(t, 5, weighting="uniform", rng=np.random.default_rng(0), head="whole")
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_stratum_in_any_order_with_tie_ranks_draws_what_it_draws_in_text_order(data):
+    """LogPool draws a stratum without sorting its texts: tie_ranks orders only the queries among
+    which draw_stratum breaks a tie. Ties are made common on purpose (few traffic values, keys
+    drawn from a handful), and texts include non-ASCII and prefixes of each other."""
+    import pyarrow as pa
+
+    from curation.sample.sampling import tie_ranks
+
+    texts = data.draw(st.lists(st.text(alphabet="ab\u00e9\u4e2d ", min_size=0, max_size=5), min_size=2,
+                               max_size=40, unique=True))
+    n = len(texts)
+    traffic = np.array(data.draw(st.lists(st.sampled_from([1, 1, 2, 3, 50]), min_size=n, max_size=n)))
+    keys = np.array(data.draw(st.lists(st.integers(0, 5 if data.draw(st.booleans()) else 2**64 - 1),
+                                       min_size=n, max_size=n)), dtype=np.uint64)
+    k = data.draw(st.integers(1, n - 1))
+    weighting = data.draw(st.sampled_from(["traffic", "uniform"]))
+    head = data.draw(st.sampled_from(["certain", "drawn"]))
+    seed = data.draw(st.integers(0, 2**16))
+    by_text = sorted(range(n), key=lambda i: texts[i])  # Python's order of str: code points
+    idx, probs = draw_stratum(traffic[by_text], k, weighting=weighting, rng=np.random.default_rng(seed),
+                              keys=keys[by_text], head=head)
+    want = dict(zip((texts[by_text[i]] for i in idx), probs.tolist()))
+    shuffled = data.draw(st.permutations(range(n)))
+    arr = pa.array([texts[i] for i in shuffled], pa.string())
+    ranks = tie_ranks(arr, traffic[shuffled], keys[shuffled], k)
+    assert sorted(ranks.tolist()) == list(range(n))
+    idx, probs = draw_stratum(traffic[shuffled], k, weighting=weighting, rng=np.random.default_rng(seed),
+                              keys=keys[shuffled], head=head, ranks=ranks)
+    assert dict(zip((texts[shuffled[i]] for i in idx), probs.tolist())) == want
+
+
 # ---- the whole sample ---------------------------------------------------------------------------
 
 
