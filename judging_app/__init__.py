@@ -47,6 +47,17 @@ class GoldenFlask(Flask):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._plain_functions: dict = {}
+        self.lean = None  # the lean answer path (judging_app.lean), set by create_app
+
+    def wsgi_app(self, environ, start_response):
+        """Flask's, except that the judging page's htmx answer takes the lean path when it can
+        (:mod:`judging_app.lean`: it returns None, having changed nothing, when it cannot)."""
+        lean = self.lean
+        if lean is not None and environ.get("HTTP_HX_REQUEST") == "true":
+            response = lean.answer(environ, start_response)
+            if response is not None:
+                return response
+        return super().wsgi_app(environ, start_response)
 
     def ensure_sync(self, func):
         plain = self._plain_functions
@@ -88,6 +99,12 @@ class CheckedTokens(CSRFProtect):
         super().protect(apply_exemptions)  # raises CSRFError (a 400) when the token is refused
         if g.get("csrf_valid"):
             self._remember(self._get_csrf_token(), session.get(config["WTF_CSRF_FIELD_NAME"]))
+
+    def accepted(self, app, token: str):
+        """The session value ``token`` was accepted for lately in ``app`` (within
+        ``WTF_CSRF_TIME_LIMIT`` of its signing), else None: what :meth:`protect` accepts without
+        verifying again, for the lean answer path (:mod:`judging_app.lean`)."""
+        return self._accepted.get((id(app), token), app.config["WTF_CSRF_TIME_LIMIT"])
 
     def _remember(self, token: str | None, value) -> None:
         if not token or not isinstance(value, str):
@@ -204,6 +221,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         # was shown is the second press of a key meant for the pair before, and is refused.
         MIN_ANSWER_MS=_env_ms("GOLDEN_MIN_ANSWER_MS", 250),
         SEND_FILE_MAX_AGE_DEFAULT=3600,
+        LEAN_ANSWER=True,  # the htmx answer without Flask's full dispatch (judging_app.lean); False: Flask's
     )
     if test_config:
         app.config.from_mapping(test_config)
@@ -271,6 +289,10 @@ def create_app(test_config: dict | None = None) -> Flask:
             audit.ORIGIN.reset(token)
 
     secure = app.config["SECURE_COOKIES"]
+    if app.config["LEAN_ANSWER"]:
+        from .lean import LeanAnswer
+
+        app.lean = LeanAnswer(app)
 
     @app.after_request
     def security_headers(response):
