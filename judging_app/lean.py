@@ -51,10 +51,13 @@ class LeanAnswer:
     """The lean path of one app: ``answer(environ, start_response)`` returns the response, or None
     (nothing read from the client is lost: the body is put back) for the normal path."""
 
-    def __init__(self, app):
+    def __init__(self, app, csrf, security_headers: list[tuple[str, str]]):
         self.app = app
+        self.csrf = csrf  # the app's CheckedTokens
         self.template = None
-        self.headers = None
+        # the app's security headers (its after_request hook), then Vary: Cookie, as Flask adds it
+        # when the session was read: the order of the normal path's htmx answer
+        self.headers = [*security_headers, ("Vary", "Cookie")]
 
     def eligible(self, environ) -> int | None:
         """The project id of a plain htmx answer request, else None (checks of the request alone)."""
@@ -106,14 +109,12 @@ class LeanAnswer:
 
     def csrf_ok(self, form: dict, data: dict) -> bool:
         """Whether flask-wtf accepted this form's CSRF token for this session's value lately."""
-        from . import csrf
-
         config = self.app.config
         token = form.get(config["WTF_CSRF_FIELD_NAME"])
         value = data.get(config["WTF_CSRF_FIELD_NAME"])
         if not token or not isinstance(value, str):
             return False
-        seen = csrf.accepted(self.app, token)
+        seen = self.csrf.accepted(self.app, token)
         return seen is not None and hmac.compare_digest(seen, value)
 
     def answer(self, environ, start_response):
@@ -191,17 +192,7 @@ class LeanAnswer:
         return self.template.render(context).encode()
 
     def response_headers(self, length: int) -> list[tuple[str, str]]:
-        """The headers of the normal path's htmx answer, in its order: the content type and length,
-        the app's security headers (``create_app``'s ``after_request``), then ``Vary: Cookie``
-        (Flask's session adds it when the session was read)."""
-        if self.headers is None:
-            from . import CONTENT_SECURITY_POLICY, HSTS
-
-            headers = [("Content-Security-Policy", CONTENT_SECURITY_POLICY), ("X-Content-Type-Options", "nosniff"),
-                       ("Referrer-Policy", "same-origin")]
-            if self.app.config["SECURE_COOKIES"]:
-                headers.append(("Strict-Transport-Security", HSTS))
-            self.headers = [*headers, ("Vary", "Cookie")]
+        """The headers of the normal path's htmx answer, in its order."""
         return [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(length)), *self.headers]
 
     def in_context(self, environ, start_response, user, db, conn, project_id, *, error=None, answered=None):
