@@ -194,10 +194,12 @@ def create_app(test_config: dict | None = None) -> Flask:
     and 7 days), ``LOGIN_*`` (throttling: 5 failures of an account from one address in 15 minutes lock
     that pair for 1 minute, doubling up to an hour; 5 per account or 20 per address only slow
     them, for 30 seconds; a known device is counted on its own), ``SECURE_COOKIES``
-    (``GOLDEN_SECURE_COOKIES``: Secure cookies and HSTS, behind HTTPS) and ``PROXY_HEADERS``
+    (``GOLDEN_SECURE_COOKIES``: Secure cookies and HSTS, behind HTTPS), ``PROXY_HEADERS``
     (``GOLDEN_PROXY_HEADERS``: trust X-Forwarded-For and X-Forwarded-Proto from one
-    reverse proxy, werkzeug's ProxyFix). The app refuses to start on a store whose schema is not at
-    the latest migration, with the command that fixes it.
+    reverse proxy, werkzeug's ProxyFix) and ``LEAN_ANSWER`` (default True: the judging page's htmx
+    answer takes the lean path of :mod:`judging_app.lean` when it can; False: always Flask's
+    dispatch). The app refuses to start on a store whose schema is not at the latest migration,
+    with the command that fixes it.
 
     One function on purpose: the app factory keeps configuration, security, blueprints and error
     handlers in one place, in the order they must be set up.
