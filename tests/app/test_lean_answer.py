@@ -16,7 +16,7 @@ from judging_app.lean import LeanAnswer
 from tests.support.client import csrf, login
 
 HTMX = {"HX-Request": "true"}
-TOKEN = re.compile(r'name="(token|judgment)" value="[^"]*"')
+TOKEN = re.compile(r'name="(token|judgment|csrf_token)" value="[^"]*"')
 
 
 def field(body: bytes, name: str) -> str:
@@ -66,8 +66,8 @@ def post(app, client, project, body, *, lean: bool, **data):
 
 
 def shape(response) -> tuple:
-    """Status, headers (but the length) and body with the one-time tokens, judgment ids, milliseconds
-    and the time-left estimate (from the judge's pace, read from the clock) taken out: what must be
+    """Status, headers (but the length) and body with the one-time tokens, judgment ids, CSRF tokens
+    (signed to the second), milliseconds and the time-left estimate (from the judge's pace, read from the clock) taken out: what must be
     equal between the two paths."""
     body = TOKEN.sub(r'name="\1" value=""', response.get_data(as_text=True))
     body = re.sub(r"[0-9]+ ms", "N ms", body)
@@ -85,6 +85,7 @@ def test_the_lean_answer_is_the_normal_answer(app, project, engine, spy):
     assert spy["respond"] == 0  # the first answer's CSRF token was not yet verified: Flask's path
     lean = post(app, client, project, body, lean=True, grade="2")
     assert lean.status_code == 200 and spy["render"] == 1
+    assert csrf(lean.data) == csrf(body)  # the token it was sent, kept for the next pair (as the view keeps it)
     undo = client.post(f"/projects/{project.project_id}/judge/undo",
                        data={"csrf_token": csrf(lean.data), "judgment": field(lean.data, "judgment")}, headers=HTMX)
     assert undo.status_code == 200
