@@ -66,9 +66,9 @@ def post(app, client, project, body, *, lean: bool, **data):
 
 
 def shape(response) -> tuple:
-    """Status, headers (but the length) and body with the one-time tokens, judgment ids, CSRF tokens
-    (signed to the second), milliseconds and the time-left estimate (from the judge's pace, read from the clock) taken out: what must be
-    equal between the two paths."""
+    """Status, headers (but the length) and body with the one-time tokens, judgment ids, CSRF
+    tokens (signed to the second), milliseconds and the time-left estimate (from the judge's pace,
+    read from the clock) taken out: what must be equal between the two paths."""
     body = TOKEN.sub(r'name="\1" value=""', response.get_data(as_text=True))
     body = re.sub(r"[0-9]+ ms", "N ms", body)
     body = re.sub(r" · [^<]* left at your pace", "", body)
