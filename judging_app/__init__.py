@@ -47,6 +47,17 @@ class GoldenFlask(Flask):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._plain_functions: dict = {}
+        self.lean = None  # the lean answer path (judging_app.lean), set by create_app
+
+    def wsgi_app(self, environ, start_response):
+        """Flask's, except that the judging page's htmx answer takes the lean path when it can
+        (:mod:`judging_app.lean`: it returns None, having changed nothing, when it cannot)."""
+        lean = self.lean
+        if lean is not None and environ.get("HTTP_HX_REQUEST") == "true":
+            response = lean.answer(environ, start_response)
+            if response is not None:
+                return response
+        return super().wsgi_app(environ, start_response)
 
     def ensure_sync(self, func):
         plain = self._plain_functions
@@ -89,6 +100,12 @@ class CheckedTokens(CSRFProtect):
         if g.get("csrf_valid"):
             self._remember(self._get_csrf_token(), session.get(config["WTF_CSRF_FIELD_NAME"]))
 
+    def accepted(self, app, token: str):
+        """The session value ``token`` was accepted for lately in ``app`` (within
+        ``WTF_CSRF_TIME_LIMIT`` of its signing), else None: what :meth:`protect` accepts without
+        verifying again, for the lean answer path (:mod:`judging_app.lean`)."""
+        return self._accepted.get((id(app), token), app.config["WTF_CSRF_TIME_LIMIT"])
+
     def _remember(self, token: str | None, value) -> None:
         if not token or not isinstance(value, str):
             return
@@ -109,6 +126,16 @@ CONTENT_SECURITY_POLICY = (
 # Secure cookies: browsers must come back over HTTPS only, for a year (sent only with --secure-cookies,
 # i.e. when golden is served behind HTTPS).
 HSTS = "max-age=31536000"
+
+
+def security_headers(secure: bool) -> list[tuple[str, str]]:
+    """The headers every response carries (added unless a view set them), in this order: the
+    content security policy, no MIME sniffing, the referrer policy, and HSTS when ``secure``."""
+    headers = [("Content-Security-Policy", CONTENT_SECURITY_POLICY), ("X-Content-Type-Options", "nosniff"),
+               ("Referrer-Policy", "same-origin")]
+    if secure:
+        headers.append(("Strict-Transport-Security", HSTS))
+    return headers
 
 
 def _env_flag(name: str) -> bool:
@@ -167,10 +194,12 @@ def create_app(test_config: dict | None = None) -> Flask:
     and 7 days), ``LOGIN_*`` (throttling: 5 failures of an account from one address in 15 minutes lock
     that pair for 1 minute, doubling up to an hour; 5 per account or 20 per address only slow
     them, for 30 seconds; a known device is counted on its own), ``SECURE_COOKIES``
-    (``GOLDEN_SECURE_COOKIES``: Secure cookies and HSTS, behind HTTPS) and ``PROXY_HEADERS``
+    (``GOLDEN_SECURE_COOKIES``: Secure cookies and HSTS, behind HTTPS), ``PROXY_HEADERS``
     (``GOLDEN_PROXY_HEADERS``: trust X-Forwarded-For and X-Forwarded-Proto from one
-    reverse proxy, werkzeug's ProxyFix). The app refuses to start on a store whose schema is not at
-    the latest migration, with the command that fixes it.
+    reverse proxy, werkzeug's ProxyFix) and ``LEAN_ANSWER`` (default True: the judging page's htmx
+    answer takes the lean path of :mod:`judging_app.lean` when it can; False: always Flask's
+    dispatch). The app refuses to start on a store whose schema is not at the latest migration,
+    with the command that fixes it.
 
     One function on purpose: the app factory keeps configuration, security, blueprints and error
     handlers in one place, in the order they must be set up.
@@ -204,6 +233,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         # was shown is the second press of a key meant for the pair before, and is refused.
         MIN_ANSWER_MS=_env_ms("GOLDEN_MIN_ANSWER_MS", 250),
         SEND_FILE_MAX_AGE_DEFAULT=3600,
+        LEAN_ANSWER=True,  # the htmx answer without Flask's full dispatch (judging_app.lean); False: Flask's
     )
     if test_config:
         app.config.from_mapping(test_config)
@@ -270,15 +300,16 @@ def create_app(test_config: dict | None = None) -> Flask:
         if token is not None:
             audit.ORIGIN.reset(token)
 
-    secure = app.config["SECURE_COOKIES"]
+    headers = security_headers(app.config["SECURE_COOKIES"])
+    if app.config["LEAN_ANSWER"]:
+        from .lean import LeanAnswer
+
+        app.lean = LeanAnswer(app, csrf, headers)
 
     @app.after_request
-    def security_headers(response):
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        if secure:
-            response.headers.setdefault("Strict-Transport-Security", HSTS)
+    def add_security_headers(response):
+        for name, value in headers:
+            response.headers.setdefault(name, value)
         return response
 
     return app

@@ -66,6 +66,11 @@ def marked(pieces: list[tuple[str, bool]]) -> Markup:
 _URLS: dict[tuple[str, int], dict[str, str]] = {}
 
 
+def cached_urls(script_root: str, project_id: int) -> dict[str, str] | None:
+    """The project's judging URLs when :func:`_urls` has built them in this process, else None."""
+    return _URLS.get((script_root, project_id))
+
+
 def _urls(project_id: int) -> dict[str, str]:
     """The judging page's own URLs for a project (``judge`` serves the page and takes the answers,
     ``?before=N`` is its back link; ``guidelines``), built with url_for once per project and
@@ -93,20 +98,21 @@ def _own_project_or_404(project_id: int):
     return project
 
 
-def _stale_after() -> timedelta:
-    return timedelta(seconds=current_app.config.get("CLAIM_TIMEOUT_SECONDS") or 0) or judging.DEFAULT_STALE_AFTER
+def _stale_after(config=None) -> timedelta:
+    config = config or current_app.config
+    return timedelta(seconds=config.get("CLAIM_TIMEOUT_SECONDS") or 0) or judging.DEFAULT_STALE_AFTER
 
 
-def _min_seconds() -> float:
+def _min_seconds(config=None) -> float:
     """The server's minimum answer time (``MIN_ANSWER_MS``), for a project without its own."""
-    return (current_app.config.get("MIN_ANSWER_MS") or 0) / 1000
+    return ((config or current_app.config).get("MIN_ANSWER_MS") or 0) / 1000
 
 
-def min_answer_ms(project) -> int:
+def min_answer_ms(project, config=None) -> int:
     """The minimum answer time in force in ``project``: its own (``min_answer_ms``, set by a lead)
-    when it has one, else the server's ``MIN_ANSWER_MS``."""
+    when it has one, else the server's ``MIN_ANSWER_MS`` (of ``config``, default the app's)."""
     own = getattr(project, "min_answer_ms", None)
-    return own if own is not None else (current_app.config.get("MIN_ANSWER_MS") or 0)
+    return own if own is not None else ((config or current_app.config).get("MIN_ANSWER_MS") or 0)
 
 
 def _task_at(project, position: int | None):
@@ -119,28 +125,36 @@ def _task_at(project, position: int | None):
         return None
 
 
-def _render(project, task, *, note: str | None = None, progress=None, last: dict | None = None):
-    """The judging page, or only its swappable part for an htmx request (one template serves both:
-    the page includes the partial); ``progress`` when the caller has read it already; ``last``: the
-    answer just recorded (the "Last:" line and its undo)."""
-    db = get_db()
+def pair_context(project, task, *, note: str | None, progress, last: dict | None, config) -> dict:
+    """What ``judge/_pair.html`` shows (with the judge's ``g.user`` and ``csrf_token()``): the one
+    definition for the page, the htmx answer and the lean answer (:mod:`judging_app.lean`)."""
     terms = highlight.query_terms(task.query_text) if task else frozenset()
     grades = projects.grades(project)
     if last is not None and last["grade"] is not None:
         last = dict(last, grade=next((x for x in grades if x.grade == last["grade"]), None))
-    context = dict(
+    return dict(
         project=project,
         task=task,
         marks=dict(title=marked(highlight.mark(task.doc_title, terms)),
                    text=marked(highlight.mark(task.doc_text, terms))) if task else None,
         grades=grades,
-        progress=progress or judging.progress(db, project, g.user),
+        progress=progress,
         format_duration=format_duration,
         note=note,
         last=last,
-        urls=_urls(project.id),
-        min_ms=min_answer_ms(project),
+        urls=None,
+        min_ms=min_answer_ms(project, config),
     )
+
+
+def _render(project, task, *, note: str | None = None, progress=None, last: dict | None = None):
+    """The judging page, or only its swappable part for an htmx request (one template serves both:
+    the page includes the partial); ``progress`` when the caller has read it already; ``last``: the
+    answer just recorded (the "Last:" line and its undo)."""
+    db = get_db()
+    context = pair_context(project, task, note=note, progress=progress or judging.progress(db, project, g.user),
+                           last=last, config=current_app.config)
+    context["urls"] = _urls(project.id)
     if is_htmx():
         return render_template("judge/_pair.html", **context)
     guidelines = projects.current_guidelines(db, project)
@@ -195,11 +209,33 @@ def page(project_id: int):
 def answer(project_id: int):
     """Record the answer to the pair shown with ``token``: ``grade=N``, ``action=skip``, or
     ``action=unsure`` with the judge's best ``grade`` and an optional ``note``; then show the next pair.
-    With htmx the project is checked with the token (one round trip), else first."""
-    project = None if is_htmx() else _own_project_or_404(project_id)
-    db = get_db()
-    form = request.form
-    token = form.get("token", "")
+    With htmx the project is checked with the token (one round trip), else first. The htmx answer
+    usually takes the lean path (:mod:`judging_app.lean`), which shares :func:`answer_reply`,
+    :func:`submit_htmx` and :func:`pair_context` with this view."""
+    if is_htmx():
+        project, task, progress, last, note = submit_htmx(get_db(), g.user, project_id, request.form.get("token", ""),
+                                                          answer_reply(request.form), current_app.config)
+        return htmx_answered(project_id, project, task, progress, last, note)
+    project = _own_project_or_404(project_id)
+    reply = answer_reply(request.form)
+    note = None
+    try:
+        judging.submit(get_db(), g.user, request.form.get("token", ""), min_seconds=_min_seconds(), **reply)
+    except judging.PairReassigned:
+        note = REASSIGNED
+    except Exception as exc:
+        _refuse(exc)
+    if note:
+        flash(note, "info")
+    return _after_answer(project, redirect(url_for("judge.page", project_id=project.id), code=303))
+
+
+REASSIGNED = "That pair went to another judge after a long pause, so your answer was not recorded."
+
+
+def answer_reply(form) -> dict:
+    """The answer a form sends (``grade``, ``action``, ``note``) as :func:`judging.submit` takes it;
+    400 when the grade is not a whole number."""
     action = form.get("action", "label")
     grade = form.get("grade", "").strip()
     try:
@@ -209,35 +245,42 @@ def answer(project_id: int):
     except ValueError:
         abort(400, description="The grade must be a number of the project's scale.")
     note_text = (form.get("note") or "").strip() if action == "unsure" else ""
-    note = None
-    task = progress = last = None
-    reply = dict(grade=grade, unsure=action == "unsure", note=note_text or None,
-                 skip=action == "skip")
-    try:
-        if is_htmx():  # the answer and the next pair together (one transaction, fewer round trips)
-            answered = judging.submit_and_next(db, project_id, g.user, token, stale_after=_stale_after(),
-                                               min_seconds=_min_seconds(), **reply)
-            project, task, progress = answered.project, answered.task, answered.progress
-            last = dict(reply, id=answered.result.judgment_id)
-        else:
-            judging.submit(db, g.user, token, min_seconds=_min_seconds(), **reply)
-    except judging.AccessDenied:
+    return dict(grade=grade, unsure=action == "unsure", note=note_text or None, skip=action == "skip")
+
+
+def _refuse(exc: Exception):
+    """The answer's refusals, the same for every path: 404, 409 (too soon), 400; anything else re-raised."""
+    if isinstance(exc, judging.AccessDenied):
         abort(404)
-    except judging.TooSoon as exc:
+    if isinstance(exc, judging.TooSoon):
         abort(409, description=f"That answer came {exc.seconds * 1000:.0f} ms after the pair appeared, too soon "
                                "to be for it (a key pressed twice?), so it was not recorded. Read the pair, "
                                "then answer again.")
-    except judging.PairReassigned:
-        note = "That pair went to another judge after a long pause, so your answer was not recorded."
-    except ValueError as exc:
+    if isinstance(exc, ValueError):
         abort(400, description=str(exc))
-    if not is_htmx():
-        if note:
-            flash(note, "info")
-        return _after_answer(project, redirect(url_for("judge.page", project_id=project.id), code=303))
+    raise exc
+
+
+def submit_htmx(db, user, project_id: int, token: str, reply: dict, config):
+    """The htmx answer and the next pair together (one transaction, fewer round trips):
+    ``(project, task, progress, last, note)``; ``note`` when the answer was not recorded (the pair
+    was moved: the caller shows the next pair with it). Refusals as :func:`_refuse`."""
+    try:
+        answered = judging.submit_and_next(db, project_id, user, token, stale_after=_stale_after(config),
+                                           min_seconds=_min_seconds(config), **reply)
+    except judging.PairReassigned:
+        return None, None, None, None, REASSIGNED
+    except Exception as exc:
+        _refuse(exc)
+    return answered.project, answered.task, answered.progress, dict(reply, id=answered.result.judgment_id), None
+
+
+def htmx_answered(project_id: int, project, task, progress, last, note):
+    """The response to an htmx answer, in a request context: the next pair (with ``note`` when the
+    answer was not recorded)."""
     if note:  # the answer was not recorded: the next pair still comes
         project = _own_project_or_404(project_id)
-        task = judging.next_task(db, project, g.user, stale_after=_stale_after())
+        task = judging.next_task(get_db(), project, g.user, stale_after=_stale_after())
     _keep_csrf_token()
     return _after_answer(project, make_response(_render(project, task, note=note, progress=progress, last=last)))
 
@@ -248,8 +291,13 @@ def _after_answer(project, response):
     says nothing of which pairs are known-answer ones. A judge newly held sees why on their next
     request."""
     if getattr(project, "known_answer_hold", False):
-        response.call_on_close(functools.partial(_check_hold, engine(), project.id, g.user.id))
+        response.call_on_close(hold_check(engine(), project.id, g.user.id))
     return response
+
+
+def hold_check(bound_engine, project_id: int, judge_id: int):
+    """The known-answer check of :func:`_after_answer`, to run once the response has gone out."""
+    return functools.partial(_check_hold, bound_engine, project_id, judge_id)
 
 
 def _check_hold(bound_engine, project_id: int, judge_id: int) -> None:
@@ -300,18 +348,23 @@ def undo(project_id: int):
 def _keep_csrf_token() -> None:
     """Let the next pair's forms carry the CSRF token this answer was just checked with
     (flask-wtf's ``generate_csrf`` returns ``g.csrf_token`` when set) instead of signing a new one
-    for every answer, while that token is younger than half its time limit: it is the same
-    session's token, signed by this server, and it stays valid as long as a new one would be
-    for the rest of a working session."""
+    for every answer, while :func:`csrf_token_kept`."""
     if not g.get("csrf_valid"):
         return
     token = request.form.get("csrf_token", "")
-    limit = current_app.config.get("WTF_CSRF_TIME_LIMIT")
+    if csrf_token_kept(token, current_app.config):
+        g.csrf_token = token
+
+
+def csrf_token_kept(token: str, config) -> bool:
+    """Whether the next pair's forms may carry ``token``, a CSRF token this answer was just checked
+    with: while it is younger than half its time limit. It is the same session's token, signed by
+    this server, and it stays valid as long as a new one would be for the rest of a working session."""
+    limit = config.get("WTF_CSRF_TIME_LIMIT")
     signed = signed_at(token)
     if signed is None:
-        return
-    if limit is None or 0 <= time.time() - signed < limit / 2:
-        g.csrf_token = token
+        return False
+    return limit is None or 0 <= time.time() - signed < limit / 2
 
 
 @bp.get("/<int:project_id>/guidelines")
