@@ -46,6 +46,7 @@ TRUST_FROM, TRUST_FULL = 0.55, 0.62  # Cohen's kappa (lower bound) on the judged
 TRUST_Z = 1.0  # standard errors off kappa for its lower bound (about 84% one-sided)
 MIN_TRUST_PAIRS = 20  # judged pairs (machine-labelled) before any trust
 LIMIT = 400  # prefix combinations tried per query
+SAMPLES = 0  # labellings drawn from the belief per plan (:func:`sampled_plan_priorities`); 0: the most likely one alone
 TIE_BREAK = 1e-6  # the blind priorities' share under full trust: they order the pairs the plan leaves out
 
 
@@ -285,16 +286,55 @@ def _bootstrap_weights(counts: np.ndarray, curves: list[np.ndarray], segments: l
     return weight
 
 
+def sampled_grades(p_rel: np.ndarray, p_top: np.ndarray, draws: np.ndarray, G: int) -> np.ndarray:
+    """One labelling drawn from the belief: grade 0 where the pair's uniform draw (``draws``, in
+    [0, 1)) is at least P(grade >= 1), the top grade where it is below P(top grade), an intermediate
+    grade (1) between. The draws are fixed per pair for a whole replay or queue (common random
+    numbers), so a small change of the calibrated figures changes few planned grades and the
+    cached curves of the other queries still serve."""
+    p = np.clip(np.asarray(p_rel, dtype=np.float64), 0, 1)
+    t = np.minimum(np.clip(np.asarray(p_top, dtype=np.float64), 0, 1), p)
+    if G == 1:
+        return (draws < p).astype(np.float64)
+    return np.where(draws < t, float(G), np.where(draws < p, 1.0, 0.0))
+
+
+def plan_draws(n_pairs: int, seed: int = 0, samples: int | None = None) -> np.ndarray:
+    """The fixed uniform draws (``samples`` x ``n_pairs``, default :data:`SAMPLES`) of
+    :func:`sampled_grades`, seeded. No rows: the plan for the most likely labelling alone."""
+    return np.random.default_rng([seed, 31]).random((SAMPLES if samples is None else samples, n_pairs))
+
+
+def sampled_plan_priorities(pm: PoolMatrix, grades: np.ndarray, member: np.ndarray, comp: tuple[int, int],
+                            metric: str, counts: np.ndarray, p_rel: np.ndarray, p_top: np.ndarray, *, G: int,
+                            draws: np.ndarray, level: float = 0.95, cache: dict | None = None) -> np.ndarray:
+    """The plan over labellings drawn from the machine's belief (rule, step 1 with samples): the
+    mean over the rows of ``draws`` of :func:`plan_priorities` planned on that row's labelling
+    (:func:`sampled_grades`), each scaled to a largest value of 1. A pair the plan needs in a share
+    ``s`` of the labellings gets about ``s`` times its value: a relevant-looking pair of B's that the
+    machine calls relevant one time in three is asked for, where the most likely labelling (grade 0)
+    would never plan it."""
+    if len(draws) == 0:
+        return plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G, level=level, cache=cache)
+    out = np.zeros(pm.n_pairs)
+    for row in np.atleast_2d(draws):
+        one = plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G, level=level,
+                              cache=cache, planned=sampled_grades(p_rel, p_top, row, G))
+        out += one / max(float(one.max()), 1e-300)
+    return out / max(len(np.atleast_2d(draws)), 1)
+
+
 def plan_priorities(pm: PoolMatrix, grades: np.ndarray, member: np.ndarray, comp: tuple[int, int], metric: str,
                     counts: np.ndarray, p_rel: np.ndarray, p_top: np.ndarray, *, G: int,
-                    level: float = 0.95, cache: dict | None = None) -> np.ndarray:
+                    level: float = 0.95, cache: dict | None = None, planned: np.ndarray | None = None) -> np.ndarray:
     """The plan's priority of every pair for one open comparison (the module docstring's rule):
     ``grades`` the human labels so far (NaN unjudged; pairs outside ``member``, the comparison's
     pool, count as judged non-relevant), ``p_rel`` / ``p_top`` the machine's calibrated
     probabilities. Judged pairs and pairs the plan does not need get 0. ``cache`` (a dict kept
-    between calls for the same pool) keeps each query's figures under its labels and plan."""
+    between calls for the same pool) keeps each query's figures under its labels and plan.
+    ``planned``: the grades to plan for (default the most likely, :func:`belief`)."""
     grades = np.where(member, grades, 0.0)
-    _expected, likely = belief(p_rel, p_top, G)
+    likely = belief(p_rel, p_top, G)[1] if planned is None else planned
     verdict = planned_verdict(pm, grades, likely, comp, metric, G, cache)
     c = _effects(pm, comp, metric, 1.0 if verdict == HIGHER else -1.0)
     groups = _query_groups(pm, member & np.isnan(grades), c, likely, G)

@@ -193,7 +193,7 @@ def simulate(
         raise ValueError("compare: no comparison to simulate")
     G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
     C, P, n = len(comps), pm.n_pairs, len(pm.qids)
-    guide = _machine_guide(pm, comps, metric_form(metric, pm.depth)[1], machine, machine_key, machine_top)
+    guide = _machine_guide(pm, comps, metric_form(metric, pm.depth)[1], machine, machine_key, machine_top, seed)
     counts, rng = resample_counts(n, resamples=resamples, seed=seed), np.random.default_rng(seed)
     member = np.stack([pm.members(c) for c in comps]) if mode == "each" else np.ones((1, P), dtype=bool)
     rows, pool_size = member.shape[0], member.sum(axis=1)  # each comparison's own pool (C, P), or one row for all
@@ -232,7 +232,7 @@ def simulate(
     return result
 
 
-def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_top) -> dict | None:
+def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_top, seed: int = 0) -> dict | None:
     """What a machine judge's figures give the replay once (None without one). ``machine``: per
     pair, a machine judge's P(relevant) or vote share, NaN where it has no label; ``machine_top`` its
     P(top grade) (default ``machine``); ``machine_key`` its calibration class, e.g. its grade. It
@@ -240,6 +240,7 @@ def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_
     each batch against the pairs judged so far: :func:`_guided`) and its columns
     (:func:`curation.evaluate.decisive.machine_features`) join the estimate's model."""
     from curation.evaluate.decisive import machine_features
+    from curation.evaluate.plan import plan_draws
 
     if machine is None:
         return None
@@ -248,7 +249,8 @@ def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_
         raise ValueError(f"machine: one P(relevant) per pair of the pool ({pm.n_pairs}), not shape {machine.shape}")
     top = machine if machine_top is None else np.asarray(machine_top, dtype=np.float64)
     key = np.rint(np.nan_to_num(machine) * 10) if machine_key is None else machine_key
-    return dict(rel=machine, top=top, key=machine_key, extra=machine_features(machine, top, key), caches={})
+    return dict(rel=machine, top=top, key=machine_key, extra=machine_features(machine, top, key), caches={},
+                draws=plan_draws(pm.n_pairs, seed))
 
 
 def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, metric, counts, G: int,
@@ -261,7 +263,7 @@ def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, m
     if guide is None:
         return None
     from curation.evaluate.decisive import calibrated_relevance, pair_priorities
-    from curation.evaluate.plan import blend, machine_trust, plan_priorities
+    from curation.evaluate.plan import blend, machine_trust, sampled_plan_priorities
 
     def priorities(bounds, st, rows_comps):
         r = rows_comps[0] if member.shape[0] > 1 else 0
@@ -270,14 +272,16 @@ def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, m
         blind = pair_priorities(bounds, st, rows_comps, pm.n_pairs)
         trust = machine_trust(guide["rel"], seen, relevant)
         plan = np.zeros(pm.n_pairs)
-        if trust > 0:
-            p_rel = calibrated_relevance(guide["rel"], guide["key"], seen, relevant)
-            p_top = calibrated_relevance(guide["top"], guide["key"], seen, np.nan_to_num(grades[r]) >= G)
-            for c in rows_comps:
-                if st.status[c] == OPEN:
-                    one = plan_priorities(pm, grades[r], member[r], comps[c], metric, counts, p_rel, p_top,
-                                          G=G, level=level, cache=guide["caches"].setdefault(r, {}))
-                    plan += one / max(float(one.max()), 1e-300)
+        if trust <= 0:
+            return blend(plan, blind, trust)
+        p_rel = calibrated_relevance(guide["rel"], guide["key"], seen, relevant)
+        p_top = calibrated_relevance(guide["top"], guide["key"], seen, np.nan_to_num(grades[r]) >= G)
+        for c in rows_comps:
+            if st.status[c] == OPEN:
+                one = sampled_plan_priorities(pm, grades[r], member[r], comps[c], metric, counts, p_rel, p_top,
+                                              G=G, level=level, cache=guide["caches"].setdefault(r, {}),
+                                              draws=guide["draws"])
+                plan += one / max(float(one.max()), 1e-300)
         return blend(plan, blind, trust)
 
     return priorities

@@ -13,7 +13,15 @@ from click.testing import CliRunner
 
 from curation.cli import main
 from curation.evaluate.decisive import calibrated_relevance, pair_priorities
-from curation.evaluate.plan import blend, machine_kappa, machine_trust, plan_priorities
+from curation.evaluate.plan import (
+    blend,
+    machine_kappa,
+    machine_trust,
+    plan_draws,
+    plan_priorities,
+    sampled_grades,
+    sampled_plan_priorities,
+)
 from curation.evaluate.settle import query_bounds, resample_counts, settle
 from curation.evaluate.simulate import machine_from_qrels, pool_from_runs, simulate
 
@@ -132,6 +140,34 @@ def test_plan_asks_first_for_the_pairs_that_move_the_settling_end(pool):
     assert (prio[a_pair & (truth == 2)] == 0).all()
     planned = prio > 0
     assert (planned & b_pair & (truth == 0)).sum() < 0.1 * planned.sum()
+
+
+def test_sampled_labellings_follow_the_belief_and_the_plan_over_them_asks_for_likely_pairs(pool):
+    """Labellings drawn from P(grade >= 1) and P(top grade) have those rates; the plan over them
+    asks for a pair of B's that is relevant one time in three (the most likely labelling, grade 0,
+    never plans it), and gives nothing to judged pairs or pairs outside the pool."""
+    pm, truth = pool
+    draws = plan_draws(pm.n_pairs, seed=3, samples=400)
+    p = np.linspace(0, 1, pm.n_pairs)
+    t = p / 2
+    got = np.stack([sampled_grades(p, t, row, 2) for row in draws])
+    assert np.abs((got >= 1).mean(axis=0) - p).max() < 0.12 and np.abs((got >= 2).mean(axis=0) - t).max() < 0.12
+    assert set(np.unique(got)) == {0.0, 1.0, 2.0}
+    comp = (0, 3)
+    member = pm.members(comp)
+    counts = resample_counts(len(pm.qids), resamples=500)
+    rB, rA = pm.ranks[3], pm.ranks[0]
+    b_top = member & (rB >= 1) & (rB <= 3) & ((rA < 1) | (rA > 10))  # B's top 3 that A lacks
+    p_rel = np.where(b_top, 1 / 3, 0.02)
+    grades = np.where(member, np.nan, 0.0)
+    grades[np.flatnonzero(member)[:5]] = 0.0
+    likely = plan_priorities(pm, grades, member, comp, "ndcg@10", counts, p_rel, p_rel / 2, G=2)
+    sampled = sampled_plan_priorities(pm, grades, member, comp, "ndcg@10", counts, p_rel, p_rel / 2, G=2,
+                                      draws=plan_draws(pm.n_pairs, samples=8))
+    assert likely[b_top].max() == 0 and sampled[b_top].mean() > 0
+    assert (sampled[~member] == 0).all() and (sampled[np.flatnonzero(member)[:5]] == 0).all()
+    assert (sampled_plan_priorities(pm, grades, member, comp, "ndcg@10", counts, p_rel, p_rel / 2, G=2,
+                                    draws=plan_draws(pm.n_pairs, samples=0)) == likely).all()  # no draws: as before
 
 
 def test_machine_from_qrels_flips_to_neighbours_leaning_up():
