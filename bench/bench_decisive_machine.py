@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_decisive import load  # noqa: E402 - after the sys.path line
 
+from curation.evaluate import plan  # noqa: E402
 from curation.evaluate.simulate import all_pairs, machine_from_qrels, simulate  # noqa: E402
 
 
@@ -63,12 +64,18 @@ def main():
     ap.add_argument("--blind", default="decisive,decisive-pair", help="blind orders to replay beside")
     ap.add_argument("--estimate", action="store_true")
     ap.add_argument("--json", dest="json_out", default=None)
+    ap.add_argument("--plan-samples", type=int, default=None,
+                    help="labellings drawn from the machine's belief per plan (0: the most likely one alone; "
+                         "default curation.evaluate.plan.SAMPLES)")
     args = ap.parse_args()
+    if args.plan_samples is not None:
+        plan.SAMPLES = args.plan_samples
     pm, truth = load()
     G = int(truth.max())
     comps = all_pairs(len(pm.runs))[:: args.every]
     print(f"robust03, {args.metric}, depth 20, {len(comps)} comparisons (every {args.every}), "
-          f"{args.resamples} resamples, seeds 0-{args.seeds - 1}, step 2%, each pool; load {os.getloadavg()}")
+          f"{args.resamples} resamples, seeds 0-{args.seeds - 1}, step 2%, each pool, plan samples "
+          f"{plan.SAMPLES}; load {os.getloadavg()}")
     out = {}
     rows = []
 

@@ -169,9 +169,15 @@
   // Unsure keeps the pair in view: the note takes the focus without scrolling the page (the panel
   // scrolls inside itself to show it on a wide screen; on a phone the note and its grades are a
   // bar at the bottom, in place of the grade bar: golden.css).
+  // The toggle event of a <details> comes in a later task, after input already queued (keys typed
+  // fast, or under load): Enter may have ended the note before it fires. A box that "u" opened has its
+  // note focused here already, so its toggle event must not take the focus back to the note (the
+  // digit that follows would be typed into it, and the answer never sent).
+  var keyOpened = null;
   function openUnsure() {
     var details = document.getElementById("unsure");
     if (!details) { return; }
+    if (!details.open) { keyOpened = details; }
     details.open = true;
     showNote(details);
   }
@@ -188,8 +194,11 @@
   }
   document.addEventListener("toggle", function (event) {
     var details = event.target;
-    if (details && details.id === "unsure" && details.open && document.activeElement &&
-        document.activeElement.tagName !== "TEXTAREA") { showNote(details); }
+    if (!details || details.id !== "unsure") { return; }
+    if (details === keyOpened) { keyOpened = null; return; }  // "u" opened it and focused the note itself
+    if (details.open && document.activeElement && document.activeElement.tagName !== "TEXTAREA") {
+      showNote(details);
+    }
   }, true);
 
   function closeUnsure() {

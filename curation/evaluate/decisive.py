@@ -50,21 +50,10 @@ def query_priorities(pair_query: np.ndarray, priority: np.ndarray, n_queries: in
 
 
 # ---------------------------------------------------------------------------------------------
-# The machine-guided order: the same priorities, weighted by how likely each pair's label moves the
-# end of the interval that has to cross 0 (under a machine judge's calibrated P(relevant))
+# The machine-guided order (the plan: curation/evaluate/plan.py) reads a machine judge's P(relevant)
+# calibrated against the human labels so far
 
 CALIBRATION_PRIOR = 5.0  # pseudo-pairs of the machine's own P(relevant) in each calibration class
-
-
-def pair_sides(pm, comparisons: Sequence[tuple[int, int]], k: int) -> np.ndarray:
-    """``(C, P)``: +1 where run B ranks the pair higher in its top ``k`` than run A (a relevant
-    label raises B's metric more than A's), -1 where A does, 0 where neither (the pair counts only
-    through the ideal DCG or the relevant count)."""
-    def score(r):
-        return np.where((r >= 1) & (r <= k), 1.0 / np.maximum(r, 1), 0.0)
-
-    comps = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
-    return np.sign(score(pm.ranks[comps[:, 1]]) - score(pm.ranks[comps[:, 0]])).astype(np.int8)
 
 
 def calibrated_relevance(raw: np.ndarray, key: np.ndarray | None, judged: np.ndarray, relevant: np.ndarray, *,
@@ -94,62 +83,6 @@ def calibrated_relevance(raw: np.ndarray, key: np.ndarray | None, judged: np.nda
     raw_mean = np.bincount(cls, weights=np.where(has, raw, 0.0), minlength=m) / np.maximum(n_all, 1)
     p = (n_r + prior * raw_mean) / (n_j + prior)
     return np.where(has, p[cls], base)
-
-
-def machine_leaning(pm, grades: np.ndarray, comparisons, metric, p_rel: np.ndarray, *, max_grade: int,
-                    rel_level: int = 1) -> np.ndarray:
-    """Per comparison, the verdict the machine points to: the sign (+1 "B higher", -1 "B lower",
-    0 even) of the mean difference with every unjudged pair given the top grade when its
-    P(relevant) is at least 0.5, else 0. ``grades`` and ``p_rel``: one row, or one per comparison."""
-    from curation.evaluate.settle import query_bounds
-
-    g = np.atleast_2d(np.asarray(grades, dtype=np.float64))
-    p = np.broadcast_to(np.atleast_2d(p_rel), g.shape)
-    filled = np.where(np.isnan(g), np.where(p >= 0.5, float(max_grade), 0.0), g)
-    d = query_bounds(pm, filled, comparisons, metric, max_grade=max_grade, rel_level=rel_level).lo.mean(axis=1)
-    return np.sign(np.where(np.abs(d) > 1e-12, d, 0.0)).astype(np.int8)
-
-
-def guided_priorities(bounds, settlement, comparisons: Sequence[int] | None, n_pairs: int, side: np.ndarray,
-                      p_rel: np.ndarray, p_top: np.ndarray, leaning: np.ndarray,
-                      pair_query: np.ndarray | None = None) -> np.ndarray:
-    """The machine-guided priority of every pair (THE RULE):
-
-        sum over the open comparisons c of  urgency(c) * weight(c, pair) * P(the pair's label moves
-        the end of c's interval that has to cross 0)
-
-    ``urgency`` and ``weight`` as in :func:`pair_priorities` (the blind order). The end to move is
-    the one of the verdict the machine points to (``leaning``, :func:`machine_leaning`). To prove
-    "B higher" the low end must rise; its worst case gives B's unjudged pairs grade 0 and A's the
-    top grade, so a label of one of B's pairs (``side`` +1) moves it when it is relevant
-    (``p_rel``), a label of one of A's (``side`` -1) when it is below the top grade
-    (``1 - p_top``); for "B lower" the other way round. A pair that counts only through the ideal
-    DCG or the relevant count (``side`` 0) moves the settling end of its query (``pair_query``;
-    the low end for "B higher", minus the high end for "B lower") when it is not relevant if that
-    end is above 0 (the worst case counts it relevant, to shrink the difference), when it is relevant
-    if the end is at or below 0 (the worst case leaves it out, to magnify a negative difference);
-    without ``pair_query``, one half. Any pair when the machine points nowhere (``leaning`` 0) gets
-    one half, so that the order is exactly the blind one. ``p_rel`` / ``p_top``: the machine's
-    calibrated P(grade >= 1) and P(top grade) per pair (:func:`calibrated_relevance`), one row or
-    one per comparison. The labels that settle a comparison are still only the humans'."""
-    if comparisons is None:
-        comparisons = range(bounds.weight.shape[0])
-    comparisons = list(comparisons)
-    if not comparisons:
-        return np.zeros(n_pairs)
-    urg = comparison_urgency(settlement.status, settlement.gap)
-    shape = bounds.weight.shape
-    pr = np.broadcast_to(np.atleast_2d(p_rel), shape)[comparisons]
-    pt = np.broadcast_to(np.atleast_2d(p_top), shape)[comparisons]
-    s = side[comparisons] * np.asarray(leaning)[comparisons, None]
-    zq = 0.5
-    if pair_query is not None:
-        lean = np.asarray(leaning)[comparisons, None]
-        end = np.where(lean > 0, bounds.lo[comparisons], -bounds.hi[comparisons])  # (C', n)
-        e = end[:, pair_query]
-        zq = np.where(lean == 0, 0.5, np.where(e > 0, 1.0 - pr, pr))
-    q = np.where(s > 0, pr, np.where(s < 0, 1.0 - pt, zq))
-    return urg[comparisons] @ (bounds.weight[comparisons] * q)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,11 +200,11 @@ def pair_priority_map(session, project, machine=None) -> dict[int, float]:
     """Priority of every unjudged pair of ``project`` (store pair id -> priority) for its stored
     comparisons, grouped by metric and summed. ``machine`` (a function of the pool matrix giving
     the machine's P(grade >= 1), P(top grade) and class per pair, e.g.
-    :func:`curation.machine.guide.project_figures`) guides them (:func:`guided_priorities`); without
-    it, the blind priorities (:func:`pair_priorities`), exactly as before."""
+    :func:`curation.machine.guide.project_figures`) guides them: the plan of
+    :mod:`curation.evaluate.plan` for each open comparison, blended with the blind priorities by the
+    machine's trust (:func:`_guided_priorities`); without it, the blind priorities
+    (:func:`pair_priorities`), exactly as before."""
     import numpy as np
-
-    from curation.evaluate.settle import metric_form
 
     comps = stored_comparisons(session, project)
     if not comps:
@@ -279,24 +212,43 @@ def pair_priority_map(session, project, machine=None) -> dict[int, float]:
     pm, grades, ids = load_pool(session, project)
     G = max_grade(project)
     total = np.zeros(pm.n_pairs)
-    if machine is not None:
-        raw_rel, raw_top, key = machine(pm)
-        judged = ~np.isnan(grades)
-        p_rel = calibrated_relevance(raw_rel, key, judged, np.nan_to_num(grades) >= 1)
-        p_top = calibrated_relevance(raw_top, key, judged, np.nan_to_num(grades) >= G)
+    figures = None if machine is None else machine(pm)
     for metric in sorted({c.metric for c in comps}):
         mine = [c for c in comps if c.metric == metric]
         idx = [(pm.run_index(c.run_a), pm.run_index(c.run_b)) for c in mine]
         for tie in sorted({c.tie for c in mine}):
             sel = [idx[i] for i, c in enumerate(mine) if c.tie == tie]
-            b, st, _ = _evaluate(pm, grades, sel, metric, tie, G)
-            if machine is None:
+            b, st, counts = _evaluate(pm, grades, sel, metric, tie, G)
+            if figures is None:
                 total += pair_priorities(b, st, None, pm.n_pairs)
             else:
-                side = pair_sides(pm, sel, metric_form(metric, pm.depth)[1])
-                lean = machine_leaning(pm, grades, sel, metric, p_rel, max_grade=G)
-                total += guided_priorities(b, st, None, pm.n_pairs, side, p_rel, p_top, lean, pm.pair_query)
+                total += _guided_priorities(pm, grades, sel, metric, b, st, counts, figures, G)
     return {pid: float(p) for pid, p in zip(ids, total)}
+
+
+def _guided_priorities(pm, grades, comps, metric, bounds, st, counts, figures, G) -> np.ndarray:
+    """The machine-guided priorities of one group of comparisons (one metric, one tie margin): each
+    open comparison's plan (:func:`curation.evaluate.plan.plan_priorities`, scaled to a largest
+    value of 1) summed, blended with the blind priorities by the machine's trust; the machine's
+    figures calibrated against the human labels so far."""
+    from curation.evaluate.plan import blend, machine_trust, plan_draws, sampled_plan_priorities
+
+    raw_rel, raw_top, key = figures
+    judged = ~np.isnan(grades)
+    relevant = np.nan_to_num(grades) >= 1
+    blind = pair_priorities(bounds, st, None, pm.n_pairs)
+    trust = machine_trust(raw_rel, judged, relevant)
+    plan = np.zeros(pm.n_pairs)
+    if trust > 0:
+        p_rel = calibrated_relevance(raw_rel, key, judged, relevant)
+        p_top = calibrated_relevance(raw_top, key, judged, np.nan_to_num(grades) >= G)
+        member = np.ones(pm.n_pairs, dtype=bool)
+        draws = plan_draws(pm.n_pairs)
+        for i, comp in enumerate(comps):
+            if st.status[i] == "open":
+                one = sampled_plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G, draws=draws)
+                plan += one / max(float(one.max()), 1e-300)
+    return blend(plan, blind, trust)
 
 
 def machine_features(raw_rel: np.ndarray, raw_top: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -496,7 +448,7 @@ def assign_decisive(session, project, judges, *, compare, metric: str = "ndcg@10
     ``compare`` (["A,B", ...]: is B higher than A on ``metric``?) under the project's lock and queues
     the judges' main pairs by their priority in them (:func:`pair_priority_map`). ``machine_figures``
     (:func:`curation.machine.guide.project_figures`) guides the priorities by a machine judge's
-    calibrated probabilities (:func:`guided_priorities`); the judges see nothing of it.
+    calibrated probabilities (:mod:`curation.evaluate.plan`); the judges see nothing of it.
     ``options``: those of ``assign`` (``overlap``, ``seed``, ``hold``, ``withhold``)."""
     from curation.judge.assignment import assign
 

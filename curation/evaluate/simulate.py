@@ -193,7 +193,7 @@ def simulate(
         raise ValueError("compare: no comparison to simulate")
     G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
     C, P, n = len(comps), pm.n_pairs, len(pm.qids)
-    guide = _machine_guide(pm, comps, metric_form(metric, pm.depth)[1], machine, machine_key, machine_top)
+    guide = _machine_guide(pm, comps, metric_form(metric, pm.depth)[1], machine, machine_key, machine_top, seed)
     counts, rng = resample_counts(n, resamples=resamples, seed=seed), np.random.default_rng(seed)
     member = np.stack([pm.members(c) for c in comps]) if mode == "each" else np.ones((1, P), dtype=bool)
     rows, pool_size = member.shape[0], member.sum(axis=1)  # each comparison's own pool (C, P), or one row for all
@@ -227,19 +227,20 @@ def simulate(
         share = min(1.0, share + step)
         _judge_batch(pm, member, judged, done, pool_size, active, fixed, bounds, st, rng, share=share,
                      granularity=granularity, trace=trace, checks=checks,
-                     guided=_guided(pm, guide, grades, judged, member, comps, metric, G=G, rel_level=rel_level))
+                     guided=_guided(pm, guide, grades, judged, member, comps, metric, counts, G, rel_level, level))
     result.seconds_per_check, result.checks = t_checks / max(checks, 1), checks
     return result
 
 
-def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_top) -> dict | None:
+def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_top, seed: int = 0) -> dict | None:
     """What a machine judge's figures give the replay once (None without one). ``machine``: per
     pair, a machine judge's P(relevant) or vote share, NaN where it has no label; ``machine_top`` its
     P(top grade) (default ``machine``); ``machine_key`` its calibration class, e.g. its grade. It
-    guides the decisive order (:func:`curation.evaluate.decisive.guided_priorities`, calibrated after
+    guides the decisive order (:mod:`curation.evaluate.plan`, calibrated after
     each batch against the pairs judged so far: :func:`_guided`) and its columns
     (:func:`curation.evaluate.decisive.machine_features`) join the estimate's model."""
-    from curation.evaluate.decisive import machine_features, pair_sides
+    from curation.evaluate.decisive import machine_features
+    from curation.evaluate.plan import plan_draws
 
     if machine is None:
         return None
@@ -248,32 +249,40 @@ def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_
         raise ValueError(f"machine: one P(relevant) per pair of the pool ({pm.n_pairs}), not shape {machine.shape}")
     top = machine if machine_top is None else np.asarray(machine_top, dtype=np.float64)
     key = np.rint(np.nan_to_num(machine) * 10) if machine_key is None else machine_key
-    return dict(rel=machine, top=top, key=machine_key, sides=pair_sides(pm, comps, k),
-                extra=machine_features(machine, top, key))
+    return dict(rel=machine, top=top, key=machine_key, extra=machine_features(machine, top, key), caches={},
+                draws=plan_draws(pm.n_pairs, seed))
 
 
-def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, metric, *, G: int, rel_level: int):
+def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, metric, counts, G: int,
+            rel_level: int, level: float):
     """A function of (bounds, settlement, the row's comparisons) giving the machine-guided
-    priorities (:func:`curation.evaluate.decisive.guided_priorities`), the machine calibrated per row
-    against the labels judged so far; None without a machine (``guide`` None: the blind order)."""
+    priorities: the plan of :mod:`curation.evaluate.plan` for each open comparison of the row (the
+    machine calibrated against the row's labels judged so far), blended with the blind priorities
+    by the machine's trust (:func:`curation.evaluate.plan.machine_trust`, from the same labels);
+    None without a machine (``guide`` None: the blind order)."""
     if guide is None:
         return None
-    from curation.evaluate.decisive import calibrated_relevance, guided_priorities, machine_leaning
-
-    rows = member.shape[0]
-    p_rel = np.stack([calibrated_relevance(guide["rel"], guide["key"], judged[r] & member[r],
-                                           np.nan_to_num(grades[r]) >= rel_level) for r in range(rows)])
-    p_top = np.stack([calibrated_relevance(guide["top"], guide["key"], judged[r] & member[r],
-                                           np.nan_to_num(grades[r]) >= G) for r in range(rows)])
-    if rows == 1:
-        p_rel, p_top = p_rel[0], p_top[0]
-    lean = []
+    from curation.evaluate.decisive import calibrated_relevance, pair_priorities
+    from curation.evaluate.plan import blend, machine_trust, sampled_plan_priorities
 
     def priorities(bounds, st, rows_comps):
-        if not lean:  # the verdict the machine points to, once per batch
-            lean.append(machine_leaning(pm, grades, comps, metric, p_rel, max_grade=G, rel_level=rel_level))
-        return guided_priorities(bounds, st, rows_comps, pm.n_pairs, guide["sides"], p_rel, p_top, lean[0],
-                                 pm.pair_query)
+        r = rows_comps[0] if member.shape[0] > 1 else 0
+        seen = judged[r] & member[r]
+        relevant = np.nan_to_num(grades[r]) >= rel_level
+        blind = pair_priorities(bounds, st, rows_comps, pm.n_pairs)
+        trust = machine_trust(guide["rel"], seen, relevant)
+        plan = np.zeros(pm.n_pairs)
+        if trust <= 0:
+            return blend(plan, blind, trust)
+        p_rel = calibrated_relevance(guide["rel"], guide["key"], seen, relevant)
+        p_top = calibrated_relevance(guide["top"], guide["key"], seen, np.nan_to_num(grades[r]) >= G)
+        for c in rows_comps:
+            if st.status[c] == OPEN:
+                one = sampled_plan_priorities(pm, grades[r], member[r], comps[c], metric, counts, p_rel, p_top,
+                                              G=G, level=level, cache=guide["caches"].setdefault(r, {}),
+                                              draws=guide["draws"])
+                plan += one / max(float(one.max()), 1e-300)
+        return blend(plan, blind, trust)
 
     return priorities
 

@@ -5,7 +5,7 @@ What the machine says about each pair, per pair of the pool (:func:`pair_figures
 and P(top grade), from its stated probabilities where it gave them (the mean over its samples of the
 current prompt version), else its samples' vote shares, and its majority grade (the calibration
 class). :func:`curation.evaluate.decisive.calibrated_relevance` calibrates them against the human labels
-so far, and :func:`curation.evaluate.decisive.guided_priorities` is the rule that orders the pairs.
+so far, and :mod:`curation.evaluate.plan` is the rule that orders the pairs.
 Judges see none of it: the queue holds pair ids, in blocks shuffled within (as the blind order).
 The guarantee reads only human labels, so it holds whatever the machine says.
 """

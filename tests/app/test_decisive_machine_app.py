@@ -17,6 +17,7 @@ from curation.store.engine import session as new_session
 from curation.store.models import Assignment
 from curation.store.projects import get_project
 from tests.support.client import csrf, login
+from tests.support.judgments import judge
 from tests.support.machine import write_machine
 from tests.support.projects import RUN_NAMES, assigned_project
 
@@ -43,6 +44,9 @@ def _setup(engine, folder):
                  "rationale": RATIONALE}
                 for i, (q, d) in enumerate(zip(pm.pair_query.tolist(), pm.docids))]
         import_machine_labels(db, write_machine(folder / "m.jsonl", rows), machine=MACHINE, project=s.project_name)
+    # the machine guides only once human labels confirm it: a judge agrees with it on three queries
+    judge(engine, folder, s.judges[0], {(r["qid"], r["docid"]): r["grade"] for r in rows if r["qid"] in pm.qids[:3]},
+          project=s.project_name)
     return s, f"{a},{b}"
 
 

@@ -58,9 +58,11 @@ def server(tmp_path_factory):
                                  judges=("dave",), overlap=0, lead="lena")
         ux = ux_project(engine, folder / "ux")
         needs = needs_project(engine, folder / "needs")
+        race = assigned_project(engine, folder / "race", name="race", n_queries=1, docs_per_query=3,
+                                judges=("ivy",), overlap=0)
         with golden_serve(url, folder, secret="judge-day-secret", threads=4) as base:
             yield {"base": base, "engine": engine, "solo": solo, "pairs": pairs, "folder": folder, "ux": ux,
-                   "needs": needs}
+                   "needs": needs, "race": race}
 
 
 def needs_project(engine, folder):
@@ -292,3 +294,27 @@ def test_the_information_need_is_under_the_query_and_a_lead_rewrites_it(server, 
                            .join(User, User.id == Judgment.judge_id).where(User.name == "gil")
                            .order_by(Judgment.id)).all()
     assert list(versions) == [1, 1, 2]
+
+
+def test_unsure_ended_before_its_box_says_it_opened_still_sends_the_next_digit(server, page):
+    """"u" then Enter handled before the box's toggle event fires (it comes in a later task: keys
+    typed fast, or a busy machine): the digit after them sends the unsure answer, and is not typed
+    into the note because the late toggle event took the focus back to it."""
+    from playwright.sync_api import expect
+
+    log_in(page, server["base"], "ivy", path="/")
+    page.wait_for_selector("#pair")
+    page.wait_for_load_state("load")
+    # both keys in one task, as the page's own handler receives them: the toggle event comes after
+    page.evaluate("""() => {
+        const key = (target, k) => target.dispatchEvent(new KeyboardEvent("keydown", {key: k, bubbles: true,
+                                                                                    cancelable: true}));
+        key(document.body, "u");
+        key(document.activeElement, "Enter");
+    }""")
+    page.evaluate("() => new Promise(done => setTimeout(done, 100))")  # the toggle event has fired
+    expect(page.locator("#unsure")).to_have_attribute("open", "")
+    assert page.evaluate("document.activeElement.tagName") != "TEXTAREA"
+    page.keyboard.press("1")
+    expect(page.locator("#progress-counts")).to_contain_text("1 / 3")
+    assert [(r.grade, r.unsure, r.note) for r in labels_of(server["engine"], "ivy")] == [(1, True, None)]

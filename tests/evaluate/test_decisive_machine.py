@@ -12,7 +12,16 @@ import pytest
 from click.testing import CliRunner
 
 from curation.cli import main
-from curation.evaluate.decisive import calibrated_relevance, guided_priorities, pair_priorities, pair_sides
+from curation.evaluate.decisive import calibrated_relevance, pair_priorities
+from curation.evaluate.plan import (
+    blend,
+    machine_kappa,
+    machine_trust,
+    plan_draws,
+    plan_priorities,
+    sampled_grades,
+    sampled_plan_priorities,
+)
 from curation.evaluate.settle import query_bounds, resample_counts, settle
 from curation.evaluate.simulate import machine_from_qrels, pool_from_runs, simulate
 
@@ -71,35 +80,94 @@ def test_random_machine_is_within_two_points_of_the_blind_order(pool):
         assert rand["median_share_significant"] <= blind["median_share_significant"] + 0.02
 
 
-def test_a_machine_that_points_nowhere_gives_the_blind_order(pool):
-    """With the leaning 0 every factor is one half: the priorities are the blind ones halved, so the
-    order (a sort by priority) is the blind order exactly."""
+def test_an_untrusted_machine_gives_the_blind_order(pool):
+    """Trust 0 (a machine the human labels do not confirm): the priorities are the blind ones
+    scaled, so the order (a sort by priority) is the blind order exactly."""
     pm, truth = pool
     rng = np.random.default_rng(3)
     grades = np.where(rng.random(pm.n_pairs) < 0.3, truth, np.nan)
     b = query_bounds(pm, grades, COMPS, "ndcg@10", max_grade=2)
     st = settle(b, resample_counts(len(pm.qids), resamples=500))
-    p = rng.random(pm.n_pairs)
-    guided = guided_priorities(b, st, None, pm.n_pairs, pair_sides(pm, COMPS, 10), p, p / 2, np.zeros(len(COMPS)))
     blind = pair_priorities(b, st, None, pm.n_pairs)
     assert blind.max() > 0
-    np.testing.assert_array_equal(guided, blind * 0.5)
+    got = blend(rng.random(pm.n_pairs), blind, 0.0)
+    np.testing.assert_array_equal(np.argsort(-got, kind="stable"), np.argsort(-blind, kind="stable"))
 
 
-def test_rule_prefers_the_pairs_that_move_the_settling_end(pool):
-    """Proving "B higher": B's relevant pairs and A's pairs below the top grade come first."""
+def test_trust_is_the_machines_kappa_at_a_lower_bound(pool):
+    """Trust is an effect size, not a significance: a random machine gets 0, a machine at 70% exact
+    agreement 0 or near however many pairs are judged, one at 80% 1, a perfect one 1; too few
+    labels give 0. (The pool's relevant share, a third, is near that of the pairs the decisive order
+    judges on robust03, where the thresholds were chosen.)"""
+    from sklearn.metrics import cohen_kappa_score
+
     pm, truth = pool
-    comp = [(0, 3)]
-    b = query_bounds(pm, np.full(pm.n_pairs, np.nan), comp, "ndcg@10", max_grade=2)
-    st = settle(b, resample_counts(len(pm.qids), resamples=500))
-    side = pair_sides(pm, comp, 10)
-    rel, top = (truth >= 1).astype(float), (truth >= 2).astype(float)
-    prio = guided_priorities(b, st, None, pm.n_pairs, side, rel, top, np.array([1]))
-    w = b.weight[0] > 0
-    assert (prio[w & (side[0] > 0) & (truth == 0)] == 0).all()  # B's non-relevant: no move
-    assert (prio[w & (side[0] < 0) & (truth == 2)] == 0).all()  # A's top grade: no move
-    assert (prio[w & (side[0] > 0) & (truth >= 1)] > 0).all()
-    assert (prio[w & (side[0] < 0) & (truth < 2)] > 0).all()
+    judged = np.random.default_rng(99).random(pm.n_pairs) < 0.3  # not the machines' seeds: their flips
+    rel = truth >= 1
+    assert machine_trust(rel.astype(float), judged, rel) == 1.0  # a perfect machine
+    shuffled = [machine_trust(np.random.default_rng(s).permutation(rel).astype(float), judged, rel) for s in range(20)]
+    assert max(shuffled) == 0.0  # a random machine
+    assert machine_trust(rel.astype(float), judged & (np.arange(pm.n_pairs) < 10), rel) == 0.0  # too few labels
+    everything = np.ones(pm.n_pairs, dtype=bool)
+    at70 = []
+    for seed in range(8):
+        calls = {a: (machine_from_qrels(truth, a, lean=0.2, max_grade=2, seed=seed) >= 1).astype(float)
+                 for a in (0.7, 0.8)}
+        kappa, se, n = machine_kappa(calls[0.7], judged, rel)
+        assert kappa == pytest.approx(cohen_kappa_score(rel[judged], calls[0.7][judged] >= 0.5))
+        assert n == judged.sum() and 0 < se < 0.1
+        at70.append(machine_trust(calls[0.7], everything, rel))  # every label: still not trusted
+        assert machine_trust(calls[0.8], everything, rel) == 1.0
+    assert max(at70) <= 0.25 and np.mean(at70) < 0.1
+
+
+def test_plan_asks_first_for_the_pairs_that_move_the_settling_end(pool):
+    """Proving "B higher" with a machine that knows the labels: the pairs the plan asks for are
+    B's relevant ones, A's below the top grade, and those that only tighten the ideal DCG; never
+    B's non-relevant pairs ahead of them, nor A's top-grade pairs."""
+    pm, truth = pool
+    comp = (0, 3)
+    member = pm.members(comp)
+    counts = resample_counts(len(pm.qids), resamples=500)
+    prio = plan_priorities(pm, np.where(member, np.nan, 0.0), member, comp, "ndcg@10", counts,
+                           (truth >= 1).astype(float), (truth >= 2).astype(float), G=2)
+    rA, rB = pm.ranks[0], pm.ranks[3]
+    inA, inB = (rA >= 1) & (rA <= 10), (rB >= 1) & (rB <= 10)
+    b_pair = inB & (~inA | (rB < rA))
+    a_pair = inA & ~inB
+    assert (prio[~member] == 0).all()
+    assert prio[b_pair & (truth >= 1)].mean() > 0 and prio[a_pair & (truth == 0)].mean() > 0
+    assert (prio[a_pair & (truth == 2)] == 0).all()
+    planned = prio > 0
+    assert (planned & b_pair & (truth == 0)).sum() < 0.1 * planned.sum()
+
+
+def test_sampled_labellings_follow_the_belief_and_the_plan_over_them_asks_for_likely_pairs(pool):
+    """Labellings drawn from P(grade >= 1) and P(top grade) have those rates; the plan over them
+    asks for a pair of B's that is relevant one time in three (the most likely labelling, grade 0,
+    never plans it), and gives nothing to judged pairs or pairs outside the pool."""
+    pm, truth = pool
+    draws = plan_draws(pm.n_pairs, seed=3, samples=400)
+    p = np.linspace(0, 1, pm.n_pairs)
+    t = p / 2
+    got = np.stack([sampled_grades(p, t, row, 2) for row in draws])
+    assert np.abs((got >= 1).mean(axis=0) - p).max() < 0.12 and np.abs((got >= 2).mean(axis=0) - t).max() < 0.12
+    assert set(np.unique(got)) == {0.0, 1.0, 2.0}
+    comp = (0, 3)
+    member = pm.members(comp)
+    counts = resample_counts(len(pm.qids), resamples=500)
+    rB, rA = pm.ranks[3], pm.ranks[0]
+    b_top = member & (rB >= 1) & (rB <= 3) & ((rA < 1) | (rA > 10))  # B's top 3 that A lacks
+    p_rel = np.where(b_top, 1 / 3, 0.02)
+    grades = np.where(member, np.nan, 0.0)
+    grades[np.flatnonzero(member)[:5]] = 0.0
+    likely = plan_priorities(pm, grades, member, comp, "ndcg@10", counts, p_rel, p_rel / 2, G=2)
+    sampled = sampled_plan_priorities(pm, grades, member, comp, "ndcg@10", counts, p_rel, p_rel / 2, G=2,
+                                      draws=plan_draws(pm.n_pairs, samples=8))
+    assert likely[b_top].max() == 0 and sampled[b_top].mean() > 0
+    assert (sampled[~member] == 0).all() and (sampled[np.flatnonzero(member)[:5]] == 0).all()
+    assert (sampled_plan_priorities(pm, grades, member, comp, "ndcg@10", counts, p_rel, p_rel / 2, G=2,
+                                    draws=plan_draws(pm.n_pairs, samples=0)) == likely).all()  # no draws: as before
 
 
 def test_machine_from_qrels_flips_to_neighbours_leaning_up():
