@@ -591,16 +591,13 @@ def _repeated_docid(docid, qc: np.ndarray, n_queries: int) -> bool:
 
 
 def _equal_pairs(h) -> bool:
-    """True when two of the 64-bit values ``h`` are equal. The values are first counted into about
-    8 buckets each by their top bits (numpy's bincount, one pass); only the values that share a
-    bucket are sorted and compared (about a tenth of them): a third of the time of sorting all."""
+    """True when two of the 64-bit values ``h`` are equal: sorted (numpy's vectorised sort of
+    64-bit integers), then neighbours compared. With numpy 2's sort this is three times as fast as
+    bucketing the values by their top bits first (1.8 against 5.2 ms for 89,000 values)."""
     import numpy as np
 
-    bits = min(len(h).bit_length() + 3, 26)
-    bucket = (h >> np.uint64(64 - bits)).astype(np.intp)
-    crowded = np.bincount(bucket, minlength=1 << bits)[bucket] > 1
-    shared = np.sort(h[crowded])
-    return bool((shared[1:] == shared[:-1]).any())
+    ordered = np.sort(h)
+    return bool((ordered[1:] == ordered[:-1]).any())
 
 
 def _top_any_order(score, docid, order, starts, ends, depth):
