@@ -364,8 +364,10 @@ _OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 # conversions to numpy import pandas, and pyarrow.compute is imported only where numpy cannot
 # decide alone; each import costs a fresh `golden pool` process ~0.1-0.4 s.
 _CONVERTED = {"qid": "string", "docid": "string", "score": "float64", "tag": "string"}
-# The rank is only checked (an integer, as the exact reader wants it), never used: trec_eval orders by score.
-_CHECKED = {"rank": "int64"}
+# The rank is only checked (an integer, as the exact reader wants it), never used: trec_eval orders by
+# score. It is read as text and its bytes checked with numpy (:func:`_all_integers`): pyarrow's int64
+# conversion cost about twice as much as copying the text.
+_CHECKED = {"rank": "string"}
 
 
 def _parse_trec_fast(data: bytes, depth: int | None):
@@ -409,6 +411,8 @@ def _parse_trec_fast(data: bytes, depth: int | None):
         if last.null_count or (off[1:] == off[:-1]).any():
             return None
     cols = {c: _column(table, c) for c in _CONVERTED}
+    if not _all_integers(_column(table, "rank")):
+        return None  # a rank that is not ASCII digits with an optional sign: the exact path names it
     del table
     for c in ("qid", "docid", "tag"):
         off = _offsets(cols[c])
@@ -507,6 +511,26 @@ def _doubled(data: bytes, delimiter: bytes) -> bool:
         return True
     odd = np.frombuffer(data, dtype=np.uint16, count=(len(data) - 1) // 2, offset=1)
     return bool((odd == pair).any())
+
+
+def _all_integers(col) -> bool:
+    """True when every value of the string column ``col`` is ASCII digits with an optional sign
+    (:data:`~curation.formats.fileio.INTEGER_TEXT`): every byte a digit, but for a ``+`` or ``-`` as
+    the first byte of a value of two bytes or more."""
+    import numpy as np
+
+    off = _offsets(col)
+    lengths = off[1:] - off[:-1]
+    if (lengths == 0).any():
+        return False
+    text = np.frombuffer(col.buffers()[2], dtype=np.uint8)[off[0] : off[-1]]
+    not_digit = (text - np.uint8(48)) > 9  # bytes below "0" wrap around to large values
+    if not not_digit.any():
+        return True
+    at = np.flatnonzero(not_digit) + off[0]  # offsets of the other bytes
+    value = np.searchsorted(off[:-1], at, side="right") - 1  # the value each one is in
+    sign = (text[at - off[0]] == ord("+")) | (text[at - off[0]] == ord("-"))
+    return bool((sign & (at == off[value]) & (lengths[value] >= 2)).all())
 
 
 def _distinct(col) -> set[str]:
