@@ -11,13 +11,20 @@ Both sides start from the gzipped run files, so each time includes reading and p
   ``PYTHONPATH``) against a
   tiny script that imports trectools, builds the same top-20 pool and writes it out. Imports,
   start-up and writing are included; the two alternate, ``--repeat`` times each. golden's modules
-  are compiled to bytecode first (into a temporary ``PYTHONPYCACHEPREFIX``), as ``pip install``
-  compiles an installed package's, trectools' among them.
+  are compiled to bytecode first (in place, into ``__pycache__``), as ``pip install`` compiles an
+  installed package's, trectools' among them.
 
 The best time of each side is compared, wall clock (golden reads the files in parallel threads)
 and CPU time (in-process: summed over threads; whole-process: the children's user + system time
 from ``getrusage``), the fairer figure when other work shares the machine. The load average is
 printed with the figures.
+
+``--instructions`` (whole-process mode) also counts the instructions each whole process executes,
+one run of each side on the same inputs: a figure the machine's load does not move. It uses ``perf
+stat -e instructions`` where the hardware counter is available, else valgrind's cachegrind (no
+cache simulation; about 50x slower, so the trectools side takes a few minutes). Under valgrind
+the CPU features it does not emulate (AVX-512) are hidden, so ISA-L and pyarrow take their AVX2
+paths, on both sides alike.
 
 The two pools are then compared pair by pair. They can differ only where a run has tied scores
 straddling rank ``depth``: golden breaks ties as trec_eval does (docid descending), trectools
@@ -31,7 +38,9 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -109,15 +118,39 @@ def run_child(cmd, env=None):
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def whole_process(files, depth, repeat):
-    """Best wall and CPU time of each side as a fresh process, and the pairs each wrote."""
+def count_instructions(cmd, env) -> tuple[int, str]:
+    """Instructions executed by the whole process ``cmd`` (all its threads), and the counter used:
+    perf's hardware counter when the machine has one, else valgrind's cachegrind."""
+    if shutil.which("perf"):
+        done = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", *cmd], env=env, capture_output=True,
+                              text=True)
+        found = re.search(r"^(\d+),[^,]*,instructions", done.stderr, re.M)
+        if done.returncode == 0 and found:
+            return int(found.group(1)), "perf stat -e instructions:u"
+    if not shutil.which("valgrind"):
+        sys.exit("--instructions needs perf (with a hardware instruction counter) or valgrind")
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                           *cmd], env=env, capture_output=True, text=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode or not found:
+        sys.exit(f"valgrind {' '.join(cmd[:3])} ... failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", "")), "valgrind --tool=cachegrind"
+
+
+def whole_process(files, depth, repeat, instructions=False):
+    """Best wall and CPU time of each side as a fresh process, the pairs each wrote, and (with
+    ``instructions``) the instructions of one whole process of each side."""
     from curation.formats.pool_file import read_pool
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory() as tmp:
-        # golden's modules compiled once, as installing a package compiles them (trectools' are): a
-        # checkout run with PYTHONDONTWRITEBYTECODE set would compile its sources again in every process.
-        env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
+        # golden's modules compiled once, in place (curation/**/__pycache__, which git ignores), as
+        # installing a package compiles them (trectools' are): a checkout run with
+        # PYTHONDONTWRITEBYTECODE set would compile its sources again in every process. Not into a
+        # PYTHONPYCACHEPREFIX: Python then reads every module's bytecode from that folder only, so the
+        # standard library, numpy, pyarrow, pandas and trectools were compiled again in every process
+        # of both sides (golden pool 0.9 s of CPU more at load 6).
+        env.pop("PYTHONPYCACHEPREFIX", None)
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "curation")], env=env, check=True,
                        capture_output=True)
         script, path_script = Path(tmp) / "trectools_pool.py", Path(tmp) / "golden_path.py"
@@ -134,11 +167,16 @@ def whole_process(files, depth, repeat):
             g.append(run_child(golden_cmd, env))
             t.append(run_child(trectools_cmd, env))
             p.append(run_child(path_cmd, env))
+        counts = None
+        if instructions:
+            g_count, counter = count_instructions(golden_cmd, env)
+            t_count, _ = count_instructions(trectools_cmd, env)
+            counts = (g_count, t_count, counter)
         g_pairs = {(e.qid, e.docid) for e in read_pool(g_out)}
         if {(e.qid, e.docid) for e in read_pool(p_out)} != g_pairs:
             sys.exit("MISMATCH: the pooling code path and golden pool wrote different pools")
         t_pairs = {tuple(line.split()) for line in t_out.read_text(encoding="utf-8").splitlines()}
-    return g, t, p, g_pairs, t_pairs
+    return g, t, p, g_pairs, t_pairs, counts
 
 
 def best_time(fn, repeat):
@@ -158,6 +196,8 @@ def main(argv=None):
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mode", choices=("in-process", "whole-process", "both"), default="both")
+    ap.add_argument("--instructions", action="store_true",
+                    help="whole-process mode: also count each side's instructions (perf, else valgrind: minutes)")
     args = ap.parse_args(argv)
     files = sorted(glob.glob(os.path.join(args.runs_dir, "*.gz")))
     if not files:
@@ -185,7 +225,7 @@ def main(argv=None):
         checks.append(("in-process", g_pairs, t_pairs))
     if args.mode in ("whole-process", "both"):
         load = os.getloadavg()[0]
-        g, t, p, g_pairs, t_pairs = whole_process(files, args.depth, args.repeat)
+        g, t, p, g_pairs, t_pairs, counts = whole_process(files, args.depth, args.repeat, args.instructions)
         g_wall, t_wall, p_wall = min(w for w, _ in g), min(w for w, _ in t), min(w for w, _ in p)
         g_cpu, t_cpu, p_cpu = min(c for _, c in g), min(c for _, c in t), min(c for _, c in p)
         print(f"whole process (fresh python each, imports and writing included), best of {args.repeat}:")
@@ -199,6 +239,10 @@ def main(argv=None):
         print(f"  golden's pooling code path alone (no CLI): {p_wall:.3f} s wall, {p_cpu:.3f} s CPU "
               f"({', '.join(f'{w:.3f}' for w, _ in p)}): trectools / it = {t_wall / p_wall:.1f}x wall clock, "
               f"{t_cpu / p_cpu:.1f}x CPU time")
+        if counts:
+            g_count, t_count, counter = counts
+            print(f"  instructions, one whole process each ({counter}): golden pool {g_count / 1e9:.3f}G, "
+                  f"trectools script {t_count / 1e9:.3f}G: ratio {t_count / g_count:.1f}x")
         print(f"  load average: {load:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
         checks.append(("whole-process", g_pairs, t_pairs))
 

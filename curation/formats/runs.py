@@ -364,8 +364,10 @@ _OTHER_ASCII_SPACE = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 # conversions to numpy import pandas, and pyarrow.compute is imported only where numpy cannot
 # decide alone; each import costs a fresh `golden pool` process ~0.1-0.4 s.
 _CONVERTED = {"qid": "string", "docid": "string", "score": "float64", "tag": "string"}
-# The rank is only checked (an integer, as the exact reader wants it), never used: trec_eval orders by score.
-_CHECKED = {"rank": "int64"}
+# The rank is only checked (an integer, as the exact reader wants it), never used: trec_eval orders by
+# score. It is read as text and its bytes checked with numpy (:func:`_all_integers`): pyarrow's int64
+# conversion cost about twice as much as copying the text.
+_CHECKED = {"rank": "string"}
 
 
 def _parse_trec_fast(data: bytes, depth: int | None):
@@ -409,6 +411,8 @@ def _parse_trec_fast(data: bytes, depth: int | None):
         if last.null_count or (off[1:] == off[:-1]).any():
             return None
     cols = {c: _column(table, c) for c in _CONVERTED}
+    if not _all_integers(_column(table, "rank")):
+        return None  # a rank that is not ASCII digits with an optional sign: the exact path names it
     del table
     for c in ("qid", "docid", "tag"):
         off = _offsets(cols[c])
@@ -509,6 +513,26 @@ def _doubled(data: bytes, delimiter: bytes) -> bool:
     return bool((odd == pair).any())
 
 
+def _all_integers(col) -> bool:
+    """True when every value of the string column ``col`` is ASCII digits with an optional sign
+    (:data:`~curation.formats.fileio.INTEGER_TEXT`): every byte a digit, but for a ``+`` or ``-`` as
+    the first byte of a value of two bytes or more."""
+    import numpy as np
+
+    off = _offsets(col)
+    lengths = off[1:] - off[:-1]
+    if (lengths == 0).any():
+        return False
+    text = np.frombuffer(col.buffers()[2], dtype=np.uint8)[off[0] : off[-1]]
+    not_digit = (text - np.uint8(48)) > 9  # bytes below "0" wrap around to large values
+    if not not_digit.any():
+        return True
+    at = np.flatnonzero(not_digit) + off[0]  # offsets of the other bytes
+    value = np.searchsorted(off[:-1], at, side="right") - 1  # the value each one is in
+    sign = (text[at - off[0]] == ord("+")) | (text[at - off[0]] == ord("-"))
+    return bool((sign & (at == off[value]) & (lengths[value] >= 2)).all())
+
+
 def _distinct(col) -> set[str]:
     """The distinct values of a string column (usually one: a run's tag)."""
     off = _offsets(col)
@@ -591,16 +615,13 @@ def _repeated_docid(docid, qc: np.ndarray, n_queries: int) -> bool:
 
 
 def _equal_pairs(h) -> bool:
-    """True when two of the 64-bit values ``h`` are equal. The values are first counted into about
-    8 buckets each by their top bits (numpy's bincount, one pass); only the values that share a
-    bucket are sorted and compared (about a tenth of them): a third of the time of sorting all."""
+    """True when two of the 64-bit values ``h`` are equal: sorted (numpy's vectorised sort of
+    64-bit integers), then neighbours compared. With numpy 2's sort this is three times as fast as
+    bucketing the values by their top bits first (1.8 against 5.2 ms for 89,000 values)."""
     import numpy as np
 
-    bits = min(len(h).bit_length() + 3, 26)
-    bucket = (h >> np.uint64(64 - bits)).astype(np.intp)
-    crowded = np.bincount(bucket, minlength=1 << bits)[bucket] > 1
-    shared = np.sort(h[crowded])
-    return bool((shared[1:] == shared[:-1]).any())
+    ordered = np.sort(h)
+    return bool((ordered[1:] == ordered[:-1]).any())
 
 
 def _top_any_order(score, docid, order, starts, ends, depth):

@@ -1,4 +1,5 @@
 import gzip
+import re
 
 import pytest
 
@@ -281,3 +282,27 @@ def test_fast_reader_equals_line_reader_on_random_runs(tmp_path, seed):
         assert run.rankings == rankings and run.scores == scores
         assert list(run.rankings) == list(rankings)
         assert run.name == (next(iter(got_tags)) if len(got_tags) == 1 else "run")
+
+
+@pytest.mark.parametrize("rank", ["+3", "-2", "007", "-0", "99999999999999999999999",
+                                  "1.0", "1e3", "+", "-", "3-", "+-5", "12a", "x"])
+@pytest.mark.parametrize("where", [0, 1, 2])  # the first, a middle or the last line
+def test_ranks_are_checked_alike_by_the_fast_and_the_exact_reader(tmp_path, rank, where):
+    # The fast reader checks the rank column's bytes (digits, a sign first); whatever it decides
+    # must be what the exact reader decides: the same run, or the error naming the line.
+    from curation.formats.runs import _parse_lines, _parse_trec_fast
+
+    ranks = ["1", "2", "3"]
+    ranks[where] = rank
+    text = "".join(f"7\tQ0\td{i}\t{r}\t{3 - i}\ts\n" for i, r in enumerate(ranks))
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    valid = re.fullmatch(r"[+-]?[0-9]+", rank) is not None
+    assert (_parse_trec_fast(text.encode(), None) is not None) == valid
+    if valid:
+        rankings, scores, _, _ = _parse_lines(text.encode(), str(path), False, None)
+        run = read_run(path)
+        assert run.rankings == rankings == {"7": ["d0", "d1", "d2"]} and run.scores == scores
+    else:
+        with pytest.raises(InputError, match=rf"^{path}:{where + 1}: rank"):
+            read_run(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import statistics
 from itertools import combinations
 from pathlib import Path
@@ -383,6 +384,31 @@ def test_cli_restores_the_garbage_collector_after_pooling(two_runs, tmp_path):
     res = CliRunner().invoke(main, ["pool", str(bad), "--out", str(tmp_path / "p2.jsonl")])
     assert res.exit_code == 1 and "bad.trec:1:" in res.output
     assert gc.isenabled()
+
+
+def test_cli_freezes_the_objects_left_only_as_the_process_ends(two_runs, tmp_path):
+    # The interpreter's last collection would walk every object left (numpy's and pyarrow's
+    # modules): golden pool moves them out of its sight at exit (gc.freeze), not before, so an
+    # in-process caller keeps a collector that sees everything. An exit handler registered before
+    # the command runs after golden's (last in, first out) and sees what it did.
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, gc, os, sys\n"
+        "from curation.cli import main\n"
+        "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0, flush=True))\n"
+        "main.main(sys.argv[1:], standalone_mode=False)\n"
+        "print('after the command', gc.get_freeze_count(), gc.isenabled(), flush=True)\n"
+    )
+    out = tmp_path / "pool.jsonl"
+    root = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, "-c", script, "pool", *map(str, two_runs), "--depth", "2", "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-2:] == ["after the command 0 True", "at exit True"]
+    assert out.exists()
 
 
 def test_median_is_statistics_median():
