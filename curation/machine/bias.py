@@ -18,7 +18,9 @@ pair's signed difference minus the machine's mean signed difference at that pair
 - ``stratum``, ``shape`` (the query shape dimension of the strata, when there is one) and ``run``
   (the pairs a run retrieved, whatever the others did): each group against the rest; flagged when
   one group's contrast has a Bonferroni interval (1 - 0.05/m for m groups) that excludes 0 and is
-  at least :data:`MATERIAL` grades in size.
+  at least :data:`MATERIAL` grades in size. These contrasts are of the excess **within length
+  deciles** (:data:`LENGTH_ADJUSTMENT`): a lean by length would otherwise show again as a lean
+  towards whichever group holds more long (or short) documents.
 - ``rank`` (the best rank at which any run retrieved the pair), ``prompt_version`` and ``model``:
   shown, not tested (a rank band or a prompt version changes which documents are in the group).
 
@@ -103,6 +105,30 @@ def excess_difference(h: np.ndarray, m: np.ndarray) -> np.ndarray:
     return out
 
 
+LENGTH_ADJUSTMENT = (
+    "the excess is taken within document length deciles (each pair's excess minus the mean excess of its "
+    "length decile), so a lean by length is not counted again as a lean towards a group with longer or "
+    "shorter documents"
+)
+
+
+def length_deciles(lengths: np.ndarray) -> np.ndarray:
+    """Each pair's document length decile, 0..9, equal-sized by rank (ties in input order)."""
+    n = len(lengths)
+    decile = np.empty(n, dtype=np.int64)
+    decile[np.argsort(lengths, kind="stable")] = np.arange(n) * 10 // max(n, 1)
+    return decile
+
+
+def within_deciles(excess: np.ndarray, decile: np.ndarray) -> np.ndarray:
+    """:data:`LENGTH_ADJUSTMENT`: each pair's excess minus the mean excess of its length decile."""
+    out = excess.copy()
+    for d in np.unique(decile):
+        sel = decile == d
+        out[sel] = excess[sel] - excess[sel].mean()
+    return out
+
+
 class _Data:
     def __init__(self, facts: Sequence[PairFacts], h, m, boot: Bootstrap, min_pairs: int):
         self.facts = list(facts)
@@ -111,6 +137,8 @@ class _Data:
         self.same = (self.h == self.m).astype(np.float64)
         self.signed = (self.m - self.h).astype(np.float64)
         self.excess = excess_difference(self.h, self.m)
+        self.decile = length_deciles(np.array([f.length for f in self.facts], dtype=np.float64))
+        self.group_excess = within_deciles(self.excess, self.decile)
         self.boot = boot
         self.min_pairs = min_pairs
         self.qids = np.array([f.qid for f in self.facts], dtype=object)
@@ -185,9 +213,7 @@ def length_check(data: _Data) -> BiasCheck:
     if n == 0:
         check.finding = "no pairs"
         return check
-    order = np.argsort(lengths, kind="stable")
-    decile = np.empty(n, dtype=np.int64)
-    decile[order] = np.arange(n) * 10 // n  # 0..9, equal-sized by rank
+    decile = data.decile
     for d in range(10):
         mask = decile == d
         if mask.any():
@@ -226,12 +252,12 @@ def _group_vs_rest(data: _Data, key: str, title: str, groups: dict[str, np.ndarr
     conf = 1.0 - FAMILY_ALPHA / max(m, 1)
     check = BiasCheck(key, title, f"each {what} against the rest (excess signed difference): flagged when one "
                       f"contrast's Bonferroni interval ({100 * conf:.1f}% for {m} groups) excludes 0 and it is at "
-                      f"least {MATERIAL:.2f} grades", True)
+                      f"least {MATERIAL:.2f} grades; {LENGTH_ADJUSTMENT}", True)
     worst = None
     for name, mask in sorted(groups.items()):
         contrast = None
         if mask.sum() >= data.min_pairs and (~mask).sum() >= data.min_pairs:
-            contrast = data.boot.contrast(data.excess, mask, confidence=conf)
+            contrast = data.boot.contrast(data.group_excess, mask, confidence=conf)
         g = data.group(name, mask, contrast=contrast)
         g.flagged = _material(contrast)
         check.groups.append(g)
@@ -241,7 +267,7 @@ def _group_vs_rest(data: _Data, key: str, title: str, groups: dict[str, np.ndarr
     if worst is not None:
         way = "more lenient" if worst.contrast.value > 0 else "stricter"
         check.finding = (f"the machine is {way} on {what} {worst.name}: excess {_fmt(worst.contrast)} grades "
-                         "against the rest")
+                         "against the rest, within length deciles")
     elif m == 0:
         check.finding = f"not enough pairs to test a {what} (each side needs {data.min_pairs})"
     else:
