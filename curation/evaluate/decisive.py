@@ -231,7 +231,7 @@ def _guided_priorities(pm, grades, comps, metric, bounds, st, counts, figures, G
     open comparison's plan (:func:`curation.evaluate.plan.plan_priorities`, scaled to a largest
     value of 1) summed, blended with the blind priorities by the machine's trust; the machine's
     figures calibrated against the human labels so far."""
-    from curation.evaluate.plan import blend, machine_trust, plan_draws, sampled_plan_priorities
+    from curation.evaluate.plan import blend, machine_trust, open_plans, plan_draws
 
     raw_rel, raw_top, key = figures
     judged = ~np.isnan(grades)
@@ -243,11 +243,9 @@ def _guided_priorities(pm, grades, comps, metric, bounds, st, counts, figures, G
         p_rel = calibrated_relevance(raw_rel, key, judged, relevant)
         p_top = calibrated_relevance(raw_top, key, judged, np.nan_to_num(grades) >= G)
         member = np.ones(pm.n_pairs, dtype=bool)
-        draws = plan_draws(pm.n_pairs)
-        for i, comp in enumerate(comps):
-            if st.status[i] == "open":
-                one = sampled_plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G, draws=draws)
-                plan += one / max(float(one.max()), 1e-300)
+        open_comps = [comp for i, comp in enumerate(comps) if st.status[i] == "open"]
+        plan = open_plans(pm, grades, member, open_comps, metric, counts, p_rel, p_top, G=G,
+                          draws=plan_draws(pm.n_pairs))
     return blend(plan, blind, trust)
 
 

@@ -316,12 +316,29 @@ def sampled_plan_priorities(pm: PoolMatrix, grades: np.ndarray, member: np.ndarr
     would never plan it."""
     if len(draws) == 0:
         return plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G, level=level, cache=cache)
+    rows = np.atleast_2d(draws)
     out = np.zeros(pm.n_pairs)
-    for row in np.atleast_2d(draws):
-        one = plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G, level=level,
-                              cache=cache, planned=sampled_grades(p_rel, p_top, row, G))
-        out += one / max(float(one.max()), 1e-300)
-    return out / max(len(np.atleast_2d(draws)), 1)
+    for row in rows:
+        out += _unit(plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G, level=level,
+                                     cache=cache, planned=sampled_grades(p_rel, p_top, row, G)))
+    return out / max(len(rows), 1)
+
+
+def open_plans(pm: PoolMatrix, grades: np.ndarray, member: np.ndarray, comps, metric: str, counts: np.ndarray,
+               p_rel: np.ndarray, p_top: np.ndarray, *, G: int, draws: np.ndarray, level: float = 0.95,
+               cache: dict | None = None) -> np.ndarray:
+    """The plan of a queue or a replay: :func:`sampled_plan_priorities` of each open comparison of
+    ``comps``, each scaled to a largest value of 1, summed (the ``plan`` that :func:`blend` takes)."""
+    plan = np.zeros(pm.n_pairs)
+    for comp in comps:
+        plan += _unit(sampled_plan_priorities(pm, grades, member, comp, metric, counts, p_rel, p_top, G=G,
+                                              draws=draws, level=level, cache=cache))
+    return plan
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    """``x`` scaled to a largest value of 1 (non-negative priorities; all 0 stays 0)."""
+    return x / max(float(x.max()), 1e-300)
 
 
 def plan_priorities(pm: PoolMatrix, grades: np.ndarray, member: np.ndarray, comp: tuple[int, int], metric: str,

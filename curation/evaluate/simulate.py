@@ -263,7 +263,7 @@ def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, m
     if guide is None:
         return None
     from curation.evaluate.decisive import calibrated_relevance, pair_priorities
-    from curation.evaluate.plan import blend, machine_trust, sampled_plan_priorities
+    from curation.evaluate.plan import blend, machine_trust, open_plans
 
     def priorities(bounds, st, rows_comps):
         r = rows_comps[0] if member.shape[0] > 1 else 0
@@ -271,17 +271,13 @@ def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, m
         relevant = np.nan_to_num(grades[r]) >= rel_level
         blind = pair_priorities(bounds, st, rows_comps, pm.n_pairs)
         trust = machine_trust(guide["rel"], seen, relevant)
-        plan = np.zeros(pm.n_pairs)
         if trust <= 0:
-            return blend(plan, blind, trust)
+            return blend(np.zeros(pm.n_pairs), blind, trust)
         p_rel = calibrated_relevance(guide["rel"], guide["key"], seen, relevant)
         p_top = calibrated_relevance(guide["top"], guide["key"], seen, np.nan_to_num(grades[r]) >= G)
-        for c in rows_comps:
-            if st.status[c] == OPEN:
-                one = sampled_plan_priorities(pm, grades[r], member[r], comps[c], metric, counts, p_rel, p_top,
-                                              G=G, level=level, cache=guide["caches"].setdefault(r, {}),
-                                              draws=guide["draws"])
-                plan += one / max(float(one.max()), 1e-300)
+        plan = open_plans(pm, grades[r], member[r], [comps[c] for c in rows_comps if st.status[c] == OPEN], metric,
+                          counts, p_rel, p_top, G=G, draws=guide["draws"], level=level,
+                          cache=guide["caches"].setdefault(r, {}))
         return blend(plan, blind, trust)
 
     return priorities
