@@ -100,7 +100,8 @@ def _echo_text(d: dict) -> None:
         echo("signed differences (machine - human): " +
              ", ".join(f"{int(k):+d}: {n}" for k, n in d["signed_differences"].items()))
     echo("")
-    echo("bias checks (excess = signed difference beyond the machine's mean at that human grade):")
+    echo("bias checks (excess = signed difference beyond the machine's mean at that human grade; a group's")
+    echo("contrast = its excess minus the rest's, each pair's excess taken within its document length decile):")
     for c in d["bias_checks"]:
         mark = "FLAG" if c["flagged"] else (" ok " if c["tested"] else "info")
         echo(f"  [{mark}] {c['title']}: {c['finding'] or 'shown, not tested'}")
@@ -110,8 +111,9 @@ def _echo_text(d: dict) -> None:
                 echo(f"      {g['name']:<34} contrast {_num(g['contrast'], True)}{flag}")
                 continue
             stale = "  (stale)" if g.get("stale") else ""
+            tested = f"  contrast {_num(g['contrast'], True)}" if g["contrast"] is not None else ""
             echo(f"      {g['name'][:34]:<34} {g['pairs']:>6} pairs  agreement {_pct(g['agreement']):<24} "
-                 f"signed {_num(g['signed'], True):<26}{'  <- flagged' if g['flagged'] else ''}{stale}")
+                 f"signed {_num(g['signed'], True):<26}{tested}{'  <- flagged' if g['flagged'] else ''}{stale}")
         echo(f"      rule: {c['rule']}")
     r = d["repeats"]
     echo("")

@@ -177,6 +177,11 @@ def test_calibrate_cli_text_json_and_html(robust, tmp_path):
     assert d["kind"] == "machine" and d["failed_checks"] == ["run"]
     assert "length" in d["checks_run"] and d["checks_summary"].startswith("failed checks: run")
     assert d["bias_checks"][0]["key"] == "length" and d["human_human"]["pairs"] == 150
+    # the text shows each tested group's contrast, the figure the flag stands on
+    run = next(g for c in d["bias_checks"] if c["key"] == "run" for g in c["groups"] if g["name"] == LENIENT_RUN)
+    res = runner.invoke(main, ["labels", "calibrate", "--machine", "lenient", "--db", robust["url"]])
+    line = next(ln for ln in res.output.splitlines() if ln.strip().startswith(LENIENT_RUN[:34]))
+    assert f"contrast {run['contrast']['value']:+.3f}" in line and line.endswith("<- flagged"), line
     res = runner.invoke(main, ["labels", "calibrate", "--machine", "nobody", "--db", robust["url"]])
     assert res.exit_code == 1 and "no machine judge 'nobody'" in res.output
 
