@@ -60,7 +60,6 @@ _MERGE_AT = 1 << 23  # merge partial aggregates once they hold this many entries
 _WINDOW_BYTES = 1 << 28  # encode the batches held once their query and user text reaches 256 MiB
 _DENSE_CELLS = 1 << 23  # traffic in a queries x strata matrix while it has at most this many cells
 _PAIR_BUCKETS = 256  # (query, user) pairs are merged in this many buckets (by query): small hash tables
-_STRING_HASH_KEY = b"golden log strings, not a draw key"  # the fixed key of the strings' 64-bit hashes
 
 
 @dataclass(frozen=True)
@@ -129,98 +128,32 @@ def normalize_many(values: pa.Array) -> pa.Array:
 class _Strings:
     """Distinct strings, each identified by its position, in one pyarrow array (no Python object per string).
 
-    :meth:`ids` finds the position of every value of some arrays: one pyarrow ``dictionary_encode``
-    of those arrays alone gives each row its index among their distinct strings (one hash per
-    row, the strings compared whole); those distinct strings are then looked up in a hash table
-    kept across calls, keyed by a 64-bit hash of each string (:func:`curation.sample.draw.text_hashes`),
-    so the strings already known are never hashed again. Every string found under a known hash
-    is compared whole with the string first seen under it, and one that differs (two strings, one
-    hash) gets an id of its own from a dict of such strings, so two strings are never merged. New
-    strings get the next positions, in order of first appearance (such a string after the others
-    of its call).
+    :meth:`ids` finds the position of every value of some arrays with one
+    ``pyarrow.compute.dictionary_encode`` over the strings known so far followed by those arrays:
+    Arrow's hash table numbers distinct values in order of first appearance, so a known string
+    gets its position back and a new one the next free position. Strings are compared whole, so
+    two strings are never merged by a hash collision.
     """
 
     def __init__(self):
-        self._values = pa.array([], pa.string())
-        self._table = None  # the hash table (pandas' Int64Factorizer): hash -> label; None: to be rebuilt
-        self._label_id = np.zeros(0, np.int64)  # label -> position (the same unless two strings shared a hash)
-        self._collided: dict[str, int] = {}  # strings whose hash was first another string's -> position
-
-    @property
-    def values(self) -> pa.Array:
-        return self._values
-
-    @values.setter
-    def values(self, values: pa.Array) -> None:  # shared with a copy, or the raw strings as their own forms
-        self._values, self._table, self._collided = values, None, {}
+        self.values = pa.array([], pa.string())
 
     def __len__(self) -> int:
-        return len(self._values)
-
-    def _rebuild(self) -> None:
-        """The hash table of the strings known (after :attr:`values` was set)."""
-        from pandas._libs.hashtable import Int64Factorizer
-
-        from curation.sample.draw import text_hashes
-
-        self._table = Int64Factorizer(max(len(self._values), 1 << 10))
-        self._label_id = np.zeros(0, np.int64)
-        self._collided = {}
-        if len(self._values):
-            self._lookup(self._values, text_hashes(self._values, _STRING_HASH_KEY), rebuild=True)
-
-    def _lookup(self, distinct: pa.Array, hashes: np.ndarray, rebuild: bool = False) -> np.ndarray:
-        """The position of each of ``distinct`` (strings all different), the new ones added; with
-        ``rebuild``, ``distinct`` are the strings known, in their positions."""
-        before = self._table.count
-        labels = self._table.factorize(hashes.view(np.int64))
-        fresh = labels >= before
-        # A new label's first string is its first row (labels come in order of first appearance).
-        top = np.maximum.accumulate(np.where(fresh, labels, -1))
-        first = fresh & (labels > np.r_[-1, top[:-1]])
-        firsts = np.flatnonzero(first)
-        new_ids = firsts if rebuild else np.arange(len(self._values), len(self._values) + len(firsts))
-        self._label_id = np.concatenate([self._label_id, new_ids.astype(np.int64)])
-        ids = self._label_id[labels]
-        if len(firsts) and not rebuild:
-            self._values = pa.concat_arrays([self._values, distinct.take(pa.array(firsts))])
-        check = np.flatnonzero(~first)  # found under a hash seen before: compared whole with that string
-        if len(check):
-            same = pc.equal(distinct.take(pa.array(check)), self._values.take(pa.array(ids[check])))
-            differ = check[~same.to_numpy(zero_copy_only=False)]
-            if len(differ):
-                texts = distinct.take(pa.array(differ)).to_pylist()
-                if rebuild:  # already in place: remembered where
-                    self._collided.update(zip(texts, differ.tolist()))
-                    ids[differ] = differ
-                else:
-                    ids[differ] = self._collisions(texts)
-        return ids
-
-    def _collisions(self, strings: list[str]) -> list[int]:
-        """Positions for strings whose hash belongs to another string (new ones appended)."""
-        out = []
-        for text in strings:
-            if text not in self._collided:
-                self._collided[text] = len(self._values)
-                self._values = pa.concat_arrays([self._values, pa.array([text], pa.string())])
-            out.append(self._collided[text])
-        return out
+        return len(self.values)
 
     def ids(self, arrays: Sequence[pa.Array]) -> list[np.ndarray]:
-        """The position of each value of each array (int64); strings not seen before are added."""
+        """The position of each value of each array (int32); strings not seen before are added."""
         if not arrays:
             return []
-        from curation.sample.draw import text_hashes
-
-        if self._table is None:
-            self._rebuild()
-        enc = pc.dictionary_encode(pa.chunked_array(arrays, type=pa.string()))
-        if enc.num_chunks != len(arrays):  # Arrow keeps the chunks; the ids below rely on it
+        known = len(self.values)
+        head = [self.values] if known else []
+        enc = pc.dictionary_encode(pa.chunked_array([*head, *arrays], type=pa.string()))
+        if enc.num_chunks != len(head) + len(arrays):  # Arrow keeps the chunks; the ids below rely on it
             raise AssertionError("dictionary_encode changed the chunks")
-        distinct = enc.chunk(enc.num_chunks - 1).dictionary  # every chunk's indices point into the last one's
-        position = self._lookup(distinct, text_hashes(distinct, _STRING_HASH_KEY))
-        return [position[c.indices.to_numpy(zero_copy_only=False)] for c in enc.chunks]
+        if known and not np.array_equal(enc.chunk(0).indices.to_numpy(zero_copy_only=False), np.arange(known)):
+            raise AssertionError("dictionary_encode renumbered the known strings")
+        self.values = enc.chunk(enc.num_chunks - 1).dictionary
+        return [c.indices.to_numpy(zero_copy_only=False) for c in enc.chunks[len(head):]]
 
 
 class _Recheck(Exception):

@@ -358,50 +358,6 @@ def test_strings_keep_their_ids_and_new_ones_come_next_in_order_of_appearance():
     assert strings.values.to_pylist() == ["b", "a", "", "c", "a\u0301", "\u00e1", "d"]
 
 
-def _weak_hashes(texts, key):
-    """A hash that collides on purpose: the text's length in bytes (every string of one length shares it)."""
-    import pyarrow.compute as pc
-
-    return pc.binary_length(pc.cast(texts, pa.string())).to_numpy(zero_copy_only=False).astype(np.uint64)
-
-
-def test_strings_that_share_a_hash_keep_ids_of_their_own(monkeypatch):
-    """The hash table across calls merges two strings only when they are equal: with a hash that
-    collides for every string of one length, each string keeps one id of its own (the position of
-    that string), also after the table is rebuilt (values set, as a copy of the collapser does)."""
-    from curation.sample import draw
-
-    monkeypatch.setattr(draw, "text_hashes", _weak_hashes)
-    batches = [["ab", "cd", "ab", "", "x"], ["cd", "ef", "y", "ab", "zz"], ["ef", "gh", "", "x", "\u00e9"],
-               ["ab", "gh", "q"]]
-    strings, seen = logs._Strings(), {}
-    for i, batch in enumerate(batches):
-        got = strings.ids([pa.array(batch[:2]), pa.array(batch[2:])])
-        values = strings.values.to_pylist()
-        for text, sid in zip(batch, np.concatenate(got).tolist()):
-            assert values[sid] == text and seen.setdefault(text, sid) == sid
-        assert len(values) == len(set(values)) == len(seen)
-        if i == 1:
-            other = logs._Strings()
-            other.values = strings.values  # a copy: the table rebuilt from the values
-            strings = other
-
-
-def test_a_log_whose_strings_collide_collapses_as_with_the_full_hash(tmp_path, monkeypatch):
-    from curation.sample import draw
-
-    rows = tricky_rows(3000, seed=13)
-    path = write_tricky(tmp_path / "log.csv", rows)
-    kw = dict(query_col="query", user_col="user", count_col="n", strata=["market"])
-    expected = collapse_log(path, **kw)
-    monkeypatch.setattr(draw, "text_hashes", _weak_hashes)
-    monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 2048)
-    monkeypatch.setattr(logs, "_WINDOW_BYTES", 5000)
-    got = collapse_log(path, **kw)
-    assert got.queries.equals(expected.queries) and got.stats == expected.stats
-    assert got.user_mass.tobytes() == expected.user_mass.tobytes()
-
-
 def test_huge_counts_are_summed_exactly(tmp_path):
     """Counts whose sums pass 2**53 (where float sums lose whole numbers) are summed as integers."""
     big = 10**15 - 1
