@@ -237,8 +237,9 @@ def draw_stratum(
         by_key = np.lexsort((tie, keys))
     if head not in UNIFORM_HEADS:
         raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
-    # Certainty units, largest first (ties by text).
-    top = np.lexsort((tie, -t))[:k]
+    # Certainty units, largest first (ties by text): only queries with at least the k-th largest
+    # traffic can be among them, so only those are sorted (the same k as sorting all).
+    top = _largest(t, tie, k)
     if weighting == "uniform":
         certain = head_units(t[top], k, int(t.sum()))[0] if head == "certain" else 0
         sure = top[:certain]
@@ -267,6 +268,18 @@ def draw_stratum(
     probs = np.concatenate([np.ones(certain), probs_rest])
     order_out = np.argsort(idx, kind="stable")
     return idx[order_out], probs[order_out]
+
+
+def _largest(t: np.ndarray, tie: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the ``k`` largest of ``t``, largest first, ties by ``tie`` (ascending): what
+    ``np.lexsort((tie, -t))[:k]`` gives, sorting only the queries with at least the k-th largest."""
+    n = len(t)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if 4 * k >= n:
+        return np.lexsort((tie, -t))[:k]
+    lead = np.flatnonzero(t >= np.partition(t, n - k)[n - k])
+    return lead[np.lexsort((tie[lead], -t[lead]))][:k]
 
 
 def tie_ranks(texts, traffic: np.ndarray, keys: np.ndarray, k: int, by_key: np.ndarray | None = None) -> np.ndarray:
