@@ -388,17 +388,7 @@ def sample_queries(
     """
     from curation.sample.logs import collapse_log
 
-    if weighting not in SAMPLE_WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
-    if head not in UNIFORM_HEADS:
-        raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
-    check_draw_key(draw_key)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"size must be a whole number >= 1, got {size!r}")
-    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
-        raise ValueError(f"floor must be a whole number >= 0, got {floor!r}")
+    _check_design(weighting=weighting, head=head, seed=seed, size=size, floor=floor, draw_key=draw_key)
     strata = tuple(strata)
     if shape and "shape" in strata:
         raise ValueError("strata: a column named 'shape' clashes with shape=True; rename one")
@@ -416,6 +406,21 @@ def sample_queries(
     with source as population:
         return _sample(population, strata=strata, shape=shape, size=size, floor=floor, seed=seed,
                        weighting=weighting, head=head, handwritten=handwritten, exclude=exclude, warnings=warnings)
+
+
+def _check_design(*, weighting: str, head: str, seed, size, floor, draw_key: str) -> None:
+    """The checks of :func:`sample_queries`' design arguments (a ValueError naming the argument)."""
+    if weighting not in SAMPLE_WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
+    if head not in UNIFORM_HEADS:
+        raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
+    check_draw_key(draw_key)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a whole number >= 1, got {size!r}")
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        raise ValueError(f"floor must be a whole number >= 0, got {floor!r}")
 
 
 class LogPool:
@@ -518,8 +523,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     if pf.hand_in_log:
         warnings.append(f"{pf.hand_in_log} hand-written queries also occur in the log; they are sampled "
                         "only as hand-written")
-    pool_traffic = pf.traffic
-    if pool_traffic == 0:
+    if (pool_traffic := pf.traffic) == 0:
         raise ValueError("log: no queries with traffic are left to sample from")
 
     values = [dict(zip(dims, key)) for key, _, _, _ in pf.strata]
