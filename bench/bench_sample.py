@@ -14,6 +14,7 @@ Targets: under 60 s and under 3 GB for 10 million rows.
     python bench/bench_sample.py --rows 1000000 --gzip --baseline
     python bench/bench_sample.py --dir /tmp/bs10 --repeat 3   # keep the log; best of 3 alternating runs
     python bench/bench_sample.py --logs few distinct --dir /tmp/bs10 --repeat 2   # the two log shapes
+    python bench/bench_sample.py --logs distinct --draw-key v1 --dir /tmp/bs10   # the draw keys of golden before v2
 
 ``--logs`` names the shapes of log to measure, one after the other in the same run, each against
 its own floor (a bare ``pyarrow.csv.read_csv`` of that log): ``zipf`` is the log above (~1M
@@ -214,6 +215,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gzip", action="store_true", help="write the log gzip-compressed")
+    ap.add_argument("--draw-key", choices=["v1", "v2"], default=None,
+                    help="golden's --draw-key (default: golden's own default, v2); v1 is the rule before v2")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the read_csv floor and golden alternately this many times; report the best of each")
     ap.add_argument("--baseline", action="store_true", help="also time the obvious pandas version on the same log")
@@ -256,6 +259,8 @@ def measure(shape: str, folder: Path, args) -> str:
     cmd = [sys.executable, "-c", GOLDEN, "sample", "queries", str(log),
            "--query-col", "query", "--user-col", "user_id", "--stratum", "market",
            "--shape", "--size", str(args.size), "--floor", "20", "--seed", "7", "--out", str(out)]
+    if args.draw_key:
+        cmd += ["--draw-key", args.draw_key]
     load = os.getloadavg()
     floors, goldens = [], []
     for _ in range(args.repeat):  # alternately, so both see the same load

@@ -52,6 +52,10 @@ def format_strata_table(strata) -> str:
                    "share of the traffic, while two draws are left) and draw the rest alike, so a traffic-weighted "
                    "mean gets an honest interval; 'drawn': every query alike, head included (no trustworthy "
                    "traffic-weighted interval on a Zipf-shaped log).")
+@click.option("--draw-key", type=click.Choice(["v2", "v1"]), default="v2", show_default=True,
+              help="The rule of the seeded keys that order each stratum's draw (curation.sample.draw.DRAW_KEY_RULES): "
+                   "v2, splitmix64 over the text's bytes; v1, a keyed BLAKE2b, the rule of golden releases before "
+                   "v2, to reproduce their samples with the same --seed. The rule used is printed.")
 @click.option("--handwritten", type=click.Path(dir_okay=False), default=None,
               help="Hand-written queries (.txt one per line, .jsonl with \"text\", .csv/.tsv with a text column): "
                    "their own stratum, weight 0. A .jsonl line's \"description\" and \"narrative\" (the "
@@ -64,8 +68,8 @@ def format_strata_table(strata) -> str:
                    "N local worker processes. Same output as without, byte for byte.")
 @domain_errors
 @checked_paths(inputs=[("log", glob_files), "handwritten", "exclude"], outputs=["out"])
-def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, head, handwritten,
-               exclude, out, dask_address):
+def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, seed, weighting, head, draw_key,
+               handwritten, exclude, out, dask_address):
     """Sample a stratified query set from a search LOG (CSV, TSV, JSONL or Parquet; gzip too).
 
     LOG may be files, folders (a partitioned dataset: every log file under it) or quoted glob
@@ -99,7 +103,7 @@ def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, 
         result = sample_queries(
             list(log), query_col=query_col, count_col=count_col, user_col=user_col, strata=strata, shape=shape,
             size=size, floor=floor, seed=seed, weighting=weighting, head=head, handwritten=handwritten,
-            exclude=list(exclude), progress=True, dask=dask_address,
+            exclude=list(exclude), progress=True, dask=dask_address, draw_key=draw_key,
         )
     except InputError:
         raise
@@ -118,7 +122,8 @@ def sample_cmd(log, query_col, count_col, user_col, strata, shape, size, floor, 
     if weighting == "uniform":
         whole = sum(1 for r in result.rows if r["weight"] > 0 and r["inclusion"] >= 1)
         design += f", {whole} head queries taken whole" if head == "certain" else ", head drawn"
-    click.echo(f"wrote {st['size']:,} queries{extra} to {out} (seed {seed}, weighting {design}; "
+    click.echo(f"wrote {st['size']:,} queries{extra} to {out} (seed {seed}, draw key {st['draw_key']}, "
+               f"weighting {design}; "
                f"{pii} flagged as possible personal data)")
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)

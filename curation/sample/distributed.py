@@ -41,6 +41,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from curation.sample.draw import DEFAULT_DRAW_KEY
+
 
 def parse_address(address: str) -> tuple[str, int | None] | None:
     """``local`` / ``local:N`` -> ("local", N or None); a scheduler address -> None."""
@@ -85,8 +87,8 @@ class cluster_client:  # noqa: N801 - used as a context manager, named like one
             self.cluster.close()
 
 
-def _buckets_of(texts: pd.Series, n: int, seed: int | None = None) -> np.ndarray:
-    """The bucket of each value: with ``seed``, the range of its draw key (:func:`draw_keys`) it
+def _buckets_of(texts: pd.Series, n: int, seed: int | None = None, draw_key: str = DEFAULT_DRAW_KEY) -> np.ndarray:
+    """The bucket of each value: with ``seed``, the range of its draw key (:func:`draw_keys`, rule ``draw_key``) it
     falls in, n equal ranges in key order, so bucket after bucket holds the queries in the order
     the draw goes through them; else a keyed hash (``pandas.util.hash_array``). Both are the same
     in every process."""
@@ -97,7 +99,7 @@ def _buckets_of(texts: pd.Series, n: int, seed: int | None = None) -> np.ndarray
     from curation.sample.draw import draw_keys
 
     codes, uniques = pd.factorize(texts)  # each distinct text hashed once
-    return key_ranges(draw_keys(seed, uniques.tolist()), n)[codes]
+    return key_ranges(draw_keys(seed, uniques.tolist(), draw_key), n)[codes]
 
 
 def key_ranges(keys: np.ndarray, n: int) -> np.ndarray:
@@ -108,16 +110,18 @@ def key_ranges(keys: np.ndarray, n: int) -> np.ndarray:
     return (np.asarray(keys, dtype=np.uint64) // width).astype(np.int64)
 
 
-def _split(frame: pd.DataFrame, column: str, n: int, seed: int | None = None) -> list[pd.DataFrame]:
-    b = _buckets_of(frame[column], n, seed)
+def _split(frame: pd.DataFrame, column: str, n: int, seed: int | None = None,
+           draw_key: str = DEFAULT_DRAW_KEY) -> list[pd.DataFrame]:
+    b = _buckets_of(frame[column], n, seed, draw_key)
     order = np.argsort(b, kind="stable")
     cuts = np.searchsorted(b[order], np.arange(n + 1))
     return [frame.iloc[order[cuts[i]:cuts[i + 1]]].reset_index(drop=True) for i in range(n)]
 
 
-def map_piece(path: str, *, query_col, count_col, user_col, strata, n_buckets: int, seed: int | None = None):
+def map_piece(path: str, *, query_col, count_col, user_col, strata, n_buckets: int, seed: int | None = None,
+              draw_key: str = DEFAULT_DRAW_KEY):
     """The map step: one file collapsed, its rows cut into ``n_buckets`` by the normalised text
-    (by its draw key's range with ``seed``, see :func:`_buckets_of`).
+    (by its draw key's range with ``seed`` and rule ``draw_key``, see :func:`_buckets_of`).
 
     Returns (counts, [(traffic, pairs, raw) per bucket]): ``counts`` are the piece's rows,
     searches and empty rows; ``traffic`` has text, stratum (the values joined by ``\\x1f``) and
@@ -126,8 +130,8 @@ def map_piece(path: str, *, query_col, count_col, user_col, strata, n_buckets: i
     from curation.sample.logs import collapse_piece
 
     part = collapse_piece(path, query_col=query_col, count_col=count_col, user_col=user_col, strata=strata)
-    traffic = _split(part.traffic, "text", n_buckets, seed)
-    pairs = _split(part.pairs, "text", n_buckets, seed) if part.pairs is not None else [None] * n_buckets
+    traffic = _split(part.traffic, "text", n_buckets, seed, draw_key)
+    pairs = _split(part.pairs, "text", n_buckets, seed, draw_key) if part.pairs is not None else [None] * n_buckets
     raw = _split(part.raw, "raw", n_buckets)
     return part.counts, list(zip(traffic, pairs, raw))
 
@@ -154,13 +158,13 @@ def reduce_bucket(parts: list, *, strata: Sequence[str], has_users: bool, n_buck
 # users. |Q_u| needs all of a user's pairs: a second shuffle, by user, then back by text.
 
 
-def user_shares(parts: list, *, n_buckets: int, seed: int | None = None):
+def user_shares(parts: list, *, n_buckets: int, seed: int | None = None, draw_key: str = DEFAULT_DRAW_KEY):
     """One user bucket's pairs from every text bucket -> (its number of users, [(text, share) per
     text bucket]), share = 1 / the user's number of distinct queries."""
     pairs = pd.concat(parts, ignore_index=True)
     per_user = pairs["user"].map(pairs["user"].value_counts())
     shares = pd.DataFrame({"text": pairs["text"], "share": 1.0 / per_user.to_numpy(dtype=np.float64)})
-    return int(pairs["user"].nunique()), _split(shares, "text", n_buckets, seed)
+    return int(pairs["user"].nunique()), _split(shares, "text", n_buckets, seed, draw_key)
 
 
 def text_masses(parts: list) -> pd.DataFrame:
@@ -175,11 +179,13 @@ def text_masses(parts: list) -> pd.DataFrame:
                          "mass": np.bincount(codes[order], weights=share[order], minlength=len(texts))})
 
 
-def _collapse(client, paths, *, query_col, count_col, user_col, strata, n: int, seed: int | None):
+def _collapse(client, paths, *, query_col, count_col, user_col, strata, n: int, seed: int | None,
+              draw_key: str = DEFAULT_DRAW_KEY):
     """The collapse's task graph: (per-piece counts, per text bucket (queries, facts), per text
     bucket (text, mass) or None, the number of users or None), futures all, left on the cluster."""
-    kw = dict(query_col=query_col, count_col=count_col, user_col=user_col, strata=strata, n_buckets=n, seed=seed)
-    mapped = [client.submit(map_piece, p, key=f"golden-sample-map-{i}-{os.getpid()}-{seed}", **kw)
+    kw = dict(query_col=query_col, count_col=count_col, user_col=user_col, strata=strata, n_buckets=n, seed=seed,
+              draw_key=draw_key)
+    mapped = [client.submit(map_piece, p, key=f"golden-sample-map-{i}-{os.getpid()}-{seed}-{draw_key}", **kw)
               for i, p in enumerate(paths)]
     # The first failing file, in the order given, is the error reported (as in one process).
     for fut in mapped:
@@ -197,7 +203,7 @@ def _collapse(client, paths, *, query_col, count_col, user_col, strata, n: int, 
     if user_col is not None:
         by_user = [client.submit(operator.getitem, r, 2) for r in reduced]
         shared = [client.submit(user_shares, [client.submit(_bucket, bu, u) for bu in by_user], n_buckets=n,
-                                seed=seed) for u in range(n)]
+                                seed=seed, draw_key=draw_key) for u in range(n)]
         n_users = client.submit(sum, [client.submit(operator.getitem, s, 0) for s in shared])
         back = [client.submit(operator.getitem, s, 1) for s in shared]
         masses = [client.submit(text_masses, [client.submit(_bucket, bk, t) for bk in back]) for t in range(n)]
@@ -282,7 +288,8 @@ def units_to_float(units: int) -> float:
     return units / (1 << 1074)  # Python's int division rounds correctly (to nearest, ties to even)
 
 
-def bucket_pool(decided, masses, n_users, excluded, hand, *, dims, shape: bool, seed: int):
+def bucket_pool(decided, masses, n_users, excluded, hand, *, dims, shape: bool, seed: int,
+                draw_key: str = DEFAULT_DRAW_KEY):
     """One text bucket's queries -> (its pool, summary). The pool (left on the worker): per
     stratum key, the queries not excluded nor hand-written as arrays sorted by (draw key, text).
     The summary (to the driver): the counts of :class:`curation.sample.draw.PoolFacts` and,
@@ -308,7 +315,7 @@ def bucket_pool(decided, masses, n_users, excluded, hand, *, dims, shape: bool, 
     traffic = pool["traffic"].to_numpy(dtype=np.int64)
     users = pool["users"].to_numpy(dtype=np.int64) if has_users else None
     pmass = mass[keep] if mass is not None else None
-    keys = draw_keys(seed, texts.tolist())
+    keys = draw_keys(seed, texts.tolist(), draw_key)
     groups = pool.groupby(list(dims), sort=False).indices.items() if dims else [((), np.arange(len(pool)))]
     strata, totals = {}, {}
     for k, idx in groups:
@@ -380,12 +387,15 @@ class DaskPool:
     driver holds per-stratum, per-bucket totals and the sample's candidates: its memory grows
     with the strata, the buckets and the sample size, not with the log's queries."""
 
-    def __init__(self, log, *, query_col, count_col, user_col, strata, seed: int, dask, buckets: int | None = None):
+    def __init__(self, log, *, query_col, count_col, user_col, strata, seed: int, dask, buckets: int | None = None,
+                 draw_key: str = DEFAULT_DRAW_KEY):
+        from curation.sample.draw import check_draw_key
         from curation.sample.logs import check_log_request
 
         self.paths, self.strata = check_log_request(log, query_col, count_col, user_col, strata)
         self.cols = dict(query_col=query_col, count_col=count_col, user_col=user_col)
         self.seed, self.dask, self.buckets = seed, dask, buckets
+        self.draw_key = check_draw_key(draw_key)  # the rule of the keys that order the buckets and the draw
         self.has_users = user_col is not None
 
     def __enter__(self):
@@ -394,7 +404,8 @@ class DaskPool:
         try:
             self.n = self.buckets or max(1, 2 * len(self.client.scheduler_info().get("workers", {})))
             counts, self._decided, self._masses, self._users = _collapse(
-                self.client, self.paths, **self.cols, strata=self.strata, n=self.n, seed=self.seed)
+                self.client, self.paths, **self.cols, strata=self.strata, n=self.n, seed=self.seed,
+                draw_key=self.draw_key)
             facts = [self.client.submit(operator.getitem, d, 1) for d in self._decided]
             self.stats = _log_stats(self.client.gather(counts), self.client.gather(facts))
         except BaseException:
@@ -413,7 +424,7 @@ class DaskPool:
         ex = c.scatter(sorted(excluded), broadcast=True) if excluded else []
         masses = self._masses or [None] * self.n
         built = [c.submit(bucket_pool, d, m, self._users, ex, list(hand), dims=tuple(dims), shape=shape,
-                          seed=self.seed) for d, m in zip(self._decided, masses)]
+                          seed=self.seed, draw_key=self.draw_key) for d, m in zip(self._decided, masses)]
         self.pools = [c.submit(operator.getitem, b, 0) for b in built]
         summaries = c.gather([c.submit(operator.getitem, b, 1) for b in built])
         del built

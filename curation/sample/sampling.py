@@ -52,9 +52,12 @@ import numpy as np
 import pandas as pd
 
 from curation.sample.draw import (
+    DEFAULT_DRAW_KEY,
+    DRAW_KEY_RULES,
     Drawn,
     PoolFacts,
     certain_units,
+    check_draw_key,
     draw_keys,
     head_units,
     is_question,
@@ -194,14 +197,15 @@ def allocate(traffic: Sequence[int], available: Sequence[int], *, size: int, flo
 
 def draw_stratum(
     traffic: Sequence[int], k: int, *, weighting: str, rng: np.random.Generator, keys: Sequence[int] | None = None,
-    head: str = "certain", ranks: np.ndarray | None = None,
+    head: str = "certain", ranks: np.ndarray | None = None, by_key: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``k`` of a stratum's queries without replacement; return (indices, inclusion probabilities).
 
     ``keys`` (:func:`draw_keys` of the queries) set the order of the draw: the queries sorted by
     key, ties by text; without ``keys``, a random order from ``rng``. Ties (of keys, and of traffic
     among the largest) go in text order: the queries are given in text order, or ``ranks``
-    (:func:`tie_ranks`) orders them as their texts wherever a tie is broken.
+    (:func:`tie_ranks`) orders them as their texts wherever a tie is broken; ``by_key``, when
+    given, is ``numpy.argsort(keys, kind="stable")`` already computed (:func:`tie_ranks` needs it too).
     ``weighting="traffic"``: a probability-proportional-to-size design. A query whose traffic
     alone is worth a draw (``k' * t_i >= T'`` over the queries not yet taken for certain,
     :func:`certain_units`) is taken with certainty; the other draws are made by systematic PPS
@@ -226,14 +230,16 @@ def draw_stratum(
     if keys is None:
         keys = rng.integers(0, np.iinfo(np.int64).max, size=n, dtype=np.int64)
     keys = np.asarray(keys)
-    by_key = np.argsort(keys, kind="stable")
+    if by_key is None:
+        by_key = np.argsort(keys, kind="stable")
     tie = np.arange(n) if ranks is None else np.asarray(ranks)
     if ranks is not None and (keys[by_key][1:] == keys[by_key][:-1]).any():
         by_key = np.lexsort((tie, keys))
     if head not in UNIFORM_HEADS:
         raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
-    # Certainty units, largest first (ties by text).
-    top = np.lexsort((tie, -t))[:k]
+    # Certainty units, largest first (ties by text): only queries with at least the k-th largest
+    # traffic can be among them, so only those are sorted (the same k as sorting all).
+    top = _largest(t, tie, k)
     if weighting == "uniform":
         certain = head_units(t[top], k, int(t.sum()))[0] if head == "certain" else 0
         sure = top[:certain]
@@ -264,21 +270,35 @@ def draw_stratum(
     return idx[order_out], probs[order_out]
 
 
-def tie_ranks(texts, traffic: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+def _largest(t: np.ndarray, tie: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the ``k`` largest of ``t``, largest first, ties by ``tie`` (ascending): what
+    ``np.lexsort((tie, -t))[:k]`` gives, sorting only the queries with at least the k-th largest."""
+    n = len(t)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if 4 * k >= n:
+        return np.lexsort((tie, -t))[:k]
+    lead = np.flatnonzero(t >= np.partition(t, n - k)[n - k])
+    return lead[np.lexsort((tie[lead], -t[lead]))][:k]
+
+
+def tie_ranks(texts, traffic: np.ndarray, keys: np.ndarray, k: int, by_key: np.ndarray | None = None) -> np.ndarray:
     """A rank for each of a stratum's queries (``texts``, a pyarrow string array, in any order)
     that orders them as their texts do wherever :func:`draw_stratum` breaks a tie by text: among
     the queries whose traffic is at least the ``k``-th largest (the only ones among which the
     certain units and their order are chosen) and among queries of equal ``keys``. Only those are
     sorted by text (code point order, as Python's: UTF-8 bytes compare in that order); the others
     rank after them in the order given, where no tie involves them. So a stratum's draw needs no
-    sort of all its texts, and gives what it gives with the texts in text order."""
+    sort of all its texts, and gives what it gives with the texts in text order. ``by_key``: the
+    keys' stable argsort, if already computed."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     t = np.asarray(traffic)
     n = len(t)
     lead = t >= np.partition(t, n - k)[n - k] if 0 < k <= n else np.ones(n, dtype=bool)
-    by_key = np.argsort(keys, kind="stable")
+    if by_key is None:
+        by_key = np.argsort(keys, kind="stable")
     same = np.flatnonzero(keys[by_key][1:] == keys[by_key][:-1])
     lead[by_key[same]] = lead[by_key[same + 1]] = True
     first = np.flatnonzero(lead)
@@ -327,6 +347,7 @@ def sample_queries(
     exclude: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
     progress: bool = False,
     dask=None,
+    draw_key: str = DEFAULT_DRAW_KEY,
 ) -> SampleResult:
     """Draw a stratified sample of ``size`` distinct queries from a search log.
 
@@ -361,19 +382,13 @@ def sample_queries(
     ``log`` may name files, folders (every log file under them: a partitioned dataset) and glob
     patterns. ``dask`` (a scheduler address, ``local`` or ``local:N``, or a ``distributed.Client``)
     reads and groups the log on a Dask cluster (:mod:`curation.sample.distributed`): the same rows.
+    ``draw_key`` names the rule of the seeded draw keys (:data:`curation.sample.draw.DRAW_KEY_RULES`):
+    ``"v2"`` (the default) or ``"v1"``, the rule of golden releases before it, to reproduce their
+    samples; the result's ``stats["draw_key"]`` records it.
     """
     from curation.sample.logs import collapse_log
 
-    if weighting not in SAMPLE_WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
-    if head not in UNIFORM_HEADS:
-        raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"size must be a whole number >= 1, got {size!r}")
-    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
-        raise ValueError(f"floor must be a whole number >= 0, got {floor!r}")
+    _check_design(weighting=weighting, head=head, seed=seed, size=size, floor=floor, draw_key=draw_key)
     strata = tuple(strata)
     if shape and "shape" in strata:
         raise ValueError("strata: a column named 'shape' clashes with shape=True; rename one")
@@ -381,15 +396,31 @@ def sample_queries(
 
     if dask is None:
         source = nullcontext(LogPool(collapse_log(log, query_col=query_col, count_col=count_col, user_col=user_col,
-                                                  strata=strata, progress=progress, ordered=False)))
+                                                  strata=strata, progress=progress, ordered=False),
+                                     draw_key=draw_key))
     else:  # read, grouped and drawn on a Dask cluster, to the same rows (curation.sample.distributed)
         from curation.sample.distributed import DaskPool
 
         source = DaskPool(log, query_col=query_col, count_col=count_col, user_col=user_col, strata=strata,
-                          seed=seed, dask=dask)
+                          seed=seed, dask=dask, draw_key=draw_key)
     with source as population:
         return _sample(population, strata=strata, shape=shape, size=size, floor=floor, seed=seed,
                        weighting=weighting, head=head, handwritten=handwritten, exclude=exclude, warnings=warnings)
+
+
+def _check_design(*, weighting: str, head: str, seed, size, floor, draw_key: str) -> None:
+    """The checks of :func:`sample_queries`' design arguments (a ValueError naming the argument)."""
+    if weighting not in SAMPLE_WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(SAMPLE_WEIGHTINGS)}, got {weighting!r}")
+    if head not in UNIFORM_HEADS:
+        raise ValueError(f"head must be one of {', '.join(UNIFORM_HEADS)}, got {head!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
+    check_draw_key(draw_key)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a whole number >= 1, got {size!r}")
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        raise ValueError(f"floor must be a whole number >= 0, got {floor!r}")
 
 
 class LogPool:
@@ -398,8 +429,9 @@ class LogPool:
     :func:`draw_stratum`. :class:`curation.sample.distributed.DaskPool` does the same on a Dask
     cluster, where the queries stay on the workers; both must give the same facts and draws."""
 
-    def __init__(self, collapsed):
+    def __init__(self, collapsed, draw_key: str = DEFAULT_DRAW_KEY):
         self.collapsed = collapsed
+        self.draw_key = check_draw_key(draw_key)
         self.stats = collapsed.stats
         self.has_users = collapsed.has_users
 
@@ -442,17 +474,20 @@ class LogPool:
     def draw(self, plans: Sequence[tuple[int, str, int]], *, weighting: str, seed: int,
              head: str = "certain") -> list[Drawn]:
         """For each (stratum, label, k) of ``plans``: its ``k`` queries drawn by :func:`draw_stratum`,
-        seeded by ``seed`` and the label, in the order of :func:`draw_keys`."""
+        seeded by ``seed`` and the label, in the order of :func:`draw_keys` (rule ``draw_key``)."""
         import pyarrow as pa
 
         out = []
         for h, label, k in plans:
             idx = self.members[h]  # in any order: ties go by text (tie_ranks), never by the log's row order
             texts = self.texts.take(pa.array(idx))
-            keys = draw_keys(seed, texts) if k < len(idx) else None
-            ranks = tie_ranks(texts, self.traffic[idx], keys, k) if keys is not None else None
+            keys = ranks = by_key = None
+            if k < len(idx):
+                keys = draw_keys(seed, texts, self.draw_key)
+                by_key = np.argsort(keys, kind="stable")  # sorted once, for the ranks and the draw
+                ranks = tie_ranks(texts, self.traffic[idx], keys, k, by_key)
             chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=stratum_rng(seed, label),
-                                         keys=keys, head=head, ranks=ranks)
+                                         keys=keys, head=head, ranks=ranks, by_key=by_key)
             picked = idx[chosen]
             out.append(Drawn(texts=texts.take(chosen).to_numpy(zero_copy_only=False), traffic=self.traffic[picked],
                              users=None if self.users is None else self.users[picked],
@@ -488,8 +523,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
     if pf.hand_in_log:
         warnings.append(f"{pf.hand_in_log} hand-written queries also occur in the log; they are sampled "
                         "only as hand-written")
-    pool_traffic = pf.traffic
-    if pool_traffic == 0:
+    if (pool_traffic := pf.traffic) == 0:
         raise ValueError("log: no queries with traffic are left to sample from")
 
     values = [dict(zip(dims, key)) for key, _, _, _ in pf.strata]
@@ -548,6 +582,7 @@ def _sample(population, *, strata, shape, size, floor, seed, weighting, handwrit
         "empty_rows": st.empty_rows, "excluded": pf.excluded, "excluded_traffic": pf.excluded_traffic,
         "sampled_from": pf.size, "traffic": pool_traffic, "size": size, "handwritten": len(hand),
         "pii": dict(sorted(flag_counts.items())), "lambda": float(alloc.lam),
+        "draw_key": DRAW_KEY_RULES[population.draw_key],
     }
     return SampleResult(rows=rows, strata=summaries, warnings=warnings, stats=stats)
 

@@ -76,19 +76,21 @@ ARGS = ["--query-col", "query", "--user-col", "user", "--count-col", "n", "--str
         "--size", "40", "--floor", "3", "--seed", "9"]
 
 
-@pytest.mark.parametrize("weighting", ["traffic", "uniform"])
-def test_dask_sample_is_byte_identical_to_one_process(log_parts, cluster, tmp_path, weighting):
+@pytest.mark.parametrize("weighting,draw_key", [("traffic", "v2"), ("uniform", "v2"), ("traffic", "v1")])
+def test_dask_sample_is_byte_identical_to_one_process(log_parts, cluster, tmp_path, weighting, draw_key):
     inputs = [str(log_parts / "a.csv"), str(log_parts / "b.jsonl.gz"), str(log_parts / "dataset"),
               str(log_parts / "d.*")]
     runner = CliRunner()
     one, many = tmp_path / "one.jsonl", tmp_path / "dask.jsonl"
-    res1 = runner.invoke(main, ["sample", "queries", *inputs, *ARGS, "--weighting", weighting, "--out", str(one)])
+    args = [*ARGS, "--weighting", weighting, "--draw-key", draw_key]
+    res1 = runner.invoke(main, ["sample", "queries", *inputs, *args, "--out", str(one)])
     assert res1.exit_code == 0, res1.output
-    res2 = runner.invoke(main, ["sample", "queries", *inputs, *ARGS, "--weighting", weighting, "--out", str(many),
+    res2 = runner.invoke(main, ["sample", "queries", *inputs, *args, "--out", str(many),
                                 "--dask", cluster.scheduler_address])
     assert res2.exit_code == 0, res2.output
     assert one.read_bytes() == many.read_bytes()
     assert res1.stdout.replace(str(one), "OUT") == res2.stdout.replace(str(many), "OUT")  # same table, same facts
+    assert f"draw key {draw_key}-" in res1.stdout  # the rule that ordered the draw is named
     rows = [json.loads(line) for line in one.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 40
     if weighting == "traffic":  # (uniform Horvitz-Thompson weights sum to 1 only on average)

@@ -6,6 +6,9 @@ import random
 
 import numpy as np
 import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from curation.sample.distributed import _split, reduce_bucket, text_masses, user_shares
 
@@ -79,8 +82,10 @@ def test_key_ranges_keep_the_key_order():
     assert key_ranges(np.array([0, 2**64 - 1], dtype=np.uint64), 5).tolist() == [0, 4]
 
 
-def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
-    """Monte Carlo over seeds: the order-free rule (draw_keys order, one random start) keeps pi_i."""
+@pytest.mark.parametrize("rule", ["v1", "v2"])
+def test_draws_in_key_order_have_the_stated_inclusion_probabilities(rule):
+    """Monte Carlo over seeds: the order-free rule (draw_keys order, one random start) keeps pi_i,
+    under either rule of the keys."""
     from curation.sample.draw import draw_keys, stratum_rng
     from curation.sample.sampling import draw_stratum
 
@@ -92,7 +97,7 @@ def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
     runs = 3000
     hits, uniform_hits = np.zeros(len(t)), np.zeros(len(t))
     for seed in range(runs):
-        keys = draw_keys(seed, texts)
+        keys = draw_keys(seed, texts, rule)
         idx, probs = draw_stratum(t, k, weighting="traffic", rng=stratum_rng(seed, "(all)"), keys=keys)
         assert np.allclose(probs, expected[idx])
         hits[idx] += 1
@@ -103,10 +108,79 @@ def test_draws_in_key_order_have_the_stated_inclusion_probabilities():
     assert np.all(np.abs(uniform_hits / runs - k / 8) <= 4 * np.sqrt((k / 8) * (1 - k / 8) / runs))
 
 
-def test_draw_keys_are_seeded_and_per_text():
+@pytest.mark.parametrize("rule", ["v1", "v2"])
+def test_draw_keys_are_seeded_and_per_text(rule):
     from curation.sample.draw import draw_keys
 
-    a = draw_keys(1, ["weather", "news", "café"])
+    a = draw_keys(1, ["weather", "news", "café"], rule)
     assert a.dtype == np.uint64 and len(set(a.tolist())) == 3
-    assert draw_keys(1, ["café"]).tolist() == a[2:].tolist()  # a text's key needs no other text
-    assert draw_keys(2, ["weather", "news", "café"]).tolist() != a.tolist()
+    assert draw_keys(1, ["café"], rule).tolist() == a[2:].tolist()  # a text's key needs no other text
+    assert draw_keys(2, ["weather", "news", "café"], rule).tolist() != a.tolist()
+    assert draw_keys(1, ["weather", "news", "café"], "v2" if rule == "v1" else "v1").tolist() != a.tolist()
+
+
+def _key_v1(seed: int, text: str) -> int:
+    """A v1 draw key computed from the rule the docs state: BLAKE2b keyed by SHA-256 of the seed's phrase."""
+    import hashlib
+
+    key = hashlib.sha256(f"golden sample draw {seed}".encode()).digest()
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=key).digest(), "big")
+
+
+def _key_v2(seed: int, text: str) -> int:
+    """A v2 draw key computed in plain Python from the rule the docs state, to pin the numpy version."""
+    import hashlib
+
+    mask = (1 << 64) - 1
+
+    def mix(h):
+        h ^= h >> 30
+        h = h * 0xBF58476D1CE4E5B9 & mask
+        h ^= h >> 27
+        h = h * 0x94D049BB133111EB & mask
+        return h ^ h >> 31
+
+    digest = hashlib.sha256(f"golden sample draw {seed}".encode()).digest()
+    k0, k1 = int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:16], "little")
+    data = text.encode("utf-8")
+    total = 0
+    for j in range(0, len(data), 8):
+        word = int.from_bytes(data[j:j + 8], "little")
+        total = total + mix((word + k0 + (j // 8) * 0x9E3779B97F4A7C15) & mask) & mask
+    return mix(total ^ ((len(data) * 0x9E3779B97F4A7C15 + k1) & mask))
+
+
+_KEY_TEXTS = ["", "a", "weather", "exactly8", "nine char", "café au lait", "x" * 200, "日本語の質問",
+              "a b c d e f g h i", "sixteen bytes!!!", "\x00nul inside"]
+
+
+@pytest.mark.parametrize("rule,reference", [("v1", _key_v1), ("v2", _key_v2)])
+def test_draw_keys_follow_the_stated_rule_for_any_array(rule, reference):
+    import pyarrow as pa
+
+    from curation.sample.draw import draw_keys
+
+    for seed in (0, 11, 2**40):
+        expected = [reference(seed, t) for t in _KEY_TEXTS]
+        assert draw_keys(seed, _KEY_TEXTS, rule).tolist() == expected
+    arr = pa.array(["pad", *_KEY_TEXTS, "tail"])
+    assert draw_keys(seed, arr.slice(1, len(_KEY_TEXTS)), rule).tolist() == expected  # an offset into the buffers
+    chunked = pa.chunked_array([arr.slice(1, 3), arr.slice(4, len(_KEY_TEXTS) - 3)])
+    assert draw_keys(seed, chunked, rule).tolist() == expected
+    assert draw_keys(seed, pa.array(_KEY_TEXTS, pa.large_string()), rule).tolist() == expected
+    assert draw_keys(seed, [], rule).tolist() == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=30), st.integers(0, 2**32))
+def test_v2_draw_keys_equal_the_plain_python_rule(texts, seed):
+    from curation.sample.draw import draw_keys
+
+    assert draw_keys(seed, texts, "v2").tolist() == [_key_v2(seed, t) for t in texts]
+
+
+def test_draw_key_rule_is_checked():
+    from curation.sample.draw import draw_keys
+
+    with pytest.raises(ValueError, match="draw_key must be one of v1, v2"):
+        draw_keys(1, ["a"], "v3")

@@ -197,11 +197,25 @@ def test_a_stratum_in_any_order_with_tie_ranks_draws_what_it_draws_in_text_order
     want = dict(zip((texts[by_text[i]] for i in idx), probs.tolist()))
     shuffled = data.draw(st.permutations(range(n)))
     arr = pa.array([texts[i] for i in shuffled], pa.string())
-    ranks = tie_ranks(arr, traffic[shuffled], keys[shuffled], k)
+    by_key = np.argsort(keys[shuffled], kind="stable")  # sorted once, as LogPool does, for both
+    ranks = tie_ranks(arr, traffic[shuffled], keys[shuffled], k, by_key)
     assert sorted(ranks.tolist()) == list(range(n))
     idx, probs = draw_stratum(traffic[shuffled], k, weighting=weighting, rng=np.random.default_rng(seed),
-                              keys=keys[shuffled], head=head, ranks=ranks)
+                              keys=keys[shuffled], head=head, ranks=ranks, by_key=by_key)
     assert dict(zip((texts[shuffled[i]] for i in idx), probs.tolist())) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 1, 2, 3, 7, 50]), min_size=1, max_size=200), st.data())
+def test_the_largest_queries_are_those_of_a_full_sort(traffic, data):
+    """draw_stratum sorts only the queries with at least the k-th largest traffic: the same k
+    queries, in the same order, as sorting all by (traffic descending, tie rank)."""
+    from curation.sample.sampling import _largest
+
+    t = np.array(traffic, dtype=np.int64)
+    tie = np.array(data.draw(st.permutations(range(len(t)))), dtype=np.int64)
+    k = data.draw(st.integers(0, len(t)))
+    assert _largest(t, tie, k).tolist() == np.lexsort((tie, -t))[:k].tolist()
 
 
 # ---- the whole sample ---------------------------------------------------------------------------
