@@ -29,6 +29,7 @@ from curation.judge.judging._statements import (
     _EXISTING,
     _FIRST_OPEN_D,
     _HELD_ALONE,
+    _JUDGE_PROJECT_COLUMNS,
     _JUDGE_PROJECT_D,
     _JUDGE_PROJECTS,
     _LAST_ANSWERED,
@@ -36,6 +37,7 @@ from curation.judge.judging._statements import (
     _LATEST_OWN_D,
     _OPEN_MAIN,
     _OTHER_USERS,
+    _PROJECT_AND_VIEW_D,
     _RECORD_D,
     _VIEW_D,
     _Row,
@@ -44,7 +46,7 @@ from curation.judge.judging._statements import (
 from curation.judge.qualification import met_in_qualification
 from curation.store import workload
 from curation.store.audit import record_audit
-from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
+from curation.store.direct import Statement, batch, connection_of, dbapi, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     JUDGMENT_KNOWN,
@@ -347,11 +349,12 @@ def submit_and_next(
     _check_token(token)
     conn = connection_of(session)
     if isinstance(project, int):
-        found, view = read_together(conn, [(_JUDGE_PROJECT_D, {"jid": jid, "pid": project}),
-                                           (_VIEW_D, {"token": token})])
+        found = _PROJECT_AND_VIEW_D.read_alone(conn, {"jid": jid, "pid": project, "token": token})
         if not found:
             raise AccessDenied("no such project")
-        proj = _judge_project_of(found[0])
+        width = len(_JUDGE_PROJECT_COLUMNS)
+        proj = _judge_project_of(found[0][:width])
+        view = [found[0][width:]] if found[0][width] is not None else []  # judge_id: NULL when no token row
     else:
         proj, view = _project(session, project), _VIEW_D.read_alone(conn, {"token": token})
     then_show = proj if plan_of(conn).answer_then_show and not _held(session, proj, jid) else None

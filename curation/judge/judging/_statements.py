@@ -55,10 +55,11 @@ _KH = KnownAnswerHold.__table__
 _HELD = exists().where(_KH.c.judge_id == bindparam("jid"), _KH.c.project_id == _P.c.id, _KH.c.released_at.is_(None))
 _HELD_ALONE = core_select(_KH.c.id).where(_KH.c.judge_id == bindparam("jid"), _KH.c.project_id == bindparam("pid"),
                                           _KH.c.released_at.is_(None)).limit(1)
+# What the judging pages read of a project (judging._operations._judge_project_of), with the judge's hold.
+_JUDGE_PROJECT_COLUMNS = (_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at, _HELD,
+                          _P.c.known_answer_hold, _P.c.min_answer_ms)
 _JUDGE_PROJECT_D = Statement(
-    core_select(_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at, _HELD,
-                _P.c.known_answer_hold, _P.c.min_answer_ms)
-    .where(_P.c.id == bindparam("pid"), _HAS_WORK),
+    core_select(*_JUDGE_PROJECT_COLUMNS).where(_P.c.id == bindparam("pid"), _HAS_WORK),
     prepare=True,
 )
 
@@ -263,6 +264,16 @@ _ANSWER = (
     .values(done_at=bindparam("done_at"), skipped=bindparam("skipped"))
 )
 _VIEW_D = Statement(_VIEW, prepare=True)
+# The htmx answer's first read, one statement for both: the project when it is one of the judge's
+# (as _JUDGE_PROJECT, no row when it is not) and beside it the answered token's row (as _VIEW; NULLs
+# when the token is unknown). One statement less on every answer than the two reads apart.
+_VIEWED = _VIEW.subquery("viewed")
+_PROJECT_AND_VIEW_D = Statement(
+    core_select(*_JUDGE_PROJECT_COLUMNS, *_VIEWED.c)
+    .select_from(_P.outerjoin(_VIEWED, true()))
+    .where(_P.c.id == bindparam("pid"), _HAS_WORK),
+    prepare=True,
+)
 _ANSWER_D = Statement(_ANSWER, prepare=True)
 # The judgment row, written only while the assignment is still the judge's, its id returned by the
 # INSERT (RETURNING: SQLite 3.35+, PostgreSQL).
