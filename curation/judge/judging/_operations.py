@@ -25,7 +25,6 @@ from curation.judge.judging._records import (
     TooSoon,
 )
 from curation.judge.judging._statements import (
-    _ANSWER_THEN_SHOW_D,
     _EXISTING,
     _FIRST_OPEN_D,
     _HELD_ALONE,
@@ -403,24 +402,27 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
                 # The same statements for every pair; an answer on a known-answer pair is only marked.
                 "purpose": JUDGMENT_KNOWN if kind == KNOWN_KIND else JUDGMENT_POOL,
             }
+            plan = plan_of(conn)
             if keep_answer:
                 answered, recorded = None, _RECORD_D.run(conn, params)
             else:
-                answered, recorded = plan_of(conn).answer_and_record(conn, params)
-            nxt = counts = None
-            if then_show is None:
+                answered, recorded = plan.answer_and_record(conn, params)
+            issued = counts = None
+            if then_show is None or not plan.reads_in_answer:
                 tx.sync()
                 row = recorded.fetchone()
-            else:
-                # Sent with the answer, one round trip for all (the block commits): the judge's
-                # next open pair, its token (issued only once this answer's judgment is there) and
-                # page, and the progress.
+            if then_show is not None:
+                # In the answer's transaction (the block commits): the token of the judge's next
+                # open pair, issued only once this answer's judgment is there; on PostgreSQL also
+                # its page and the progress, sent with the answer (one round trip for all).
                 next_token = secrets.token_urlsafe(24)
-                nxt = _ANSWER_THEN_SHOW_D[not main_visible(then_show)].run(conn, {
-                    "jid": jid, "pid": then_show.id, "token": next_token, "now": now, "answered_token": token})
-                statement, progress_params = _progress_read(conn, then_show, jid)
-                counts = statement.run(conn, progress_params)
-        if then_show is not None:
+                next_params = {"jid": jid, "pid": then_show.id, "token": next_token, "now": now,
+                               "answered_token": token}
+                issued = plan.then_show(conn, not main_visible(then_show), next_params)
+                if plan.reads_in_answer:
+                    statement, progress_params = _progress_read(conn, then_show, jid)
+                    counts = statement.run(conn, progress_params)
+        if then_show is not None and plan.reads_in_answer:
             row = recorded.fetchone()
     except BaseException as exc:
         if not isinstance(exc, (IntegrityError, conn.dialect.loaded_dbapi.IntegrityError)):
@@ -434,11 +436,21 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
         # Nothing was written: the judgment and the next token are both guarded by the assignment.
         raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
     result = SubmitResult(row[0], False, position)
-    a = nxt.fetchone() if nxt is not None else None
-    if a is None or a[6] is None:  # nothing open, or a skipped pair (next_task's work)
+    a = plan.next_row(conn, issued, next_params) if then_show is not None else None
+    if a is None:  # nothing open, or a skipped pair (next_task's work)
         return Answered(result, None, None, then_show)
     task = _shown_task(_Row(a[:6]), next_token, a[6:], None)
-    return Answered(result, task, _progress_of(session, then_show, jid, counts.fetchall()), then_show)
+    return Answered(result, task, _progress_of(session, then_show, jid, _progress_rows(conn, then_show, jid, counts)),
+                    then_show)
+
+
+def _progress_rows(conn, proj: Project | JudgeProject, jid: int, counts) -> list:
+    """The rows of the progress statement: read in the answer's transaction (``counts``, PostgreSQL),
+    else now, after its commit (SQLite)."""
+    if counts is not None:
+        return counts.fetchall()
+    statement, params = _progress_read(conn, proj, jid)
+    return statement.read_alone(conn, params)
 
 
 def undo_last(session: Session, project: Project | JudgeProject | int, judge: User | int, judgment_id: int) -> int:
