@@ -335,13 +335,14 @@ def submit_and_next(
     token and the progress read in one transaction on PostgreSQL, sent in one round trip
     (:func:`curation.store.direct.batch`): record the answer; find the next open pair, issue its
     token and read what the page shows (one statement, ``_ANSWER_THEN_SHOW``); read the progress;
-    commit. On SQLite the answer is committed first, as :func:`submit` does, and
-    :func:`next_task` follows. When the next pair needs more (the queue is done, or only skipped
+    commit. On SQLite the answer and the next pair's token are one write transaction (the token's
+    INSERT finds the first open pair itself, ``_ISSUE_OPEN``), and the page and the progress are
+    read after its commit. When the next pair needs more (the queue is done, or only skipped
     pairs are left, so a walked-away judge's work may be taken first; or it was moved meanwhile),
     the answer is committed on its own, :func:`next_task` finds the pair, and the progress is left
     to the caller (None).
 
-    ``project`` may be given by its id: it is then read with the token, in the same round trip,
+    ``project`` may be given by its id: it is then read with the token, in the same statement,
     and :class:`AccessDenied` raised when it is not one of the judge's (``Answered.project`` is
     what was read)."""
     jid = _jid(judge)
