@@ -63,6 +63,15 @@ def marked(pieces: list[tuple[str, bool]]) -> Markup:
                            for piece, hit in pieces]))
 
 
+@functools.lru_cache(maxsize=512)
+def _marked(text: str | None, terms: frozenset[str]) -> Markup:
+    """:func:`marked` of ``text`` with the words of ``terms`` marked, kept for the last 512 texts
+    and queries shown in this process: a pair's title and document are the same HTML every time the
+    pair is shown (to each judge of an overlap pair, on going back, after an undo). Keyed by the
+    text itself, so a changed document can never be shown from the cache."""
+    return marked(highlight.mark(text, terms))
+
+
 _URLS: dict[tuple[str, int], dict[str, str]] = {}
 
 
@@ -135,8 +144,7 @@ def pair_context(project, task, *, note: str | None, progress, last: dict | None
     return dict(
         project=project,
         task=task,
-        marks=dict(title=marked(highlight.mark(task.doc_title, terms)),
-                   text=marked(highlight.mark(task.doc_text, terms))) if task else None,
+        marks=dict(title=_marked(task.doc_title, terms), text=_marked(task.doc_text, terms)) if task else None,
         grades=grades,
         progress=progress,
         format_duration=format_duration,

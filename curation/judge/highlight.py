@@ -39,21 +39,46 @@ def _key(word: str) -> str:
     return _stem(normalize_text(word))
 
 
+@lru_cache(maxsize=1024)
 def query_terms(query: str) -> frozenset[str]:
     """The words of ``query`` worth marking, in their matching form (normalised, stemmed)."""
     words = _WORD.findall(normalize_text(query or ""))
     return frozenset(_stem(w) for w in words if w not in STOP_WORDS and len(w) > 1)
 
 
+@lru_cache(maxsize=1024)
+def _ascii_candidates(terms: frozenset[str]) -> re.Pattern | None:
+    """One compiled pattern per set of terms that finds, in ASCII text, every word (a whole match
+    of ``_WORD``) that may match one of the terms: a term, or a term followed by "s" or "'s" (the
+    only words the plural rule maps to it), in any case. It may find more (``"bus"`` finds
+    ``"buss"``): :func:`mark` keeps a found word only when its key is a term, as for any word.
+    None when no term is ASCII (no ASCII word can match one)."""
+    words = sorted((t for t in terms if t.isascii()), key=len, reverse=True)
+    if not words:
+        return None
+    # A whole word: not preceded by a word character (nor by one and an apostrophe, which would make
+    # it the tail of a word like "o'brien"), and not followed by one (nor by an apostrophe and one).
+    alternatives = "|".join(map(re.escape, words))
+    return re.compile(rf"(?<!\w)(?<!\w')(?:{alternatives})(?:'?s)?(?!\w)(?!'\w)", re.ASCII | re.IGNORECASE)
+
+
 def mark(text: str | None, terms: frozenset[str]) -> list[tuple[str, bool]]:
-    """``text`` cut into consecutive pieces ``(piece, matches)``; joined, the pieces are ``text``."""
+    """``text`` cut into consecutive pieces ``(piece, matches)``; joined, the pieces are ``text``.
+    ASCII text (most documents) is searched for the terms' possible words with one compiled pattern
+    (:func:`_ascii_candidates`) instead of looking at every word; other text word by word. Both
+    mark exactly the words whose key is a term."""
     if not text:
         return []
     if not terms:
         return [(text, False)]
+    if text.isascii():
+        pattern = _ascii_candidates(terms)
+        words = pattern.finditer(text) if pattern is not None else ()
+    else:
+        words = _WORD.finditer(text)
     out: list[tuple[str, bool]] = []
     last = 0
-    for m in _WORD.finditer(text):
+    for m in words:
         if _key(m.group()) in terms:
             if m.start() > last:
                 out.append((text[last:m.start()], False))

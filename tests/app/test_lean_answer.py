@@ -166,3 +166,27 @@ def test_the_same_key_twice_records_one_answer(app, project, engine, spy):
     rows = judgments(engine)
     assert [j.grade for j in rows] == [1, 2]
     assert field(again.data, "judgment") == field(first.data, "judgment")  # the recorded answer, again
+
+
+def test_a_script_in_a_document_stays_inert_on_both_paths(app, project, spy):
+    """The document text is untrusted: the fragment of either path prints it escaped, with only the
+    query words' ``<mark>`` as markup (the marked HTML is cached per text: the second showing, by
+    the normal path, comes from that cache and must be the same escaped HTML)."""
+    client, body = judge_in(app, project)
+    for _ in range(16):  # answer until the document carrying the <script> is the next pair
+        lean = post(app, client, project, body, lean=True, grade="1")
+        assert lean.status_code == 200
+        if b"Cooking tips." in lean.data:
+            break
+        body = lean.data
+    else:
+        pytest.fail("the document with a <script> was never shown")
+    undo = client.post(f"/projects/{project.project_id}/judge/undo",
+                       data={"csrf_token": csrf(lean.data), "judgment": field(lean.data, "judgment")}, headers=HTMX)
+    normal = post(app, client, project, undo.data, lean=False, grade="1")
+    assert spy["render"] >= 1 and b"Cooking tips." in normal.data
+    for response in (lean, normal):
+        text = response.get_data(as_text=True)
+        assert "<script>" not in text and "<img src=x" not in text
+        assert "&lt;script&gt;window.__xss = 1;" in text and "&lt;img src=x onerror=" in text
+    assert shape(lean) == shape(normal)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from curation.formats.normalize import normalize_text
-from curation.judge.highlight import STOP_WORDS, mark, query_terms
+from curation.judge.highlight import _WORD, STOP_WORDS, _stem, mark, query_terms
 
 
 def test_query_terms_follow_golden_normalisation_minus_stop_words():
@@ -25,3 +25,24 @@ def test_pieces_join_back_to_the_text_and_mark_whole_words_only():
                for p, hit in pieces if hit)
     assert mark("", terms) == [] and mark("no match here", terms) == [("no match here", False)]
     assert mark("anything", frozenset()) == [("anything", False)]
+
+
+def _word_by_word(text: str, terms: frozenset[str]) -> list[str]:
+    """The marked words by the rule itself: every word whose normalised, stemmed form is a term."""
+    return [w for w in _WORD.findall(text) if _stem(normalize_text(w)) in terms]
+
+
+def test_ascii_text_is_marked_exactly_as_word_by_word():
+    # the compiled pattern of the terms' possible words must find every word the rule marks, and
+    # keep only those: a word's tail after an apostrophe, "buss" for "bus", any case, "'s" and "s"
+    text = ("O'Brien's BUS, the buss and buses; o'bus bus'y don't DON'S dons don_s "
+            "passwords PASSWORD's password'S xpassword passwordx 2fa 2FAs _reset reset_ reset's'")
+    for query in ("bus", "O'Brien", "don", "password", "2FA reset", "buses bus", "brien", "s'"):
+        terms = query_terms(query)
+        pieces = mark(text, terms)
+        assert "".join(p for p, _ in pieces) == text
+        assert [p for p, hit in pieces if hit] == _word_by_word(text, terms), query
+    # non-ASCII text takes the word-by-word path: full-width and curly forms still match
+    assert [p for p, hit in mark("\uff22\uff35\uff33 and bus\u2019s", query_terms("bus")) if hit] == [
+        "\uff22\uff35\uff33", "bus\u2019s"]
+    assert mark("no ascii term matches here", query_terms("caf\u00e9")) == [("no ascii term matches here", False)]

@@ -198,8 +198,9 @@ def test_skip_comes_back_last_and_unsure_counts_as_answered(setup):
 
 
 def test_submit_and_next_records_the_answer_and_gives_the_next_pair_and_the_progress(setup):
-    """The judging page's answer (on PostgreSQL one transaction in two round trips, with the
-    progress read in it): the same judgment, next pair and progress as submit, next_task and
+    """The judging page's answer (the answer and the next pair's token in one transaction; on
+    PostgreSQL in two round trips with the progress read in it, on SQLite the page and the progress
+    read after its commit): the same judgment, next pair and progress as submit, next_task and
     progress called one by one; a skipped pair comes back last through next_task (progress then
     left to the caller), then None."""
     engine, project, alice, bob, lena = setup
@@ -219,10 +220,7 @@ def test_submit_and_next_records_the_answer_and_gives_the_next_pair_and_the_prog
                     Assignment.judge_id == alice.id, Assignment.done_at.is_(None), Assignment.skipped.is_(False),
                     Assignment.kind == "overlap").order_by(Assignment.position)).all()
                 assert t.position == open_rows[0] and _pair_of(s, t)  # its token was issued to alice
-                if engine.dialect.name == "postgresql":  # read in the answer's transaction
-                    assert answered.progress == progress(s, project, alice)
-                else:  # two short transactions on SQLite: the caller reads the progress
-                    assert answered.progress is None
+                assert answered.progress == progress(s, project, alice)
         assert t.position == first and answered.progress is None  # the skipped pair, from next_task
         assert sorted(seen) == sorted(set(seen))
         again = submit_and_next(s, project, alice, t.token, grade=0)

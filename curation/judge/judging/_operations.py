@@ -25,10 +25,10 @@ from curation.judge.judging._records import (
     TooSoon,
 )
 from curation.judge.judging._statements import (
-    _ANSWER_THEN_SHOW_D,
     _EXISTING,
     _FIRST_OPEN_D,
     _HELD_ALONE,
+    _JUDGE_PROJECT_COLUMNS,
     _JUDGE_PROJECT_D,
     _JUDGE_PROJECTS,
     _LAST_ANSWERED,
@@ -36,6 +36,7 @@ from curation.judge.judging._statements import (
     _LATEST_OWN_D,
     _OPEN_MAIN,
     _OTHER_USERS,
+    _PROJECT_AND_VIEW_D,
     _RECORD_D,
     _VIEW_D,
     _Row,
@@ -44,7 +45,7 @@ from curation.judge.judging._statements import (
 from curation.judge.qualification import met_in_qualification
 from curation.store import workload
 from curation.store.audit import record_audit
-from curation.store.direct import Statement, batch, connection_of, dbapi, read_together, to_datetime
+from curation.store.direct import Statement, batch, connection_of, dbapi, to_datetime
 from curation.store.lookups import join_pair_text
 from curation.store.models import (
     JUDGMENT_KNOWN,
@@ -334,24 +335,26 @@ def submit_and_next(
     token and the progress read in one transaction on PostgreSQL, sent in one round trip
     (:func:`curation.store.direct.batch`): record the answer; find the next open pair, issue its
     token and read what the page shows (one statement, ``_ANSWER_THEN_SHOW``); read the progress;
-    commit. On SQLite the answer is committed first, as :func:`submit` does, and
-    :func:`next_task` follows. When the next pair needs more (the queue is done, or only skipped
+    commit. On SQLite the answer and the next pair's token are one write transaction (the token's
+    INSERT finds the first open pair itself, ``_ISSUE_OPEN``), and the page and the progress are
+    read after its commit. When the next pair needs more (the queue is done, or only skipped
     pairs are left, so a walked-away judge's work may be taken first; or it was moved meanwhile),
     the answer is committed on its own, :func:`next_task` finds the pair, and the progress is left
     to the caller (None).
 
-    ``project`` may be given by its id: it is then read with the token, in the same round trip,
+    ``project`` may be given by its id: it is then read with the token, in the same statement,
     and :class:`AccessDenied` raised when it is not one of the judge's (``Answered.project`` is
     what was read)."""
     jid = _jid(judge)
     _check_token(token)
     conn = connection_of(session)
     if isinstance(project, int):
-        found, view = read_together(conn, [(_JUDGE_PROJECT_D, {"jid": jid, "pid": project}),
-                                           (_VIEW_D, {"token": token})])
+        found = _PROJECT_AND_VIEW_D.read_alone(conn, {"jid": jid, "pid": project, "token": token})
         if not found:
             raise AccessDenied("no such project")
-        proj = _judge_project_of(found[0])
+        width = len(_JUDGE_PROJECT_COLUMNS)
+        proj = _judge_project_of(found[0][:width])
+        view = [found[0][width:]] if found[0][width] is not None else []  # judge_id: NULL when no token row
     else:
         proj, view = _project(session, project), _VIEW_D.read_alone(conn, {"token": token})
     then_show = proj if plan_of(conn).answer_then_show and not _held(session, proj, jid) else None
@@ -400,24 +403,27 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
                 # The same statements for every pair; an answer on a known-answer pair is only marked.
                 "purpose": JUDGMENT_KNOWN if kind == KNOWN_KIND else JUDGMENT_POOL,
             }
+            plan = plan_of(conn)
             if keep_answer:
                 answered, recorded = None, _RECORD_D.run(conn, params)
             else:
-                answered, recorded = plan_of(conn).answer_and_record(conn, params)
-            nxt = counts = None
-            if then_show is None:
+                answered, recorded = plan.answer_and_record(conn, params)
+            issued = counts = None
+            if then_show is None or not plan.reads_in_answer:
                 tx.sync()
                 row = recorded.fetchone()
-            else:
-                # Sent with the answer, one round trip for all (the block commits): the judge's
-                # next open pair, its token (issued only once this answer's judgment is there) and
-                # page, and the progress.
+            if then_show is not None:
+                # In the answer's transaction (the block commits): the token of the judge's next
+                # open pair, issued only once this answer's judgment is there; on PostgreSQL also
+                # its page and the progress, sent with the answer (one round trip for all).
                 next_token = secrets.token_urlsafe(24)
-                nxt = _ANSWER_THEN_SHOW_D[not main_visible(then_show)].run(conn, {
-                    "jid": jid, "pid": then_show.id, "token": next_token, "now": now, "answered_token": token})
-                statement, progress_params = _progress_read(conn, then_show, jid)
-                counts = statement.run(conn, progress_params)
-        if then_show is not None:
+                next_params = {"jid": jid, "pid": then_show.id, "token": next_token, "now": now,
+                               "answered_token": token}
+                issued = plan.then_show(conn, not main_visible(then_show), next_params)
+                if plan.reads_in_answer:
+                    statement, progress_params = _progress_read(conn, then_show, jid)
+                    counts = statement.run(conn, progress_params)
+        if then_show is not None and plan.reads_in_answer:
             row = recorded.fetchone()
     except BaseException as exc:
         if not isinstance(exc, (IntegrityError, conn.dialect.loaded_dbapi.IntegrityError)):
@@ -431,11 +437,21 @@ def _submit(session: Session, jid: int, token: str, rows: list, *, grade, unsure
         # Nothing was written: the judgment and the next token are both guarded by the assignment.
         raise PairReassigned("this pair was moved to another judge while you were away; nothing was recorded")
     result = SubmitResult(row[0], False, position)
-    a = nxt.fetchone() if nxt is not None else None
-    if a is None or a[6] is None:  # nothing open, or a skipped pair (next_task's work)
+    a = plan.next_row(conn, issued, next_params) if then_show is not None else None
+    if a is None:  # nothing open, or a skipped pair (next_task's work)
         return Answered(result, None, None, then_show)
     task = _shown_task(_Row(a[:6]), next_token, a[6:], None)
-    return Answered(result, task, _progress_of(session, then_show, jid, counts.fetchall()), then_show)
+    return Answered(result, task, _progress_of(session, then_show, jid, _progress_rows(conn, then_show, jid, counts)),
+                    then_show)
+
+
+def _progress_rows(conn, proj: Project | JudgeProject, jid: int, counts) -> list:
+    """The rows of the progress statement: read in the answer's transaction (``counts``, PostgreSQL),
+    else now, after its commit (SQLite)."""
+    if counts is not None:
+        return counts.fetchall()
+    statement, params = _progress_read(conn, proj, jid)
+    return statement.read_alone(conn, params)
 
 
 def undo_last(session: Session, project: Project | JudgeProject | int, judge: User | int, judgment_id: int) -> int:

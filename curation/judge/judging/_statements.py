@@ -55,10 +55,11 @@ _KH = KnownAnswerHold.__table__
 _HELD = exists().where(_KH.c.judge_id == bindparam("jid"), _KH.c.project_id == _P.c.id, _KH.c.released_at.is_(None))
 _HELD_ALONE = core_select(_KH.c.id).where(_KH.c.judge_id == bindparam("jid"), _KH.c.project_id == bindparam("pid"),
                                           _KH.c.released_at.is_(None)).limit(1)
+# What the judging pages read of a project (judging._operations._judge_project_of), with the judge's hold.
+_JUDGE_PROJECT_COLUMNS = (_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at, _HELD,
+                          _P.c.known_answer_hold, _P.c.min_answer_ms)
 _JUDGE_PROJECT_D = Statement(
-    core_select(_P.c.id, _P.c.name, _P.c.scale, SCALE, _P.c.hold_main, _P.c.released_at, _HELD,
-                _P.c.known_answer_hold, _P.c.min_answer_ms)
-    .where(_P.c.id == bindparam("pid"), _HAS_WORK),
+    core_select(*_JUDGE_PROJECT_COLUMNS).where(_P.c.id == bindparam("pid"), _HAS_WORK),
     prepare=True,
 )
 
@@ -165,6 +166,9 @@ def _shown_of(view, first=None):
     was issued."""
     kind, pos = ((bindparam("kind", type_=_A.c.kind.type), bindparam("pos")) if first is None
                  else (first.c.kind, first.c.position))
+    # With ``first`` and the ``pairview`` table, ``first`` is the token row's own assignment
+    # (``_SHOWN_ROW``); with a returned row, the judge's first open row, the page NULL beside it
+    # when no token was issued (``_ANSWER_THEN_SHOW``).
     same_query = and_(
         _MINE.c.pair_id.in_(core_select(_QP.c.id).where(_QP.c.query_id == _PP.c.query_id).correlate_except(_QP)),
         _MINE.c.judge_id == view.c.judge_id,
@@ -180,12 +184,19 @@ def _shown_of(view, first=None):
         .outerjoin(_QN, _QN.c.id == view.c.need_version_id)
     )
     stmt = core_select(
-        *(first.c if first is not None else ()),
+        *((first.c.id, first.c.pair_id, first.c.position, first.c.kind, first.c.skipped, first.c.done_at)
+          if first is not None else ()),
         _Q.c.qid, _Q.c.text, _D.c.docid, _D.c.title, _D.c.text, _D.c.url, _GV.c.version,
         _QN.c.version, _QN.c.description, _QN.c.narrative,
         core_select(func.count()).where(same_query).correlate_except(_MINE).scalar_subquery(),
         core_select(func.count()).where(same_query, _MINE.c.position <= pos).correlate_except(_MINE).scalar_subquery(),
-    ).select_from(page if first is None else first.outerjoin(page, true()))
+    )
+    if first is None:
+        stmt = stmt.select_from(page)
+    elif view is _PV:
+        stmt = stmt.select_from(page.join(first, first.c.id == view.c.assignment_id))
+    else:
+        stmt = stmt.select_from(first.outerjoin(page, true()))
     return stmt.where(view.c.token == bindparam("token")) if view is _PV else stmt
 
 
@@ -205,6 +216,12 @@ _LATEST_OWN = (
 )
 
 
+# The answer's judgment is there (the next pair's token is issued only then: nothing is issued for
+# an answer that recorded nothing, e.g. on a pair moved to another judge meanwhile).
+_ANSWER_RECORDED = exists().where(_J.c.judge_id == bindparam("jid"),
+                                  _J.c.client_token == bindparam("answered_token", type_=_J.c.client_token.type))
+
+
 def _answer_then_show(overlap_only: bool):
     """PostgreSQL's last statement of an answer but the progress: the judge's first open row (as
     ``_FIRST_OPEN``), and when it is a fresh one, its token issued and its page read, in one
@@ -213,15 +230,29 @@ def _answer_then_show(overlap_only: bool):
     issued for an answer that recorded nothing). Returns the open row's columns, then the page's,
     NULL when no token was issued (a skipped pair: ``next_task`` decides); no row when none is open."""
     first = _FIRST_OPEN[overlap_only].cte("open_row")
-    answered = exists().where(_J.c.judge_id == bindparam("jid"),
-                              _J.c.client_token == bindparam("answered_token", type_=_J.c.client_token.type))
-    issued = _token_insert(first.c.id, first.c.pair_id, and_(first.c.skipped == false(), answered)).returning(
+    issued = _token_insert(first.c.id, first.c.pair_id, and_(first.c.skipped == false(), _ANSWER_RECORDED)).returning(
         _PV.c.pair_id, _PV.c.judge_id, _PV.c.guidelines_version_id, _PV.c.need_version_id,
     ).cte("issued")
     return Statement(_shown_of(issued, first=first), prepare=True)
 
 
 _ANSWER_THEN_SHOW_D = {k: _answer_then_show(k) for k in (False, True)}
+
+
+def _issue_open(overlap_only: bool):
+    """SQLite's counterpart of ``_ANSWER_THEN_SHOW`` (it has no INSERT inside WITH): the token of the
+    judge's first open row (as ``_FIRST_OPEN``) issued in one statement when that row is a fresh
+    one and the answer's judgment is there; nothing issued otherwise (a skipped pair, or none open:
+    ``next_task`` decides). Its page is read afterwards by the token (``_SHOWN_ROW``)."""
+    first = _FIRST_OPEN[overlap_only].subquery("open_row")
+    return Statement(_token_insert(first.c.id, first.c.pair_id, and_(first.c.skipped == false(), _ANSWER_RECORDED)),
+                     prepare=True)
+
+
+_ISSUE_OPEN_D = {k: _issue_open(k) for k in (False, True)}
+# The page of a token just issued, after the columns of its assignment row (the shape of
+# ``_ANSWER_THEN_SHOW``'s rows).
+_SHOWN_ROW_D = Statement(_shown_of(_PV, first=_A.alias("shown")), prepare=True)
 
 
 class _Row(tuple):
@@ -263,6 +294,16 @@ _ANSWER = (
     .values(done_at=bindparam("done_at"), skipped=bindparam("skipped"))
 )
 _VIEW_D = Statement(_VIEW, prepare=True)
+# The htmx answer's first read, one statement for both: the project when it is one of the judge's
+# (as _JUDGE_PROJECT, no row when it is not) and beside it the answered token's row (as _VIEW; NULLs
+# when the token is unknown). One statement less on every answer than the two reads apart.
+_VIEWED = _VIEW.subquery("viewed")
+_PROJECT_AND_VIEW_D = Statement(
+    core_select(*_JUDGE_PROJECT_COLUMNS, *_VIEWED.c)
+    .select_from(_P.outerjoin(_VIEWED, true()))
+    .where(_P.c.id == bindparam("pid"), _HAS_WORK),
+    prepare=True,
+)
 _ANSWER_D = Statement(_ANSWER, prepare=True)
 # The judgment row, written only while the assignment is still the judge's, its id returned by the
 # INSERT (RETURNING: SQLite 3.35+, PostgreSQL).
@@ -334,13 +375,24 @@ _LAST_ANSWERED = (
 
 class Plan:
     """How the judging operations talk to one kind of database: the statements that differ between
-    SQLite and PostgreSQL, behind the same three steps. The operations ask :func:`plan_of` for the
+    SQLite and PostgreSQL, behind the same steps. The operations ask :func:`plan_of` for the
     connection's plan and never look at the dialect themselves."""
 
     name: str
-    # The answer, the next pair's token and page, and the progress sent in one transaction (one
-    # round trip); else the answer is committed first and the next pair follows.
-    answer_then_show: bool
+    # The answer and the next pair's token in one transaction; the page and the progress read in it
+    # too (PostgreSQL: one round trip for all) or after its commit (SQLite: see _SQLitePlan).
+    answer_then_show = True
+    reads_in_answer: bool
+
+    def then_show(self, conn, overlap_only: bool, params):
+        """In the answer's transaction, after its judgment: issue the token of the judge's first open
+        row when it is a fresh one (see ``_ANSWER_THEN_SHOW``); returns what :meth:`next_row` reads."""
+        raise NotImplementedError
+
+    def next_row(self, conn, issued, params):
+        """After the answer's transaction: the open row's columns and its page (``_ANSWER_THEN_SHOW``'s
+        row), or None when no token was issued (a skipped pair, or none open)."""
+        raise NotImplementedError
 
     def issue_and_show(self, conn, params):
         """Issue the token of an assignment (only while it is the judge's) and read what the page
@@ -359,12 +411,19 @@ class Plan:
 
 
 class _SQLitePlan(Plan):
-    # On SQLite a statement is a function call, and writers take turns: the answer and the next
-    # pair's token are two short write transactions there (measured: one longer one held the
-    # write lock through the reads, 16% fewer judgments/s at 20 judges). SQLite has no INSERT
-    # inside WITH: each write is its own statement.
+    # On SQLite a statement is a function call, and writers take turns: the answer's writes and the
+    # next pair's token are one short write transaction (one commit an answer, not two), and the
+    # page and the progress are read after its commit, so the write lock is never held through
+    # them (measured 2026-11-30: a transaction that held it through the reads gave 16% fewer
+    # judgments/s at 20 judges). SQLite has no INSERT inside WITH: each write is its own statement.
     name = "sqlite"
-    answer_then_show = False
+    reads_in_answer = False
+
+    def then_show(self, conn, overlap_only, params):
+        return _ISSUE_OPEN_D[overlap_only].run(conn, params).rowcount
+
+    def next_row(self, conn, issued, params):
+        return _SHOWN_ROW_D.run(conn, params).fetchone() if issued == 1 else None
 
     def issue_and_show(self, conn, params):
         _ISSUE_TOKEN_D.run(conn, params)
@@ -377,7 +436,14 @@ class _SQLitePlan(Plan):
 
 class _PostgreSQLPlan(Plan):
     name = "postgresql"
-    answer_then_show = True
+    reads_in_answer = True
+
+    def then_show(self, conn, overlap_only, params):
+        return _ANSWER_THEN_SHOW_D[overlap_only].run(conn, params)
+
+    def next_row(self, conn, issued, params):
+        row = issued.fetchone()
+        return row if row is not None and row[6] is not None else None
 
     def issue_and_show(self, conn, params):
         return _ISSUE_AND_SHOW_D.run(conn, params)
