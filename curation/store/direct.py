@@ -123,18 +123,6 @@ def _autocommit(raw):
             raw.autocommit = False
 
 
-def read_together(conn: Connection, reads: list[tuple[Statement, dict]]) -> list[list[tuple]]:
-    """The rows of several reads that need no transaction around them (as :meth:`Statement.read_alone`),
-    on PostgreSQL sent together in one round trip (psycopg's pipeline mode, in autocommit)."""
-    if not _idle_postgresql(conn):
-        return [statement.run(conn, params).fetchall() for statement, params in reads]
-    raw = conn.connection.driver_connection
-    with _autocommit(raw):
-        with raw.pipeline():
-            cursors = [statement.run(conn, params) for statement, params in reads]
-        return [cursor.fetchall() for cursor in cursors]
-
-
 class Batch:
     """The transaction of a :func:`batch` block. ``sync()`` waits for the results of every
     statement run so far (one round trip on PostgreSQL); ``commit()`` and ``rollback()`` end the
