@@ -190,14 +190,19 @@ def _pool(runs, queries, depth, seed, extend, out):
                 f"{extend} was pooled at depth {old_depth}: extend it with --depth {old_depth}, "
                 f"or pool all the runs again at depth {depth}"
             )
-    progress = None
+    bar = None
     if sys.stderr.isatty():  # a bar for people; scripts and pipes neither see it nor import tqdm
         from tqdm import tqdm
 
         tqdm.monitor_interval = 0  # no monitor thread: nothing to watch in a command this short
         bar = tqdm(total=len(parsed), desc="reading runs", unit="run", file=sys.stderr)
 
-        def progress(_):
+    def progress(_):
+        # From the first run read on: the others are still being parsed in read_runs' threads, and this thread
+        # only waits for them, so the pool's modules are imported now rather than after the last one.
+        import curation.pool.pooling  # noqa: F401 - imported for the import's cost, paid while parsing
+
+        if bar is not None:
             bar.update()
 
     try:
@@ -205,7 +210,7 @@ def _pool(runs, queries, depth, seed, extend, out):
             run_list = read_runs([p for _, p in parsed], names=[n for n, _ in parsed], depth=depth,
                                  progress=progress)
     finally:
-        if progress is not None:
+        if bar is not None:
             bar.close()
     from curation.pool.pooling import file_info, make_pool, write_pool
 

@@ -373,6 +373,23 @@ class _Hashing:
         self._fh.close()
 
 
+def _content_size_hint(source, gzipped: bool) -> int | None:
+    """The size of a regular file's content, for the size of the reads that take it in: the file's size,
+    or for a gzip file the ISIZE field of its trailer (the size of the last member modulo 2**32, which
+    a file may get wrong: a hint, never trusted for anything else); None for a stream."""
+    try:
+        fd = source.fileno()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if not gzipped:
+            return info.st_size
+        tail = os.pread(fd, 4, info.st_size - 4) if info.st_size >= 18 else b""  # 18: gzip's smallest member
+    except (AttributeError, OSError, ValueError):
+        return None
+    return int.from_bytes(tail, "little") if len(tail) == 4 else None
+
+
 def read_whole(path: str | os.PathLike, cap: int | None = None, total: int | None = None) -> tuple[str, bytes]:
     """``(sha256 of the bytes as stored, content)``: an input read whole, opened once
     (:func:`open_input`: a pipe or standard input too), gunzipped (ISA-L), a line over ``cap`` bytes
@@ -385,6 +402,10 @@ def read_whole(path: str | os.PathLike, cap: int | None = None, total: int | Non
     cap = line_cap() if cap is None else cap
     total = limit("GOLDEN_MAX_INPUT_BYTES") if total is None else total
     source, gzipped = open_input(path)
+    size = min(16 << 20, total + 1)
+    hint = _content_size_hint(source, gzipped)
+    if hint is not None:  # one read of the right size: a buffer of 16 MB, shrunk, fragments the heap
+        size = min(size, max(hint + 1, 1 << 16))
     raw = _Hashing(source)
     blocks: list[bytes] = []
     held = 0  # bytes in blocks (their lines are counted only for an error)
@@ -400,7 +421,7 @@ def read_whole(path: str | os.PathLike, cap: int | None = None, total: int | Non
         else:
             fh = contextlib.nullcontext(raw)
         with fh as stream:
-            for block in iter_line_blocks(stream, path, cap, gzipped=gzipped, size=min(16 << 20, total + 1),
+            for block in iter_line_blocks(stream, path, cap, gzipped=gzipped, size=size,
                                           lines_yielded=lambda: sum(b.count(b"\n") for b in blocks)):
                 if held + len(block) > total:
                     raise input_error(path, lines() + line_at(block, total - held), total)

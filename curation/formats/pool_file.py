@@ -29,6 +29,7 @@ from pathlib import Path
 from curation.formats.fileio import InputError, atomic_write, identifier, is_stdin, iter_jsonl, load_json, no_records
 
 POOL_FORMAT = "golden.pool/1"
+_new_object = object.__new__
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,16 @@ class PoolEntry:
     systems: dict[str, int] = field(default_factory=dict, compare=False)  # run name -> 1-based rank
     seed_source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False, repr=False)  # where it was read (not written)
+
+    @classmethod
+    def new(cls, qid: str, docid: str, order: int, systems: dict[str, int]) -> PoolEntry:
+        """``PoolEntry(qid, docid, order, systems)``, twice as fast (a pool is built by the thousand):
+        the instance's dictionary filled at once, where the frozen dataclass's ``__init__`` sets
+        each field by a call of ``object.__setattr__``."""
+        entry = _new_object(cls)
+        entry.__dict__.update({"qid": qid, "docid": docid, "order": order, "systems": systems,
+                               "seed_source": None, "line": None})
+        return entry
 
     def as_dict(self) -> dict:
         out = {"qid": self.qid, "docid": self.docid, "order": self.order, "systems": self.systems}

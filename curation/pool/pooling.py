@@ -102,6 +102,14 @@ def order_key(seed: int, qid: str, docid: str) -> bytes:
     return hashlib.sha256(f"{seed}\x00{qid}\x00{docid}".encode()).digest()
 
 
+def _order_keys(seed: int, qid: str, docids: list[str]) -> dict[str, bytes]:
+    """:func:`order_key` of each of ``docids`` (of one query), by docid: the same digests, the
+    seed's and query's bytes encoded once (UTF-8 of a concatenation is the concatenation of the parts')."""
+    sha256 = hashlib.sha256
+    prefix = f"{seed}\x00{qid}\x00".encode()
+    return {d: sha256(prefix + d.encode()).digest() for d in docids}
+
+
 def make_pool(
     runs: Sequence[RankedRun],
     *,
@@ -125,39 +133,37 @@ def make_pool(
         for p in existing:
             old_order.setdefault(p.qid, {})[p.docid] = p.order
 
-    run_index = {r.name: i for i, r in enumerate(runs)}
     pairs: list[PoolEntry] = []
     pooled_qids: list[str] = []
     empty: list[str] = []
     sizes: list[int] = []
     already = 0
-    # Which runs retrieved each pooled pair, as an incidence matrix (pairs x runs); the
-    # documents two runs share, summed over queries, are then one matrix product.
-    hit_rows: list[int] = []
-    hit_cols: list[int] = []
+    # Which runs retrieved each pooled pair (pair numbers, one list per run); the documents two runs
+    # share, summed over queries, are then one product of the incidence matrix (pairs x runs).
+    hits: list[list[int]] = [[] for _ in runs]
     n_pooled = 0
+    new_entry = PoolEntry.new  # the entries of a pool are built by the thousand
     for qid in wanted:
-        systems = _query_systems(runs, qid, depth)
+        systems, tops = _query_systems(runs, qid, depth)
         if not systems:
             empty.append(qid)
             continue
         pooled_qids.append(qid)
         sizes.append(len(systems))
-        for i, found in enumerate(systems.values(), n_pooled):
-            for name in found:
-                hit_rows.append(i)
-                hit_cols.append(run_index[name])
+        number = {docid: i for i, docid in enumerate(systems, n_pooled)}
+        for found, top in zip(hits, tops):
+            found.extend([number[d] for d in top])
         n_pooled += len(systems)
         old = old_order.get(qid, {})
-        new_docs = [d for d in systems if d not in old]
+        new_docs = [d for d in systems if d not in old] if old else list(systems)
         already += len(systems) - len(new_docs)
-        new_docs.sort(key=lambda d: order_key(seed, qid, d))
+        new_docs.sort(key=_order_keys(seed, qid, new_docs).__getitem__)
         start = max(old.values(), default=0)
-        for i, docid in enumerate(new_docs, start + 1):
-            pairs.append(PoolEntry(qid, docid, i, systems[docid]))
+        pairs.extend([new_entry(qid, docid, i, systems[docid]) for i, docid in enumerate(new_docs, start + 1)])
     # In integers: numpy's own loop, no BLAS threads to start or wake for a product this small.
     incidence = np.zeros((n_pooled, len(runs)), dtype=np.int64)
-    incidence[hit_rows, hit_cols] = 1
+    incidence[np.concatenate([np.array(h, dtype=np.intp) for h in hits]),
+              np.repeat(np.arange(len(runs)), [len(h) for h in hits])] = 1
     stats = _pool_stats(runs, depth, len(pooled_qids), sizes, incidence.T @ incidence)
     infos = [RunInfo(r.name, r.path, r.sha256, sum(1 for q in pooled_qids if r.rankings.get(q))) for r in runs]
     return Pool(
@@ -207,18 +213,22 @@ def _wanted_qids(runs: Sequence[RankedRun], qids: Sequence[str] | None) -> tuple
     return wanted, sorted(run_qids - set(wanted), key=qid_sort_key)
 
 
-def _query_systems(runs: Sequence[RankedRun], qid: str, depth: int) -> dict[str, dict[str, int]]:
+def _query_systems(runs: Sequence[RankedRun], qid: str, depth: int) -> tuple[dict[str, dict[str, int]], list]:
     """``{docid: {run name: rank}}`` of the first ``depth`` documents of each run for ``qid``, in
-    the order the runs first retrieve them."""
+    the order the runs first retrieve them; and each run's first ``depth`` docids (a list a run)."""
     systems: dict[str, dict[str, int]] = {}
+    tops = []
     for r in runs:
-        for rank, docid in enumerate(r.rankings.get(qid, ())[:depth], 1):
+        top = r.rankings.get(qid, ())[:depth]
+        tops.append(top)
+        name = r.name
+        for rank, docid in enumerate(top, 1):
             got = systems.get(docid)
             if got is None:
-                systems[docid] = {r.name: rank}
+                systems[docid] = {name: rank}
             else:
-                got[r.name] = rank
-    return systems
+                got[name] = rank
+    return systems, tops
 
 
 def _pool_stats(runs: Sequence[RankedRun], depth: int, n_q: int, sizes: list[int], shared: np.ndarray) -> PoolStats:

@@ -143,3 +143,13 @@ def test_project_create_refuses_a_rank_that_is_not_a_positive_integer(tmp_path):
         with pytest.raises(InputError, match=r"pool.jsonl:1: rank of run 'bm25'"):
             create_project(s, "p", queries_path=paths["queries.jsonl"], pool_path=paths["pool.jsonl"],
                            corpus_paths=[paths["corpus.jsonl"]], guidelines_path=paths["GUIDELINES.md"])
+
+
+def test_new_builds_the_entry_the_constructor_builds():
+    """PoolEntry.new (make_pool's fast constructor) gives an entry equal to PoolEntry(...) in every field."""
+    systems = {"bm25": 3, "dense": 1}
+    fast, slow = PoolEntry.new("301", "FT911-3", 7, systems), PoolEntry("301", "FT911-3", 7, systems)
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert vars(fast) == vars(slow) and fast.as_dict() == slow.as_dict()
+    with pytest.raises(AttributeError):
+        fast.order = 8  # frozen like any other entry

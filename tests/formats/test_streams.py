@@ -338,3 +338,25 @@ def test_4_gb_of_valid_lines_is_refused_at_the_input_limit_in_bounded_memory(com
     _valid_lines_bomb(small, block, 32 << 20)
     done, _ = _golden_peak([a.replace(str(bomb), str(small)) for a in argv], {"GOLDEN_MAX_INPUT_BYTES": str(limit)})
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_read_whole_takes_a_size_hint_for_a_hint_only(tmp_path):
+    """A gzip file's trailer gives the size of its last member only: with several members, the hint is
+    far too small (here 5 bytes for 2 MB), and the file is still read whole, the same bytes; so is a
+    plain file, and an empty gzip file."""
+    first = RUN.encode() * 30  # about 2 MB
+    path = tmp_path / "members.gz"
+    path.write_bytes(gzip.compress(first) + gzip.compress(b"tail\n"))
+    source, gzipped = open_input(path)
+    with source:
+        assert gzipped and fileio._content_size_hint(source, gzipped) == 5
+    assert read_whole(path)[1] == first + b"tail\n"
+    plain = tmp_path / "plain.trec"
+    plain.write_bytes(first)
+    source, gzipped = open_input(plain)
+    with source:
+        assert fileio._content_size_hint(source, gzipped) == len(first)
+    assert read_whole(plain)[1] == first
+    empty = tmp_path / "empty.gz"
+    empty.write_bytes(gzip.compress(b""))
+    assert read_whole(empty)[1] == b""
