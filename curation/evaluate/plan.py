@@ -27,7 +27,10 @@ THE RULE, for one open comparison (:func:`plan_priorities`):
    only pays after many pairs, as the ideal DCG's, becomes one long segment of its mean slope); a
    segment's value is its gain per pair times the query's weight in the bootstrap's end (the mean
    resample count of the replicates around the percentile, where the planned judging settles:
-   twice refined). A pair's priority is the value of its segment; pairs no segment holds get 0.
+   twice refined). A pair's priority is the value of its segment, for the segments the plan takes,
+   by value, up to where it expects the comparison to settle (:func:`_settling_prefix`); pairs no
+   such segment holds get 0, so a query's planned pairs are the few it needs (and its first block,
+   :func:`curation.judge.assignment.first_block`).
 
 The plan's priorities are blended with the blind ones (:func:`machine_trust`): ``trust * plan +
 (1 - trust) * blind``, each scaled to a largest value of 1, ``trust`` from how well the machine's
@@ -48,7 +51,7 @@ MIN_TRUST_PAIRS = 20  # judged pairs (machine-labelled) before any trust
 LIMIT = 400  # prefix combinations tried per query
 SAMPLES = 0  # labellings drawn from the belief per plan (:func:`sampled_plan_priorities`); 0: the most likely one alone
 TIE_BREAK = 1e-6  # the blind priorities' share under full trust: they order the pairs the plan leaves out
-NEEDED = False  # EXPERIMENT: only the segments the plan takes before it expects to settle
+NEEDED_ONLY = True  # only the segments the plan takes before it expects to settle get a priority (rule, step 5)
 
 
 def belief(p_rel: np.ndarray, p_top: np.ndarray, G: int) -> tuple[np.ndarray, np.ndarray]:
@@ -373,7 +376,7 @@ def plan_priorities(pm: PoolMatrix, grades: np.ndarray, member: np.ndarray, comp
     weight = _bootstrap_weights(counts, curves, segments, level)
     out = np.zeros(pm.n_pairs)
     ranked = sorted(segments, key=lambda x: -x[0] * weight[x[1]])
-    if NEEDED and segments:
+    if NEEDED_ONLY and segments:
         ranked = ranked[:max(1, _settling_prefix(counts[:2000], curves, segments, weight, level)[0])]
     for slope, q, _j, j2 in ranked:
         new = got[q][1][j2]

@@ -45,7 +45,6 @@ from curation.evaluate.settle import (
     verdict_of,
 )
 
-GUIDED_BLOCKS = False  # EXPERIMENT: a guided query's block = the plan's pairs in it (1..10), blocks by mean priority
 ORDERS = ("decisive", "shuffled", "depth", "oracle")  # oracle: knows the labels (a reference, not for users)
 GRANULARITIES = ("block", "query", "pair")
 
@@ -471,7 +470,7 @@ def _judge_batch(pm: PoolMatrix, member, judged, done, pool_size, active, fixed,
             prio = (pair_priorities(bounds, st, rows_comps, P) if guided is None
                     else guided(bounds, st, rows_comps))
             todo = member[r] & ~judged[r]
-            planned = getattr(guided, "planned", None) if GUIDED_BLOCKS else None
+            planned = getattr(guided, "planned", None)  # a guided query's first block: the plan's pairs in it
             take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK, planned=planned)
         judged[r, take] = True
         if batches is not None:
@@ -509,7 +508,9 @@ def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: in
     """At least ``need`` unjudged pairs, the highest priority first: single pairs
     (``granularity="pair"``), whole queries (``"query"``) or blocks of each query's ``block`` most
     decisive pairs (``"block"``, as ``golden judging assign --order decisive`` queues them); ties in a
-    seeded order."""
+    seeded order. ``planned`` (the pairs a machine-guided plan asks for, when it asks for any): a
+    query's block is its planned pairs (:func:`curation.judge.assignment.first_block`) and blocks go
+    by their mean priority, as the queue does. The pairs come in the queue's order."""
     idx = np.flatnonzero(todo)
     if len(idx) == 0:
         return idx
