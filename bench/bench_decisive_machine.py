@@ -1,13 +1,16 @@
 """Benchmark: decisive judging guided by a machine judge, on the 17 TREC 2003 Robust runs (qrels as judges).
 
     /work/venv/bin/python bench/bench_decisive_machine.py [--metric ndcg@10] [--every 1] [--resamples 10000]
-        [--seeds 5] [--agreements 0.6,0.7,0.8,0.9] [--lean 0.2] [--estimate] [--json FILE]
+        [--seeds 5] [--agreements 0.6,0.7,0.8,0.9] [--lean 0.2] [--estimate] [--check pair] [--json FILE]
 
 Each comparison judges its own pool (the two runs' top 20; ``mode="each"``), in blocks of a
-query's 10 most decisive pairs, the settlement checked every 2% of the pool
-(``curation.evaluate.simulate``). The machine is built from the qrels
-(``curation.evaluate.simulate.machine_from_qrels``): each grade kept with probability AGREEMENT,
-else moved to a neighbouring grade, upward with probability 0.5 + LEAN (the machine more lenient);
+query's 10 most decisive pairs (when a machine guides: a query's first block is the pairs the plan
+asks for in it, 1 to 10, and blocks go by their mean priority), the order recomputed every 2% of the
+pool and the settlement checked after every pair (``--check pair``, the default since the fifth
+round of issue 31) or only every 2% (``--check batch``) (``curation.evaluate.simulate``). The
+machine is built from the qrels (``curation.evaluate.simulate.machine_from_qrels``): each grade
+kept with probability AGREEMENT, else moved to a neighbouring grade, upward with probability
+0.5 + LEAN (the machine more lenient);
 "random" shuffles the qrels' grades across the pool (a machine that says nothing). One seed drives
 both the machine and the order's ties; the blind orders are replayed with the same seeds.
 
@@ -64,6 +67,10 @@ def main():
     ap.add_argument("--blind", default="decisive,decisive-pair", help="blind orders to replay beside")
     ap.add_argument("--estimate", action="store_true")
     ap.add_argument("--json", dest="json_out", default=None)
+    ap.add_argument("--check", choices=("pair", "batch"), default="pair",
+                    help="when the guarantee is checked: after every pair (as the panel reads labels as they come; "
+                         "the order is still recomputed every 2%%), or only after each 2%% batch (the rounds before "
+                         "the fifth)")
     ap.add_argument("--plan-samples", type=int, default=None,
                     help="labellings drawn from the machine's belief per plan (0: the most likely one alone; "
                          "default curation.evaluate.plan.SAMPLES)")
@@ -74,7 +81,8 @@ def main():
     G = int(truth.max())
     comps = all_pairs(len(pm.runs))[:: args.every]
     print(f"robust03, {args.metric}, depth 20, {len(comps)} comparisons (every {args.every}), "
-          f"{args.resamples} resamples, seeds 0-{args.seeds - 1}, step 2%, each pool, plan samples "
+          f"{args.resamples} resamples, seeds 0-{args.seeds - 1}, step 2%, check after each {args.check}, each pool, "
+          f"plan samples "
           f"{plan.SAMPLES}; load {os.getloadavg()}")
     out = {}
     rows = []
@@ -82,8 +90,8 @@ def main():
     def replay(label, seed, gran="block", **machine):
         t = time.process_time()
         res = simulate(pm, truth, comps, args.metric, order="decisive", mode="each", granularity=gran, step=0.02,
-                       resamples=args.resamples, seed=seed, estimate=args.estimate and gran == "block",
-                       estimate_until=0.5, **machine)
+                       resamples=args.resamples, seed=seed, check=args.check,
+                       estimate=args.estimate and gran == "block", estimate_until=0.5, **machine)
         s = res.summary()
         print(f"  {label:<22} seed {seed}: median {fmt(s['median_share_significant'])}, significant "
               f"{s['significant']}, settled {s['settled_of_significant']}, wrong {s['wrong_calls']}"

@@ -211,7 +211,7 @@ def pair_priority_map(session, project, machine=None) -> dict[int, float]:
         return {}
     pm, grades, ids = load_pool(session, project)
     G = max_grade(project)
-    total = np.zeros(pm.n_pairs)
+    total, planned = np.zeros(pm.n_pairs), np.zeros(pm.n_pairs, dtype=bool)
     figures = None if machine is None else machine(pm)
     for metric in sorted({c.metric for c in comps}):
         mine = [c for c in comps if c.metric == metric]
@@ -222,15 +222,23 @@ def pair_priority_map(session, project, machine=None) -> dict[int, float]:
             if figures is None:
                 total += pair_priorities(b, st, None, pm.n_pairs)
             else:
-                total += _guided_priorities(pm, grades, sel, metric, b, st, counts, figures, G)
-    return {pid: float(p) for pid, p in zip(ids, total)}
+                guided, plan = _guided_priorities(pm, grades, sel, metric, b, st, counts, figures, G)
+                total += guided
+                planned |= plan > 0
+    if figures is None:
+        return {pid: float(p) for pid, p in zip(ids, total)}
+    from curation.judge.assignment import Priorities
+
+    return Priorities({pid: float(p) for pid, p in zip(ids, total)},
+                      planned=[pid for pid, m in zip(ids, planned) if m])
 
 
-def _guided_priorities(pm, grades, comps, metric, bounds, st, counts, figures, G) -> np.ndarray:
+def _guided_priorities(pm, grades, comps, metric, bounds, st, counts, figures, G) -> tuple[np.ndarray, np.ndarray]:
     """The machine-guided priorities of one group of comparisons (one metric, one tie margin): each
     open comparison's plan (:func:`curation.evaluate.plan.plan_priorities`, scaled to a largest
     value of 1) summed, blended with the blind priorities by the machine's trust; the machine's
-    figures calibrated against the human labels so far."""
+    figures calibrated against the human labels so far. Also the plan itself (0 everywhere under
+    trust 0): the pairs it asks for make their query's first block (``Priorities.planned``)."""
     from curation.evaluate.plan import blend, machine_trust, open_plans, plan_draws
 
     raw_rel, raw_top, key = figures
@@ -246,7 +254,7 @@ def _guided_priorities(pm, grades, comps, metric, bounds, st, counts, figures, G
         open_comps = [comp for i, comp in enumerate(comps) if st.status[i] == "open"]
         plan = open_plans(pm, grades, member, open_comps, metric, counts, p_rel, p_top, G=G,
                           draws=plan_draws(pm.n_pairs))
-    return blend(plan, blind, trust)
+    return blend(plan, blind, trust), plan
 
 
 def machine_features(raw_rel: np.ndarray, raw_top: np.ndarray, key: np.ndarray) -> np.ndarray:

@@ -27,7 +27,10 @@ THE RULE, for one open comparison (:func:`plan_priorities`):
    only pays after many pairs, as the ideal DCG's, becomes one long segment of its mean slope); a
    segment's value is its gain per pair times the query's weight in the bootstrap's end (the mean
    resample count of the replicates around the percentile, where the planned judging settles:
-   twice refined). A pair's priority is the value of its segment; pairs no segment holds get 0.
+   twice refined). A pair's priority is the value of its segment, for the segments the plan takes,
+   by value, up to where it expects the comparison to settle (:func:`_settling_prefix`); pairs no
+   such segment holds get 0, so a query's planned pairs are the few it needs (and its first block,
+   :func:`curation.judge.assignment.first_block`).
 
 The plan's priorities are blended with the blind ones (:func:`machine_trust`): ``trust * plan +
 (1 - trust) * blind``, each scaled to a largest value of 1, ``trust`` from how well the machine's
@@ -48,6 +51,7 @@ MIN_TRUST_PAIRS = 20  # judged pairs (machine-labelled) before any trust
 LIMIT = 400  # prefix combinations tried per query
 SAMPLES = 0  # labellings drawn from the belief per plan (:func:`sampled_plan_priorities`); 0: the most likely one alone
 TIE_BREAK = 1e-6  # the blind priorities' share under full trust: they order the pairs the plan leaves out
+NEEDED_ONLY = True  # only the segments the plan takes before it expects to settle get a priority (rule, step 5)
 
 
 def belief(p_rel: np.ndarray, p_top: np.ndarray, G: int) -> tuple[np.ndarray, np.ndarray]:
@@ -254,36 +258,47 @@ def _bootstrap_weights(counts: np.ndarray, curves: list[np.ndarray], segments: l
     """Each query's weight in the bootstrap's end where the planned judging settles (rule, step 5):
     the mean resample counts of the ``width`` replicates around the percentile's position, at the
     first prefix of the segments (largest value first) whose low end is above 0 (found by
-    bisection; the whole plan when none is), over the first ``resamples`` resamples."""
+    bisection, :func:`_settling_prefix`; the whole plan when none is), over the first ``resamples``
+    resamples."""
     counts = counts[:resamples]
     R, n = counts.shape
     pos = int((R - 1) * (1 - level) / 2)
     weight = np.ones(n)
     if not segments:
         return weight
+    for _ in range(rounds):
+        _t, reps = _settling_prefix(counts, curves, segments, weight, level)
+        near = np.argsort(np.abs(np.argsort(np.argsort(reps)) - pos))[:width]
+        weight = counts[near].mean(axis=0)
+    return weight
+
+
+def _settling_prefix(counts: np.ndarray, curves: list[np.ndarray], segments: list, weight: np.ndarray,
+                     level: float) -> tuple[int, np.ndarray]:
+    """How many of the segments, by value (slope times the query's ``weight``) first, the planned
+    judging takes before the bootstrap's low end is above 0 (bisection; all of them when it never
+    is), and the replicates there."""
+    R, n = counts.shape
+    pos = int((R - 1) * (1 - level) / 2)
     width_q = max(len(c) for c in curves)
     table = np.array([np.pad(c, (0, width_q - len(c)), mode="edge") for c in curves])  # (n, width)
     seg = np.array([(q, j2) for _s, q, _j, j2 in segments], dtype=np.int64)
     slope = np.array([s for s, *_ in segments])
-    for _ in range(rounds):
-        order = np.argsort(-slope * weight[seg[:, 0]], kind="stable")
+    order = np.argsort(-slope * weight[seg[:, 0]], kind="stable")
 
-        def reps_at(t, order=order):
-            jj = np.zeros(n, dtype=np.int64)
-            np.maximum.at(jj, seg[order[:t], 0], seg[order[:t], 1])
-            return counts @ table[np.arange(n), jj] / n
+    def reps_at(t):
+        jj = np.zeros(n, dtype=np.int64)
+        np.maximum.at(jj, seg[order[:t], 0], seg[order[:t], 1])
+        return counts @ table[np.arange(n), jj] / n
 
-        lo_t, hi_t = 0, len(order)
-        while lo_t < hi_t:
-            mid = (lo_t + hi_t) // 2
-            if np.partition(reps_at(mid), pos)[pos] > 0:
-                hi_t = mid
-            else:
-                lo_t = mid + 1
-        reps = reps_at(lo_t)
-        near = np.argsort(np.abs(np.argsort(np.argsort(reps)) - pos))[:width]
-        weight = counts[near].mean(axis=0)
-    return weight
+    lo_t, hi_t = 0, len(order)
+    while lo_t < hi_t:
+        mid = (lo_t + hi_t) // 2
+        if np.partition(reps_at(mid), pos)[pos] > 0:
+            hi_t = mid
+        else:
+            lo_t = mid + 1
+    return lo_t, reps_at(lo_t)
 
 
 def sampled_grades(p_rel: np.ndarray, p_top: np.ndarray, draws: np.ndarray, G: int) -> np.ndarray:
@@ -360,7 +375,10 @@ def plan_priorities(pm: PoolMatrix, grades: np.ndarray, member: np.ndarray, comp
     segments = _hull_segments(curves)
     weight = _bootstrap_weights(counts, curves, segments, level)
     out = np.zeros(pm.n_pairs)
-    for slope, q, _j, j2 in sorted(segments, key=lambda x: -x[0] * weight[x[1]]):
+    ranked = sorted(segments, key=lambda x: -x[0] * weight[x[1]])
+    if NEEDED_ONLY and segments:
+        ranked = ranked[:max(1, _settling_prefix(counts[:2000], curves, segments, weight, level)[0])]
+    for slope, q, _j, j2 in ranked:
         new = got[q][1][j2]
         new = new[out[new] == 0]
         out[new] = slope * weight[q]

@@ -175,22 +175,20 @@ def simulate(
     machine: np.ndarray | None = None,
     machine_key: np.ndarray | None = None,
     machine_top: np.ndarray | None = None,
+    check: str = "batch",
 ) -> SimulationResult:
-    """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each
-    comparison (run index pairs ``(a, b)``: is b higher than a?), the share of its pool judged
-    when it settled. See the module docstring. With ``estimate``, also the share at which the
-    estimate first put P(flip) at most ``1 - estimate_level`` on a significant verdict (checked up to
-    ``estimate_until`` of the pool, then given up: counted as the whole pool). ``trace`` (a dict)
-    receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
+    """Replay judging ``truth`` (grade per pair of ``pm``) in ``order`` and record, for each comparison (run index
+    pairs ``(a, b)``: is b higher than a?), the share of its pool judged when it settled. See the module docstring.
+    With ``estimate``, also the share at which the estimate first put P(flip) at most ``1 - estimate_level`` on a
+    significant verdict (checked up to ``estimate_until`` of the pool, then given up: counted as the whole pool).
+    ``trace`` (a dict) receives ``judged_at`` (rows x pairs: the number of checks before the pair was judged; -1
     outside the row's pool) and ``shares`` (per check, each row's share judged). ``correction``
-    (:data:`curation.evaluate.choices.CORRECTIONS` but tukey): the summary's "significant" counts the
-    fully judged verdicts that survive it over the ``comparisons``. ``machine``, ``machine_top`` and
-    ``machine_key``: a machine judge guiding the decisive order and feeding the estimate
-    (:func:`_machine_guide`); the settlement reads only the judged labels."""
-    _check_options(order=order, mode=mode, granularity=granularity, step=step)
-    comps = [tuple(c) for c in comparisons]
-    if not comps:
-        raise ValueError("compare: no comparison to simulate")
+    (:data:`curation.evaluate.choices.CORRECTIONS` but tukey): the summary's "significant" counts the fully judged
+    verdicts that survive it over the ``comparisons``. ``machine``, ``machine_top`` and ``machine_key``: a machine
+    judge guiding the decisive order and feeding the estimate (:func:`_machine_guide`); the settlement reads only
+    the judged labels. ``check``: the guarantee checked after each "batch" or every "pair" (:func:`_settled_within`)."""
+    comps = _check_options(order=order, mode=mode, granularity=granularity, step=step, check=check,
+                           comparisons=comparisons)
     G = int(max_grade if max_grade is not None else max(1, int(truth.max())))
     C, P, n = len(comps), pm.n_pairs, len(pm.qids)
     guide = _machine_guide(pm, comps, metric_form(metric, pm.depth)[1], machine, machine_key, machine_top, seed)
@@ -206,14 +204,16 @@ def simulate(
         trace.update(judged_at=np.where(member, np.iinfo(np.int16).max, -1).astype(np.int16), shares=[])
     done = np.zeros(rows, dtype=np.int64)
     open_c, est_open = np.ones(C, dtype=bool), np.full(C, bool(estimate))
-    share, model_cache, t_checks, checks = 0.0, {}, 0.0, 0
+    share, model_cache, t_checks, checks, batches = 0.0, {}, 0.0, 0, ({} if check == "pair" else None)
     while True:
         grades, bounds, st, seconds = _check(pm, truth, judged, member, comps, metric, counts, G=G,
                                              rel_level=rel_level, level=level, tie=tie)
         t_checks, checks = t_checks + seconds, checks + 1
-        if trace is not None:
-            trace["shares"].append(done / np.maximum(pool_size, 1))
         shares = done / np.maximum(pool_size, 1)
+        if trace is not None:
+            trace["shares"].append(shares)
+        _settled_within(pm, truth, judged, member, comps, metric, counts, st, open_c, batches, done, pool_size,
+                        result, G=G, rel_level=rel_level, level=level, tie=tie)
         _record_settled(st, shares, open_c, result)
         if est_open.any():  # only with ``estimate``
             _estimate_check(pm, grades, comps, metric, counts, member, st, shares, est_open, result, model_cache, G=G,
@@ -226,7 +226,7 @@ def simulate(
             break
         share = min(1.0, share + step)
         _judge_batch(pm, member, judged, done, pool_size, active, fixed, bounds, st, rng, share=share,
-                     granularity=granularity, trace=trace, checks=checks,
+                     granularity=granularity, trace=trace, checks=checks, batches=batches,
                      guided=_guided(pm, guide, grades, judged, member, comps, metric, counts, G, rel_level, level))
     result.seconds_per_check, result.checks = t_checks / max(checks, 1), checks
     return result
@@ -266,6 +266,7 @@ def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, m
     from curation.evaluate.plan import blend, machine_trust, open_plans
 
     def priorities(bounds, st, rows_comps):
+        priorities.planned = None
         r = rows_comps[0] if member.shape[0] > 1 else 0
         seen = judged[r] & member[r]
         relevant = np.nan_to_num(grades[r]) >= rel_level
@@ -278,6 +279,7 @@ def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, m
         plan = open_plans(pm, grades[r], member[r], [comps[c] for c in rows_comps if st.status[c] == OPEN], metric,
                           counts, p_rel, p_top, G=G, draws=guide["draws"], level=level,
                           cache=guide["caches"].setdefault(r, {}))
+        priorities.planned = plan > 0
         return blend(plan, blind, trust)
 
     return priorities
@@ -302,7 +304,9 @@ def _finished(active: np.ndarray, member: np.ndarray, judged: np.ndarray) -> boo
     return not active.any() or not (left if rows > 1 else left & True)[active if rows > 1 else [0]].any()
 
 
-def _check_options(*, order: str, mode: str, granularity: str, step: float) -> None:
+def _check_options(*, order: str, mode: str, granularity: str, step: float, check: str = "batch",
+                   comparisons=()) -> list[tuple]:
+    """The options checked (ValueError naming the bad one); the comparisons as tuples."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     if mode not in ("each", "all"):
@@ -311,6 +315,52 @@ def _check_options(*, order: str, mode: str, granularity: str, step: float) -> N
         raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}, not {granularity!r}")
     if not 0 < step <= 1:
         raise ValueError(f"step must be a share of the pool in (0, 1], not {step!r}")
+    if check not in ("batch", "pair"):
+        raise ValueError(f"check must be 'batch' or 'pair', not {check!r}")
+    comps = [tuple(c) for c in comparisons]
+    if not comps:
+        raise ValueError("compare: no comparison to simulate")
+    return comps
+
+
+def _settled_within(pm: PoolMatrix, truth, judged, member, comps, metric, counts, st, open_c, batches, done,
+                    pool_size, result: SimulationResult, *, G: int, rel_level: int, level: float, tie: float) -> None:
+    """For each comparison that settled at this check: the first pair of the row's last batch (in
+    the queue's order) after which the guarantee had settled it, found by bisection (settlement only
+    grows with the labels: the bounds narrow), recorded in ``result`` and closed in ``open_c``. With
+    ``batches`` None or empty (the guarantee checked after each batch only), nothing. The panel and
+    ``golden decisive settle`` read the labels as they come, so they see it settle at that pair; the
+    order is still recomputed after each batch only."""
+    if not batches:
+        return
+    rows = member.shape[0]
+    for i in np.flatnonzero(open_c & (np.array(st.status) != OPEN)):
+        r = i if rows > 1 else 0
+        batch = batches.get(r)
+        if batch is None or len(batch) < 2:
+            continue
+        before = judged[r].copy()
+        before[batch] = False
+
+        def status(m, i=i, r=r, batch=batch, before=before):
+            seen = before.copy()
+            seen[batch[:m]] = True
+            g = np.where(seen, np.where(member[r], truth, 0.0), np.nan)
+            b = query_bounds(pm, g, [comps[i]], metric, max_grade=G, rel_level=rel_level)
+            return settle(b, counts, level=level, tie=tie).status[0]
+
+        lo, hi = 1, len(batch)  # settled after the whole batch; the first m that settles
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if status(mid) != OPEN:
+                hi = mid
+            else:
+                lo = mid + 1
+        res = result.comparisons[i]
+        res.settled_share = float((done[r] - len(batch) + lo) / max(pool_size[r], 1))
+        res.settled_verdict = status(lo)
+        res.wrong = res.settled_verdict != res.full_verdict
+        open_c[i] = False
 
 
 def _record_settled(st, shares, open_c, result: SimulationResult) -> None:
@@ -398,7 +448,7 @@ def _estimate_check(pm: PoolMatrix, grades, comps, metric, counts, member, st, s
 
 
 def _judge_batch(pm: PoolMatrix, member, judged, done, pool_size, active, fixed, bounds, st, rng, *, share: float,
-                 granularity: str, trace: dict | None, checks: int, guided=None) -> None:
+                 granularity: str, trace: dict | None, checks: int, guided=None, batches: dict | None = None) -> None:
     """The next batch, per row of the judged state: each active row judged up to ``share`` of its
     pool, in its fixed order or the decisive one (``judged``, ``done`` and ``trace`` updated);
     ``guided`` (:func:`_guided`): the decisive priorities guided by a machine judge."""
@@ -420,8 +470,11 @@ def _judge_batch(pm: PoolMatrix, member, judged, done, pool_size, active, fixed,
             prio = (pair_priorities(bounds, st, rows_comps, P) if guided is None
                     else guided(bounds, st, rows_comps))
             todo = member[r] & ~judged[r]
-            take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK)
+            planned = getattr(guided, "planned", None)  # a guided query's first block: the plan's pairs in it
+            take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK, planned=planned)
         judged[r, take] = True
+        if batches is not None:
+            batches[r] = take
         if trace is not None:
             trace["judged_at"][r, take] = checks
         done[r] += len(take)
@@ -451,11 +504,13 @@ def machine_from_qrels(truth: np.ndarray, agreement: float, *, lean: float = 0.2
 
 
 def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: int, granularity: str,
-                    rng: np.random.Generator, block: int = 10) -> np.ndarray:
+                    rng: np.random.Generator, block: int = 10, planned=None) -> np.ndarray:
     """At least ``need`` unjudged pairs, the highest priority first: single pairs
     (``granularity="pair"``), whole queries (``"query"``) or blocks of each query's ``block`` most
     decisive pairs (``"block"``, as ``golden judging assign --order decisive`` queues them); ties in a
-    seeded order."""
+    seeded order. ``planned`` (the pairs a machine-guided plan asks for, when it asks for any): a
+    query's block is its planned pairs (:func:`curation.judge.assignment.first_block`) and blocks go
+    by their mean priority, as the queue does. The pairs come in the queue's order."""
     idx = np.flatnonzero(todo)
     if len(idx) == 0:
         return idx
@@ -468,17 +523,28 @@ def _decisive_batch(pm: PoolMatrix, prio: np.ndarray, todo: np.ndarray, need: in
         key = np.lexsort((noise, -prio[idx], q))  # by query, then priority
         q_sorted, idx_sorted = q[key], idx[key]
         first = np.searchsorted(q_sorted, q_sorted, side="left")
-        in_block = (np.arange(len(q_sorted)) - first) < block
+        size = np.full(len(pm.qids), block)
+        if planned is not None and planned[idx].any():  # a guided query's first block: its planned pairs
+            from curation.judge.assignment import first_block
+
+            n_plan = np.bincount(q, weights=planned[idx], minlength=len(pm.qids)).astype(np.int64)
+            size = np.array([first_block(int(x)) for x in n_plan])
+        in_block = (np.arange(len(q_sorted)) - first) < size[q_sorted]
         q_sorted, idx_sorted = q_sorted[in_block], idx_sorted[in_block]
-        q, idx = q_sorted, idx_sorted
+        q, idx, noise = q_sorted, idx_sorted, noise[key][in_block]
     qprio = np.bincount(q, weights=prio[idx], minlength=len(pm.qids))
+    if planned is not None and planned[idx].any():
+        qprio = qprio / np.maximum(np.bincount(q, minlength=len(pm.qids)), 1)
     qnoise = rng.random(len(pm.qids))
     present = np.unique(q)
     qorder = present[np.lexsort((qnoise[present], -qprio[present]))]
     sizes = np.bincount(q, minlength=len(pm.qids))[qorder]
     upto = int(np.searchsorted(np.cumsum(sizes), need)) + 1
     chosen = np.isin(q, qorder[:upto])
-    return idx[chosen]
+    rank = np.empty(len(pm.qids), dtype=np.int64)
+    rank[qorder] = np.arange(len(qorder))
+    queue = np.lexsort((noise[chosen], rank[q[chosen]]))  # the queue's order: blocks in turn, shuffled within
+    return idx[chosen][queue]
 
 
 def oracle_sequence(pm: PoolMatrix, truth: np.ndarray, comp: tuple[int, int], metric: str, counts: np.ndarray,

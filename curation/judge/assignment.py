@@ -227,13 +227,33 @@ def _queue_order(pair_ids: Sequence[int], query_of: dict[int, int], rng: random.
 BLOCK = 10  # pairs of one query queued together (in a seeded shuffle) by the decisive order
 
 
+class Priorities(dict):
+    """Pair id -> priority in the decisive order, and ``planned``: the pair ids that a machine-guided
+    plan asks for (:mod:`curation.evaluate.plan`; empty for the blind order), which make their
+    query's first block alone (:func:`first_block`)."""
+
+    def __init__(self, *args, planned=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.planned = frozenset(planned)
+
+
+def first_block(n_planned: int) -> int:
+    """How many of a query's most decisive pairs make its first block: the pairs a machine-guided
+    plan asks for in it (1 to :data:`BLOCK`) when there are any, else :data:`BLOCK`. With a plan,
+    blocks are ranked by their MEAN priority (the plan's value per pair judged), else by their sum."""
+    return min(n_planned, BLOCK) if n_planned > 0 else BLOCK
+
+
 def decisive_queue_order(pair_ids, query_of: dict[int, int], priority: dict[int, float], rng) -> list[int]:
     """The decisive queue: each query's pairs cut into blocks of :data:`BLOCK`, its most decisive
     pairs first (ties in the seeded order); blocks ordered by their summed priority (ties in a
     seeded order); WITHIN a block the pairs are shuffled (seeded), so the order a judge sees inside a
-    query never depends on a rank or a system."""
+    query never depends on a rank or a system. When a machine guides the order (``priority`` a
+    :class:`Priorities` with planned pairs), a query's first block is its planned pairs alone
+    (:func:`first_block`) and blocks are ordered by their mean priority."""
     from collections import defaultdict
 
+    planned = getattr(priority, "planned", frozenset())
     by_query: dict[int, list[int]] = defaultdict(list)
     for pid in sorted(pair_ids):
         by_query[query_of[pid]].append(pid)
@@ -244,9 +264,14 @@ def decisive_queue_order(pair_ids, query_of: dict[int, int], priority: dict[int,
         ids = by_query[q]
         rng.shuffle(ids)
         ids.sort(key=lambda p: -priority.get(p, 0.0))  # stable: equal priorities keep the seeded order
-        for start in range(0, len(ids), BLOCK):
-            block = ids[start:start + BLOCK]
-            blocks.append((-sum(priority.get(p, 0.0) for p in block), start, tie_rank, block))
+        cuts = [0, first_block(sum(p in planned for p in ids))] if planned else [0]
+        cuts += list(range(cuts[-1] + BLOCK, len(ids), BLOCK)) if planned else list(range(BLOCK, len(ids), BLOCK))
+        for start, end in zip(cuts, [*cuts[1:], len(ids)]):
+            block = ids[start:end]
+            if not block:
+                continue
+            value = sum(priority.get(p, 0.0) for p in block)
+            blocks.append((-(value / len(block) if planned else value), start, tie_rank, block))
     blocks.sort(key=lambda b: b[:3])
     out = []
     for *_, block in blocks:

@@ -142,6 +142,24 @@ def test_plan_asks_first_for_the_pairs_that_move_the_settling_end(pool):
     assert (planned & b_pair & (truth == 0)).sum() < 0.1 * planned.sum()
 
 
+def test_plan_asks_only_for_what_it_needs_and_that_settles_when_the_belief_is_right(pool):
+    """With a machine that knows the labels, the plan gives a priority only to the pairs it takes
+    before it expects the comparison to settle: far fewer than the pool, and judging exactly those
+    (at their true labels, nothing else) settles it on the fully judged verdict."""
+    pm, truth = pool
+    comp = (0, 3)
+    member = pm.members(comp)
+    counts = resample_counts(len(pm.qids), resamples=500)
+    full = settle(query_bounds(pm, np.where(member, truth, 0.0), [comp], "ndcg@10", max_grade=2), counts).status[0]
+    assert full in ("B higher", "B lower")
+    prio = plan_priorities(pm, np.where(member, np.nan, 0.0), member, comp, "ndcg@10", counts,
+                           (truth >= 1).astype(float), (truth >= 2).astype(float), G=2)
+    planned = prio > 0
+    assert 0 < planned.sum() < 0.6 * member.sum()
+    judged = np.where(planned | ~member, np.where(member, truth, 0.0), np.nan)
+    assert settle(query_bounds(pm, judged, [comp], "ndcg@10", max_grade=2), counts).status[0] == full
+
+
 def test_sampled_labellings_follow_the_belief_and_the_plan_over_them_asks_for_likely_pairs(pool):
     """Labellings drawn from P(grade >= 1) and P(top grade) have those rates; the plan over them
     asks for a pair of B's that is relevant one time in three (the most likely labelling, grade 0,

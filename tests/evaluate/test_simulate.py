@@ -96,3 +96,23 @@ def test_simulate_judging_cli(robust4):
     assert got["summary"]["comparisons"] == 3 and got["summary"]["wrong_calls"] == 0
     out = CliRunner().invoke(main, args + ["--compare", "nope,other"])
     assert out.exit_code == 2 and "no run named 'nope'" in out.output
+
+
+def test_checking_after_every_pair_settles_at_the_first_pair_that_settles(robust4):
+    """``check="pair"`` (the panel reads the labels as they come): each comparison settles on the same
+    verdict, within the batch where the batch check found it (the replay is otherwise the same)."""
+    runs, qrels, _, _ = robust4
+    pm, truth = pool_from_runs({r.name: r.rankings for r in runs}, qrels, 20)
+    comps = all_pairs(len(runs))[:3]
+    kw = dict(order="decisive", step=0.1, resamples=500, seed=3)
+    batch = simulate(pm, truth, comps, "ndcg@10", **kw)
+    pair = simulate(pm, truth, comps, "ndcg@10", check="pair", **kw)
+    settled = 0
+    for b, p in zip(batch.comparisons, pair.comparisons):
+        assert p.settled_verdict == b.settled_verdict and not p.wrong
+        if b.settled_share is not None:
+            settled += 1
+            assert b.settled_share - 0.12 <= p.settled_share <= b.settled_share  # a batch: 10% and a block
+    assert settled and pair.summary()["wrong_calls"] == 0
+    with pytest.raises(ValueError, match="check"):
+        simulate(pm, truth, comps, "ndcg@10", check="sometimes", **kw)

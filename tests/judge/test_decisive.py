@@ -64,6 +64,27 @@ def test_queue_blocks_by_priority_shuffled_within():
     assert set(out[BLOCK:2 * BLOCK]) == set(range(10))
 
 
+def test_guided_queue_puts_the_plans_pairs_alone_in_a_first_block():
+    """With a machine-guided plan (a Priorities with planned pairs), a query's first block is its
+    planned pairs alone and blocks go by their mean priority: query 1's 3 planned pairs (priority 9
+    each) come before query 2's 10 (4 each, though their sum is larger); without the plan, blocks of
+    10 by their sum, as before (query 2 first)."""
+    import random
+
+    from curation.judge.assignment import Priorities
+
+    query_of = {p: p // 12 for p in range(24)}
+    raw = {p: (9.0 if p < 3 else 0.1) if p < 12 else (4.0 if p < 22 else 0.1) for p in range(24)}
+    blind = decisive_queue_order(list(range(24)), query_of, dict(raw), random.Random(1))
+    assert set(blind[:BLOCK]) == set(range(12, 22))
+    guided = decisive_queue_order(list(range(24)), query_of, Priorities(raw, planned=[0, 1, 2, *range(12, 22)]),
+                                  random.Random(1))
+    assert sorted(guided) == list(range(24))
+    assert set(guided[:3]) == {0, 1, 2} and set(guided[3:13]) == set(range(12, 22))
+    # an empty plan (trust 0) is the blind queue exactly
+    assert decisive_queue_order(list(range(24)), query_of, Priorities(raw), random.Random(1)) == blind
+
+
 def _judge_rows(s, project):
     rows = s.exec(select(Assignment.judge_id, Assignment.position, Query.qid, PoolPair.systems_json)
                   .join(PoolPair, PoolPair.id == Assignment.pair_id).join(Query, Query.id == PoolPair.query_id)
