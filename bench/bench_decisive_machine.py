@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--every", type=int, default=1, help="every Nth pair of runs (1: all 136)")
     ap.add_argument("--resamples", type=int, default=10_000)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds FIRST_SEED .. FIRST_SEED+SEEDS-1 (to run seeds in separate processes)")
     ap.add_argument("--agreements", default="0.6,0.7,0.8,0.9,random")
     ap.add_argument("--lean", type=float, default=0.2)
     ap.add_argument("--blind", default="decisive,decisive-pair", help="blind orders to replay beside")
@@ -81,9 +83,8 @@ def main():
     G = int(truth.max())
     comps = all_pairs(len(pm.runs))[:: args.every]
     print(f"robust03, {args.metric}, depth 20, {len(comps)} comparisons (every {args.every}), "
-          f"{args.resamples} resamples, seeds 0-{args.seeds - 1}, step 2%, check after each {args.check}, each pool, "
-          f"plan samples "
-          f"{plan.SAMPLES}; load {os.getloadavg()}")
+          f"{args.resamples} resamples, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}, step 2%, "
+          f"check after each {args.check}, each pool, plan samples {plan.SAMPLES}; load {os.getloadavg()}")
     out = {}
     rows = []
 
@@ -109,7 +110,7 @@ def main():
     for label, a, gran in plans:
         per = []
         exact = []
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             kw = {}
             if a is not None:
                 rel, top, key, agree = machine_arrays(truth, a, args.lean, seed, G)
