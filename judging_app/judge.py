@@ -63,12 +63,24 @@ def marked(pieces: list[tuple[str, bool]]) -> Markup:
                            for piece, hit in pieces]))
 
 
-@functools.lru_cache(maxsize=512)
+#: The longest text (characters) whose marked HTML is kept: 512 entries of at most this size, text
+#: and HTML, stay within a few tens of MB a worker however long a corpus's documents are.
+MARKED_CACHE_TEXT = 16_384
+
+
 def _marked(text: str | None, terms: frozenset[str]) -> Markup:
-    """:func:`marked` of ``text`` with the words of ``terms`` marked, kept for the last 512 texts
-    and queries shown in this process: a pair's title and document are the same HTML every time the
-    pair is shown (to each judge of an overlap pair, on going back, after an undo). Keyed by the
-    text itself, so a changed document can never be shown from the cache."""
+    """:func:`marked` of ``text`` with the words of ``terms`` marked; texts up to
+    :data:`MARKED_CACHE_TEXT` characters are kept for the last 512 texts and queries shown in this
+    process (a pair's title and document are the same HTML every time the pair is shown: to each
+    judge of an overlap pair, on going back, after an undo). Keyed by the text itself, so a changed
+    document can never be shown from the cache."""
+    if text is not None and len(text) > MARKED_CACHE_TEXT:
+        return marked(highlight.mark(text, terms))
+    return _marked_kept(text, terms)
+
+
+@functools.lru_cache(maxsize=512)
+def _marked_kept(text: str | None, terms: frozenset[str]) -> Markup:
     return marked(highlight.mark(text, terms))
 
 
