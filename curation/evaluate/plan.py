@@ -51,6 +51,7 @@ MIN_TRUST_PAIRS = 20  # judged pairs (machine-labelled) before any trust
 LIMIT = 400  # prefix combinations tried per query
 SAMPLES = 0  # labellings drawn from the belief per plan (:func:`sampled_plan_priorities`); 0: the most likely one alone
 TIE_BREAK = 1e-6  # the blind priorities' share under full trust: they order the pairs the plan leaves out
+PLAN_RESAMPLES = 2000  # the bootstrap resamples the plan reads (its weights and where it expects to settle)
 NEEDED_ONLY = True  # only the segments the plan takes before it expects to settle get a priority (rule, step 5)
 
 
@@ -254,7 +255,7 @@ def _hull_segments(curves: list[np.ndarray]) -> list[tuple[float, int, int, int]
 
 
 def _bootstrap_weights(counts: np.ndarray, curves: list[np.ndarray], segments: list, level: float,
-                       rounds: int = 2, width: int = 101, resamples: int = 2000) -> np.ndarray:
+                       rounds: int = 2, width: int = 101, resamples: int = PLAN_RESAMPLES) -> np.ndarray:
     """Each query's weight in the bootstrap's end where the planned judging settles (rule, step 5):
     the mean resample counts of the ``width`` replicates around the percentile's position, at the
     first prefix of the segments (largest value first) whose low end is above 0 (found by
@@ -377,7 +378,7 @@ def plan_priorities(pm: PoolMatrix, grades: np.ndarray, member: np.ndarray, comp
     out = np.zeros(pm.n_pairs)
     ranked = sorted(segments, key=lambda x: -x[0] * weight[x[1]])
     if NEEDED_ONLY and segments:
-        ranked = ranked[:max(1, _settling_prefix(counts[:2000], curves, segments, weight, level)[0])]
+        ranked = ranked[:max(1, _settling_prefix(counts[:PLAN_RESAMPLES], curves, segments, weight, level)[0])]
     for slope, q, _j, j2 in ranked:
         new = got[q][1][j2]
         new = new[out[new] == 0]
