@@ -98,13 +98,14 @@ def _median(values: list[int]) -> float | int:
 
 
 def order_key(seed: int, qid: str, docid: str) -> bytes:
-    """The sort key behind a pair's ``order``: SHA-256 of the seed, qid and docid."""
-    return hashlib.sha256(f"{seed}\x00{qid}\x00{docid}".encode()).digest()
+    """The sort key behind a pair's ``order``: SHA-256 of the seed, qid and docid (:func:`_order_keys`)."""
+    return _order_keys(seed, qid, [docid])[docid]
 
 
 def _order_keys(seed: int, qid: str, docids: list[str]) -> dict[str, bytes]:
-    """:func:`order_key` of each of ``docids`` (of one query), by docid: the same digests, the
-    seed's and query's bytes encoded once (UTF-8 of a concatenation is the concatenation of the parts')."""
+    """The rule of :func:`order_key` for each of ``docids`` (of one query), by docid: SHA-256 of
+    ``f"{seed}\\x00{qid}\\x00{docid}"`` in UTF-8, the seed's and query's bytes encoded once (UTF-8 of a
+    concatenation is the concatenation of the parts')."""
     sha256 = hashlib.sha256
     prefix = f"{seed}\x00{qid}\x00".encode()
     return {d: sha256(prefix + d.encode()).digest() for d in docids}
