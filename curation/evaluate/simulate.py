@@ -256,31 +256,31 @@ def _machine_guide(pm: PoolMatrix, comps, k: int, machine, machine_key, machine_
 def _guided(pm: PoolMatrix, guide: dict | None, grades, judged, member, comps, metric, counts, G: int,
             rel_level: int, level: float):
     """A function of (bounds, settlement, the row's comparisons) giving the machine-guided
-    priorities: the plan of :mod:`curation.evaluate.plan` for each open comparison of the row (the
-    machine calibrated against the row's labels judged so far), blended with the blind priorities
-    by the machine's trust (:func:`curation.evaluate.plan.machine_trust`, from the same labels);
-    None without a machine (``guide`` None: the blind order)."""
+    priorities and the pairs the plan asks for: the plan of :mod:`curation.evaluate.plan` for each
+    open comparison of the row (the machine calibrated against the row's labels judged so far),
+    blended with the blind priorities by the machine's trust
+    (:func:`curation.evaluate.plan.machine_trust`, from the same labels), and a mask of the planned
+    pairs (None when the machine is not trusted); None without a machine (``guide`` None: the
+    blind order)."""
     if guide is None:
         return None
     from curation.evaluate.decisive import calibrated_relevance, pair_priorities
     from curation.evaluate.plan import blend, machine_trust, open_plans
 
     def priorities(bounds, st, rows_comps):
-        priorities.planned = None
         r = rows_comps[0] if member.shape[0] > 1 else 0
         seen = judged[r] & member[r]
         relevant = np.nan_to_num(grades[r]) >= rel_level
         blind = pair_priorities(bounds, st, rows_comps, pm.n_pairs)
         trust = machine_trust(guide["rel"], seen, relevant)
         if trust <= 0:
-            return blend(np.zeros(pm.n_pairs), blind, trust)
+            return blend(np.zeros(pm.n_pairs), blind, trust), None
         p_rel = calibrated_relevance(guide["rel"], guide["key"], seen, relevant)
         p_top = calibrated_relevance(guide["top"], guide["key"], seen, np.nan_to_num(grades[r]) >= G)
         plan = open_plans(pm, grades[r], member[r], [comps[c] for c in rows_comps if st.status[c] == OPEN], metric,
                           counts, p_rel, p_top, G=G, draws=guide["draws"], level=level,
                           cache=guide["caches"].setdefault(r, {}))
-        priorities.planned = plan > 0
-        return blend(plan, blind, trust)
+        return blend(plan, blind, trust), plan > 0
 
     return priorities
 
@@ -467,10 +467,10 @@ def _judge_batch(pm: PoolMatrix, member, judged, done, pool_size, active, fixed,
         if fixed is not None:
             take = fixed[r][done[r]:done[r] + need]
         else:
-            prio = (pair_priorities(bounds, st, rows_comps, P) if guided is None
-                    else guided(bounds, st, rows_comps))
+            # planned: the plan's pairs, which make a guided query's first block
+            prio, planned = ((pair_priorities(bounds, st, rows_comps, P), None) if guided is None
+                             else guided(bounds, st, rows_comps))
             todo = member[r] & ~judged[r]
-            planned = getattr(guided, "planned", None)  # a guided query's first block: the plan's pairs in it
             take = _decisive_batch(pm, prio, todo, need, granularity, rng, BLOCK, planned=planned)
         judged[r, take] = True
         if batches is not None:
