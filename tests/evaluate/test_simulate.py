@@ -116,3 +116,30 @@ def test_checking_after_every_pair_settles_at_the_first_pair_that_settles(robust
     assert settled and pair.summary()["wrong_calls"] == 0
     with pytest.raises(ValueError, match="check"):
         simulate(pm, truth, comps, "ndcg@10", check="sometimes", **kw)
+
+
+def test_guided_batch_takes_the_plans_pairs_as_a_querys_first_block():
+    """A machine-guided replay hands the batch the plan's pairs with the priorities: with blocks,
+    a query's first block is its planned pairs alone and blocks go by their mean priority, so the
+    query whose three planned pairs are worth most comes first, and only those three are taken;
+    without the plan the other query's larger summed block would come first."""
+    from types import SimpleNamespace
+
+    from curation.evaluate.simulate import _judge_batch
+
+    pm = SimpleNamespace(pair_query=np.repeat([0, 1], 20), qids=np.array(["q0", "q1"]), n_pairs=40)
+    prio = np.r_[np.full(20, 0.5), np.zeros(20)]
+    planned = np.zeros(40, dtype=bool)
+    planned[[21, 27, 33]] = True
+    prio[planned] = 1.0
+
+    def batch(guided):
+        judged, done = np.zeros((1, 40), dtype=bool), np.zeros(1, dtype=np.int64)
+        _judge_batch(pm, np.ones((1, 40), dtype=bool), judged, done, np.array([40]), np.array([True]), None,
+                     None, None, np.random.default_rng(0), share=3 / 40, granularity="block", trace=None,
+                     checks=0, guided=guided)
+        return set(np.flatnonzero(judged[0]))
+
+    assert batch(lambda bounds, st, rows_comps: (prio, planned)) == {21, 27, 33}
+    unplanned = batch(lambda bounds, st, rows_comps: (prio, None))
+    assert unplanned <= set(range(20)) and len(unplanned) == 10  # q0's block of 10 pairs (sum 5.0 > 3.0)
