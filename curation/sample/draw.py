@@ -60,13 +60,14 @@ def is_question(texts) -> np.ndarray:
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     texts = texts.cast(pa.string())
-    data, offsets = string_bytes(texts)
     # Printable ASCII: no byte below 0x20 or above 0x7e (below 0x20 wraps round to above 0x5e).
-    plain = ~strings_holding(offsets, np.flatnonzero((data - np.uint8(0x20)) > np.uint8(0x5e)))
+    plain = ~by_bytes(texts, lambda data, offsets: strings_holding(
+        offsets, np.flatnonzero((data - np.uint8(0x20)) > np.uint8(0x5e))))
     # The pattern's two alternatives apart (a text matches when either does): the anchored start
     # fails within a few bytes of most texts, and the end needs a "?", which few texts hold.
     out = pc.match_substring_regex(texts, _QUESTION_START).to_numpy(zero_copy_only=False).copy()
-    asked = np.flatnonzero(strings_holding(offsets, np.flatnonzero(data == ord("?"))))
+    asked = np.flatnonzero(by_bytes(texts, lambda data, offsets: strings_holding(
+        offsets, np.flatnonzero(data == ord("?")))))
     if len(asked):
         ends = pc.match_substring_regex(texts.take(pa.array(asked)), _QUESTION_END)
         out[asked] |= ends.to_numpy(zero_copy_only=False)
@@ -74,6 +75,20 @@ def is_question(texts) -> np.ndarray:
     if len(others):
         pattern = re.compile(QUESTION_PATTERN)
         out[others] = [pattern.search(t) is not None for t in texts.take(pa.array(others)).to_pylist()]
+    return out
+
+
+_BYTES_CHUNK = 1 << 20  # strings read at a time by by_bytes
+
+
+def by_bytes(texts, test) -> np.ndarray:
+    """``test(data, offsets)`` (a bool per string, from :func:`string_bytes`) over a pyarrow
+    ``string`` array, :data:`_BYTES_CHUNK` strings at a time, so its temporaries (a byte or more
+    per byte of text) stay some MB whatever the array's size."""
+    out = np.zeros(len(texts), dtype=bool)
+    for start in range(0, len(texts), _BYTES_CHUNK):
+        part = texts.slice(start, _BYTES_CHUNK)
+        out[start:start + len(part)] = test(*string_bytes(part))
     return out
 
 

@@ -130,17 +130,18 @@ def _messy_space(values: pa.Array) -> np.ndarray:
     character of ``_ASCII_SPACE`` but the space, two spaces running, or a space first or last (what
     the regex ``[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f]|  |^ | $`` finds), from the bytes with numpy (a
     fifth of the regex's time). Two spaces across two strings mark the first, which ends in one."""
-    from curation.sample.draw import string_bytes, strings_holding
+    from curation.sample.draw import by_bytes, strings_holding
 
-    values = values.cast(pa.string())
-    data, offsets = string_bytes(values)
-    space = data == 32
-    odd = ((data >= 9) & (data <= 13)) | ((data >= 0x1C) & (data <= 0x1F))
-    odd[:-1] |= space[:-1] & space[1:]
-    messy = strings_holding(offsets, np.flatnonzero(odd))
-    filled = offsets[1:] > offsets[:-1]
-    messy[filled] |= space[offsets[:-1][filled]] | space[offsets[1:][filled] - 1]
-    return messy
+    def messy(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        space = data == 32
+        odd = ((data >= 9) & (data <= 13)) | ((data >= 0x1C) & (data <= 0x1F))
+        odd[:-1] |= space[:-1] & space[1:]
+        out = strings_holding(offsets, np.flatnonzero(odd))
+        filled = offsets[1:] > offsets[:-1]
+        out[filled] |= space[offsets[:-1][filled]] | space[offsets[1:][filled] - 1]
+        return out
+
+    return by_bytes(values.cast(pa.string()), messy)
 
 
 class _Strings:

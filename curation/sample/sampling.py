@@ -453,21 +453,14 @@ class LogPool:
             found["users"].tolist() if self.has_users else [None] * len(found)))))
         keep = ~(in_hand | in_excluded)
         pool = q if keep.all() else q.loc[keep].reset_index(drop=True)  # no copy when nothing is left out
-        if shape:
-            import pyarrow as pa
-
-            question = is_question(pa.array(pool["text"].array, pa.string())).astype(np.int8)
-            shapes = pa.DictionaryArray.from_arrays(pa.array(question), pa.array(["keyword", "question"]))
-            pool = pool.assign(shape=pd.array(shapes.cast(pa.string()), dtype="string"))
-        if dims:
-            groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
-            keys = [stratum_key(k) for k, _ in groups]
-            self.members = [idx for _, idx in groups]
-        else:
-            keys, self.members = [()], [np.arange(len(pool))]
         # The texts stay in Arrow (no Python string per query: a log of millions of distinct
         # queries would hold ~80 bytes more a query); only the drawn ones become Python strings.
         self.texts = _arrow_strings(pool["text"])
+        question = is_question(self.texts).astype(np.int8) if shape else None
+        if dims:
+            keys, self.members = _strata_members(pool, dims, question)
+        else:
+            keys, self.members = [()], [np.arange(len(pool))]
         self.traffic = pool["traffic"].to_numpy(dtype=np.int64)
         self.users = pool["users"].to_numpy(dtype=np.int64) if self.has_users else None
         self.mass = None if self.collapsed.user_mass is None else self.collapsed.user_mass[keep]
@@ -507,6 +500,53 @@ class LogPool:
                              moments=traffic_moments(traffic_counts(self.traffic[idx])) if weighting == "uniform"
                              else None))
         return out
+
+
+def _strata_members(pool: pd.DataFrame, dims: tuple[str, ...], question: np.ndarray | None):
+    """The strata of ``pool`` by its ``dims`` columns (``"shape"`` from ``question``, 1 for a
+    question, when given), ordered by :func:`stratum_key`: (their keys, the positions of their
+    queries, ascending), as pandas' ``groupby(dims).indices`` gives them. Each column is numbered
+    by pyarrow's ``dictionary_encode`` (a few values), the numbers are combined into one small
+    integer and sorted by a stable radix sort: no grouping of string columns by pandas, nor a
+    string column of shapes (a second hash pass over millions of rows)."""
+    import pyarrow.compute as pc
+
+    code, levels = np.zeros(len(pool), dtype=np.int64), []
+    for dim in dims:
+        if dim == "shape" and question is not None:
+            values, codes = ["keyword", "question"], question
+        else:
+            enc = pc.dictionary_encode(_arrow_strings(pool[dim]))
+            if enc.indices.null_count:  # a missing value (pandas leaves such rows out): pandas' way
+                return _strata_by_pandas(pool, dims, question)
+            values, codes = enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False)
+        levels.append(values)
+        if math.prod(len(v) for v in levels) > 1 << 16:  # too many combinations for the small integer
+            return _strata_by_pandas(pool, dims, question)
+        code = code * len(values) + codes
+    counts = np.bincount(code, minlength=math.prod(len(v) for v in levels))
+    order = np.argsort(code.astype(np.uint16), kind="stable")  # positions ascending within a code
+    ends = np.cumsum(counts)
+    groups = []
+    for c in np.flatnonzero(counts).tolist():
+        key, rest = [], c
+        for values in reversed(levels):
+            rest, i = divmod(rest, len(values))
+            key.append(values[i])
+        groups.append((stratum_key(tuple(reversed(key))), order[ends[c] - counts[c]:ends[c]]))
+    groups.sort(key=lambda kv: kv[0])
+    return [k for k, _ in groups], [m for _, m in groups]
+
+
+def _strata_by_pandas(pool: pd.DataFrame, dims: tuple[str, ...], question: np.ndarray | None):
+    """What :func:`_strata_members` gives, by pandas' ``groupby`` (many combinations, or missing values)."""
+    import pyarrow as pa
+
+    if question is not None:
+        shapes = pa.DictionaryArray.from_arrays(pa.array(question), pa.array(["keyword", "question"]))
+        pool = pool.assign(shape=pd.array(shapes.cast(pa.string()), dtype="string"))
+    groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
+    return [stratum_key(k) for k, _ in groups], [idx for _, idx in groups]
 
 
 def _arrow_strings(column: pd.Series):

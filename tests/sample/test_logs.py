@@ -255,8 +255,18 @@ def test_messy_space_from_the_bytes_is_the_regex(texts, skip):
     import re
 
     messy = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f]|  |^ | $")
+    from curation.sample import draw
+
     arr = pa.array(["  ", *texts], pa.string()).slice(min(skip, len(texts)))
-    assert logs._messy_space(arr).tolist() == [messy.search(t) is not None for t in arr.to_pylist()]
+    expected = [messy.search(t) is not None for t in arr.to_pylist()]
+    assert logs._messy_space(arr).tolist() == expected
+    chunk, shapes = draw._BYTES_CHUNK, draw.is_question(arr).tolist()
+    try:  # read a few strings at a time: the same
+        draw._BYTES_CHUNK = 3
+        assert logs._messy_space(arr).tolist() == expected
+        assert draw.is_question(arr).tolist() == shapes
+    finally:
+        draw._BYTES_CHUNK = chunk
 
 
 # ---- the collapse against a plain Python reference, and its settings that must not matter ------
