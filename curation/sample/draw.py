@@ -193,15 +193,9 @@ def text_hashes(texts, key: bytes) -> np.ndarray:
     goes through splitmix64's finaliser, the mixed words are summed modulo 2**64, the sum is xored
     with (the byte length times the gamma plus ``k1``) and mixed again. A plain-Python statement
     of the rule is in the tests (tests/sample/test_distributed.py)."""
-    return text_hashes_keyed(texts, [key])[0]
-
-
-def text_hashes_keyed(texts, keys: Sequence[bytes]) -> list[np.ndarray]:
-    """:func:`text_hashes` of ``texts`` under each of ``keys``, the texts cut into words once (the
-    gathering of the words is most of the work, so a second key costs far less than a second call)."""
     import pyarrow as pa
 
-    pairs = [tuple(np.uint64(int.from_bytes(key[i:i + 8], "little")) for i in (0, 8)) for key in keys]
+    k0, k1 = (np.uint64(int.from_bytes(key[i:i + 8], "little")) for i in (0, 8))
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     if not isinstance(texts, pa.Array):
@@ -210,12 +204,10 @@ def text_hashes_keyed(texts, keys: Sequence[bytes]) -> list[np.ndarray]:
         texts = texts.cast(pa.string())
     if texts.null_count:
         raise ValueError("text_hashes: a text is missing (null)")
-    out = [np.empty(len(texts), dtype=np.uint64) for _ in pairs]
+    out = np.empty(len(texts), dtype=np.uint64)
     for start in range(0, len(texts), _KEY_CHUNK):
         part = texts.slice(start, _KEY_CHUNK)
-        words = _text_words(part)
-        for o, (k0, k1) in zip(out, pairs):
-            o[start:start + len(part)] = _keyed(words, k0, k1)
+        out[start:start + len(part)] = _text_keys(part, k0, k1)
     return out
 
 
@@ -229,10 +221,8 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def _text_words(texts):
-    """The words of one pyarrow string array (no nulls) as :func:`text_hashes` cuts them: (each
-    word, its tail past the text's end zeroed, plus its number within its text times the gamma;
-    where each text's words begin; whether the text has any; the texts' byte lengths)."""
+def _text_keys(texts, k0: np.uint64, k1: np.uint64) -> np.ndarray:
+    """:func:`text_hashes` of one pyarrow string array (no nulls)."""
     n = len(texts)
     off = np.frombuffer(texts.buffers()[1], dtype=np.int32, count=n + 1, offset=texts.offset * 4).astype(np.int64)
     lengths = off[1:] - off[:-1]
@@ -244,29 +234,22 @@ def _text_words(texts):
     off -= off[0]
     nwords = (lengths + 7) // 8
     total = int(nwords.sum())
-    first = np.cumsum(nwords) - nwords  # where each text's words begin among all words
-    full = nwords > 0
-    if not total:
-        return np.zeros(0, np.uint64), first, full, lengths
-    j = np.arange(total, dtype=np.int64) - np.repeat(first, nwords)  # each word's number within its text
-    at = np.repeat(off[:-1], nwords) + 8 * j
-    # The 8 bytes at each word's start, gathered through an unaligned, byte-strided uint64 view.
-    w = np.ndarray(shape=(size + 1,), dtype="<u8", buffer=padded, strides=(1,))[at]
-    del at
-    last = (first + nwords - 1)[full]  # only a text's last word runs past its end: its tail zeroed
-    w[last] &= _LOW_BYTES[lengths[full] - 8 * (nwords[full] - 1)]
-    w += j.view(np.uint64) * np.uint64(_GAMMA)
-    return w, first, full, lengths
-
-
-def _keyed(words, k0: np.uint64, k1: np.uint64) -> np.ndarray:
-    """The hashes of the texts cut into ``words`` (:func:`_text_words`) under the key words ``k0``, ``k1``."""
-    w, first, full, lengths = words
-    sums = np.zeros(len(lengths), dtype=np.uint64)
-    if len(w):
-        mixed = w + k0
-        _mix(mixed)
-        sums[full] = np.add.reduceat(mixed, first[full])
+    sums = np.zeros(n, dtype=np.uint64)
+    if total:
+        first = np.cumsum(nwords) - nwords  # where each text's words begin among all words
+        j = np.arange(total, dtype=np.int64) - np.repeat(first, nwords)  # each word's number within its text
+        at = np.repeat(off[:-1], nwords) + 8 * j
+        # The 8 bytes at each word's start, gathered through an unaligned, byte-strided uint64 view.
+        w = np.ndarray(shape=(size + 1,), dtype="<u8", buffer=padded, strides=(1,))[at]
+        del at
+        full = nwords > 0
+        last = (first + nwords - 1)[full]  # only a text's last word runs past its end: its tail zeroed
+        w[last] &= _LOW_BYTES[lengths[full] - 8 * (nwords[full] - 1)]
+        w += k0
+        w += j.view(np.uint64) * np.uint64(_GAMMA)
+        del j
+        _mix(w)
+        sums[full] = np.add.reduceat(w, first[full])
     sums ^= lengths.astype(np.uint64) * np.uint64(_GAMMA) + k1
     return _mix(sums)
 

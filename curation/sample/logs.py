@@ -7,18 +7,12 @@ users and (query, user) pairs, and a window of rows of fixed size, never with th
 a 10-million-row log collapses in about 8 CPU-seconds and under 900 MB peak (see
 ``bench/bench_sample.py``).
 
-How the collapsing works: chunks are held until :data:`_HASHED_WINDOW_BYTES` of query and user
-text has come; then every raw query of the window gets two 64-bit hashes computed with numpy over
-the Arrow buffers, and the first is looked up in one integer hash table kept for the whole log
-(:class:`_HashedStrings`), which gives every row its raw query's log-wide position (by first
-appearance) and keeps one copy of each distinct string; the users the same way (in a second
-thread). The second hash catches any two strings that share the first: the log is then collapsed
-again with :class:`_Strings`, which compares strings whole (one pyarrow ``dictionary_encode`` of
-each window of :data:`_WINDOW_BYTES` behind the strings seen so far), as it is for a pipe, which
-cannot be read twice. So two different queries (or users) are never merged unless both 64-bit
-hashes agree under keys drawn at random for the run (see :class:`_HashedStrings`). Raw queries
-not seen before are normalised once each, in bulk (:func:`normalize_many`), and their normalised
-forms numbered the same way. From there everything is integers: traffic is summed per
+How the collapsing works: chunks are held until :data:`_WINDOW_BYTES` of query and user text has
+come; then the raw queries of the whole window are encoded by one pyarrow ``dictionary_encode``
+behind the raw strings seen so far (:class:`_Strings`), which gives every row its raw query's
+log-wide position with one hash per row, and the users the same way (in a second thread). Raw
+queries not seen before are normalised once each, in bulk (:func:`normalize_many`), and their
+normalised forms numbered the same way. From there everything is integers: traffic is summed per
 (query, stratum) with ``numpy.bincount``, distinct users are kept as packed (query, user)
 integer pairs in buckets by query, de-duplicated with pandas' hash-based ``unique``. Only the
 final step builds strings again.
@@ -65,8 +59,6 @@ _STRATUM_BITS = 24  # at most 16,777,216 strata (a few are sensible)
 _MERGE_AT = 1 << 23  # merge partial aggregates once they hold this many entries
 _WINDOW_BYTES = 1 << 28  # encode the batches held once their query and user text reaches 256 MiB
 _DENSE_CELLS = 1 << 23  # traffic in a queries x strata matrix while it has at most this many cells
-_HASHED_WINDOW_BYTES = 1 << 26  # the same with strings found by hash: nothing is hashed again a window, so smaller
-_HASHED = True  # collapse_log finds strings by hash (_HashedStrings); False: whole, as before (tests compare)
 _PAIR_BUCKETS = 256  # (query, user) pairs are merged in this many buckets (by query): small hash tables
 
 
@@ -168,19 +160,6 @@ class _Strings:
     def __len__(self) -> int:
         return len(self.values)
 
-    def adopt(self, other: _Strings) -> None:
-        """Take ``other``'s strings as the strings known."""
-        self.values = other.values
-
-    def since(self, known: int) -> pa.Array:
-        """The strings from position ``known`` on."""
-        return self.values.slice(known)
-
-    def copy(self) -> _Strings:
-        other = _Strings()
-        other.values = self.values
-        return other
-
     def ids(self, arrays: Sequence[pa.Array]) -> list[np.ndarray]:
         """The position of each value of each array (int32); strings not seen before are added."""
         if not arrays:
@@ -194,110 +173,6 @@ class _Strings:
             raise AssertionError("dictionary_encode renumbered the known strings")
         self.values = enc.chunk(enc.num_chunks - 1).dictionary
         return [c.indices.to_numpy(zero_copy_only=False) for c in enc.chunks[len(head):]]
-
-
-class _HashCollision(Exception):
-    """Two different strings met under one 64-bit hash in :class:`_HashedStrings`: the log is
-    collapsed again from the start with :class:`_Strings`, which compares strings whole."""
-
-
-class _HashedStrings:
-    """Distinct strings numbered as :class:`_Strings` numbers them (by first appearance), found by
-    hashes instead of by the strings themselves: each value is hashed twice, vectorised over the
-    Arrow buffers (:func:`curation.sample.draw.text_hashes_keyed`, under two keys drawn at random
-    for each collapse), and the first hash is looked up in one hash table of 64-bit integers kept
-    across calls (pandas' ``Int64Factorizer``), so neither the strings already known nor the rows
-    are ever hashed by Arrow's string hash table, and one copy of each distinct string is kept.
-
-    The guarantee: a row whose first hash was seen before but whose second hash differs from the
-    second hash of the string first seen under it is a collision, detected, and raises
-    :class:`_HashCollision`, on which :func:`collapse_log` starts again with :class:`_Strings`
-    (exact, the same result). Two different strings are merged only if both 64-bit hashes agree
-    under keys the log cannot know: taking the keyed hashes as random functions, about n**2 /
-    2**129 for n distinct strings (1.5e-25 for ten million, 1.5e-21 for a billion). They are not a
-    cryptographic hash: someone who knew a run's keys could craft two strings that match both,
-    which is why the keys are drawn afresh each run and never shown. The tests force collisions
-    to check the fall-back.
-    """
-
-    def __init__(self, keys: tuple[bytes, bytes] | None = None):
-        self._keys = keys or (os.urandom(16), os.urandom(16))
-        self._chunks: list[pa.Array] = []  # the distinct strings, by position, in the order added
-        self._len = 0
-        # Per position: the second hash (its first entries hold; grown by doubling). The first
-        # hashes are in the table only, so a table to rebuild hashes the strings again.
-        self._checks = np.zeros(0, np.uint64)
-        self._table = None  # pandas' Int64Factorizer of the first hashes; None: to be rebuilt
-
-    @property
-    def values(self) -> pa.Array:
-        if len(self._chunks) != 1:
-            self._chunks = [pa.concat_arrays(self._chunks) if self._chunks else pa.array([], pa.string())]
-        return self._chunks[0]
-
-    def __len__(self) -> int:
-        return self._len
-
-    def adopt(self, other: _HashedStrings) -> None:
-        """Take ``other``'s strings as the strings known (hashed again when next needed)."""
-        self._chunks, self._len, self._table = list(other._chunks), other._len, None
-
-    def since(self, known: int) -> pa.Array:
-        """The strings from position ``known`` on."""
-        if self._chunks and len(self._chunks[-1]) == self._len - known:  # most often: the last call's
-            return self._chunks[-1]
-        return self.values.slice(known)
-
-    def copy(self) -> _HashedStrings:
-        """An independent copy (its hash table rebuilt when first needed: once a file, in a log of several)."""
-        other = _HashedStrings(self._keys)
-        other._chunks, other._len = list(self._chunks), self._len
-        return other
-
-    def _rebuild(self) -> None:
-        from pandas._libs.hashtable import Int64Factorizer
-
-        self._table = Int64Factorizer(max(2 * self._len, 1 << 16))
-        if self._len:
-            first, self._checks = self._hash(self.values)
-            if not np.array_equal(self._table.factorize(first.view(np.int64)), np.arange(self._len)):
-                raise _HashCollision()  # two of the known strings share a first hash
-
-    def _hash(self, values: pa.Array) -> list[np.ndarray]:
-        from curation.sample.draw import text_hashes_keyed
-
-        return text_hashes_keyed(values, self._keys)
-
-    def _append(self, second: np.ndarray) -> None:
-        end = self._len + len(second)
-        if end > len(self._checks):  # grow by doubling: amortised linear
-            grown = np.empty(max(end, 2 * len(self._checks)), np.uint64)
-            grown[:self._len] = self._checks[:self._len]
-            self._checks = grown
-        self._checks[self._len:end] = second
-        self._len = end
-
-    def ids(self, arrays: Sequence[pa.Array]) -> list[np.ndarray]:
-        """The position of each value of each array (int64); strings not seen before are added."""
-        if self._table is None:
-            self._rebuild()
-        out, added = [], []
-        for arr in arrays:
-            first, second = self._hash(arr)
-            before = self._table.count
-            labels = self._table.factorize(first.view(np.int64))
-            fresh = labels >= before
-            if fresh.any():  # new labels come in order of first appearance: where the running maximum grows
-                top = np.maximum.accumulate(np.where(fresh, labels, -1))
-                firsts = np.flatnonzero(fresh & (top > np.concatenate([[-1], top[:-1]])))
-                added.append(arr.take(pa.array(firsts)))
-                self._append(second[firsts])
-            if not np.array_equal(self._checks[labels], second):
-                raise _HashCollision()
-            out.append(labels)
-        if added:
-            self._chunks.append(pa.concat_arrays(added))
-        return out
 
 
 class _Recheck(Exception):
@@ -324,18 +199,14 @@ class _Collapser:
     ``numpy.bincount`` and the (query, user) pairs packed into integers.
     """
 
-    def __init__(self, query_col: str, count_col: str | None, user_col: str | None, strata: Sequence[str],
-                 hashed: bool = False):
+    def __init__(self, query_col: str, count_col: str | None, user_col: str | None, strata: Sequence[str]):
         self.query_col, self.count_col, self.user_col, self.strata = query_col, count_col, user_col, tuple(strata)
-        self.hashed = hashed  # strings found by hash (_HashedStrings) rather than whole (_Strings)
-        self.window_bytes = _HASHED_WINDOW_BYTES if hashed else _WINDOW_BYTES
-        strings = _HashedStrings if hashed else _Strings
-        self.raw = strings()  # distinct raw query strings
+        self.raw = _Strings()  # distinct raw query strings
         self.raw_nid = np.zeros(0, dtype=np.int64)  # raw position -> id of its normalised form
-        self.norms = strings()  # distinct normalised queries (id = position)
+        self.norms = _Strings()  # distinct normalised queries (id = position)
         self.norms_are_raw = True  # every raw query so far was its own normalised form (norms == raw)
         self.empty_nid: int | None = None  # the id of "" among them
-        self.users = strings()  # distinct users (id = position)
+        self.users = _Strings()  # distinct users (id = position)
         self.user_blank = np.zeros(0, dtype=bool)  # per user id: blank, so no user (the search still counts)
         self.stratum_ids: dict[str, int] = {}
         self.stratum_values: list[tuple[str, ...]] = []
@@ -366,11 +237,11 @@ class _Collapser:
         """An independent copy (arrays that are only ever replaced are shared)."""
         if self.pending:
             raise AssertionError("copy a collapser between files only")
-        other = _Collapser(self.query_col, self.count_col, self.user_col, self.strata, self.hashed)
-        other.raw, other.raw_nid = self.raw.copy(), self.raw_nid
-        other.norms, other.empty_nid = self.norms.copy(), self.empty_nid
+        other = _Collapser(self.query_col, self.count_col, self.user_col, self.strata)
+        other.raw.values, other.raw_nid = self.raw.values, self.raw_nid
+        other.norms.values, other.empty_nid = self.norms.values, self.empty_nid
         other.norms_are_raw = self.norms_are_raw
-        other.users, other.user_blank = self.users.copy(), self.user_blank
+        other.users.values, other.user_blank = self.users.values, self.user_blank
         other.stratum_ids, other.stratum_values = dict(self.stratum_ids), list(self.stratum_values)
         other.dense_traffic, other.dense_seen = self.dense_traffic.copy(), self.dense_seen.copy()
         other.traffic_parts = None if self.traffic_parts is None else list(self.traffic_parts)
@@ -418,7 +289,7 @@ class _Collapser:
         self.searches += n if counts is None else int(counts.sum())
         self.pending.append((queries, users, sid, counts))
         self.pending_bytes += queries.nbytes + (0 if users is None else users.nbytes)
-        if self.pending_bytes >= self.window_bytes:
+        if self.pending_bytes >= _WINDOW_BYTES:
             self.flush()
 
     def flush(self) -> None:
@@ -437,26 +308,26 @@ class _Collapser:
             raw_ids = self.raw.ids(queries)
             del queries[:]  # the window's text is freed as soon as it is encoded
             if len(self.raw) > raw_known:  # new raw strings: normalise each once, number their forms
-                fresh = self.raw.since(raw_known)
+                fresh = self.raw.values.slice(raw_known)
                 norms = normalize_many(fresh)
                 norm_known = len(self.norms)
                 if self.norms_are_raw and pc.all(pc.equal(norms, fresh)).as_py() is not False:
                     # Every raw string so far was already normalised, so the forms are the raw strings,
                     # in the same order, and these new ones are new forms: numbered without a hash pass.
-                    self.norms.adopt(self.raw)
+                    self.norms.values = self.raw.values
                     nid = np.arange(norm_known, norm_known + len(fresh), dtype=np.int64)
                 else:
                     self.norms_are_raw = False
                     nid = self.norms.ids([norms])[0].astype(np.int64)
                 if self.empty_nid is None:
-                    empty = pc.equal(self.norms.since(norm_known), "").to_numpy(zero_copy_only=False)
+                    empty = pc.equal(self.norms.values.slice(norm_known), "").to_numpy(zero_copy_only=False)
                     if empty.any():
                         self.empty_nid = norm_known + int(np.flatnonzero(empty)[0])
                 self.raw_nid = np.concatenate([self.raw_nid, nid])
             user_ids = users_done.result() if users_done is not None else None
         del users[:]
         if len(self.users) > user_known:
-            blank = pc.equal(pc.utf8_trim_whitespace(self.users.since(user_known)), "")
+            blank = pc.equal(pc.utf8_trim_whitespace(self.users.values.slice(user_known)), "")
             self.user_blank = np.concatenate([self.user_blank, blank.to_numpy(zero_copy_only=False)])
         pa.default_memory_pool().release_unused()  # hand the text's memory back (mimalloc keeps freed pages)
         for j, (sid, counts) in enumerate(rest):
@@ -846,24 +717,14 @@ def collapse_log(
     """
     paths, strata = check_log_request(paths, query_col, count_col, user_col, strata)
     columns = [query_col, *strata] + [c for c in (count_col, user_col) if c]
-    # Strings found by hash (_HashedStrings) unless a file is a pipe, which cannot be read a second
-    # time should two strings share a hash; then (or after such a collision) compared whole (_Strings).
-    hashed = _HASHED and not any(is_stream(p) for p in paths)
+    collapser = _Collapser(query_col, count_col, user_col, strata)
     bar = _progress(progress)
     try:
-        try:
-            collapser = _collapse_paths(paths, columns, _Collapser(query_col, count_col, user_col, strata, hashed), bar)
-        except _HashCollision:
-            collapser = _collapse_paths(paths, columns, _Collapser(query_col, count_col, user_col, strata), bar)
+        for path in paths:
+            collapser = _read_path(path, columns, collapser, bar)
     finally:
         bar.close()
     return collapser.finish(ordered)
-
-
-def _collapse_paths(paths: list[str], columns: list[str], collapser: _Collapser, bar) -> _Collapser:
-    for path in paths:
-        collapser = _read_path(path, columns, collapser, bar)
-    return collapser
 
 
 def _read_path(path: str, columns: list[str], collapser: _Collapser, bar) -> _Collapser:

@@ -360,7 +360,6 @@ def test_windows_blocks_and_the_traffic_layout_never_change_the_collapse(tmp_pat
     expected = collapse_log(path, **kw)
     monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 2048)
     monkeypatch.setattr(logs, "_WINDOW_BYTES", 5000)
-    monkeypatch.setattr(logs, "_HASHED_WINDOW_BYTES", 5000)
     monkeypatch.setattr(logs, "_DENSE_CELLS", dense_cells)
     monkeypatch.setattr(logs, "_MERGE_AT", 64)
     got = collapse_log(path, **kw)
@@ -373,9 +372,8 @@ def test_windows_blocks_and_the_traffic_layout_never_change_the_collapse(tmp_pat
     assert loose.user_mass[order].tobytes() == expected.user_mass.tobytes()
 
 
-@pytest.mark.parametrize("kind", ["_Strings", "_HashedStrings"])
-def test_strings_keep_their_ids_and_new_ones_come_next_in_order_of_appearance(kind):
-    strings = getattr(logs, kind)()
+def test_strings_keep_their_ids_and_new_ones_come_next_in_order_of_appearance():
+    strings = logs._Strings()
     first = strings.ids([pa.array(["b", "a", "b", ""]), pa.array(["a", "c"])])
     assert [f.tolist() for f in first] == [[0, 1, 0, 2], [1, 3]]
     again = strings.ids([pa.array(["c", "a\u0301", "\u00e1", "b", "d"])])  # two ways to write one letter: two strings
@@ -410,77 +408,3 @@ def test_a_log_normalised_at_first_then_not_collapses_as_one_read_whole(tmp_path
     assert len(got.queries) == 900 + 1500 and got.stats.distinct_raw == 900 + 900 + 1500
     # "query 5": 5 rows in the head; in the tail 2 rows of each of its 2 raw forms.
     assert got.queries.set_index("text").loc["query 5", "traffic"] == 5 + 2 * 2
-
-
-def _collapse_both_ways(path, monkeypatch, **kw):
-    """The collapse with strings found by hash (the default) and compared whole (as before)."""
-    hashed = collapse_log(path, **kw)
-    monkeypatch.setattr(logs, "_HASHED", False)
-    whole = collapse_log(path, **kw)
-    monkeypatch.setattr(logs, "_HASHED", True)
-    return hashed, whole
-
-
-@pytest.mark.parametrize("window", [5000, 1 << 26])
-def test_strings_found_by_hash_collapse_as_strings_compared_whole(tmp_path, monkeypatch, window):
-    """Small blocks and windows (strings met again in later windows) and two files (the hash table
-    of the first copied for the second): the same queries, stats and user masses to the bit."""
-    rows = tricky_rows(6000, seed=31)
-    paths = [write_tricky(tmp_path / "a.csv", rows[:2500]), write_tricky(tmp_path / "b.jsonl", rows[2500:])]
-    monkeypatch.setattr(log_reader, "_BLOCK_BYTES", 2048)
-    monkeypatch.setattr(logs, "_HASHED_WINDOW_BYTES", window)
-    kw = dict(query_col="query", user_col="user", count_col="n", strata=["market"])
-    hashed, whole = _collapse_both_ways(paths, monkeypatch, **kw)
-    assert hashed.queries.equals(whole.queries) and hashed.stats == whole.stats
-    assert hashed.user_mass.tobytes() == whole.user_mass.tobytes()
-    assert hashed.stats.distinct_raw > len(hashed.queries) > 100
-
-
-def _weak_hashes(values, keys):
-    """Hashes that collide on purpose: the first is the text's length, the second the real one."""
-    from curation.sample.draw import text_hashes_keyed
-
-    lengths = pa.compute.binary_length(values).to_numpy(zero_copy_only=False).astype(np.uint64)
-    return [lengths, text_hashes_keyed(values, keys)[1]]
-
-
-def test_two_strings_under_one_hash_are_caught_and_the_log_collapsed_whole(tmp_path, monkeypatch):
-    """A first hash shared by different strings is caught by the second, in one call or across
-    calls, and the collapse starts again comparing strings whole: the same result as never
-    hashing, not a merge of the two."""
-    monkeypatch.setattr(logs._HashedStrings, "_hash", lambda self, values: _weak_hashes(values, self._keys))
-    strings = logs._HashedStrings()
-    assert [i.tolist() for i in strings.ids([pa.array(["ab", "abc", "ab"])])] == [[0, 1, 0]]
-    with pytest.raises(logs._HashCollision):
-        strings.ids([pa.array(["abc", "cd"])])  # "cd": the length of "ab", another text
-    with pytest.raises(logs._HashCollision):
-        logs._HashedStrings().ids([pa.array(["x", "y"])])
-    caught = []
-    ids = logs._HashedStrings.ids
-
-    def spy(self, arrays):
-        try:
-            return ids(self, arrays)
-        except logs._HashCollision:
-            caught.append(True)
-            raise
-
-    monkeypatch.setattr(logs._HashedStrings, "ids", spy)
-    path = write_tricky(tmp_path / "log.csv", tricky_rows(3000, seed=5))
-    kw = dict(query_col="query", user_col="user", count_col="n", strata=["market"])
-    hashed, whole = _collapse_both_ways(path, monkeypatch, **kw)
-    assert caught  # raised (by the queries or the users), so the log was collapsed again whole
-    assert hashed.queries.equals(whole.queries) and hashed.stats == whole.stats
-    assert hashed.user_mass.tobytes() == whole.user_mass.tobytes()
-
-
-def test_hashes_under_several_keys_are_each_keys_text_hashes():
-    from curation.sample.draw import text_hashes, text_hashes_keyed
-
-    texts = pa.array(["", "a", "exactly8", "nine byte", "caf\u00e9 \u2019s", "x" * 40])
-    keys = [bytes(range(16)), b"another key, 16+ bytes"]
-    got = text_hashes_keyed(texts.slice(1), keys)
-    for key, hashes in zip(keys, got):
-        assert hashes.tolist() == text_hashes(texts.slice(1), key).tolist()
-        assert hashes.tolist() == text_hashes(texts.to_pylist()[1:], key).tolist()
-    assert got[0].tolist() != got[1].tolist()
