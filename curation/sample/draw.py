@@ -24,7 +24,9 @@ _WH = r"what|how|why|when|where|who|whom|whose|which"
 _AUX = r"is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had"
 _SUBJECT = (r"i|you|we|they|he|she|it|there|the|a|an|my|your|our|their|his|her|its|this|that|these|those|"
             r"someone|anyone|anybody|people")
-QUESTION_PATTERN = rf"^(?:(?:{_WH})\b|(?:{_AUX})\s+(?:{_SUBJECT})\b)|\?\s*$"
+_QUESTION_START = rf"^(?:(?:{_WH})\b|(?:{_AUX})\s+(?:{_SUBJECT})\b)"
+_QUESTION_END = r"\?\s*$"
+QUESTION_PATTERN = rf"{_QUESTION_START}|{_QUESTION_END}"
 """A query is a ``question`` when it starts with a wh-word, or with an auxiliary verb followed by
 a subject ("can i", "is the"), or ends with ``?``; otherwise a ``keyword`` query (English
 heuristics, applied to the normalised text)."""
@@ -58,13 +60,53 @@ def is_question(texts) -> np.ndarray:
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     texts = texts.cast(pa.string())
-    plain = pc.match_substring_regex(texts, r"^[\x20-\x7e]*$").to_numpy(zero_copy_only=False)
-    out = pc.match_substring_regex(texts, QUESTION_PATTERN).to_numpy(zero_copy_only=False)
+    # Printable ASCII: no byte below 0x20 or above 0x7e (below 0x20 wraps round to above 0x5e).
+    plain = ~by_bytes(texts, lambda data, offsets: strings_holding(
+        offsets, np.flatnonzero((data - np.uint8(0x20)) > np.uint8(0x5e))))
+    # The pattern's two alternatives apart (a text matches when either does): the anchored start
+    # fails within a few bytes of most texts, and the end needs a "?", which few texts hold.
+    out = pc.match_substring_regex(texts, _QUESTION_START).to_numpy(zero_copy_only=False).copy()
+    asked = np.flatnonzero(by_bytes(texts, lambda data, offsets: strings_holding(
+        offsets, np.flatnonzero(data == ord("?")))))
+    if len(asked):
+        ends = pc.match_substring_regex(texts.take(pa.array(asked)), _QUESTION_END)
+        out[asked] |= ends.to_numpy(zero_copy_only=False)
     others = np.flatnonzero(~plain)
     if len(others):
         pattern = re.compile(QUESTION_PATTERN)
-        out = out.copy()
         out[others] = [pattern.search(t) is not None for t in texts.take(pa.array(others)).to_pylist()]
+    return out
+
+
+_BYTES_CHUNK = 1 << 20  # strings read at a time by by_bytes
+
+
+def by_bytes(texts, test) -> np.ndarray:
+    """``test(data, offsets)`` (a bool per string, from :func:`string_bytes`) over a pyarrow
+    ``string`` array, :data:`_BYTES_CHUNK` strings at a time, so its temporaries (a byte or more
+    per byte of text) stay some MB whatever the array's size."""
+    out = np.zeros(len(texts), dtype=bool)
+    for start in range(0, len(texts), _BYTES_CHUNK):
+        part = texts.slice(start, _BYTES_CHUNK)
+        out[start:start + len(part)] = test(*string_bytes(part))
+    return out
+
+
+def string_bytes(texts) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of a pyarrow ``string`` array (a read-only view, no copy) and the ``n + 1``
+    offsets where each string starts and ends among them (from 0)."""
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32, count=len(texts) + 1,
+                            offset=texts.offset * 4).astype(np.int64)
+    buf = texts.buffers()[2]
+    data = np.frombuffer(buf, dtype=np.uint8) if buf is not None and len(buf) else np.zeros(0, np.uint8)
+    return data[offsets[0]:offsets[-1]], offsets - offsets[0]
+
+
+def strings_holding(offsets: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Whether each string (``offsets`` from :func:`string_bytes`) holds any of the byte ``positions``."""
+    out = np.zeros(len(offsets) - 1, dtype=bool)
+    if len(positions):
+        out[np.searchsorted(offsets, positions, side="right") - 1] = True
     return out
 
 

@@ -97,7 +97,6 @@ class CollapsedLog:
 
 
 _ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"  # what Python's \s matches among ASCII characters
-_ASCII_MESSY = r"[\t\n\x0b\x0c\r\x1c-\x1f]|  |^ | $"  # any of them but single spaces between words
 
 
 def normalize_many(values: pa.Array) -> pa.Array:
@@ -112,8 +111,9 @@ def normalize_many(values: pa.Array) -> pa.Array:
     is_ascii = pc.string_is_ascii(values).to_numpy(zero_copy_only=False)
     fast = pc.ascii_lower(values if is_ascii.all() else values.filter(pa.array(is_ascii)))
     # White space to collapse or trim: only those strings go through the (slower) replacement.
-    messy = pc.match_substring_regex(fast, _ASCII_MESSY)
-    if pc.any(messy).as_py():
+    messy = _messy_space(fast)
+    if messy.any():
+        messy = pa.array(messy)
         tidy = pc.utf8_trim(pc.replace_substring_regex(fast.filter(messy), _ASCII_SPACE, " "), " ")
         fast = pc.replace_with_mask(fast, messy, tidy)
     if is_ascii.all():
@@ -123,6 +123,25 @@ def normalize_many(values: pa.Array) -> pa.Array:
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return pa.concat_arrays([fast.cast(pa.string()), slow]).take(pa.array(inverse))
+
+
+def _messy_space(values: pa.Array) -> np.ndarray:
+    """Whether each ASCII string holds white space other than single spaces between words: a
+    character of ``_ASCII_SPACE`` but the space, two spaces running, or a space first or last (what
+    the regex ``[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f]|  |^ | $`` finds), from the bytes with numpy (a
+    fifth of the regex's time). Two spaces across two strings mark the first, which ends in one."""
+    from curation.sample.draw import by_bytes, strings_holding
+
+    def messy(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        space = data == 32
+        odd = ((data >= 9) & (data <= 13)) | ((data >= 0x1C) & (data <= 0x1F))
+        odd[:-1] |= space[:-1] & space[1:]
+        out = strings_holding(offsets, np.flatnonzero(odd))
+        filled = offsets[1:] > offsets[:-1]
+        out[filled] |= space[offsets[:-1][filled]] | space[offsets[1:][filled] - 1]
+        return out
+
+    return by_bytes(values.cast(pa.string()), messy)
 
 
 class _Strings:

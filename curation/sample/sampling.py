@@ -278,11 +278,19 @@ def _largest(t: np.ndarray, tie: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if 4 * k >= n:
         return np.lexsort((tie, -t))[:k]
-    lead = np.flatnonzero(t >= np.partition(t, n - k)[n - k])
+    lead = np.flatnonzero(t >= _kth_largest(t, k))
     return lead[np.lexsort((tie[lead], -t[lead]))][:k]
 
 
-def tie_ranks(texts, traffic: np.ndarray, keys: np.ndarray, k: int, by_key: np.ndarray | None = None) -> np.ndarray:
+def _kth_largest(t: np.ndarray, k: int):
+    """The ``k``-th largest of ``t`` (1 <= k <= len(t)). By a full sort, not ``numpy.partition``:
+    a stratum's traffic is mostly ones, and numpy's selection slows down on so many equal values
+    (0.18 s against the sort's 0.008 s for a million, numpy 2.4)."""
+    return np.sort(t)[len(t) - k]
+
+
+def tie_ranks(texts, traffic: np.ndarray, keys: np.ndarray, k: int, by_key: np.ndarray | None = None,
+              at: np.ndarray | None = None) -> np.ndarray:
     """A rank for each of a stratum's queries (``texts``, a pyarrow string array, in any order)
     that orders them as their texts do wherever :func:`draw_stratum` breaks a tie by text: among
     the queries whose traffic is at least the ``k``-th largest (the only ones among which the
@@ -290,19 +298,20 @@ def tie_ranks(texts, traffic: np.ndarray, keys: np.ndarray, k: int, by_key: np.n
     sorted by text (code point order, as Python's: UTF-8 bytes compare in that order); the others
     rank after them in the order given, where no tie involves them. So a stratum's draw needs no
     sort of all its texts, and gives what it gives with the texts in text order. ``by_key``: the
-    keys' stable argsort, if already computed."""
+    keys' stable argsort, if already computed. ``at``: the queries' positions in ``texts`` when
+    ``texts`` holds more than the stratum (the whole pool: no copy of the stratum's texts)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     t = np.asarray(traffic)
     n = len(t)
-    lead = t >= np.partition(t, n - k)[n - k] if 0 < k <= n else np.ones(n, dtype=bool)
+    lead = t >= _kth_largest(t, k) if 0 < k <= n else np.ones(n, dtype=bool)
     if by_key is None:
         by_key = np.argsort(keys, kind="stable")
     same = np.flatnonzero(keys[by_key][1:] == keys[by_key][:-1])
     lead[by_key[same]] = lead[by_key[same + 1]] = True
     first = np.flatnonzero(lead)
-    order = pc.sort_indices(texts.take(pa.array(first))).to_numpy(zero_copy_only=False)
+    order = pc.sort_indices(texts.take(pa.array(first if at is None else at[first]))).to_numpy(zero_copy_only=False)
     ranks = np.empty(n, dtype=np.int64)
     ranks[first[order]] = np.arange(len(first))
     ranks[~lead] = np.arange(len(first), n)
@@ -444,21 +453,14 @@ class LogPool:
             found["users"].tolist() if self.has_users else [None] * len(found)))))
         keep = ~(in_hand | in_excluded)
         pool = q if keep.all() else q.loc[keep].reset_index(drop=True)  # no copy when nothing is left out
-        if shape:
-            import pyarrow as pa
-
-            question = is_question(pa.array(pool["text"].array, pa.string())).astype(np.int8)
-            shapes = pa.DictionaryArray.from_arrays(pa.array(question), pa.array(["keyword", "question"]))
-            pool = pool.assign(shape=pd.array(shapes.cast(pa.string()), dtype="string"))
-        if dims:
-            groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
-            keys = [stratum_key(k) for k, _ in groups]
-            self.members = [idx for _, idx in groups]
-        else:
-            keys, self.members = [()], [np.arange(len(pool))]
         # The texts stay in Arrow (no Python string per query: a log of millions of distinct
         # queries would hold ~80 bytes more a query); only the drawn ones become Python strings.
         self.texts = _arrow_strings(pool["text"])
+        question = is_question(self.texts).astype(np.int8) if shape else None
+        if dims:
+            keys, self.members = _strata_members(pool, dims, question)
+        else:
+            keys, self.members = [()], [np.arange(len(pool))]
         self.traffic = pool["traffic"].to_numpy(dtype=np.int64)
         self.users = pool["users"].to_numpy(dtype=np.int64) if self.has_users else None
         self.mass = None if self.collapsed.user_mass is None else self.collapsed.user_mass[keep]
@@ -478,23 +480,73 @@ class LogPool:
         import pyarrow as pa
 
         out = []
+        pool_keys = None  # the draw keys of the whole pool, computed once (a key needs no other query)
         for h, label, k in plans:
             idx = self.members[h]  # in any order: ties go by text (tie_ranks), never by the log's row order
-            texts = self.texts.take(pa.array(idx))
             keys = ranks = by_key = None
             if k < len(idx):
-                keys = draw_keys(seed, texts, self.draw_key)
+                if pool_keys is None:
+                    pool_keys = draw_keys(seed, self.texts, self.draw_key)
+                keys = pool_keys[idx]
                 by_key = np.argsort(keys, kind="stable")  # sorted once, for the ranks and the draw
-                ranks = tie_ranks(texts, self.traffic[idx], keys, k, by_key)
+                ranks = tie_ranks(self.texts, self.traffic[idx], keys, k, by_key, at=idx)
             chosen, probs = draw_stratum(self.traffic[idx], k, weighting=weighting, rng=stratum_rng(seed, label),
                                          keys=keys, head=head, ranks=ranks, by_key=by_key)
             picked = idx[chosen]
-            out.append(Drawn(texts=texts.take(chosen).to_numpy(zero_copy_only=False), traffic=self.traffic[picked],
+            out.append(Drawn(texts=self.texts.take(pa.array(picked)).to_numpy(zero_copy_only=False),
+                             traffic=self.traffic[picked],
                              users=None if self.users is None else self.users[picked],
                              mass=None if self.mass is None else self.mass[picked], inclusion=probs,
                              moments=traffic_moments(traffic_counts(self.traffic[idx])) if weighting == "uniform"
                              else None))
         return out
+
+
+def _strata_members(pool: pd.DataFrame, dims: tuple[str, ...], question: np.ndarray | None):
+    """The strata of ``pool`` by its ``dims`` columns (``"shape"`` from ``question``, 1 for a
+    question, when given), ordered by :func:`stratum_key`: (their keys, the positions of their
+    queries, ascending), as pandas' ``groupby(dims).indices`` gives them. Each column is numbered
+    by pyarrow's ``dictionary_encode`` (a few values), the numbers are combined into one small
+    integer and sorted by a stable radix sort: no grouping of string columns by pandas, nor a
+    string column of shapes (a second hash pass over millions of rows)."""
+    import pyarrow.compute as pc
+
+    code, levels = np.zeros(len(pool), dtype=np.int64), []
+    for dim in dims:
+        if dim == "shape" and question is not None:
+            values, codes = ["keyword", "question"], question
+        else:
+            enc = pc.dictionary_encode(_arrow_strings(pool[dim]))
+            if enc.indices.null_count:  # a missing value (pandas leaves such rows out): pandas' way
+                return _strata_by_pandas(pool, dims, question)
+            values, codes = enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False)
+        levels.append(values)
+        if math.prod(len(v) for v in levels) > 1 << 16:  # too many combinations for the small integer
+            return _strata_by_pandas(pool, dims, question)
+        code = code * len(values) + codes
+    counts = np.bincount(code, minlength=math.prod(len(v) for v in levels))
+    order = np.argsort(code.astype(np.uint16), kind="stable")  # positions ascending within a code
+    ends = np.cumsum(counts)
+    groups = []
+    for c in np.flatnonzero(counts).tolist():
+        key, rest = [], c
+        for values in reversed(levels):
+            rest, i = divmod(rest, len(values))
+            key.append(values[i])
+        groups.append((stratum_key(tuple(reversed(key))), order[ends[c] - counts[c]:ends[c]]))
+    groups.sort(key=lambda kv: kv[0])
+    return [k for k, _ in groups], [m for _, m in groups]
+
+
+def _strata_by_pandas(pool: pd.DataFrame, dims: tuple[str, ...], question: np.ndarray | None):
+    """What :func:`_strata_members` gives, by pandas' ``groupby`` (many combinations, or missing values)."""
+    import pyarrow as pa
+
+    if question is not None:
+        shapes = pa.DictionaryArray.from_arrays(pa.array(question), pa.array(["keyword", "question"]))
+        pool = pool.assign(shape=pd.array(shapes.cast(pa.string()), dtype="string"))
+    groups = sorted(pool.groupby(list(dims), sort=False).indices.items(), key=lambda kv: stratum_key(kv[0]))
+    return [stratum_key(k) for k, _ in groups], [idx for _, idx in groups]
 
 
 def _arrow_strings(column: pd.Series):

@@ -246,6 +246,29 @@ def test_normalize_many_matches_normalize_text(texts):
     assert out == [normalize_text(t) for t in texts]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.sampled_from(list("ab ?\t\n\x0b\x0c\r\x1c\x1d\x1f\x08\x0e\x1b")), max_size=8),
+                max_size=30), st.integers(0, 3))
+def test_messy_space_from_the_bytes_is_the_regex(texts, skip):
+    """The white space normalize_many tidies, found from the bytes (any slice of an array), is what
+    the regex it replaced finds: no string missed (it would stay untidy) and none extra."""
+    import re
+
+    messy = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f]|  |^ | $")
+    from curation.sample import draw
+
+    arr = pa.array(["  ", *texts], pa.string()).slice(min(skip, len(texts)))
+    expected = [messy.search(t) is not None for t in arr.to_pylist()]
+    assert logs._messy_space(arr).tolist() == expected
+    chunk, shapes = draw._BYTES_CHUNK, draw.is_question(arr).tolist()
+    try:  # read a few strings at a time: the same
+        draw._BYTES_CHUNK = 3
+        assert logs._messy_space(arr).tolist() == expected
+        assert draw.is_question(arr).tolist() == shapes
+    finally:
+        draw._BYTES_CHUNK = chunk
+
+
 # ---- the collapse against a plain Python reference, and its settings that must not matter ------
 
 _TRICKY = ["Weather", "weather ", "WEATHER\u200b", "what\u2019s", "What's", "\uff37eather", "stra\u00dfe", "STRASSE",
