@@ -602,14 +602,35 @@ def _repeated_docid(docid, qc: np.ndarray, n_queries: int) -> bool:
     return _has_repeats(qc.astype(np.int64) * universe + _indices(encoded), n_queries * universe)
 
 
+#: Above this many 32-bit halves shared by two values, :func:`_equal_pairs` sorts the whole words.
+_SHARED_HALVES_MAX = 32
+
+
 def _equal_pairs(h) -> bool:
-    """True when two of the 64-bit values ``h`` are equal: sorted (numpy's vectorised sort of
-    64-bit integers), then neighbours compared. With numpy 2's sort this is three times as fast as
-    bucketing the values by their top bits first (1.8 against 5.2 ms for 89,000 values)."""
+    """True when two of the 64-bit values ``h`` are equal: sorted (numpy's vectorised sort), then
+    neighbours compared (three times as fast as bucketing the values by their top bits first).
+
+    One 32-bit half of each value is sorted first, a third less work than the whole words (3.1
+    against 4.9 ms for 90,000 values): two equal values have equal halves, so when no two halves
+    are equal nor are the values. Among ~90,000 random values one pair of halves is alike about
+    every other time; then only the values with such a half are compared whole."""
     import numpy as np
 
-    ordered = np.sort(h)
-    return bool((ordered[1:] == ordered[:-1]).any())
+    h = np.ascontiguousarray(h, dtype=np.uint64)
+    halves = h.view(np.uint32)[::2]  # either half will do (the low one on a little-endian machine)
+    ordered = np.sort(halves)
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
+        return False
+    shared = ordered[1:][same]
+    if len(shared) > _SHARED_HALVES_MAX:  # many: not worth a pass over halves for each
+        whole = np.sort(h)
+    else:
+        candidates = np.zeros(len(h), dtype=np.bool_)
+        for half in shared.tolist():
+            candidates |= halves == half
+        whole = np.sort(h[candidates])
+    return bool((whole[1:] == whole[:-1]).any())
 
 
 def _top_any_order(score, docid, order, starts, ends, depth):

@@ -306,3 +306,26 @@ def test_ranks_are_checked_alike_by_the_fast_and_the_exact_reader(tmp_path, rank
     else:
         with pytest.raises(InputError, match=rf"^{path}:{where + 1}: rank"):
             read_run(path)
+
+
+def test_equal_pairs_tells_equal_values_from_values_sharing_a_half():
+    """Values alike in one 32-bit half but different in the other are no repeat, however many
+    share halves (a few, or more than are compared one half at a time); an equal pair among them is."""
+    import numpy as np
+
+    from curation.formats.runs import _SHARED_HALVES_MAX, _equal_pairs
+
+    rng = np.random.default_rng(11)
+    base = np.unique(rng.integers(0, 2**63, size=20_000, dtype=np.int64).astype(np.uint64))
+    for sharing in (1, 3, _SHARED_HALVES_MAX + 5):
+        # Each of the first ``sharing`` values again with only its high half changed, and again
+        # with only its low half changed: both halves shared, no value repeated.
+        picked = base[:sharing]
+        high_changed = picked ^ np.uint64(1 << 40)
+        low_changed = picked ^ np.uint64(1 << 3)
+        values = np.concatenate([base, high_changed, low_changed])
+        assert len(np.unique(values)) == len(values)
+        assert not _equal_pairs(values)
+        assert _equal_pairs(np.concatenate([values, values[-1:]]))
+        assert _equal_pairs(np.concatenate([values[:1], values]))
+    assert not _equal_pairs(np.array([], dtype=np.uint64))
