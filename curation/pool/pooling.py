@@ -161,11 +161,14 @@ def make_pool(
         new_docs.sort(key=_order_keys(seed, qid, new_docs).__getitem__)
         start = max(old.values(), default=0)
         pairs.extend([new_entry(qid, docid, i, systems[docid]) for i, docid in enumerate(new_docs, start + 1)])
-    # In integers: numpy's own loop, no BLAS threads to start or wake for a product this small.
-    incidence = np.zeros((n_pooled, len(runs)), dtype=np.int64)
+    # In floating point, through BLAS: 0.3 against 4.4 ms for numpy's own integer loop (11,235 pairs x
+    # 17 runs, one BLAS thread as `golden pool` starts it), on the command's serial tail. Exact: each
+    # entry is a count of 0/1 products, at most the number of pairs, far below 2**53.
+    incidence = np.zeros((n_pooled, len(runs)), dtype=np.float64)
     incidence[np.concatenate([np.array(h, dtype=np.intp) for h in hits]),
-              np.repeat(np.arange(len(runs)), [len(h) for h in hits])] = 1
-    stats = _pool_stats(runs, depth, len(pooled_qids), sizes, incidence.T @ incidence)
+              np.repeat(np.arange(len(runs)), [len(h) for h in hits])] = 1.0
+    shared = (incidence.T @ incidence).astype(np.int64)
+    stats = _pool_stats(runs, depth, len(pooled_qids), sizes, shared)
     infos = [RunInfo(r.name, r.path, r.sha256, sum(1 for q in pooled_qids if r.rankings.get(q))) for r in runs]
     return Pool(
         pairs=pairs,

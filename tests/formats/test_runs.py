@@ -306,3 +306,50 @@ def test_ranks_are_checked_alike_by_the_fast_and_the_exact_reader(tmp_path, rank
     else:
         with pytest.raises(InputError, match=rf"^{path}:{where + 1}: rank"):
             read_run(path)
+
+
+def test_equal_pairs_tells_equal_values_from_values_sharing_a_half():
+    """Values alike in one 32-bit half but different in the other are no repeat, however many
+    share halves (a few, or more than are compared one half at a time); an equal pair among them is."""
+    import numpy as np
+
+    from curation.formats.runs import _SHARED_HALVES_MAX, _equal_pairs
+
+    rng = np.random.default_rng(11)
+    base = np.unique(rng.integers(0, 2**63, size=20_000, dtype=np.int64).astype(np.uint64))
+    for sharing in (1, 3, _SHARED_HALVES_MAX + 5):
+        # Each of the first ``sharing`` values again with only its high half changed, and again
+        # with only its low half changed: both halves shared, no value repeated.
+        picked = base[:sharing]
+        high_changed = picked ^ np.uint64(1 << 40)
+        low_changed = picked ^ np.uint64(1 << 3)
+        values = np.concatenate([base, high_changed, low_changed])
+        assert len(np.unique(values)) == len(values)
+        assert not _equal_pairs(values)
+        assert _equal_pairs(np.concatenate([values, values[-1:]]))
+        assert _equal_pairs(np.concatenate([values[:1], values]))
+    assert not _equal_pairs(np.array([], dtype=np.uint64))
+
+
+@pytest.mark.parametrize("odd", ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f"])
+@pytest.mark.parametrize("sep", ["\t", " "])
+def test_other_ascii_white_space_is_read_alike_by_the_fast_and_the_exact_reader(tmp_path, odd, sep):
+    # The exact reader splits fields on spaces and tabs only: \x0b, \x0c and \x1c-\x1f belong to the
+    # field they are in, on both paths (the fast path no longer looks for them). In a score they are
+    # refused by both, naming the line.
+    from curation.formats.runs import _parse_lines, _parse_trec_fast
+
+    rows = [("7", f"d{odd}1", "3.5"), (f"7{odd}", "d2", "2.5"), ("7", "d3", "1.5")]
+    text = "".join(sep.join([q, "Q0", d, str(i), s, f"t{odd}"]) + "\n" for i, (q, d, s) in enumerate(rows, 1))
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode())
+    assert _parse_trec_fast(text.encode(), None) is not None  # the fast path took the file
+    rankings, scores, _, _ = _parse_lines(text.encode(), str(path), False, None)
+    run = read_run(path)
+    assert run.rankings == rankings == {"7": [f"d{odd}1", "d3"], f"7{odd}": ["d2"]}
+    assert run.scores == scores and run.name == f"t{odd}"
+    bad = text.replace("2.5", "2.5" + odd)
+    path.write_bytes(bad.encode())
+    assert _parse_trec_fast(bad.encode(), None) is None
+    with pytest.raises(InputError, match=rf"^{re.escape(str(path))}:2: score"):
+        read_run(path)
