@@ -17,6 +17,7 @@ PostgreSQL store behave as one.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import os
 from datetime import timedelta
@@ -286,6 +287,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     app.jinja_env.globals["current_app"] = app  # templates link to blueprints only when registered
     app.jinja_env.globals.update(is_lead=roles.is_lead, is_admin=roles.is_admin)  # the permission checks
+    # the judging page's grade buttons, rendered once per scale (judging_app.judge.grade_buttons)
+    app.jinja_env.globals["grade_buttons"] = functools.partial(judge.grade_buttons, app.jinja_env)
 
     from curation.store import audit
 

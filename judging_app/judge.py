@@ -84,6 +84,25 @@ def _marked_kept(text: str | None, terms: frozenset[str]) -> Markup:
     return marked(highlight.mark(text, terms))
 
 
+def grade_buttons(env, which: str, grades: tuple, current: int | None = None) -> Markup:
+    """The grade buttons of ``judge/_grade_buttons.html`` (its macro ``which``: ``answer``, the
+    answer bar, with the judge's earlier grade ``current`` marked; or ``unsure``) for ``grades``.
+    They depend on nothing else, so each is rendered once per scale in this process and kept (the
+    last 64); ``env`` is the app's Jinja environment, whose autoescaping prints the grades' names
+    and descriptions. Templates are read afresh while Jinja reloads them (``auto_reload``)."""
+    if env.auto_reload:
+        return _grade_buttons(env, which, grades, current)
+    return _kept_grade_buttons(env, which, grades, current)
+
+
+def _grade_buttons(env, which: str, grades: tuple, current: int | None) -> Markup:
+    macro = getattr(env.get_template("judge/_grade_buttons.html").module, which)
+    return Markup(macro(grades, current) if which == "answer" else macro(grades))
+
+
+_kept_grade_buttons = functools.lru_cache(maxsize=64)(_grade_buttons)
+
+
 _URLS: dict[tuple[str, int], dict[str, str]] = {}
 
 

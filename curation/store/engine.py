@@ -36,12 +36,21 @@ def normalize_url(url: str) -> str:
     return url
 
 
+#: Bytes of a SQLite store each connection reads through a memory map (``PRAGMA mmap_size``). When
+#: another process (another ``golden serve`` worker) has written, SQLite drops the connection's
+#: whole page cache, so every judging request read its pages again with one ``pread`` each: 104 of
+#: them a submit-and-next under 3 workers, 29 with the map (strace; bench/README.md, "Issue 29:
+#: SQLite's reads through a memory map"). Writes still go through the WAL file as before.
+SQLITE_MMAP_BYTES = 256 * 1024 * 1024
+
+
 def _sqlite_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
     cur.close()
 
 

@@ -71,7 +71,14 @@ def _stored(project) -> str | None:
 
 def grades(project: Project) -> tuple[Grade, ...]:
     """The grades of ``project``'s scale, lowest first (for the judging page and validation)."""
-    return tuple(Grade(int(g["grade"]), g["name"], g["description"]) for g in json.loads(_stored(project)))
+    return _decoded(_stored(project))
+
+
+@functools.lru_cache(maxsize=256)
+def _decoded(stored: str) -> tuple[Grade, ...]:
+    """The grades of a stored scale, decoded once per text in a process (the judging page asks on
+    every answer); the grades are frozen and the tuple immutable, so every caller may share them."""
+    return tuple(Grade(int(g["grade"]), g["name"], g["description"]) for g in json.loads(stored))
 
 
 def scale_records(project: Project) -> list[dict]:

@@ -131,3 +131,29 @@ def test_the_lead_pages_count_the_unsure_answers_and_the_export_shows_the_guidel
         state = gather_state(db, projects.get_project(db, "ux"), policy="adjudicated", spool=tmp_path / "spool")
     assert [g["name"] for g in state.body["label_scale"]["grades"]] == [
         "Not useful", "Related, partly useful", "Answers it"]
+
+
+def _grade_classes(body: str) -> dict[int, str]:
+    """The answer bar's grade buttons: grade -> their class attribute."""
+    return {int(g): c for g, c in re.findall(
+        r'<button type="submit" name="grade" value="(\d)" data-key="\d"\s+class="([^"]*)">', body)}
+
+
+def test_a_revisited_pair_marks_the_earlier_grade_and_a_new_pair_marks_none(app, setup):
+    # The grade buttons are rendered once per scale and kept (judging_app.judge.grade_buttons): the
+    # earlier grade must still be marked on the pair it belongs to, and on no other pair.
+    client, body = _page(app, setup)
+    assert _grade_classes(body) == {0: "grade", 1: "grade", 2: "grade"}
+    assert re.findall(r'data-unsure-key="(\d)"', body) == ["0", "1", "2"]
+    position = re.search(r'\?before=(\d+)"', body).group(1)
+    sent = client.post(f"/projects/{setup}/judge", data={"token": _field(body, "token"), "grade": "2",
+                                                         "csrf_token": _field(body, "csrf_token")})
+    assert sent.status_code == 303
+    second = client.get(f"/projects/{setup}/judge").data.decode()
+    assert _grade_classes(second) == {0: "grade", 1: "grade", 2: "grade"}
+    back = client.get(f"/projects/{setup}/judge?before={int(position) + 1}").data.decode()
+    assert "You answered this pair before" in back
+    assert _grade_classes(back) == {0: "grade", 1: "grade", 2: "grade current"}
+    assert re.findall(r'data-unsure-key="(\d)"', back) == ["0", "1", "2"]
+    again = client.get(f"/projects/{setup}/judge").data.decode()
+    assert _grade_classes(again) == {0: "grade", 1: "grade", 2: "grade"}

@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash
 
 import curation.store.models  # noqa: F401 - imported for its effect: registers the tables on SQLModel.metadata
 from curation.cli import main
-from curation.store.engine import make_engine, session
+from curation.store.engine import SQLITE_MMAP_BYTES, make_engine, session
 from curation.store.migrate import (
     SchemaError,
     alembic_config,
@@ -96,6 +96,8 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):
         with eng.connect() as conn:
             assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
             assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+            # pages read through a memory map (curation.store.engine.SQLITE_MMAP_BYTES), not a pread each
+            assert conn.execute(text("PRAGMA mmap_size")).scalar() == SQLITE_MMAP_BYTES > 0
     finally:
         eng.dispose()
 
