@@ -224,14 +224,11 @@ def _mix(h: np.ndarray) -> np.ndarray:
 def _text_keys(texts, k0: np.uint64, k1: np.uint64) -> np.ndarray:
     """:func:`text_hashes` of one pyarrow string array (no nulls)."""
     n = len(texts)
-    off = np.frombuffer(texts.buffers()[1], dtype=np.int32, count=n + 1, offset=texts.offset * 4).astype(np.int64)
+    raw, off = string_bytes(texts)
     lengths = off[1:] - off[:-1]
-    data = texts.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8) if data is not None and len(data) else np.zeros(0, np.uint8)
-    size = int(off[-1] - off[0])
+    size = len(raw)
     padded = np.zeros(size + 8, dtype=np.uint8)  # 8 bytes past the end, so every word can be read
-    padded[:size] = raw[off[0]:off[-1]]
-    off -= off[0]
+    padded[:size] = raw
     nwords = (lengths + 7) // 8
     total = int(nwords.sum())
     sums = np.zeros(n, dtype=np.uint64)
