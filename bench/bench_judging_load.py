@@ -4,12 +4,13 @@ Builds a fresh store (SQLite by default; ``--postgres`` for a fresh PostgreSQL d
 127.0.0.1:5432, or ``--db URL`` for an empty database of your own) with a project of
 ``--queries x --docs`` pooled pairs assigned to ``--judges`` judges (an overlap set first, the rest
 split), preloads ``--preload`` judgments (default 100,000, bulk-inserted as the judges' own earlier
-work), starts ``golden serve`` (gunicorn, ``--workers`` processes) on a free loopback port, and runs
-the judges as asyncio tasks, each with its own keep-alive HTTP connection, for ``--seconds``: each
-logs in, opens the judging page and then answers as fast as it can with the htmx request the page
-sends (one POST = submit this pair + get the next), resending one answer in 50 as a double click
-would. The judges share one process and one core with as little work per request as an HTTP client
-can do, because they run on the same machine as the server.
+work), starts ``golden serve`` (``--server``: granian by default, or gunicorn; ``--workers``
+processes) on a free loopback port, and runs the judges as asyncio tasks, each with its own
+keep-alive HTTP connection, for ``--seconds``: each logs in, opens the judging page and then answers
+as fast as it can with the htmx request the page sends (one POST = submit this pair + get the next),
+resending one answer in 50 as a double click would. The judges share one process and one core
+with as little work per request as an HTTP client can do, because they run on the same machine as
+the server.
 
 Prints judgments/second, the p50/p99 latency of submit-and-next, then verifies from the database
 that no judgment was lost (every answered token has exactly one row) or duplicated, and that no
@@ -50,7 +51,7 @@ import numpy as np
 from sqlalchemy import func, insert, update
 from sqlmodel import select
 
-from curation.cli.serve import default_workers
+from curation.cli.serve import SERVERS, default_workers
 from curation.judge import assignment
 from curation.store import projects, users
 from curation.store.engine import make_engine, scratch_database
@@ -206,7 +207,7 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 def child_pids(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (Linux /proc): `golden serve`'s gunicorn workers."""
+    """The processes whose parent is ``pid`` (Linux /proc): `golden serve`'s worker processes."""
     kids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -219,14 +220,15 @@ def child_pids(pid: int) -> list[int]:
 
 
 def server_cpu_seconds(pid: int) -> float | None:
-    """CPU time of `golden serve` and its gunicorn worker processes."""
+    """CPU time of `golden serve` and its worker processes (every thread of each: granian's Rust ones too)."""
     total = cpu_seconds(pid)
     if total is None:
         return None
     return total + sum(cpu_seconds(kid) or 0.0 for kid in child_pids(pid))
 
 
-def start_server(url: str, port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
+def start_server(url: str, port: int, workers: int, threads: int, log: Path, server: str = SERVERS[0]
+                 ) -> subprocess.Popen:
     """Start `golden serve`; its stderr goes to ``log`` (a pipe nobody reads could fill up and
     block the server)."""
     # GOLDEN_MIN_ANSWER_MS=0: the simulated judges answer as soon as a pair is shown
@@ -234,7 +236,7 @@ def start_server(url: str, port: int, workers: int, threads: int, log: Path) -> 
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-c", "from curation.cli import main; main()", "serve", "--db", url,
-             "--port", str(port), "--workers", str(workers), "--threads", str(threads)],
+             "--port", str(port), "--workers", str(workers), "--threads", str(threads), "--server", server],
             stdout=subprocess.DEVNULL, stderr=err, env=env,
         )
     deadline = time.monotonic() + 60
@@ -478,11 +480,13 @@ def main(argv=None) -> int:
     parser.add_argument("--judges", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--preload", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=3000)
+    parser.add_argument("--queries", type=int, default=5000)
     parser.add_argument("--docs", type=int, default=40, help="pooled documents per query")
     parser.add_argument("--overlap", type=int, default=100)
-    parser.add_argument("--workers", type=int, default=default_workers(),
-                        help="golden serve --workers (gunicorn worker processes; default as golden serve's)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="golden serve --workers (worker processes; default as golden serve's)")
+    parser.add_argument("--server", choices=SERVERS, default=SERVERS[0],
+                        help=f"golden serve --server (the WSGI server; default {SERVERS[0]})")
     parser.add_argument("--threads", type=int, default=1, help="golden serve --threads (threads per worker)")
     parser.add_argument("--servers", type=int, default=1,
                         help="golden serve processes on as many ports, one store; judge i talks to server i %% N")
@@ -493,6 +497,7 @@ def main(argv=None) -> int:
                         help="SQLite: copy the store from FILE when it holds one of this shape, else build it and "
                              "save a copy there (saves the minute of building it in repeated runs)")
     args = parser.parse_args(argv)
+    args.workers = args.workers or default_workers(args.server)
 
     tmp = tempfile.TemporaryDirectory(prefix="golden-bench-")
     folder = Path(tmp.name)
@@ -508,7 +513,8 @@ def main(argv=None) -> int:
         servers = []
         try:
             for k, port in enumerate(ports):  # one store, N `golden serve` processes, as behind a proxy
-                servers.append(start_server(url, port, args.workers, args.threads, folder / f"serve{k}.log"))
+                log = folder / f"serve{k}.log"
+                servers.append(start_server(url, port, args.workers, args.threads, log, args.server))
             judges = [Judge(name, ports[i % len(ports)], project_id, seed=args.seed + i, think=args.think)
                       for i, name in enumerate(names)]
             elapsed, server_cpu, client_cpu, db_cpu = asyncio.run(
@@ -525,9 +531,12 @@ def main(argv=None) -> int:
         print(f"\n{backend}: {len(judges)} judges{pace}, for {elapsed:.1f} s against "
               + (f"{args.servers} golden serve processes on {args.servers} ports, each " if args.servers > 1
                  else "golden serve ")
-              + f"(gunicorn, {args.workers} worker{'s' if args.workers > 1 else ''}"
+              + f"({args.server}, {args.workers} worker{'s' if args.workers > 1 else ''}"
               + (f" x {args.threads} threads)" if args.threads > 1 else ")"))
         print(f"  judgments/second        {answered / elapsed:8.1f}   ({answered:,} judgments)")
+        if elapsed < args.seconds - 0.5:
+            print(f"  (the judges ran out of pairs after {elapsed:.1f} s: the figures cover that time; raise --queries "
+                  "to measure the whole --seconds)")
         if len(lat):
             print(f"  submit-and-next p50     {np.percentile(lat, 50):8.1f} ms")
             print(f"  submit-and-next p99     {np.percentile(lat, 99):8.1f} ms   (max {lat.max():.1f} ms)")

@@ -47,7 +47,7 @@ def demo_cmd(folder, seed, no_serve, port, force):
     guidelines on a 0-2 scale and a few hand-written queries. Then it runs `golden sample queries`
     and `golden pool` on them (it prints the equivalent commands), loads the project into
     DIR/golden.db with two judges and a lead (their logins are printed), assigns the pool
-    with an overlap set, and serves the judging app with gunicorn on 127.0.0.1:PORT.
+    with an overlap set, and serves the judging app (granian) on 127.0.0.1:PORT.
     Same --seed, same files. A folder whose store already holds work (judgments,
     adjudications, imports, leak decisions, export versions) is refused unless --force.
 

@@ -1,14 +1,24 @@
-"""``golden serve``: the judging app under gunicorn, a production WSGI server.
+"""``golden serve``: the judging app under a production WSGI server, granian (the default) or gunicorn.
 
-gunicorn runs the app in ``--workers`` processes, so a team's judges use every core (one Python
-process answers on one core at a time). By default each worker is gunicorn's "sync" worker: it takes
-a connection only when it is free, so requests spread evenly over the workers; with ``--threads``
-above 1 gunicorn uses its threaded worker, which keeps connections alive and lets a worker go on
-while a request waits on a remote PostgreSQL.
+Either runs the app in ``--workers`` processes, so a team's judges use every core (one Python
+process answers on one core at a time). granian (``--server granian``) reads and writes HTTP in
+Rust, keeps each judge's connection alive between answers and hands the app one request at a time
+per worker thread (``--threads``, 1 by default); on the judging load it answered 1.3-1.5x the
+judgments a second of gunicorn's sync worker with 0.65-0.8x the server CPU a request
+(bench/README.md, issue 29). gunicorn (``--server gunicorn``) stays for deployments that know it:
+its sync worker takes a connection only when it is free and closes it after the answer; with
+``--threads`` above 1 its threaded worker keeps connections alive.
+
+Both servers accept on one listening socket that golden binds itself, before any worker starts,
+and every worker inherits: port 0 picks one free port for all of them, and a port another
+program (another ``golden serve`` included) already listens on is refused. granian's own way on
+Linux, a socket per worker with ``SO_REUSEPORT``, would let a second server on the same port
+share its connections without a word.
 The app is built once, in the serving process, before any worker starts: a store with an
 out-of-date schema is refused with a clear message instead of failing in every worker, and all
-workers share one secret key. Each worker then opens its own database connections (a connection
-must not cross a fork; see SQLAlchemy's "Using Connection Pools with Multiprocessing").
+workers share one secret key. The workers are forks of that process; each then opens its own
+database connections (a connection must not cross a fork; see SQLAlchemy's "Using Connection
+Pools with Multiprocessing").
 """
 
 from __future__ import annotations
@@ -26,10 +36,16 @@ if TYPE_CHECKING:
     import socket
 
 
-def default_workers() -> int:
-    """One worker process per core plus one, 3 to 9: submit-and-next is CPU-bound Python, and
-    SQLite's single writer gains nothing from many more (measured in bench/README.md)."""
-    return max(3, min((os.cpu_count() or 1) + 1, 9))
+def default_workers(server: str = "granian") -> int:
+    """Worker processes when ``--workers`` is not given. gunicorn's sync worker: one per core plus
+    one, 3 to 9 (submit-and-next is CPU-bound Python, and SQLite's single writer gains nothing from
+    many more). granian: one per core, at most 8 (it warns above the cores, and a worker's
+    kept-alive connections stay with it: on SQLite one worker answered as many judgments a second
+    as three, at less CPU each; bench/README.md, issue 29)."""
+    cores = os.cpu_count() or 1
+    if server == "gunicorn":
+        return max(3, min(cores + 1, 9))
+    return max(1, min(cores, 8))
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -46,7 +62,7 @@ def _listen(host: str, port: int) -> socket.socket:
         raise click.ClickException(
             f"cannot listen on {host}:{port} ({exc.strerror or exc}): pick another port with --port"
         ) from None
-    sock.listen(2048)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -57,24 +73,100 @@ def describe_workers(workers: int, threads: int) -> str:
             + (f" x {threads} threads" if threads > 1 else ""))
 
 
-def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=click.echo) -> None:
-    """Serve ``app`` with gunicorn until interrupted (Ctrl+C or SIGTERM), after printing where it
-    listens (port 0 picks a free port)."""
+#: The WSGI servers ``golden serve`` can run, the default first.
+SERVERS = ("granian", "gunicorn")
+BACKLOG = 2048  # connections the kernel queues before a worker accepts them
+
+
+def serve_app(app, *, host: str, port: int, workers: int, threads: int, server: str = SERVERS[0],
+              echo=click.echo) -> None:
+    """Serve ``app`` with ``server`` (one of :data:`SERVERS`) until interrupted (Ctrl+C or SIGTERM),
+    after printing where it listens (port 0 picks a free port)."""
+    if server not in SERVERS:
+        raise click.ClickException(f"unknown server {server!r}: choose one of {', '.join(SERVERS)}")
+    sock = _listen(host, port)
+    shape = describe_workers(workers, threads)
+    echo(f"golden: serving the judging app at http://{host}:{sock.getsockname()[1]}/ "
+         f"with {server} ({shape}); Ctrl+C stops it")
+    master = os.getpid()
+    run = _run_granian if server == "granian" else _run_gunicorn
+    try:
+        run(app, sock, workers, threads)
+    except SystemExit as exc:
+        # Both servers end their processes with sys.exit: a worker (a fork of this one) leaves
+        # quietly by the same way; the master also on a clean stop (Ctrl+C, SIGTERM).
+        if os.getpid() != master:
+            raise
+        if exc.code not in (0, None):
+            raise click.ClickException(f"{server} stopped with status {exc.code}; see the messages above") from None
+    finally:
+        if os.getpid() == master:
+            with contextlib.suppress(OSError):  # the server may have closed it already
+                sock.close()
+    echo("golden: stopped")
+
+
+def _worker_started(app) -> None:
+    """In a new worker process (a fork of the serving one), before its first request."""
     import gc
 
+    # Forget the serving process's pooled connections without closing them (they are its, not
+    # this worker's); the worker opens its own on first use.
+    app.extensions["golden_engine"].dispose(close=False)
+    # What exists now (modules, table metadata, the app) lives as long as the worker: move it out
+    # of the collector's view, so a full collection no longer pauses requests.
+    gc.collect()
+    gc.freeze()
+
+
+def _run_granian(app, sock: socket.socket, workers: int, threads: int) -> None:
+    """granian's multi-process server (``granian.server.MPServer``, the class its ``Granian`` names
+    on a standard CPython) on ``sock``, the app's WSGI interface, its workers forked from here."""
+    import multiprocessing
+
+    from granian.constants import Interfaces
+    from granian.log import LogLevels
+    from granian.net import SocketHolder
+    from granian.server import MPServer
+
+    class GoldenGranian(MPServer):
+        """MPServer with golden's one listening socket, inherited by every worker (see the module's
+        text), in place of a socket per worker."""
+
+        def _init_shared_socket(self):
+            self._ssp, self._sso, self._sfd = None, sock, sock.fileno()
+            self._shd = SocketHolder(sock.fileno(), False, BACKLOG)
+
+        def _drop_shared_socket(self):
+            pass  # serve_app closes the socket
+
+    def load(_target):
+        import signal
+
+        # A terminal's Ctrl+C reaches every process of the group. The master stops the workers
+        # itself (SIGTERM), so a worker leaves SIGINT pending: one that ended on it first was
+        # respawned by the master in the middle of the stop, and killed 5 s later. Blocked here,
+        # before granian starts its threads, which inherit the mask.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        _worker_started(app)
+        return app
+
+    # The workers must be forks of this process: they get the app built here and the socket
+    # (granian takes "spawn" where the default is neither fork nor spawn, as from Python 3.14).
+    multiprocessing.set_start_method("fork", force=True)
+    server = GoldenGranian(
+        "golden", address=sock.getsockname()[0], port=sock.getsockname()[1], interface=Interfaces.WSGI,
+        workers=workers, blocking_threads=threads, backlog=BACKLOG,
+        respawn_failed_workers=True,  # a worker that died is replaced, as gunicorn's master does
+        workers_kill_timeout=5,  # on Ctrl+C / SIGTERM: requests in flight may finish
+        log_level=LogLevels.warning,
+    )
+    server.serve(target_loader=load)
+
+
+def _run_gunicorn(app, sock: socket.socket, workers: int, threads: int) -> None:
+    """gunicorn on ``sock``: its sync worker, or its threaded one when ``threads`` is above 1."""
     from gunicorn.app.base import BaseApplication
-
-    sock = _listen(host, port)
-    engine = app.extensions["golden_engine"]
-
-    def post_fork(_server, _worker):
-        # Forget the serving process's pooled connections without closing them (they are its, not
-        # this worker's); the worker opens its own on first use.
-        engine.dispose(close=False)
-        # What exists now (modules, table metadata, the app) lives as long as the worker: move it
-        # out of the collector's view, so a full collection no longer pauses requests.
-        gc.collect()
-        gc.freeze()
 
     options = {
         "bind": [f"fd://{sock.fileno()}"],
@@ -84,7 +176,7 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=cli
         "keepalive": 5,  # threaded worker only: an idle connection is kept this many seconds
         "timeout": 60,
         "graceful_timeout": 5,  # on Ctrl+C / SIGTERM: requests in flight may finish
-        "post_fork": post_fork,
+        "post_fork": lambda _server, _worker: _worker_started(app),
         "accesslog": None,
         "errorlog": "-",
         "loglevel": "warning",
@@ -103,25 +195,7 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, echo=cli
         def load(self):
             return app
 
-    server = GoldenServer()
-    shape = describe_workers(workers, threads)
-    echo(f"golden: serving the judging app at http://{host}:{sock.getsockname()[1]}/ "
-         f"with gunicorn ({shape}); Ctrl+C stops it")
-    master = os.getpid()
-    try:
-        server.run()
-    except SystemExit as exc:
-        # gunicorn ends its processes with sys.exit: a worker (a fork of this one) leaves quietly
-        # by the same way; the master also on a clean stop (Ctrl+C, SIGTERM).
-        if os.getpid() != master:
-            raise
-        if exc.code not in (0, None):
-            raise click.ClickException(f"gunicorn stopped with status {exc.code}; see the messages above") from None
-    finally:
-        if os.getpid() == master:
-            with contextlib.suppress(OSError):  # gunicorn may have closed it already
-                sock.close()
-    echo("golden: stopped")
+    GoldenServer().run()
 
 
 def build_app(db_url: str | None, **config):
@@ -149,10 +223,15 @@ def build_app(db_url: str | None, **config):
               help="Port to listen on (0: any free port, printed at start).")
 @db_option
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
-              help="Worker processes (default: one per core plus one, 3 to 9).")
+              help="Worker processes (default: granian one per core, at most 8; gunicorn one per core plus "
+                   "one, 3 to 9).")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 256),
-              help="Threads per worker process; above 1, connections are kept alive and a worker goes on "
-                   "while a request waits on a remote PostgreSQL.")
+              help="Threads per worker process that run the app; above 1, a worker goes on while a request "
+                   "waits on a remote PostgreSQL.")
+@click.option("--server", type=click.Choice(SERVERS), default=SERVERS[0], show_default=True,
+              help="The WSGI server: granian keeps each judge's connection alive and parses HTTP in Rust; "
+                   "gunicorn's sync worker closes a connection after each answer (its threaded worker, "
+                   "with --threads above 1, keeps them).")
 @click.option("--secure-cookies", is_flag=True, envvar="GOLDEN_SECURE_COOKIES",
               help="Behind HTTPS: mark the session cookie Secure and send HSTS (env GOLDEN_SECURE_COOKIES=1).")
 @click.option("--proxy-headers", is_flag=True, envvar="GOLDEN_PROXY_HEADERS",
@@ -164,15 +243,16 @@ def build_app(db_url: str | None, **config):
 @click.option("--session-max-hours", type=click.FloatRange(0, 24 * 366, min_open=True), default=None,
               envvar="GOLDEN_SESSION_MAX_HOURS",
               help="A login ends this long after logging in, however active [default: 168, a week].")
-def serve_cmd(host: str, port: int, db_url: str | None, workers: int | None, threads: int, secure_cookies: bool,
-          proxy_headers: bool, session_idle_hours: float | None, session_max_hours: float | None):
+def serve_cmd(host: str, port: int, db_url: str | None, workers: int | None, threads: int, server: str,
+              secure_cookies: bool, proxy_headers: bool, session_idle_hours: float | None,
+              session_max_hours: float | None):
     """Serve the judging app so judges can label pairs in the browser.
 
-    Runs gunicorn, a production WSGI server (not Flask's development server), with several worker
-    processes so that every core answers judges. The app refuses to start on a store whose schema
-    is out of date and says which command to run. Put it behind a reverse proxy (nginx, Caddy)
-    that terminates HTTPS when it is reachable from outside your network, and serve with
-    --secure-cookies --proxy-headers there (docs/deployment.md: "Deployment behind HTTPS").
+    Runs a production WSGI server (granian by default, or gunicorn; not Flask's development
+    server) with several worker processes so that every core answers judges. The app refuses to
+    start on a store whose schema is out of date and says which command to run. Put it behind a
+    reverse proxy (nginx, Caddy) that terminates HTTPS when it is reachable from outside your
+    network, and serve with --secure-cookies --proxy-headers there (docs/deployment.md: "Deployment behind HTTPS").
 
     Sessions, login throttling, the audit trail and the cookie-signing key live in the store, so
     several `golden serve` processes on one PostgreSQL store act as one.
@@ -192,4 +272,5 @@ def serve_cmd(host: str, port: int, db_url: str | None, workers: int | None, thr
     if session_max_hours is not None:
         config["SESSION_MAX_SECONDS"] = int(session_max_hours * 3600)
     app = build_app(db_url, **config)
-    serve_app(app, host=host, port=port, workers=workers or default_workers(), threads=threads)
+    serve_app(app, host=host, port=port, workers=workers or default_workers(server), threads=threads,
+              server=server)

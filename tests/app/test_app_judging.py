@@ -346,7 +346,8 @@ def test_the_app_refuses_an_out_of_date_schema(db_url):
 
 def test_serve_help_has_an_example():
     result = CliRunner().invoke(main, ["serve", "--help"])
-    assert result.exit_code == 0 and "golden serve --db" in result.output and "gunicorn" in result.output
+    assert result.exit_code == 0 and "golden serve --db" in result.output
+    assert "granian" in result.output and "gunicorn" in result.output
 
 
 def test_serve_says_when_the_port_is_taken(engine):

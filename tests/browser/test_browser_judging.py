@@ -1,5 +1,5 @@
 """The judging page in a real Chromium (Playwright driving Debian's /usr/bin/chromium) against
-`golden serve` (gunicorn) on a free port: keyboard-only labelling that survives a reload, and
+`golden serve` (granian) on a free port: keyboard-only labelling that survives a reload, and
 untrusted documents shown as text that runs nothing."""
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import curation.cli
 
-HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarrow", "flask", "gunicorn", "alembic",
-         "tqdm")
+HEAVY = ("scipy", "pandas", "sklearn", "sqlalchemy", "sqlmodel", "numpy", "pyarrow", "flask", "gunicorn", "granian",
+         "alembic", "tqdm")
 
 # What `golden --help` lists: the groups of the pipeline and the commands at the top.
 TOP = {"demo", "sample", "pool", "project", "judging", "serve", "labels", "machine", "leakcheck", "export", "stats",

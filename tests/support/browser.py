@@ -1,5 +1,5 @@
 """What the browser tests share: Debian's Chromium driven by Python Playwright, `golden serve`
-(gunicorn) started on a free port with its output in a log file, and the login form filled in.
+(granian) started on a free port with its output in a log file, and the login form filled in.
 The fixtures ``browser`` (one Chromium per test module) and ``page`` (a fresh context per test) that
 wrap ``chromium`` and ``new_page`` are in conftest.py."""
 
