@@ -51,7 +51,7 @@ import numpy as np
 from sqlalchemy import func, insert, update
 from sqlmodel import select
 
-from curation.cli.serve import SERVERS, default_workers
+from curation.cli.serve import SERVERS, default_threads, default_workers
 from curation.judge import assignment
 from curation.store import projects, users
 from curation.store.engine import make_engine, scratch_database
@@ -487,7 +487,8 @@ def main(argv=None) -> int:
                         help="golden serve --workers (worker processes; default as golden serve's)")
     parser.add_argument("--server", choices=SERVERS, default=SERVERS[0],
                         help=f"golden serve --server (the WSGI server; default {SERVERS[0]})")
-    parser.add_argument("--threads", type=int, default=1, help="golden serve --threads (threads per worker)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="golden serve --threads (threads per worker; default as golden serve's)")
     parser.add_argument("--servers", type=int, default=1,
                         help="golden serve processes on as many ports, one store; judge i talks to server i %% N")
     parser.add_argument("--think", type=float, default=0.0,
@@ -507,6 +508,7 @@ def main(argv=None) -> int:
     else:
         url = args.db or f"sqlite:///{folder / 'golden.db'}"
     backend = "PostgreSQL" if url.startswith("postgres") else "SQLite"
+    args.threads = args.threads or default_threads(args.server, backend.lower())
     try:
         project_id, names = cached_store(url, folder, args)
         ports = [free_port() for _ in range(args.servers)]
