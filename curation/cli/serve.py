@@ -3,11 +3,12 @@
 Either runs the app in ``--workers`` processes, so a team's judges use every core (one Python
 process answers on one core at a time). granian (``--server granian``) reads and writes HTTP in
 Rust, keeps each judge's connection alive between answers and hands the app one request at a time
-per worker thread (``--threads``: 1 on SQLite, 4 on PostgreSQL by default); on the judging load it answered 1.3-1.5x the
-judgments a second of gunicorn's sync worker with 0.65-0.8x the server CPU a request
-(bench/README.md, issue 29). gunicorn (``--server gunicorn``) stays for deployments that know it:
-its sync worker takes a connection only when it is free and closes it after the answer; with
-``--threads`` above 1 its threaded worker keeps connections alive.
+per worker thread (``--threads``: 1 on SQLite, 4 on PostgreSQL by default). On the judging load
+(20 non-stop judges, SQLite, 2 cores) it answered 1.15-1.34x the judgments a second of gunicorn's
+sync worker at 0.5-0.7x the server CPU a request (bench/README.md, issue 29). gunicorn
+(``--server gunicorn``) stays for deployments that know it: its sync worker takes a connection only
+when it is free and closes it after the answer; with ``--threads`` above 1 its threaded worker
+keeps connections alive.
 
 Both servers accept on one listening socket that golden binds itself, before any worker starts,
 and every worker inherits: port 0 picks one free port for all of them, and a port another
