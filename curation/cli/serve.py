@@ -115,10 +115,11 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, server: 
     echo("golden: stopped")
 
 
-def _worker_started(app) -> None:
-    """In a new worker process (a fork of the serving one), before its first request."""
+def _worker_started(app, master: int) -> None:
+    """In a new worker process (a fork of ``master``, the serving one), before its first request."""
     import gc
 
+    _stop_without(master)
     # Forget the serving process's pooled connections without closing them (they are its, not
     # this worker's); the worker opens its own on first use.
     app.extensions["golden_engine"].dispose(close=False)
@@ -149,6 +150,8 @@ def _run_granian(app, sock: socket.socket, workers: int, threads: int) -> None:
         def _drop_shared_socket(self):
             pass  # serve_app closes the socket
 
+    master = os.getpid()
+
     def load(_target):
         import signal
 
@@ -157,7 +160,7 @@ def _run_granian(app, sock: socket.socket, workers: int, threads: int) -> None:
         # respawned by the master in the middle of the stop, and killed 5 s later. Blocked here,
         # before granian starts its threads, which inherit the mask.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        _worker_started(app)
+        _worker_started(app, master)
         return app
 
     # The workers must be forks of this process: they get the app built here and the socket
@@ -173,9 +176,32 @@ def _run_granian(app, sock: socket.socket, workers: int, threads: int) -> None:
     server.serve(target_loader=load)
 
 
+#: Seconds between a granian worker's checks that the serving process is still its parent.
+MASTER_CHECK_SECONDS = 1.0
+
+
+def _stop_without(master: int) -> None:
+    """In a granian worker: stop as on SIGTERM once ``master`` is no longer this process's parent
+    (killed with SIGKILL, say, so it could not stop its workers). granian's workers would otherwise
+    serve on, unseen, holding the port; gunicorn's sync worker checks too, but only between waits
+    for a connection of up to half its timeout (30 s)."""
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == master:
+            time.sleep(MASTER_CHECK_SECONDS)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="golden-master-watch", daemon=True).start()
+
+
 def _run_gunicorn(app, sock: socket.socket, workers: int, threads: int) -> None:
     """gunicorn on ``sock``: its sync worker, or its threaded one when ``threads`` is above 1."""
     from gunicorn.app.base import BaseApplication
+
+    master = os.getpid()
 
     options = {
         "bind": [f"fd://{sock.fileno()}"],
@@ -185,7 +211,7 @@ def _run_gunicorn(app, sock: socket.socket, workers: int, threads: int) -> None:
         "keepalive": 5,  # threaded worker only: an idle connection is kept this many seconds
         "timeout": 60,
         "graceful_timeout": 5,  # on Ctrl+C / SIGTERM: requests in flight may finish
-        "post_fork": lambda _server, _worker: _worker_started(app),
+        "post_fork": lambda _server, _worker: _worker_started(app, master),
         "accesslog": None,
         "errorlog": "-",
         "loglevel": "warning",

@@ -120,6 +120,11 @@ def test_sigint_to_the_whole_process_group_stops_every_worker_at_once(tmp_path, 
             _login_page(_printed_port(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline), deadline, log)
             workers = _bench().child_pids(proc.pid)
             assert len(workers) == 2
+            # one worker answered; the other may still be loading the app, before it blocks SIGINT
+            # (a Ctrl+C in that first instant still ends it, and the stop then waits 5 s)
+            while not all(_blocks_sigint(pid) for pid in workers):
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
         finally:
             started = time.monotonic()
             os.killpg(proc.pid, signal.SIGINT)
@@ -129,6 +134,39 @@ def test_sigint_to_the_whole_process_group_stops_every_worker_at_once(tmp_path, 
         assert output.rstrip().endswith("golden: stopped") and "Traceback" not in output
         assert "Killing" not in output and "Unexpected exit" not in output, output
         assert not [pid for pid in workers if Path(f"/proc/{pid}").exists() and _state(pid) != "Z"], output
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_workers_stop_when_the_serving_process_is_killed(tmp_path, server):
+    # SIGKILL (the OOM killer, `kill -9`) gives the master no chance to stop its workers; they must
+    # not serve on alone, holding the port
+    with sqlite_store(tmp_path) as (url, _engine):
+        log = tmp_path / "serve.log"
+        proc = _start_serve(url, log, "--port", "0", "--workers", "2", "--server", server)
+        try:
+            deadline = time.monotonic() + 60
+            port = _printed_port(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline)
+            _login_page(port, deadline, log)
+            workers = _bench().child_pids(proc.pid)
+            assert len(workers) == 2
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while [pid for pid in workers if _state(pid) not in ("Z", "gone")] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        alive = [pid for pid in workers if _state(pid) not in ("Z", "gone")]
+        for pid in alive:  # leave nothing behind, then fail
+            os.kill(pid, signal.SIGKILL)
+        assert not alive, log.read_text()
+
+
+def _blocks_sigint(pid: int) -> bool:
+    """Whether process ``pid``'s main thread blocks SIGINT (Linux /proc: SigBlk, a hex mask)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigBlk:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    return False
 
 
 def _state(pid: int) -> str:
