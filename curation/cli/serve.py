@@ -100,7 +100,7 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, server: 
     master = os.getpid()
     run = _run_granian if server == "granian" else _run_gunicorn
     try:
-        run(app, sock, workers, threads)
+        run(app, sock, workers, threads, master)
     except SystemExit as exc:
         # Both servers end their processes with sys.exit: a worker (a fork of this one) leaves
         # quietly by the same way; the master also on a clean stop (Ctrl+C, SIGTERM).
@@ -129,7 +129,7 @@ def _worker_started(app, master: int) -> None:
     gc.freeze()
 
 
-def _run_granian(app, sock: socket.socket, workers: int, threads: int) -> None:
+def _run_granian(app, sock: socket.socket, workers: int, threads: int, master: int) -> None:
     """granian's multi-process server (``granian.server.MPServer``, the class its ``Granian`` names
     on a standard CPython) on ``sock``, the app's WSGI interface, its workers forked from here."""
     import multiprocessing
@@ -149,8 +149,6 @@ def _run_granian(app, sock: socket.socket, workers: int, threads: int) -> None:
 
         def _drop_shared_socket(self):
             pass  # serve_app closes the socket
-
-    master = os.getpid()
 
     def load(_target):
         import signal
@@ -181,8 +179,8 @@ MASTER_CHECK_SECONDS = 1.0
 
 
 def _stop_without(master: int) -> None:
-    """In a granian worker: stop as on SIGTERM once ``master`` is no longer this process's parent
-    (killed with SIGKILL, say, so it could not stop its workers). granian's workers would otherwise
+    """In a worker (either server): stop as on SIGTERM once ``master`` is no longer this process's
+    parent (killed with SIGKILL, say, so it could not stop its workers). granian's workers would otherwise
     serve on, unseen, holding the port; gunicorn's sync worker checks too, but only between waits
     for a connection of up to half its timeout (30 s)."""
     import signal
@@ -197,11 +195,9 @@ def _stop_without(master: int) -> None:
     threading.Thread(target=watch, name="golden-master-watch", daemon=True).start()
 
 
-def _run_gunicorn(app, sock: socket.socket, workers: int, threads: int) -> None:
+def _run_gunicorn(app, sock: socket.socket, workers: int, threads: int, master: int) -> None:
     """gunicorn on ``sock``: its sync worker, or its threaded one when ``threads`` is above 1."""
     from gunicorn.app.base import BaseApplication
-
-    master = os.getpid()
 
     options = {
         "bind": [f"fd://{sock.fileno()}"],

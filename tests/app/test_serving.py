@@ -73,6 +73,15 @@ def _login_page(port: int, deadline: float, log: Path) -> None:
             time.sleep(0.1)
 
 
+def _two_workers_up(proc: subprocess.Popen, log: Path, start_line: str, deadline: float) -> tuple[int, list[int]]:
+    """The printed port and the worker processes, once the start line is out and the login page answers."""
+    port = _printed_port(proc, log, start_line, deadline)
+    _login_page(port, deadline, log)
+    workers = _bench().child_pids(proc.pid)
+    assert len(workers) == 2
+    return port, workers
+
+
 def _stop(proc: subprocess.Popen, log: Path) -> str:
     proc.send_signal(signal.SIGTERM)
     code = proc.wait(timeout=30)
@@ -91,11 +100,8 @@ def test_serve_runs_worker_processes_on_the_port_it_prints_and_stops_cleanly(tmp
         try:
             deadline = time.monotonic() + 60
             start_line = rf"http://127\.0\.0\.1:(\d+)/ with {server} \(2 worker processes\)"
-            port = _printed_port(proc, log, start_line, deadline)
+            port, workers = _two_workers_up(proc, log, start_line, deadline)
             assert port != 0
-            _login_page(port, deadline, log)
-            workers = _bench().child_pids(proc.pid)
-            assert len(workers) == 2
             # every worker serves the one socket bound before the line was printed: each holds it,
             # and no worker listens on a socket of its own (granian's default on Linux)
             listening = {pid: _listening_ports(pid) for pid in workers}
@@ -117,9 +123,7 @@ def test_sigint_to_the_whole_process_group_stops_every_worker_at_once(tmp_path, 
                             ignoring=ignoring)
         try:
             deadline = time.monotonic() + 60
-            _login_page(_printed_port(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline), deadline, log)
-            workers = _bench().child_pids(proc.pid)
-            assert len(workers) == 2
+            _, workers = _two_workers_up(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline)
             # one worker answered; the other may still be loading the app, before it blocks SIGINT
             # (a Ctrl+C in that first instant still ends it, and the stop then waits 5 s)
             while not all(_blocks_sigint(pid) for pid in workers):
@@ -145,10 +149,7 @@ def test_workers_stop_when_the_serving_process_is_killed(tmp_path, server):
         proc = _start_serve(url, log, "--port", "0", "--workers", "2", "--server", server)
         try:
             deadline = time.monotonic() + 60
-            port = _printed_port(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline)
-            _login_page(port, deadline, log)
-            workers = _bench().child_pids(proc.pid)
-            assert len(workers) == 2
+            _, workers = _two_workers_up(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline)
         finally:
             proc.kill()
             proc.wait(timeout=30)
