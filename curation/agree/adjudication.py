@@ -22,7 +22,7 @@ from sqlalchemy import false, true
 from sqlmodel import Session, select
 
 from curation.store.audit import record_audit
-from curation.store.lookups import join_pair_text, pair_keys, project_id
+from curation.store.lookups import join_pair_text, pair_keys, plain_rows, project_id
 from curation.store.models import (
     Adjudication,
     Document,
@@ -87,24 +87,53 @@ class QueueCounts(NamedTuple):
 
 
 def _split_pairs(session: Session, pid: int) -> dict[int, int]:
-    """``{pair_id: grade distance}`` of the pairs whose judges' latest labels differ, from a light
-    pass over the judgments (integers only, in answering order: the last row of a judge counts)."""
+    """``{pair_id: grade distance}`` of the pairs whose judges' latest labels differ."""
+    return _latest_passes(session, pid)[0]
+
+
+def _latest_passes(session: Session, pid: int) -> tuple[dict[int, int], dict[int, int]]:
+    """The two queues' pairs from one light pass over the judgments (integers and flags only, in
+    answering order: the last row of a judge counts; skips ignored):
+
+    * ``{pair_id: grade distance}`` of the pairs whose judges' latest labels (graded answers) differ;
+    * ``{pair_id: grade distance}`` of the pairs where some judge's latest answer (graded, or an
+      ungraded "unsure") is marked unsure, the distance over those answers' grades."""
     latest: dict[tuple[int, int], int] = {}
-    for pair_id, judge_id, grade in session.exec(
-        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade)
-        .where(Judgment.project_id == pid, Judgment.skipped == false(), Judgment.grade.is_not(None), pool_labels())
+    answer: dict[tuple[int, int], tuple[int | None, bool]] = {}
+    for pair_id, judge_id, grade, unsure in plain_rows(session,
+        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure)
+        .where(Judgment.project_id == pid, Judgment.skipped == false(), pool_labels(),
+               Judgment.grade.is_not(None) | (Judgment.unsure == true()))
         .order_by(Judgment.answered_at, Judgment.id)
-    ).all():
-        latest[(pair_id, judge_id)] = grade
+    ):
+        key = (pair_id, judge_id)
+        answer[key] = (grade, bool(unsure))
+        if grade is not None:
+            latest[key] = grade
+    return _spread(latest.items()), _unsure_spread(answer)
+
+
+def _spread(labels) -> dict[int, int]:
+    """``{pair_id: highest minus lowest grade}`` of the pairs whose ``((pair_id, judge), grade)``
+    labels differ."""
     lo: dict[int, int] = {}
     hi: dict[int, int] = {}
-    for (pair_id, _), grade in latest.items():
+    for (pair_id, _), grade in labels:
         if pair_id in lo:
             lo[pair_id] = min(lo[pair_id], grade)
             hi[pair_id] = max(hi[pair_id], grade)
         else:
             lo[pair_id] = hi[pair_id] = grade
     return {p: hi[p] - lo[p] for p in lo if hi[p] != lo[p]}
+
+
+def _unsure_spread(answer: dict[tuple[int, int], tuple[int | None, bool]]) -> dict[int, int]:
+    flagged = {p for (p, _), (_, unsure) in answer.items() if unsure}
+    grades_of: dict[int, list[int]] = defaultdict(list)
+    for (p, _), (grade, _) in answer.items():
+        if p in flagged and grade is not None:
+            grades_of[p].append(grade)
+    return {p: (max(grades_of[p]) - min(grades_of[p])) if grades_of[p] else 0 for p in flagged}
 
 
 def _latest_labels(session: Session, pid: int, pair_ids: list[int], *, ungraded_unsure: bool = False
@@ -198,11 +227,7 @@ def _adjudicated(session: Session, pid: int) -> set[int]:
 
 def queue_counts(session: Session, project: Project | int) -> QueueCounts:
     """How many disagreements wait for a lead, and how many were adjudicated (one light pass)."""
-    pid = project_id(project)
-    split = _split_pairs(session, pid)
-    done = _adjudicated(session, pid)
-    resolved = sum(1 for p in split if p in done)
-    return QueueCounts(len(split) - resolved, resolved)
+    return open_queues(session, project)[0]
 
 
 def disagreement(session: Session, project: Project | int, pair_id: int) -> Disagreement | None:
@@ -219,21 +244,8 @@ def disagreement(session: Session, project: Project | int, pair_id: int) -> Disa
 
 def _unsure_pairs(session: Session, pid: int) -> dict[int, int]:
     """``{pair_id: grade distance}`` of the pairs where some judge's latest answer (skips ignored) is
-    marked unsure, from one light pass over the judgments (integers and flags only)."""
-    latest: dict[tuple[int, int], tuple[int | None, bool]] = {}
-    for pair_id, judge_id, grade, unsure in session.exec(
-        select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure)
-        .where(Judgment.project_id == pid, Judgment.skipped == false(), pool_labels(),
-               Judgment.grade.is_not(None) | (Judgment.unsure == true()))
-        .order_by(Judgment.answered_at, Judgment.id)
-    ).all():
-        latest[(pair_id, judge_id)] = (grade, bool(unsure))
-    flagged = {p for (p, _), (_, unsure) in latest.items() if unsure}
-    grades_of: dict[int, list[int]] = defaultdict(list)
-    for (p, _), (grade, _) in latest.items():
-        if p in flagged and grade is not None:
-            grades_of[p].append(grade)
-    return {p: (max(grades_of[p]) - min(grades_of[p])) if grades_of[p] else 0 for p in flagged}
+    marked unsure."""
+    return _latest_passes(session, pid)[1]
 
 
 def unsure_answers(
@@ -275,11 +287,20 @@ def unsure_answer(session: Session, project: Project | int, pair_id: int) -> Dis
 
 def unsure_counts(session: Session, project: Project | int) -> QueueCounts:
     """How many unsure answers wait for a lead, and how many a lead has confirmed or changed."""
+    return open_queues(session, project)[1]
+
+
+def open_queues(session: Session, project: Project | int) -> tuple[QueueCounts, QueueCounts]:
+    """:func:`queue_counts` and :func:`unsure_counts` together, from one pass over the judgments
+    (the lead pages' navigation shows both on every page)."""
     pid = project_id(project)
-    flagged = _unsure_pairs(session, pid)
+    split, flagged = _latest_passes(session, pid)
     done = _adjudicated(session, pid)
-    resolved = sum(1 for p in flagged if p in done)
-    return QueueCounts(len(flagged) - resolved, resolved)
+    counts = []
+    for pairs in (split, flagged):
+        resolved = sum(1 for p in pairs if p in done)
+        counts.append(QueueCounts(len(pairs) - resolved, resolved))
+    return counts[0], counts[1]
 
 
 def resolve_unsure(

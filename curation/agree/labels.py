@@ -43,7 +43,7 @@ from typing import NamedTuple
 from sqlalchemy import false, union
 from sqlmodel import Session, func, select
 
-from curation.store.lookups import join_pair_text, pair_ids, project_id
+from curation.store.lookups import join_pair_text, pair_ids, plain_rows, project_id
 from curation.store.models import (
     Adjudication,
     Assignment,
@@ -327,11 +327,7 @@ def load_judgments(
         return [Label(qid, docid, judge, None if skipped else grade, answered, shown)
                 for qid, docid, judge, grade, answered, shown, _pair_id, skipped in session.exec(stmt).all()]
     # The driver's rows as they come (SQLite gives the times as text), each distinct time converted once.
-    result = session.connection().execute(stmt)
-    try:
-        rows = result.cursor.fetchall()
-    finally:
-        result.close()
+    rows = plain_rows(session, stmt)
     distinct = {r[4] for r in rows} | {r[5] for r in rows}
     secs = {t: None if t is None else as_seconds(datetime.fromisoformat(t) if isinstance(t, str) else t)
             for t in distinct}

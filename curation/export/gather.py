@@ -46,6 +46,7 @@ from curation.export.split import split_summary
 from curation.formats.qrels import label_record_line, label_vote_json, plain_label_lines, qrel_text
 from curation.formats.queries import queries_text
 from curation.pool.seeds import SEED_SOURCES
+from curation.store.lookups import plain_rows
 from curation.store.models import (
     Document,
     GuidelinesVersion,
@@ -329,16 +330,6 @@ def _chunks(session: Session, pid: int, queries: list[Query], chunk_pairs: int) 
     return chunks
 
 
-def _fetch(conn, stmt) -> list[tuple]:
-    """All rows of ``stmt`` as the driver's plain tuples (integers, strings, booleans: no value needs
-    SQLAlchemy's result processing), without building a Row object per row."""
-    result = conn.execute(stmt)
-    try:
-        return result.cursor.fetchall()
-    finally:
-        result.close()
-
-
 def _latest_votes(rows, rank_of, n_judges: int):
     """Each judge's latest label of each pair, from judgment rows (pair id, judge id, grade, unsure,
     guidelines version id or 0, information need version id or 0) oldest first: arrays sorted by
@@ -550,7 +541,7 @@ class _Votes:
 def _chunk_votes(conn, ids: list[int], facts: _Facts, policy: str) -> _Votes:
     import numpy as np
 
-    rows = _fetch(conn,
+    rows = plain_rows(conn,
         select(Judgment.pair_id, Judgment.judge_id, Judgment.grade, Judgment.unsure,
                func.coalesce(Judgment.guidelines_version_id, 0), func.coalesce(Judgment.need_version_id, 0))
         .join(PoolPair, PoolPair.id == Judgment.pair_id)
@@ -656,7 +647,7 @@ def _label_chunk(conn, chunk: list, facts: _Facts, tally: _Tally, *, policy: str
     qid_of = {q.id: q.qid for q in chunk}
     ids = list(qid_of)
     chunk_qids = [q.qid for q in chunk]  # in qid order (_chunks)
-    pool = _fetch(conn,
+    pool = plain_rows(conn,
         select(PoolPair.id, PoolPair.query_id, Document.docid, Document.excluded, PoolPair.seed_source,
                PoolPair.batch)
         .join(Document, Document.id == PoolPair.document_id)

@@ -7,7 +7,7 @@ through :func:`join_pair_text`, and the (qid, docid) -> pair id map through :fun
 
 from __future__ import annotations
 
-from sqlalchemy import update
+from sqlalchemy import Connection, update
 from sqlalchemy.sql import Select
 from sqlmodel import Session, select
 
@@ -23,6 +23,19 @@ def join_pair_text(stmt: Select) -> Select:
     """``stmt`` (whose FROM already has ``PoolPair``) joined to the pair's ``Query`` and ``Document``,
     so it can select or filter on ``Query.qid``, ``Document.docid`` and their text."""
     return stmt.join(Query, Query.id == PoolPair.query_id).join(Document, Document.id == PoolPair.document_id)
+
+
+def plain_rows(db: Session | Connection, stmt: Select) -> list[tuple]:
+    """All rows of ``stmt`` as the driver's plain tuples, without a SQLAlchemy ``Row`` per row: for
+    the passes over a project's every judgment, where building the rows cost five times the query
+    (100,000 judgments: 0.2 s against 1.0 s). No value is converted: SQLite gives booleans as 0/1
+    and times as text, so select only integers and strings, or convert them yourself."""
+    conn = db.connection() if isinstance(db, Session) else db
+    result = conn.execute(stmt)
+    try:
+        return result.cursor.fetchall()
+    finally:
+        result.close()
 
 
 def pair_ids(session: Session, project: Project | int) -> dict[tuple[str, str], int]:

@@ -66,7 +66,7 @@ def test_the_export_reads_the_judgments_a_chunk_at_a_time(engine, tmp_path, monk
     with new_session(engine) as s:
         total = len(s.exec(select(Judgment.id)).all())
     reads, writes = [], []
-    real_fetch, real_write = gather._fetch, gather._HashedFile.write
+    real_fetch, real_write = gather.plain_rows, gather._HashedFile.write
 
     def fetch(conn, stmt):
         rows = real_fetch(conn, stmt)
@@ -77,7 +77,7 @@ def test_the_export_reads_the_judgments_a_chunk_at_a_time(engine, tmp_path, monk
         writes.append(text.count(b"\n" if isinstance(text, bytes) else "\n"))
         return real_write(self, text)
 
-    monkeypatch.setattr(gather, "_fetch", fetch)
+    monkeypatch.setattr(gather, "plain_rows", fetch)
     monkeypatch.setattr(gather._HashedFile, "write", write)
     monkeypatch.setattr(gather, "CHUNK_PAIRS", 30)  # 3 queries of 10 pairs per chunk
     res = _export(engine, tmp_path / "out", "v1", "majority")

@@ -152,3 +152,58 @@ def test_golden_adjudicate_unsure_lists_and_decides(project, engine):
         label = {(f.qid, f.docid): f for f in final_labels(s, get_project(s, proj.name))}[(task.qid, task.docid)]
     assert (label.grade, label.source) == (1, "adjudicated")
     assert label.reason == "unsure answer (grade 1) confirmed by the lead"
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_the_queue_counts_light_pass_agrees_with_every_judgment_read_one_by_one(project, engine, seed):
+    """The two queues' counts (one pass over the driver's plain rows, ``open_queues``) against a
+    brute force over the Judgment records and against the queues' detailed entries, on random
+    histories: relabels, skips, unsure answers with and without a grade, adjudications."""
+    import random
+    from collections import defaultdict
+    from datetime import UTC, datetime, timedelta
+
+    from curation.store.models import Adjudication, PoolPair
+
+    rng = random.Random(seed)
+    with session(engine) as s:
+        proj = get_project(s, project.project_name)
+        judges = [_user(s, n) for n in ("alice", "bob", "lena")]
+        pairs = list(s.exec(select(PoolPair.id).where(PoolPair.project_id == proj.id)))
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        rows = []
+        for i in range(300):
+            grade = rng.choice([None, 0, 1, 2, 2])
+            unsure = rng.random() < 0.2 or grade is None
+            rows.append({"project_id": proj.id, "pair_id": rng.choice(pairs), "judge_id": rng.choice(judges).id,
+                         "grade": grade, "unsure": unsure, "skipped": rng.random() < 0.1, "source": "human",
+                         "purpose": "pool", "answered_at": start + timedelta(seconds=rng.randrange(200))})
+        s.connection().execute(insert(Judgment.__table__), rows)
+        for pair_id in rng.sample(pairs, 4):
+            s.add(Adjudication(project_id=proj.id, pair_id=pair_id, lead_id=judges[2].id, grade=1, reason="r"))
+        s.commit()
+
+        graded, answered = {}, {}
+        for j in sorted(s.exec(select(Judgment).where(Judgment.project_id == proj.id)),
+                        key=lambda j: (j.answered_at, j.id)):
+            if j.skipped or j.purpose != "pool":
+                continue
+            if j.grade is not None:
+                graded[(j.pair_id, j.judge_id)] = j.grade
+            if j.grade is not None or j.unsure:
+                answered[(j.pair_id, j.judge_id)] = j.unsure
+        grades_of = defaultdict(set)
+        for (pair_id, _), grade in graded.items():
+            grades_of[pair_id].add(grade)
+        split = {p for p, gs in grades_of.items() if len(gs) > 1}
+        flagged = {p for (p, _), unsure in answered.items() if unsure}
+        done = set(s.exec(select(Adjudication.pair_id).where(Adjudication.project_id == proj.id)))
+        expected = tuple((len(ps - done), len(ps & done)) for ps in (split, flagged))
+
+        queue, unsure = adjudication.open_queues(s, proj)
+        assert (tuple(queue), tuple(unsure)) == expected
+        assert split and flagged and split & done  # the draw reached every case it checks
+        assert adjudication.queue_counts(s, proj) == queue
+        assert adjudication.unsure_counts(s, proj) == unsure
+        assert {e.pair_id for e in adjudication.disagreements(s, proj, include_resolved=True)} == split
+        assert {e.pair_id for e in adjudication.unsure_answers(s, proj, include_resolved=True)} == flagged
