@@ -42,10 +42,10 @@ def _lead_links() -> dict:
     """For the lead navigation on every lead page (lead/_nav.html, also the leak check's and the
     versions' pages): whether the leak check is there, the open counts of the two queues, and the
     one count of work (:func:`curation.store.workload.count_work`) for the pages that show it."""
-    def open_counts(project: Project) -> dict:
-        db = get_db()
-        return {"disagreements": adjudication.queue_counts(db, project).open,
-                "unsure": adjudication.unsure_counts(db, project).open}
+    def open_counts(project: Project, counts=None) -> dict:
+        """``counts``: the two queues' counts when the page read them already."""
+        queue, unsure = counts or adjudication.open_queues(get_db(), project)
+        return {"disagreements": queue.open, "unsure": unsure.open}
 
     def work(project: Project):
         from curation.store import workload
@@ -188,14 +188,15 @@ def _float_arg(name: str, default: float) -> float:
     return value
 
 
-def _report(project: Project):
+def _report(project: Project, disagreements=None):
     """The project's agreement report (:func:`curation.agree.agreement.build_agreement_report`, as
     ``golden labels agreement`` prints it) with the cut and thresholds of the page's settings form."""
     try:
         thresholds = Thresholds(usable=_float_arg("usable", DEFAULT_THRESHOLDS.usable),
                                 marginal=_float_arg("marginal", DEFAULT_THRESHOLDS.marginal))
         cut = request.args.get("cut") or None
-        return build_agreement_report(get_db(), project, cut=whole_number(cut) if cut else None, thresholds=thresholds)
+        return build_agreement_report(get_db(), project, cut=whole_number(cut) if cut else None, thresholds=thresholds,
+                                      disagreements=disagreements)
     except ValueError as exc:
         abort(400, description=str(exc))
 
@@ -218,7 +219,9 @@ def index():
 def dashboard(project_id: int):
     project = project_or_404(project_id)
     db = get_db()
-    report = _report(project)
+    # The two queues' counts, read once for the report, the suggested next step and the navigation.
+    counts = adjudication.open_queues(db, project)
+    report = _report(project, counts[0])
     released_by = db.get(User, project.released_by_id) if project.released_by_id else None
     queue = report.disagreements
     held = project.hold_main and project.released_at is None
@@ -234,7 +237,8 @@ def dashboard(project_id: int):
         drift=drift_chart(report.drift, report.verdict.thresholds),
         bars=distribution_bars(report.distributions, report.scale), queue=queue, held=held,
         released_by=released_by, main_pairs=main_pairs, grades=projects.grades(project),
-        guidelines=projects.current_guidelines(db, project), next_action=_next_action(project, queue.open, held),
+        guidelines=projects.current_guidelines(db, project), lead_counts=counts,
+        next_action=_next_action(project, queue.open, counts[1].open, held),
         next_version=_next_version_name(project),
     )
 
@@ -246,7 +250,7 @@ def _next_version_name(project: Project) -> str:
     return f"v{len(list_versions(get_db(), project)) + 1}"
 
 
-def _next_action(project: Project, disagreements: int, held: bool) -> dict:
+def _next_action(project: Project, disagreements: int, unsure_open: int, held: bool) -> dict:
     """The one thing the dashboard suggests a lead does next: the open disagreements, then the
     unsure answers, then the release of held work, then the judging left, else an export."""
     from curation.store import workload
@@ -255,7 +259,6 @@ def _next_action(project: Project, disagreements: int, held: bool) -> dict:
     if disagreements:
         return dict(text=f"{disagreements} disagreement{'s' if disagreements != 1 else ''}", label="start",
                     url=url_for("lead.queue", project_id=project.id))
-    unsure_open = adjudication.unsure_counts(db, project).open
     if unsure_open:
         return dict(text=f"{unsure_open} unsure answer{'s' if unsure_open != 1 else ''}", label="review",
                     url=url_for("lead.unsure", project_id=project.id))

@@ -460,17 +460,20 @@ def build_agreement_report(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     window: int = DRIFT_WINDOW,
+    disagreements: QueueCounts | None = None,
 ) -> Report:
     """The agreement report of ``project``, as ``golden labels agreement`` (text and ``--json``) and the
     ``/lead`` dashboard show it: the overlap set's labels (the overlap assignments and every pair two
     judges labelled) on the project's scale, per stratum of the queries, the judges timed on all their
     judgments, with the disagreements waiting for a lead and those adjudicated.
-    ``cut`` None: :func:`curation.agree.settings.default_cut` of the scale."""
-    every = load_judgments(session, project)
+    ``cut`` None: :func:`curation.agree.settings.default_cut` of the scale. ``disagreements``: the
+    queue's counts when the caller has read them already (:func:`curation.agree.adjudication.open_queues`
+    in the same transaction), else they are read here."""
+    every = load_judgments(session, project, seconds=True)  # times as seconds: agreement_report wants them so
     report = agreement_report(
         overlap_only(session, project, every), scale=[g.grade for g in projects.grades(project)], cut=cut,
         strata=query_strata(session, project), thresholds=thresholds, verdict_on=verdict_on, resamples=resamples,
         seed=seed, window=window, timing_judgments=every,
     )
-    report.disagreements = queue_counts(session, project)
+    report.disagreements = queue_counts(session, project) if disagreements is None else disagreements
     return report

@@ -43,8 +43,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
-from sqlalchemy import func
+from sqlalchemy import case, distinct, func
 from sqlmodel import Session, select
 
 from curation.judge import gold
@@ -52,6 +53,8 @@ from curation.judge.assignment import main_visible
 from curation.judge.gold import JudgeAccuracy
 from curation.judge.qualification import qualification_report
 from curation.store import workload
+from curation.store.direct import to_datetime
+from curation.store.lookups import plain_rows
 from curation.store.models import (
     KNOWN_KIND,
     Assignment,
@@ -180,7 +183,7 @@ def build_progress(
     pid = project.id
     visible = main_visible(project)
     work = workload.count_work(session, pid, visible=visible)
-    pair_rows, overlap_rows, overlap_judges = _pair_counts(session, pid)
+    counted = _pair_counts(session, pid)
     pairs = session.exec(
         select(func.count()).select_from(PoolPair).join(Query, Query.id == PoolPair.query_id)
         .join(Document, Document.id == PoolPair.document_id)
@@ -190,18 +193,17 @@ def build_progress(
     accuracy = gold.accuracy_report(session, project)
     judges = _judge_rows(session, work, by_judge, now=now, idle_after=idle_after)
 
-    done_pairs = sum(1 for flags in pair_rows.values() if all(flags))
     team = workload.project_work(work)
     remaining_rows = team.remaining
     pace, pace_session, eta, eta_note = _pace(times, remaining_rows, now=now, idle_after=idle_after)
     return ProgressReport(
-        project=project.name, now=now, idle_after=idle_after, pairs=int(pairs), assigned_pairs=len(pair_rows),
-        unassigned_pairs=int(pairs) - len(pair_rows), done_pairs=done_pairs,
-        remaining_pairs=len(pair_rows) - done_pairs,
+        project=project.name, now=now, idle_after=idle_after, pairs=int(pairs), assigned_pairs=counted.assigned,
+        unassigned_pairs=int(pairs) - counted.assigned, done_pairs=counted.done,
+        remaining_pairs=counted.assigned - counted.done,
         done_rows=team.done, remaining_rows=remaining_rows, held_rows=sum(j.held for j in judges), released=visible,
         pace=pace, pace_session=pace_session, eta=eta,
-        eta_note=eta_note, overlap_pairs=len(overlap_rows),
-        overlap_complete=sum(1 for flags in overlap_rows.values() if all(flags)), overlap_judges=len(overlap_judges),
+        eta_note=eta_note, overlap_pairs=counted.overlap,
+        overlap_complete=counted.overlap_complete, overlap_judges=counted.overlap_judges,
         judges=judges, hourly=hourly, known_rate=int(project.known_answer_rate or 0), known_done=team.known_done,
         known_remaining=team.known_total - team.known_done, accuracy=accuracy,
         qualification=qualification_report(session, project, sorted(work)),
@@ -240,41 +242,58 @@ def _pace(times: list[datetime], remaining: int, *, now: datetime, idle_after: t
     return pace, pace_session, now + timedelta(hours=remaining / pace), note
 
 
-def _pair_counts(session: Session, pid: int):
-    """Each live pair's (and overlap pair's) assignment rows as done flags, with the judges who have
-    overlap rows."""
-    rows = session.exec(
-        select(Assignment.pair_id, Assignment.judge_id, Assignment.kind, Assignment.done_at.is_not(None))
-        .join(PoolPair, PoolPair.id == Assignment.pair_id)
-        .join(Query, Query.id == PoolPair.query_id)
-        .join(Document, Document.id == PoolPair.document_id)
-        .where(Assignment.project_id == pid, workload.live_pair_condition(), Assignment.kind != KNOWN_KIND)
-    ).all()
-    pair_rows: dict[int, list[bool]] = defaultdict(list)
-    overlap_rows: dict[int, list[bool]] = defaultdict(list)
-    overlap_judges: set[int] = set()
-    for pair_id, judge_id, kind, done in rows:
-        if kind == "overlap":
-            overlap_rows[pair_id].append(bool(done))
-            overlap_judges.add(judge_id)
-        pair_rows[pair_id].append(bool(done))
-    return pair_rows, overlap_rows, overlap_judges
+class PairCounts(NamedTuple):
+    """The live pairs' assignment rows, counted: pairs assigned, pairs all of whose rows are done,
+    overlap pairs, overlap pairs all of whose overlap rows are done, judges with overlap rows."""
+
+    assigned: int
+    done: int
+    overlap: int
+    overlap_complete: int
+    overlap_judges: int
+
+
+def _pair_counts(session: Session, pid: int) -> PairCounts:
+    """:class:`PairCounts` of ``pid``, counted by the database (two statements, one row each: a
+    project's 200,000 assignment rows are not read)."""
+    done = Assignment.done_at.is_not(None)
+    overlap = Assignment.kind == "overlap"
+
+    def live(stmt):
+        return (stmt.join(PoolPair, PoolPair.id == Assignment.pair_id)
+                .join(Query, Query.id == PoolPair.query_id)
+                .join(Document, Document.id == PoolPair.document_id)
+                .where(Assignment.project_id == pid, workload.live_pair_condition(), Assignment.kind != KNOWN_KIND))
+
+    def ones(condition):
+        return func.sum(case((condition, 1), else_=0))
+
+    per_pair = live(select(Assignment.pair_id, func.count().label("rows"), ones(done).label("done"),
+                           ones(overlap).label("overlap"), ones(overlap & done).label("overlap_done"))
+                    .select_from(Assignment)).group_by(Assignment.pair_id).subquery()
+    pairs, all_done, overlap_pairs, overlap_complete = session.exec(select(
+        func.count(), ones(per_pair.c.rows == per_pair.c.done), ones(per_pair.c.overlap > 0),
+        ones((per_pair.c.overlap > 0) & (per_pair.c.overlap == per_pair.c.overlap_done)),
+    ).select_from(per_pair)).one()
+    judges = session.exec(live(select(func.count(distinct(Assignment.judge_id))).select_from(Assignment))
+                          .where(overlap)).one()
+    return PairCounts(int(pairs), int(all_done or 0), int(overlap_pairs or 0), int(overlap_complete or 0), int(judges))
 
 
 def _answer_counts(session: Session, pid: int, now: datetime) -> tuple[dict[int, dict], list[int], list[datetime]]:
     """The answers given in the app (imports have no timing) counted per judge, and per hour of the
     last :data:`HOURS`; with the times of the team's answers up to ``now``, sorted."""
-    answers = session.exec(
+    answers = plain_rows(session,  # the driver's values: times are converted below (to_datetime)
         select(Judgment.judge_id, Judgment.answered_at, Judgment.shown_at, Judgment.skipped, Judgment.unsure)
         .where(Judgment.project_id == pid, Judgment.source == "human", pool_labels())
-    ).all()
+    )
     hour_ago, day_ago = now - timedelta(hours=1), now - timedelta(hours=HOURS)
     hourly = [0] * HOURS
     times: list[datetime] = []
     by_judge: dict[int, dict] = defaultdict(lambda: dict(n=0, hour=0, day=0, labels=0, unsure=0, skips=0,
                                                          seconds=[], last=None))
     for judge_id, answered, shown, skipped, unsure in answers:
-        answered, shown = _aware(answered), _aware(shown)
+        answered, shown = to_datetime(answered), to_datetime(shown)
         a = by_judge[judge_id]
         a["n"] += 1
         if skipped:
