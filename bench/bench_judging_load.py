@@ -12,7 +12,10 @@ resending one answer in 50 as a double click would. The judges share one process
 with as little work per request as an HTTP client can do, because they run on the same machine as
 the server.
 
-Prints judgments/second, the p50/p99 latency of submit-and-next, then verifies from the database
+Prints judgments/second, the p50/p99 latency of submit-and-next, the server's CPU time a request
+and each worker's connections and CPU time (on SQLite a request costs about half as much again when
+the judges' connections are spread over two workers as when one worker holds them all: every
+write of another process drops a connection's page cache and memory map), then verifies from the database
 that no judgment was lost (every answered token has exactly one row) or duplicated, and that no
 non-overlap pair was judged by two judges. Exit status 1 when a check fails.
 
@@ -227,6 +230,33 @@ def server_cpu_seconds(pid: int) -> float | None:
     return total + sum(cpu_seconds(kid) or 0.0 for kid in child_pids(pid))
 
 
+def established_by_process(pids: list[int], ports: set[int]) -> dict[int, int]:
+    """How many established TCP connections to ``ports`` each process of ``pids`` holds (Linux
+    /proc: the socket inodes among its open files, matched against /proc/net/tcp and tcp6). With
+    one listening socket shared by the workers, the worker whose event loop wakes first accepts a
+    connection, and a kept-alive connection stays with it: this says how the judges were spread."""
+    inodes: dict[str, int] = {}
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(path).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) in ports:  # 01: ESTABLISHED
+                inodes[f"socket:[{fields[9]}]"] = 1
+    counts = {}
+    for pid in pids:
+        n = 0
+        for fd in Path(f"/proc/{pid}/fd").glob("*"):
+            try:
+                n += inodes.get(os.readlink(fd), 0)
+            except OSError:  # closed meanwhile
+                continue
+        counts[pid] = n
+    return counts
+
+
 def start_server(url: str, port: int, workers: int, threads: int, log: Path, server: str = SERVERS[0]
                  ) -> subprocess.Popen:
     """Start `golden serve`; its stderr goes to ``log`` (a pipe nobody reads could fill up and
@@ -395,19 +425,23 @@ async def run_judges(judges: list[Judge], seconds: float, server_pids: list[int]
     servers' CPU seconds meanwhile, this (client) process's CPU seconds meanwhile, and PostgreSQL's
     (None on SQLite)."""
     await asyncio.gather(*(j.log_in() for j in judges))
+    workers = [kid for pid in server_pids for kid in child_pids(pid)]
 
     def servers_cpu():
         got = [server_cpu_seconds(pid) for pid in server_pids]
         return None if None in got else sum(got)
 
     cpu0, own0, db0 = servers_cpu(), time.process_time(), database_cpu_seconds(url)
+    each0 = {pid: cpu_seconds(pid) or 0.0 for pid in workers}
     t0 = time.perf_counter()
     await asyncio.gather(*(j.run(t0 + seconds) for j in judges))
     elapsed = time.perf_counter() - t0
     cpu1, own1, db1 = servers_cpu(), time.process_time(), database_cpu_seconds(url)
+    connections = established_by_process(workers, {j.port for j in judges})
+    spread = [(connections[pid], (cpu_seconds(pid) or 0.0) - each0[pid]) for pid in workers]
     server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
     db_cpu = None if db0 is None or db1 is None else db1 - db0
-    return elapsed, server_cpu, own1 - own0, db_cpu
+    return elapsed, server_cpu, own1 - own0, db_cpu, spread
 
 
 # ---------------------------------------------------------------------------------------------
@@ -519,7 +553,7 @@ def main(argv=None) -> int:
                 servers.append(start_server(url, port, args.workers, args.threads, log, args.server))
             judges = [Judge(name, ports[i % len(ports)], project_id, seed=args.seed + i, think=args.think)
                       for i, name in enumerate(names)]
-            elapsed, server_cpu, client_cpu, db_cpu = asyncio.run(
+            elapsed, server_cpu, client_cpu, db_cpu, spread = asyncio.run(
                 run_judges(judges, args.seconds, [s.pid for s in servers], url))
         finally:
             for server in servers:
@@ -546,6 +580,9 @@ def main(argv=None) -> int:
         if server_cpu is not None and requests:
             print(f"  server CPU per request  {server_cpu / requests * 1000:8.1f} ms   "
                   f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        if spread:
+            print(f"  per worker              {' | '.join(f'{n} connections {cpu:.1f} s CPU' for n, cpu in spread)}"
+                  "   (the judges' kept-alive connections stay with the worker that accepted them)")
         if db_cpu is not None and requests:
             print(f"  PostgreSQL CPU per req. {db_cpu / requests * 1000:8.1f} ms   (its backend processes for this "
                   "database: PostgreSQL's own work)")
