@@ -27,9 +27,9 @@ def join_pair_text(stmt: Select) -> Select:
 
 def plain_rows(db: Session | Connection, stmt: Select) -> list[tuple]:
     """All rows of ``stmt`` as the driver's plain tuples, without a SQLAlchemy ``Row`` per row: for
-    the passes over a project's every judgment, where building the rows cost five times the query
-    (100,000 judgments: 0.2 s against 1.0 s). No value is converted: SQLite gives booleans as 0/1
-    and times as text, so select only integers and strings, or convert them yourself."""
+    the passes over a project's every judgment (100,000 judgments on SQLite: 0.22 s, against 0.55 s
+    with a Row each, 0.88 s when a time column is read too). No value is converted: SQLite gives
+    booleans as 0/1 and times as text, so select integers and strings, or convert them yourself."""
     conn = db.connection() if isinstance(db, Session) else db
     result = conn.execute(stmt)
     try:
