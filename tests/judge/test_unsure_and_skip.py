@@ -172,7 +172,7 @@ def test_the_queue_counts_light_pass_agrees_with_every_judgment_read_one_by_one(
         pairs = list(s.exec(select(PoolPair.id).where(PoolPair.project_id == proj.id)))
         start = datetime(2026, 1, 1, tzinfo=UTC)
         rows = []
-        for i in range(300):
+        for _ in range(300):
             grade = rng.choice([None, 0, 1, 2, 2])
             unsure = rng.random() < 0.2 or grade is None
             rows.append({"project_id": proj.id, "pair_id": rng.choice(pairs), "judge_id": rng.choice(judges).id,
