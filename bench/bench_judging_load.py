@@ -13,9 +13,9 @@ with as little work per request as an HTTP client can do, because they run on th
 the server.
 
 Prints judgments/second, the p50/p99 latency of submit-and-next, the server's CPU time a request
-and each worker's connections and CPU time (on SQLite a request costs about half as much again when
-the judges' connections are spread over two workers as when one worker holds them all: every
-write of another process drops a connection's page cache and memory map), then verifies from the database
+and each worker's connections and CPU time (on SQLite a request costs about a third more when the
+judges' connections are spread over two workers than when one worker holds them all: every write
+of another process drops a connection's page cache and memory map), then verifies from the database
 that no judgment was lost (every answered token has exactly one row) or duplicated, and that no
 non-overlap pair was judged by two judges. Exit status 1 when a check fails.
 
