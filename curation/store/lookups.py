@@ -11,6 +11,7 @@ from sqlalchemy import Connection, update
 from sqlalchemy.sql import Select
 from sqlmodel import Session, select
 
+from curation.store.direct import connection_of
 from curation.store.models import Document, PoolPair, Project, Query
 
 
@@ -30,8 +31,7 @@ def plain_rows(db: Session | Connection, stmt: Select) -> list[tuple]:
     the passes over a project's every judgment (100,000 judgments on SQLite: 0.22 s, against 0.55 s
     with a Row each, 0.88 s when a time column is read too). No value is converted: SQLite gives
     booleans as 0/1 and times as text, so select integers and strings, or convert them yourself."""
-    conn = db.connection() if isinstance(db, Session) else db
-    result = conn.execute(stmt)
+    result = (connection_of(db) if isinstance(db, Session) else db).execute(stmt)
     try:
         return result.cursor.fetchall()
     finally:
