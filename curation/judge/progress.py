@@ -53,7 +53,7 @@ from curation.judge.assignment import main_visible
 from curation.judge.gold import JudgeAccuracy
 from curation.judge.qualification import qualification_report
 from curation.store import workload
-from curation.store.direct import to_datetime
+from curation.store.direct import EPOCH, ONE_MICROSECOND, from_micros, micros_to_seconds, utc_micros
 from curation.store.lookups import plain_rows
 from curation.store.models import (
     KNOWN_KIND,
@@ -210,22 +210,27 @@ def build_progress(
     )
 
 
-def _rate(times: list[datetime]) -> float:
-    """Answers per hour over ``times`` (sorted): (n - 1) over the first-to-last span; 0 below two."""
-    span = (times[-1] - times[0]).total_seconds() if len(times) > 1 else 0.0
+HOUR_US = 3_600_000_000  # an hour in microseconds, the unit of the answer times below
+
+
+def _rate(times) -> float:
+    """Answers per hour over ``times`` (sorted microseconds): (n - 1) over the first-to-last span
+    (in seconds, as ``timedelta.total_seconds`` gives it); 0 below two."""
+    span = int(times[-1] - times[0]) / 1_000_000 if len(times) > 1 else 0.0
     return (len(times) - 1) * 3600.0 / span if span > 0 else 0.0
 
 
-def _pace(times: list[datetime], remaining: int, *, now: datetime, idle_after: timedelta):
-    """(pace over the last hour with answers, pace over the session, eta, how the eta was made)."""
+def _pace(times, remaining: int, *, now: datetime, idle_after: timedelta):
+    """(pace over the last hour with answers, pace over the session, eta, how the eta was made);
+    ``times``: the team's answer times up to ``now``, sorted, in microseconds since 1970 (numpy)."""
+    import numpy as np
+
     pace = pace_session = 0.0
-    if times:
-        last = times[-1]
-        start = len(times) - 1
-        while start > 0 and times[start] - times[start - 1] <= idle_after:
-            start -= 1
-        session = times[start:]
-        window = [t for t in times if t > last - timedelta(hours=1)]
+    if len(times):
+        last = int(times[-1])
+        gaps = np.flatnonzero(np.diff(times) > idle_after // ONE_MICROSECOND)
+        session = times[gaps[-1] + 1 if len(gaps) else 0:]  # the run of answers up to the last, no long gap
+        window = times[times > last - HOUR_US]
         pace, pace_session = _rate(window), _rate(session)
     if remaining == 0:
         return pace, pace_session, now, "all assigned pairs are judged"
@@ -233,12 +238,13 @@ def _pace(times: list[datetime], remaining: int, *, now: datetime, idle_after: t
         return 0.0, 0.0, None, "no estimate: the team has given fewer than two answers"
     if pace <= 0:
         return 0.0, pace_session, None, "no estimate: the last hour with answers has only one"
+    last_at = from_micros(last)
     note = (f"{remaining} answers left at {pace:.1f} an hour, the team's pace over the last hour with answers "
-            f"({window[0]:%H:%M}-{last:%H:%M} UTC, {len(window)} answers); "
-            + (f"{pace_session:.1f} an hour over the session since {session[0]:%H:%M} UTC" if pace_session
-               else "the session has one answer"))
-    if now - last > idle_after:
-        note += f"; nobody has answered since {last:%Y-%m-%d %H:%M} UTC, so it assumes judging resumes now"
+            f"({from_micros(window[0]):%H:%M}-{last_at:%H:%M} UTC, {len(window)} answers); "
+            + (f"{pace_session:.1f} an hour over the session since {from_micros(session[0]):%H:%M} UTC"
+               if pace_session else "the session has one answer"))
+    if now - last_at > idle_after:
+        note += f"; nobody has answered since {last_at:%Y-%m-%d %H:%M} UTC, so it assumes judging resumes now"
     return pace, pace_session, now + timedelta(hours=remaining / pace), note
 
 
@@ -280,40 +286,53 @@ def _pair_counts(session: Session, pid: int) -> PairCounts:
     return PairCounts(int(pairs), int(all_done or 0), int(overlap_pairs or 0), int(overlap_complete or 0), int(judges))
 
 
-def _answer_counts(session: Session, pid: int, now: datetime) -> tuple[dict[int, dict], list[int], list[datetime]]:
+def _answer_counts(session: Session, pid: int, now: datetime):
     """The answers given in the app (imports have no timing) counted per judge, and per hour of the
-    last :data:`HOURS`; with the times of the team's answers up to ``now``, sorted."""
-    answers = plain_rows(session,  # the driver's values: times are converted below (to_datetime)
+    last :data:`HOURS`; with the times of the team's answers up to ``now``, sorted, in microseconds
+    since 1970 (a numpy array, as :func:`_pace` takes them). Counted with numpy over the times of
+    every answer (:func:`curation.store.direct.utc_micros`), exactly as a loop over the rows would:
+    integer microseconds, and seconds as ``timedelta.total_seconds`` gives them."""
+    import numpy as np
+
+    answers = plain_rows(session,  # the driver's values: times are converted below (utc_micros)
         select(Judgment.judge_id, Judgment.answered_at, Judgment.shown_at, Judgment.skipped, Judgment.unsure)
         .where(Judgment.project_id == pid, Judgment.source == "human", pool_labels())
     )
-    hour_ago, day_ago = now - timedelta(hours=1), now - timedelta(hours=HOURS)
-    hourly = [0] * HOURS
-    times: list[datetime] = []
     by_judge: dict[int, dict] = defaultdict(lambda: dict(n=0, hour=0, day=0, labels=0, unsure=0, skips=0,
                                                          seconds=[], last=None))
-    for judge_id, answered, shown, skipped, unsure in answers:
-        answered, shown = to_datetime(answered), to_datetime(shown)
-        a = by_judge[judge_id]
-        a["n"] += 1
-        if skipped:
-            a["skips"] += 1
-        else:
-            a["labels"] += 1
-            a["unsure"] += bool(unsure)
-        if shown is not None and answered >= shown:
-            a["seconds"].append((answered - shown).total_seconds())
-        if a["last"] is None or answered > a["last"]:
-            a["last"] = answered
-        if answered <= now:
-            times.append(answered)
-        if hour_ago < answered <= now:
-            a["hour"] += 1
-        if day_ago < answered <= now:
-            a["day"] += 1
-            slot = HOURS - 1 - int((now - answered).total_seconds() // 3600)
-            hourly[max(slot, 0)] += 1
-    times.sort()
+    hourly = [0] * HOURS
+    if not answers:
+        return by_judge, hourly, np.zeros(0, dtype=np.int64)
+    judge_ids, answered, shown, skipped, unsure = zip(*answers)
+    answered, _ = utc_micros(answered)  # never None (a column NOT NULL)
+    shown, not_shown = utc_micros(shown)
+    skipped = np.array(skipped, dtype=bool)
+    unsure = np.array(unsure, dtype=bool) & ~skipped
+    judges, which = np.unique(np.array(judge_ids, dtype=np.int64), return_inverse=True)
+    now_us = (now - EPOCH) // ONE_MICROSECOND
+    timed = ~not_shown & (answered >= shown)
+    seconds = (answered - shown)[timed]
+    in_hour = (answered > now_us - HOUR_US) & (answered <= now_us)
+    in_day = (answered > now_us - HOURS * HOUR_US) & (answered <= now_us)
+    latest = np.full(len(judges), np.iinfo(np.int64).min)
+    np.maximum.at(latest, which, answered)
+
+    def per_judge(mask):
+        return np.bincount(which[mask], minlength=len(judges)).tolist()
+
+    everyone = np.ones(len(which), dtype=bool)
+    counts = zip(per_judge(everyone), per_judge(skipped), per_judge(unsure), per_judge(in_hour), per_judge(in_day))
+    timed_which = which[timed]
+    order = np.argsort(timed_which, kind="stable")
+    bounds = np.searchsorted(timed_which[order], np.arange(len(judges) + 1))
+    seconds = seconds[order]
+    for k, (judge_id, (n, skips, unsure_n, hour, day)) in enumerate(zip(judges.tolist(), counts)):
+        by_judge[judge_id].update(n=n, skips=skips, labels=n - skips, unsure=unsure_n, hour=hour, day=day,
+                                  seconds=micros_to_seconds(seconds[bounds[k]:bounds[k + 1]]),
+                                  last=from_micros(latest[k]))
+    slots = HOURS - 1 - (now_us - answered[in_day]) // HOUR_US
+    hourly = np.bincount(slots, minlength=HOURS).tolist()
+    times = np.sort(answered[answered <= now_us])
     return by_judge, hourly, times
 
 
