@@ -43,6 +43,7 @@ from typing import NamedTuple
 from sqlalchemy import false, union
 from sqlmodel import Session, func, select
 
+from curation.store.direct import micros_to_seconds, utc_micros
 from curation.store.lookups import join_pair_text, pair_ids, plain_rows, project_id
 from curation.store.models import (
     Adjudication,
@@ -326,13 +327,24 @@ def load_judgments(
     if not seconds:
         return [Label(qid, docid, judge, None if skipped else grade, answered, shown)
                 for qid, docid, judge, grade, answered, shown, _pair_id, skipped in session.exec(stmt).all()]
-    # The driver's rows as they come (SQLite gives the times as text), each distinct time converted once.
+    # The driver's rows as they come (SQLite gives the times as text), the times of all rows
+    # converted at once (utc_micros, micros_to_seconds: what datetime.timestamp() gives).
     rows = plain_rows(session, stmt)
-    distinct = {r[4] for r in rows} | {r[5] for r in rows}
-    secs = {t: None if t is None else as_seconds(datetime.fromisoformat(t) if isinstance(t, str) else t)
-            for t in distinct}
-    return [Label(qid, docid, judge, None if skipped else grade, secs[answered], secs[shown])
-            for qid, docid, judge, grade, answered, shown, _pair_id, skipped in rows]
+    if not rows:
+        return []
+    answered, shown = (_seconds([r[at] for r in rows]) for at in (4, 5))
+    return [Label(qid, docid, judge, None if skipped else grade, a, s)
+            for (qid, docid, judge, grade, _a, _s, _pair_id, skipped), a, s in zip(rows, answered, shown)]
+
+
+def _seconds(values: list) -> list[float | None]:
+    """Driver datetimes as :func:`as_seconds` gives them (None kept), converted together."""
+    micros, missing = utc_micros(values)
+    seconds = micros_to_seconds(micros)
+    if missing.any():
+        for i in missing.nonzero()[0].tolist():
+            seconds[i] = None
+    return seconds
 
 
 def _overlap_pairs(pid: int):

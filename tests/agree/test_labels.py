@@ -158,3 +158,31 @@ def test_adjudicate_command_lists_and_decides(store):
     assert res.exit_code == 1 and "is not a pair of project p" in res.output
     with new_session(store) as s:
         assert _by_pair(final_labels(s, get_project(s, "p")))["d2"] == (1, "adjudicated")
+
+
+@pytest.mark.parametrize("overlap_only", [False, True])
+def test_load_judgments_in_seconds_is_the_records_times_as_seconds(engine, tmp_path, overlap_only):
+    """``seconds=True`` (all times converted at once: curation.store.direct.utc_micros) gives the
+    records ``seconds=False`` gives, each time as ``as_seconds`` makes it of the datetime, on
+    SQLite's text and PostgreSQL's datetimes alike; skips too."""
+    from datetime import timedelta
+
+    from sqlmodel import select
+
+    from curation.agree.labels import Label, as_seconds, load_judgments
+    from tests.support.rich_store import rich_project
+
+    rich_project(engine, tmp_path / "in", n_queries=8, docs=6, seed=5)
+    with new_session(engine) as s:
+        for j in s.exec(select(Judgment)).all():  # times shown, to the microsecond, on two rows in three
+            if j.id % 3:
+                j.shown_at = j.answered_at - timedelta(seconds=j.id % 7, microseconds=123_457 * j.id % 10**6)
+        s.commit()
+        proj = get_project(s, "p")
+        for skips in (False, True):
+            plain = load_judgments(s, proj, overlap_only=overlap_only, include_skips=skips)
+            fast = load_judgments(s, proj, overlap_only=overlap_only, include_skips=skips, seconds=True)
+            assert len(plain) > 10 and any(j.shown_at is not None for j in plain)
+            assert fast == [Label(j.qid, j.docid, j.judge, j.grade, as_seconds(j.answered_at), as_seconds(j.shown_at))
+                            for j in plain]
+            assert all(type(j.answered_at) is float for j in fast)
