@@ -175,9 +175,12 @@ def test_the_queue_counts_light_pass_agrees_with_every_judgment_read_one_by_one(
         for _ in range(300):
             grade = rng.choice([None, 0, 1, 2, 2])
             unsure = rng.random() < 0.2 or grade is None
-            rows.append({"project_id": proj.id, "pair_id": rng.choice(pairs), "judge_id": rng.choice(judges).id,
+            rows.append({"project_id": proj.id, "pair_id": rng.choice(pairs[1:]), "judge_id": rng.choice(judges).id,
                          "grade": grade, "unsure": unsure, "skipped": rng.random() < 0.1, "source": "human",
                          "purpose": "pool", "answered_at": start + timedelta(seconds=rng.randrange(200))})
+        # and one pair whose only answer is an ungraded "unsure": in the unsure queue at distance 0
+        lonely = pairs[0]  # no row drawn above
+        rows.append({**rows[0], "pair_id": lonely, "grade": None, "unsure": True, "skipped": False})
         s.connection().execute(insert(Judgment.__table__), rows)
         for pair_id in rng.sample(pairs, 4):
             s.add(Adjudication(project_id=proj.id, pair_id=pair_id, lead_id=judges[2].id, grade=1, reason="r"))
@@ -191,18 +194,26 @@ def test_the_queue_counts_light_pass_agrees_with_every_judgment_read_one_by_one(
             if j.grade is not None:
                 graded[(j.pair_id, j.judge_id)] = j.grade
             if j.grade is not None or j.unsure:
-                answered[(j.pair_id, j.judge_id)] = j.unsure
+                answered[(j.pair_id, j.judge_id)] = (j.grade, j.unsure)
         grades_of = defaultdict(set)
         for (pair_id, _), grade in graded.items():
             grades_of[pair_id].add(grade)
         split = {p for p, gs in grades_of.items() if len(gs) > 1}
-        flagged = {p for (p, _), unsure in answered.items() if unsure}
+        flagged = {p for (p, _), (_, unsure) in answered.items() if unsure}
+        answer_grades = defaultdict(set)
+        for (pair_id, _), (grade, _) in answered.items():
+            if grade is not None:
+                answer_grades[pair_id].add(grade)
+        # ... and the grade distances the queues sort by
+        assert adjudication._latest_passes(s, proj.id) == (
+            {p: max(grades_of[p]) - min(grades_of[p]) for p in split},
+            {p: max(answer_grades[p]) - min(answer_grades[p]) if answer_grades[p] else 0 for p in flagged})
         done = set(s.exec(select(Adjudication.pair_id).where(Adjudication.project_id == proj.id)))
         expected = tuple((len(ps - done), len(ps & done)) for ps in (split, flagged))
 
         queue, unsure = adjudication.open_queues(s, proj)
         assert (tuple(queue), tuple(unsure)) == expected
-        assert split and flagged and split & done  # the draw reached every case it checks
+        assert split and flagged and split & done and lonely in flagged  # the draw reached every case it checks
         assert adjudication.queue_counts(s, proj) == queue
         assert adjudication.unsure_counts(s, proj) == unsure
         assert {e.pair_id for e in adjudication.disagreements(s, proj, include_resolved=True)} == split
