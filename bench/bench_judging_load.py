@@ -129,6 +129,7 @@ def cached_store(url: str, folder: Path, args) -> tuple[int, list[str]]:
 
     cache, target = Path(cache), Path(url.removeprefix("sqlite:///"))
     shape = {k: getattr(args, k) for k in ("queries", "docs", "judges", "overlap", "seed", "preload")}
+    shape["times"] = "spread"  # the preloaded judgments' times (see preload): a cache from before is built again
     note = cache.with_name(cache.name + ".json")
     if cache.exists() and note.exists() and json.loads(note.read_text())["shape"] == shape:
         saved = json.loads(note.read_text())
@@ -144,9 +145,17 @@ def cached_store(url: str, folder: Path, args) -> tuple[int, list[str]]:
 def preload(engine, project_id: int, judges: list[str], n: int) -> int:
     """Bulk-insert ``n`` judgments as the judges' own earlier work: the LAST main pairs of each
     judge's queue are marked done (Assignment.done_at) with one judgment each, exactly the state
-    ``curation.judge.judging.submit`` leaves, so the live run starts at the overlap pairs and goes on."""
+    ``curation.judge.judging.submit`` leaves, so the live run starts at the overlap pairs and goes on.
+    Their times are a judge's: one answer about every 20 s, back from now, each shown 3 to 60 s
+    before it was answered, to the microsecond (not one instant for all: a report that converts
+    each distinct time once would then convert two, and look faster than it is on a real store)."""
     rng = random.Random(1)
     now = utcnow()
+
+    def times(k: int) -> tuple:
+        answered = now - timedelta(seconds=20 * k + rng.random() * 10)
+        return answered - timedelta(seconds=rng.uniform(3, 60)), answered
+
     with new_session(engine) as db:
         ids = dict(db.exec(select(User.name, User.id).where(User.name.in_(judges))).all())
         per_judge = -(-n // len(judges))
@@ -165,9 +174,9 @@ def preload(engine, project_id: int, judges: list[str], n: int) -> int:
                 db.execute(update(Assignment).where(Assignment.id.in_([a for a, _ in chunk])).values(done_at=now))
                 db.execute(insert(Judgment), [
                     dict(project_id=project_id, pair_id=pair, judge_id=ids[name], grade=rng.randrange(3), unsure=False,
-                         skipped=False, source="human", shown_at=now - timedelta(seconds=20), answered_at=now,
+                         skipped=False, source="human", shown_at=shown, answered_at=answered,
                          client_token=f"preload-{ids[name]}-{pair}")
-                    for _, pair in chunk
+                    for k, (_, pair) in enumerate(chunk, start=start) for shown, answered in [times(len(rows) - k)]
                 ])
             left -= len(rows)
         db.commit()

@@ -9,6 +9,10 @@ pairs, 20 judges, 100,000 judgments preloaded; ``--store-cache`` as there), adds
 fresh process of the code under test logs the lead in with Flask's test client and asks for each
 lead page: once to warm up, then ``--repeat`` times, keeping the least CPU time (the process's
 ``time.process_time``, SQLite included: it runs in the process) and the wall time of that request.
+Each timed request starts after a ``gc.collect()``: without it, the page after a page that made much
+garbage paid for the collector's full passes over it (the leak check page, 0.32 s alone, took
+0.44-0.62 s after the progress page, 0.15 s of it in the collector), and the ratio against another
+revision moved by the order of the pages rather than by their code.
 
 With ``--baseline REV`` the same is measured on a git worktree of REV (a temporary one, removed
 afterwards) on a copy of the same store, the two processes alternating ``--rounds`` times; the
@@ -40,7 +44,7 @@ PAGES = ("", "/progress", "/adjudicate", "/unsure", "/machines", "/leaks", "/com
 
 # Run in a fresh interpreter whose sys.path starts at the tree under test: its judging_app, its templates.
 MEASURE = r"""
-import json, re, sys, time
+import gc, json, re, sys, time
 from judging_app import create_app
 url, project_id, repeat, user, password = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 app = create_app({"DATABASE_URL": url})
@@ -53,6 +57,7 @@ for page in json.loads(sys.argv[6]):
     status = client.get(path).status_code
     best = None
     for _ in range(repeat):
+        gc.collect()  # each page pays for its own garbage, not for the page before it (see the docstring)
         cpu, wall = time.process_time(), time.perf_counter()
         client.get(path)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
