@@ -16,7 +16,9 @@ revision moved by the order of the pages rather than by their code.
 
 With ``--baseline REV`` the same is measured on a git worktree of REV (a temporary one, removed
 afterwards) on a copy of the same store, the two processes alternating ``--rounds`` times; the
-ratio is the least CPU time of REV over this tree's. The load average is printed before and after.
+ratio is the least CPU time of REV over this tree's. When REV's schema is older, its copy of the
+store is first migrated down to REV's head revision (by this tree's migrations). The load average
+is printed before and after.
 
 A lead page is a lead's hot path, and a worker of ``golden serve`` that renders one answers no
 judge meanwhile (one thread a worker on SQLite), so it should stay well under a second.
@@ -67,6 +69,23 @@ print(json.dumps(out))
 """
 
 
+def schema_of(worktree: Path, url: str) -> None:
+    """Bring the store at ``url`` (a copy of this tree's) to the schema of the code in ``worktree``:
+    down to its head revision when that is older (this tree's migrations know the way down), so
+    that the baseline runs on the store it was written for rather than refusing a newer one."""
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    from curation.store.migrate import alembic_config, head_revision
+
+    cfg = alembic_config()
+    cfg.set_main_option("script_location", str(worktree / "migrations"))
+    theirs = ScriptDirectory.from_config(cfg).get_current_head()
+    if theirs != head_revision():
+        command.downgrade(alembic_config(url), theirs)
+        print(f"baseline store: downgraded to its schema, revision {theirs}")
+
+
 def measure(tree: Path, url: str, project_id: int, repeat: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
     done = subprocess.run([sys.executable, "-c", MEASURE, url, str(project_id), str(repeat), LEAD, PASSWORD,
@@ -109,6 +128,7 @@ def main(argv=None) -> int:
             with sqlite3.connect(tmp / "golden.db") as src, sqlite3.connect(tmp / "baseline.db") as dst:
                 src.backup(dst)  # the WAL's pages too (a file copy would miss the lead just added)
             trees.append((args.baseline, worktree, f"sqlite:///{tmp}/baseline.db"))
+            schema_of(worktree, trees[-1][2])
         try:
             print(f"{args.queries * args.docs:,} pairs, {args.preload:,} judgments; load average "
                   f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
