@@ -88,7 +88,7 @@ def test_0026_drops_the_redundant_indexes_and_downgrades(db_url):
 
 
 def traced_statements(app, requests) -> list[str]:
-    """The SQL, values filled in, that SQLite ran for ``requests(client)`` (triggers' bodies left
+    """The SQL, values filled in, that SQLite ran for ``requests()`` (triggers' bodies left
     out: they are planned with their statement)."""
     seen: list[str] = []
     eng = app.extensions["golden_engine"]
