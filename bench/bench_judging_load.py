@@ -59,7 +59,7 @@ from curation.judge import assignment
 from curation.store import projects, users
 from curation.store.engine import make_engine, scratch_database
 from curation.store.engine import session as new_session
-from curation.store.migrate import upgrade
+from curation.store.migrate import head_revision, upgrade
 from curation.store.models import Assignment, Judgment, PairView, User, utcnow
 
 PASSWORD = "bench-password-1"
@@ -130,8 +130,6 @@ def cached_store(url: str, folder: Path, args) -> tuple[int, list[str]]:
     cache, target = Path(cache), Path(url.removeprefix("sqlite:///"))
     shape = {k: getattr(args, k) for k in ("queries", "docs", "judges", "overlap", "seed", "preload")}
     shape["times"] = "spread"  # the preloaded judgments' times (see preload): a cache from before is built again
-    from curation.store.migrate import head_revision
-
     shape["schema"] = head_revision()  # a store of an older schema is built again, not migrated
     note = cache.with_name(cache.name + ".json")
     if cache.exists() and note.exists() and json.loads(note.read_text())["shape"] == shape:
