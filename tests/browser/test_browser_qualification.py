@@ -26,16 +26,16 @@ def server(tmp_path_factory):
             yield {"base": base, "setup": setup}
 
 
-def _answer_all(page, *, right: int) -> list[str]:
-    """Answer the open attempt's pairs (the first ``right`` as expected), reading each teaching."""
+def _answer_all(page, *, right: int, total: int = 4) -> list[str]:
+    """Answer the open attempt's ``total`` pairs (the first ``right`` as expected), reading each
+    teaching. Every step waits on what the next page must show: a count() taken right after a click
+    can still read the page before, where no pair is shown, and end the attempt early."""
     from playwright.sync_api import expect
 
     seen = []
-    position = 0
-    while page.locator("[data-testid=qualification-pair]").count():
-        position += 1
+    for position in range(1, total + 1):
         heading = page.locator(".qualification-pair .eyebrow").first
-        expect(heading).to_contain_text(f"Qualification pair {position} of 4")
+        expect(heading).to_contain_text(f"Qualification pair {position} of {total}")
         docid = page.locator("#doc-title").inner_text().removeprefix("Recipe ")
         seen.append(docid)
         grade = expected_grade(docid) if position <= right else (expected_grade(docid) + 1) % 3
@@ -45,12 +45,16 @@ def _answer_all(page, *, right: int) -> list[str]:
             page.click(f"button[data-grade='{grade}']")
         teaching = page.locator("[data-testid=teaching]")
         expect(teaching).to_be_visible()
+        expect(teaching).to_contain_text(f"Qualification pair {position} of {total}")
         expect(teaching).to_have_attribute("data-exact", "yes" if position <= right else "no")
         expect(page.locator("[data-testid=expected-grades]")).to_contain_text(str(expected_grade(docid)))
         expect(page.locator("[data-testid=teaching-reason]")).not_to_be_empty()
         nxt = page.locator("[data-testid=next-qualification]")
-        if nxt.count():
+        if position < total:
             nxt.click()
+        else:
+            expect(nxt).to_have_count(0)  # the last answer ends the attempt
+            expect(page.locator("[data-testid=qualification-pair]")).to_have_count(0)
     return seen
 
 
