@@ -100,6 +100,7 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, server: 
     master = os.getpid()
     run = _run_granian if server == "granian" else _run_gunicorn
     try:
+        _ready_new_workers_for_a_stop(server)
         run(app, sock, workers, threads, master)
     except SystemExit as exc:
         # Both servers end their processes with sys.exit: a worker (a fork of this one) leaves
@@ -110,9 +111,65 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, server: 
             raise click.ClickException(f"{server} stopped with status {exc.code}; see the messages above") from None
     finally:
         if os.getpid() == master:
+            _ready_new_workers_for_a_stop(None)
             with contextlib.suppress(OSError):  # the server may have closed it already
                 sock.close()
     echo("golden: stopped")
+
+
+#: While :func:`serve_app` runs its server: the signals that stop a worker forked from it before the
+#: server has installed the worker's own handlers, and whether the worker blocks SIGINT.
+_NEW_WORKER: tuple[tuple[int, ...], bool] | None = None
+_AT_FORK_REGISTERED = False
+
+
+def _ready_new_workers_for_a_stop(server: str | None) -> None:
+    """From now on (until called with None), a process forked from this one, a worker of ``server``,
+    ends at once and quietly on a stop signal that arrives before its server installs its own
+    handlers. Until then the worker runs the serving process's handlers, which only mark the
+    worker's copy of the server as stopping: a stop sent to a worker in its first instant (gunicorn:
+    before its post_fork hook returns; granian: before it serves) was lost, and the master killed the
+    worker after its 5 s graceful timeout (granian: "refused to gracefully stop"; gunicorn: "was sent
+    SIGKILL! Perhaps out of memory?"). That worker has accepted no connection yet, so it has nothing
+    to finish.
+
+    The stop signals are the ones each server's master sends its workers: granian SIGTERM;
+    gunicorn SIGTERM, and SIGQUIT on Ctrl+C, which also reaches its workers as SIGINT. A granian
+    worker blocks SIGINT from its fork on: a terminal's Ctrl+C reaches every process of the group,
+    the master stops the workers itself (SIGTERM), and a worker that ended on SIGINT first was
+    respawned in the middle of the stop and killed 5 s later. The mask is set before granian starts
+    the worker's threads, which inherit it."""
+    import signal
+
+    global _NEW_WORKER, _AT_FORK_REGISTERED
+    if server is None:
+        _NEW_WORKER = None
+        return
+    stops = (signal.SIGTERM,) if server == "granian" else (signal.SIGTERM, signal.SIGQUIT, signal.SIGINT)
+    _NEW_WORKER = (stops, server == "granian")
+    if not _AT_FORK_REGISTERED:  # os.register_at_fork has no way back: once per process
+        os.register_at_fork(after_in_child=_new_worker_signals)
+        _AT_FORK_REGISTERED = True
+
+
+def _new_worker_signals() -> None:
+    """In a process just forked (Python's at-fork hook, before any other code of the child runs)."""
+    global _NEW_WORKER
+    if _NEW_WORKER is None:
+        return
+    import signal
+
+    (stops, block_sigint), _NEW_WORKER = _NEW_WORKER, None  # a fork of the worker is not a worker
+    if block_sigint:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    for signum in stops:
+        signal.signal(signum, _leave_before_serving)
+
+
+def _leave_before_serving(_signum, _frame) -> None:
+    """A stop signal in a worker whose server has not yet installed its handlers: end now, with
+    status 0 (both masters then take it for a worker that stopped as asked)."""
+    os._exit(0)
 
 
 def _worker_started(app, master: int) -> None:
@@ -151,13 +208,7 @@ def _run_granian(app, sock: socket.socket, workers: int, threads: int, master: i
             pass  # serve_app closes the socket
 
     def load(_target):
-        import signal
-
-        # A terminal's Ctrl+C reaches every process of the group. The master stops the workers
-        # itself (SIGTERM), so a worker leaves SIGINT pending: one that ended on it first was
-        # respawned by the master in the middle of the stop, and killed 5 s later. Blocked here,
-        # before granian starts its threads, which inherit the mask.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        # SIGINT is blocked in the worker from its fork on (_ready_new_workers_for_a_stop)
         _worker_started(app, master)
         return app
 

@@ -115,8 +115,7 @@ def test_sigint_to_the_whole_process_group_stops_every_worker_at_once(tmp_path, 
     # A terminal's Ctrl+C, or `kill -INT -- -PGID`, sends SIGINT to the master and every worker
     # together. Started as a shell script's background job (`golden serve ... &`, which starts with
     # SIGINT and SIGQUIT ignored), granian's master respawned a worker that had ended on it, then
-    # killed that one after 5 s. (gunicorn's master at times kills a worker after its 5 s graceful
-    # timeout here: not golden's default server.)
+    # killed that one after 5 s. (gunicorn's workers end on SIGINT themselves: not blocked there.)
     with sqlite_store(tmp_path) as (url, _engine):
         log = tmp_path / "serve.log"
         proc = _start_serve(url, log, "--port", "0", "--workers", "2", "--server", "granian", new_session=True,
@@ -124,8 +123,9 @@ def test_sigint_to_the_whole_process_group_stops_every_worker_at_once(tmp_path, 
         try:
             deadline = time.monotonic() + 60
             _, workers = _two_workers_up(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline)
-            # one worker answered; the other may still be loading the app, before it blocks SIGINT
-            # (a Ctrl+C in that first instant still ends it, and the stop then waits 5 s)
+            # every worker blocks SIGINT from its fork on, once Python's at-fork hook has run in it
+            # (a process seen an instant after its fork may not be there yet); the next test stops
+            # the workers in that first instant
             while not all(_blocks_sigint(pid) for pid in workers):
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.05)
@@ -138,6 +138,37 @@ def test_sigint_to_the_whole_process_group_stops_every_worker_at_once(tmp_path, 
         assert output.rstrip().endswith("golden: stopped") and "Traceback" not in output
         assert "Killing" not in output and "Unexpected exit" not in output, output
         assert not [pid for pid in workers if Path(f"/proc/{pid}").exists() and _state(pid) != "Z"], output
+
+
+@pytest.mark.parametrize("stop", ["sigterm-to-the-server", "ctrl-c-to-the-group"])
+@pytest.mark.parametrize("server", SERVERS)
+def test_a_stop_the_moment_the_workers_exist_ends_them_at_once(tmp_path, server, stop):
+    # A worker runs the serving process's signal handlers until its server installs its own (the
+    # first fraction of a second); they only marked the worker's copy of the server as stopping, so
+    # a stop in that instant (a supervisor stopping a service it just started, Ctrl+C at once) was
+    # lost and the master killed each worker after 5 s: "Killing worker-1 after it refused to
+    # gracefully stop" (granian), "Worker ... was sent SIGKILL! Perhaps out of memory?" (gunicorn).
+    with sqlite_store(tmp_path) as (url, _engine):
+        log = tmp_path / "serve.log"
+        proc = _start_serve(url, log, "--port", "0", "--workers", "2", "--server", server, new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            _printed_port(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline)
+            while len(workers := _bench().child_pids(proc.pid)) < 2:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.005)
+        finally:
+            started = time.monotonic()
+            if stop == "sigterm-to-the-server":
+                proc.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(timeout=30)
+        output = log.read_text()
+        assert code == 0 and time.monotonic() - started < 4, output
+        assert output.rstrip().endswith("golden: stopped") and "Traceback" not in output
+        assert "Killing" not in output and "SIGKILL" not in output and "ERROR" not in output, output
+        assert not [pid for pid in workers if _state(pid) not in ("Z", "gone")], output
 
 
 @pytest.mark.parametrize("server", SERVERS)
