@@ -117,9 +117,9 @@ def serve_app(app, *, host: str, port: int, workers: int, threads: int, server: 
     echo("golden: stopped")
 
 
-#: While :func:`serve_app` runs its server: the signals that stop a worker forked from it before the
-#: server has installed the worker's own handlers, and whether the worker blocks SIGINT.
-_NEW_WORKER: tuple[tuple[int, ...], bool] | None = None
+#: While :func:`serve_app` runs its server: that server's name, which a worker forked from it reads
+#: in its first instant (:func:`_ready_new_workers_for_a_stop`).
+_SERVING_WITH: str | None = None
 _AT_FORK_REGISTERED = False
 
 
@@ -131,7 +131,16 @@ def _ready_new_workers_for_a_stop(server: str | None) -> None:
     before its post_fork hook returns; granian: before it serves) was lost, and the master killed the
     worker after its 5 s graceful timeout (granian: "refused to gracefully stop"; gunicorn: "was sent
     SIGKILL! Perhaps out of memory?"). That worker has accepted no connection yet, so it has nothing
-    to finish.
+    to finish."""
+    global _SERVING_WITH, _AT_FORK_REGISTERED
+    _SERVING_WITH = server
+    if server is not None and not _AT_FORK_REGISTERED:  # os.register_at_fork has no way back
+        os.register_at_fork(after_in_child=_new_worker_signals)
+        _AT_FORK_REGISTERED = True
+
+
+def _new_worker_signals() -> None:
+    """In a process just forked (Python's at-fork hook, before any other code of the child runs).
 
     The stop signals are the ones each server's master sends its workers: granian SIGTERM;
     gunicorn SIGTERM, and SIGQUIT on Ctrl+C, which also reaches its workers as SIGINT. A granian
@@ -139,29 +148,17 @@ def _ready_new_workers_for_a_stop(server: str | None) -> None:
     the master stops the workers itself (SIGTERM), and a worker that ended on SIGINT first was
     respawned in the middle of the stop and killed 5 s later. The mask is set before granian starts
     the worker's threads, which inherit it."""
-    import signal
-
-    global _NEW_WORKER, _AT_FORK_REGISTERED
+    global _SERVING_WITH
+    server, _SERVING_WITH = _SERVING_WITH, None  # a fork of the worker is not a worker
     if server is None:
-        _NEW_WORKER = None
-        return
-    stops = (signal.SIGTERM,) if server == "granian" else (signal.SIGTERM, signal.SIGQUIT, signal.SIGINT)
-    _NEW_WORKER = (stops, server == "granian")
-    if not _AT_FORK_REGISTERED:  # os.register_at_fork has no way back: once per process
-        os.register_at_fork(after_in_child=_new_worker_signals)
-        _AT_FORK_REGISTERED = True
-
-
-def _new_worker_signals() -> None:
-    """In a process just forked (Python's at-fork hook, before any other code of the child runs)."""
-    global _NEW_WORKER
-    if _NEW_WORKER is None:
         return
     import signal
 
-    (stops, block_sigint), _NEW_WORKER = _NEW_WORKER, None  # a fork of the worker is not a worker
-    if block_sigint:
+    if server == "granian":
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        stops = (signal.SIGTERM,)
+    else:
+        stops = (signal.SIGTERM, signal.SIGQUIT, signal.SIGINT)
     for signum in stops:
         signal.signal(signum, _leave_before_serving)
 

@@ -154,7 +154,8 @@ def test_a_stop_the_moment_the_workers_exist_ends_them_at_once(tmp_path, server,
         try:
             deadline = time.monotonic() + 60
             _printed_port(proc, log, r"http://127\.0\.0\.1:(\d+)/ with", deadline)
-            while len(workers := _bench().child_pids(proc.pid)) < 2:
+            child_pids = _bench().child_pids  # loaded once: the loop below must see the first instant
+            while len(workers := child_pids(proc.pid)) < 2:
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.005)
         finally:
